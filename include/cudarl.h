@@ -1,0 +1,136 @@
+/* cudarl — reinforcement learning in C11 and CUDA C.
+ *
+ * The one public header. Handles are opaque; every function that can fail returns a
+ * cudarl_status and leaves a message for cudarl_last_error(). The library never exits or
+ * aborts on user error. Memory notes on each function say where its buffers live. */
+#ifndef CUDARL_H
+#define CUDARL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUDARL_VERSION_MAJOR 0
+#define CUDARL_VERSION_MINOR 1
+#define CUDARL_VERSION_PATCH 0
+#define CUDARL_VERSION_STRING "0.1.0"
+
+/* ---- status ------------------------------------------------------------------------ */
+
+typedef enum cudarl_status {
+    CUDARL_OK = 0,
+    CUDARL_ERR_INVALID_ARG,   /* a value the caller passed is out of range or malformed */
+    CUDARL_ERR_OUT_OF_MEMORY, /* a memory plan does not fit, or an allocation failed */
+    CUDARL_ERR_IO,            /* a file could not be opened, read, written or renamed */
+    CUDARL_ERR_FORMAT,        /* a file is truncated, corrupted or not what it claims */
+    CUDARL_ERR_MISMATCH,      /* a file is valid but for another model/env/config */
+    CUDARL_ERR_UNSUPPORTED,   /* not built in, or not available on this machine */
+    CUDARL_ERR_CUDA,          /* a CUDA runtime or library call failed */
+    CUDARL_ERR_NUMERIC,       /* NaN or inf where a finite number is required */
+} cudarl_status;
+
+/* Short name of a status code ("CUDARL_ERR_IO"); static storage. */
+const char *cudarl_status_name(cudarl_status s);
+/* The message of the last failure on this thread (static, thread-local storage). */
+const char *cudarl_last_error(void);
+
+/* ---- logging ----------------------------------------------------------------------- */
+
+typedef enum cudarl_log_level {
+    CUDARL_LOG_ERROR = 0,
+    CUDARL_LOG_WARN,
+    CUDARL_LOG_INFO,
+    CUDARL_LOG_DEBUG,
+} cudarl_log_level;
+
+/* Messages at or below this level go to stderr (default: INFO, or $CUDARL_LOG). */
+void cudarl_log_set_level(cudarl_log_level level);
+
+/* ---- devices ----------------------------------------------------------------------- */
+
+typedef enum cudarl_device_kind {
+    CUDARL_DEVICE_AUTO = 0, /* CUDA if built with it and a GPU is present, else CPU */
+    CUDARL_DEVICE_CPU,
+    CUDARL_DEVICE_CUDA,
+} cudarl_device_kind;
+
+/* A compute context: the device, its stream and its library handles. */
+typedef struct cudarl_ctx cudarl_ctx;
+
+/* Opens a context on `kind` (device `index` for CUDA). CUDA that is not built in, or no GPU,
+ * returns CUDARL_ERR_UNSUPPORTED with a message saying which. Context lives on the host. */
+cudarl_status cudarl_ctx_init(cudarl_ctx **out, cudarl_device_kind kind, int index);
+void cudarl_ctx_free(cudarl_ctx *ctx);
+/* The kind actually opened (never AUTO). */
+cudarl_device_kind cudarl_ctx_kind(const cudarl_ctx *ctx);
+/* Writes a human-readable description of the build and devices to `buf`. */
+void cudarl_info(char *buf, size_t cap);
+
+/* ---- environments ------------------------------------------------------------------ */
+
+/* Names of the built-in environments, NULL-terminated (static storage). */
+const char *const *cudarl_env_names(void);
+
+/* ---- PPO --------------------------------------------------------------------------- */
+
+/* PPO hyperparameters: CleanRL's ppo.py names and meanings. */
+typedef struct cudarl_ppo_config {
+    char env_id[64];
+    char run_name[128];
+    char runs_dir[256];
+    uint64_t seed;
+    int64_t total_timesteps;
+    double learning_rate;
+    int num_envs;
+    int num_steps;
+    int anneal_lr;
+    double gamma;
+    double gae_lambda;
+    int num_minibatches;
+    int update_epochs;
+    int norm_adv;
+    double clip_coef;
+    int clip_vloss;
+    double ent_coef;
+    double vf_coef;
+    double max_grad_norm;
+    double target_kl;  /* <= 0 disables the early stop */
+    int hidden;        /* hidden width of both MLPs (64) */
+    int threads;       /* CPU worker threads; 0 = all cores */
+    cudarl_device_kind device;
+    int checkpoint_every; /* iterations between checkpoints; 0 = only at the end */
+    int quiet;            /* no progress line */
+} cudarl_ppo_config;
+
+/* Fills `cfg` with cudarl's tuned defaults for `env_id` (CartPole-v1 if NULL). */
+void cudarl_ppo_config_default(cudarl_ppo_config *cfg, const char *env_id);
+/* Checks every field; the message names the field and the accepted range. */
+cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *cfg);
+
+/* What a training run reports at its end. */
+typedef struct cudarl_train_summary {
+    int64_t global_step;
+    int64_t episodes;
+    double mean_return_100; /* mean return of the last 100 finished episodes */
+    double train_seconds;   /* training loop wall time */
+    double sps;             /* env steps per second over the loop */
+    int64_t solved_step;    /* first step where mean_return_100 >= the env's threshold; -1 if never */
+    double solved_seconds;  /* loop time at solved_step; -1 if never */
+} cudarl_train_summary;
+
+/* Trains PPO as configured, writing runs/<run_name>/{metrics.csv,model.safetensors}.
+ * `resume_path` (may be NULL) continues a checkpoint. */
+cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
+                               const char *resume_path, cudarl_train_summary *summary);
+
+/* Plays `episodes` greedy (argmax) episodes of the policy in `path`; mean and std of return. */
+cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
+                                 double *mean, double *std);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,101 @@
+/* Internal core: errors, assertions, logging, arenas, Philox RNG, timers. */
+#ifndef CUDARL_CORE_H
+#define CUDARL_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cudarl.h"
+
+/* ---- errors ------------------------------------------------------------------------ */
+
+/* Records a formatted message for cudarl_last_error() and returns `s`. */
+cudarl_status cr_fail(cudarl_status s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Propagates a non-OK status from an expression. */
+#define CR_TRY(expr)                            \
+    do {                                        \
+        cudarl_status cr_try_s_ = (expr);       \
+        if (cr_try_s_ != CUDARL_OK) return cr_try_s_; \
+    } while (0)
+
+/* A broken invariant is a bug in cudarl: print file:line and abort. Never for user input. */
+#define CUDARL_ASSERT(cond)                                                  \
+    do {                                                                     \
+        if (!(cond)) cr_assert_fail(#cond, __FILE__, __LINE__);              \
+    } while (0)
+_Noreturn void cr_assert_fail(const char *expr, const char *file, int line);
+
+/* ---- logging ----------------------------------------------------------------------- */
+
+void cr_log(cudarl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cr_log_enabled(cudarl_log_level level);
+#define CR_ERROR(...) cr_log(CUDARL_LOG_ERROR, __VA_ARGS__)
+#define CR_WARN(...) cr_log(CUDARL_LOG_WARN, __VA_ARGS__)
+#define CR_INFO(...) cr_log(CUDARL_LOG_INFO, __VA_ARGS__)
+#define CR_DEBUG(...) cr_log(CUDARL_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- arena: plan sizes first, allocate once ------------------------------------------ */
+
+#define CR_ARENA_ALIGN 64
+#define CR_ARENA_MAX_ITEMS 64
+
+/* A plan is a list of named sizes; an arena is one allocation carved by that plan.
+ * Usage: cr_plan_add() each buffer, cr_arena_alloc() once, then cr_arena_get() pointers. */
+typedef struct cr_plan {
+    const char *names[CR_ARENA_MAX_ITEMS];
+    size_t offsets[CR_ARENA_MAX_ITEMS];
+    size_t sizes[CR_ARENA_MAX_ITEMS];
+    int count;
+    size_t total;
+} cr_plan;
+
+typedef enum cr_mem_kind { CR_MEM_HOST = 0, CR_MEM_PINNED, CR_MEM_DEVICE } cr_mem_kind;
+
+typedef struct cr_arena {
+    cr_plan plan;
+    cr_mem_kind kind;
+    unsigned char *base;
+} cr_arena;
+
+void cr_plan_init(cr_plan *p);
+/* Adds `bytes` under `name` (static string); returns the item index. */
+int cr_plan_add(cr_plan *p, const char *name, size_t bytes);
+/* Allocates the whole plan once, zero-filled (host). */
+cudarl_status cr_arena_alloc(cr_arena *a, const cr_plan *p, cr_mem_kind kind);
+void *cr_arena_get(const cr_arena *a, int item);
+void cr_arena_free(cr_arena *a);
+/* Prints the plan as a table at INFO level under `title`. */
+void cr_plan_print(const cr_plan *p, const char *title);
+/* "1.23 MiB" into buf. */
+const char *cr_format_bytes(size_t bytes, char *buf, size_t cap);
+
+/* ---- Philox4x32-10 ------------------------------------------------------------------ */
+
+/* Counter-based RNG (Salmon et al., SC'11). One stream = (key, counter high words); the
+ * same (key, counter) gives the same four words on CPU and GPU. */
+typedef struct cr_philox_state {
+    uint32_t key[2];
+    uint32_t ctr[4];
+    uint32_t buf[4];
+    int used; /* words of buf consumed (4 = empty) */
+} cr_philox_state;
+
+void cr_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+/* Stream `stream` of `seed`: key = seed, ctr = (0, 0, stream lo, stream hi). */
+void cr_philox_seed(cr_philox_state *s, uint64_t seed, uint64_t stream);
+uint32_t cr_philox_next_u32(cr_philox_state *s);
+/* Uniform in [0, 1) with 24 random bits. */
+float cr_philox_uniform(cr_philox_state *s);
+/* Uniform in [0, 1) with 53 random bits. */
+double cr_philox_uniform_f64(cr_philox_state *s);
+/* Standard normal (Box-Muller, double precision). */
+double cr_philox_normal(cr_philox_state *s);
+
+/* ---- timers ------------------------------------------------------------------------- */
+
+/* Monotonic seconds since an arbitrary origin. */
+double cr_time_now(void);
+
+#endif

@@ -1,0 +1,101 @@
+/* The numeric ops of the CPU backend: the plain-C specification every CUDA twin is held to.
+ *
+ * float32, row-major, contiguous. Shapes are in the comments: B batch rows, I inputs, O outputs,
+ * A actions, T steps, N envs. Functions may use OpenMP worksharing internally but every
+ * reduction is done in a fixed order, so results are bitwise identical for any thread count. */
+#ifndef CUDARL_OPS_CPU_H
+#define CUDARL_OPS_CPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+/* y = x w^T + b.  x (B, I), w (O, I), b (O), y (B, O). */
+void cr_cpu_linear_forward(const float *x, const float *w, const float *b, float *y, int B, int I,
+                           int O);
+/* y = tanh(x w^T + b), the fused form of the above. */
+void cr_cpu_linear_tanh_forward(const float *x, const float *w, const float *b, float *y, int B,
+                                int I, int O);
+/* Gradients of y = x w^T + b given dy (B, O): dw (O, I) = dy^T x, db (O) = sum_b dy,
+ * dx (B, I) = dy w (skipped when dx is NULL). dw and db are overwritten, not accumulated. */
+void cr_cpu_linear_backward(const float *dy, const float *x, const float *w, float *dx, float *dw,
+                            float *db, int B, int I, int O);
+
+/* y = tanh(x), n elements; y may alias x. Max abs error vs double tanh <= 5e-7 (tested). */
+void cr_cpu_tanh_forward(const float *x, float *y, size_t n);
+/* dx = dy * (1 - y^2) where y = tanh(x); dx may alias dy. */
+void cr_cpu_tanh_backward(const float *y, const float *dy, float *dx, size_t n);
+/* tanh of one float with the same formula as cr_cpu_tanh_forward (the GPU twin uses it too). */
+float cr_tanhf(float x);
+
+/* Samples a ~ softmax(logits[b]) by inverse CDF with the uniform u[b] in [0, 1) and writes the
+ * action and its log-probability.  logits (B, A), u (B), action (B), logp (B). */
+void cr_cpu_categorical_sample(const float *logits, const float *u, int32_t *action, float *logp,
+                               int B, int A);
+/* Index of the largest logit per row (first on ties).  logits (B, A), action (B). */
+void cr_cpu_categorical_argmax(const float *logits, int32_t *action, int B, int A);
+/* log softmax(logits)[action] and entropy of softmax(logits).  logp, entropy (B). */
+void cr_cpu_categorical_logp_entropy(const float *logits, const int32_t *action, float *logp,
+                                     float *entropy, int B, int A);
+
+/* Generalised advantage estimation with correct truncation.
+ * rewards, values, next_values (T, N); terminated, done (T, N) as 0/1 bytes.
+ * next_values[t] is V of the observation that followed step t in the same episode: V(final obs)
+ * when the episode ended at t, else V(obs[t+1]) (V(next obs) at t = T-1).
+ *   delta_t = r_t + gamma * (1 - terminated_t) * next_values_t - values_t
+ *   A_t     = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}
+ * where done = terminated | truncated. Writes adv and returns = adv + values (T, N). */
+void cr_cpu_gae(const float *rewards, const float *values, const float *next_values,
+                const uint8_t *terminated, const uint8_t *done, float gamma, float lambda,
+                float *adv, float *returns, int T, int N);
+
+/* What one PPO minibatch loss reports (means over the minibatch). */
+typedef struct cr_ppo_loss_stats {
+    double loss;          /* pg_loss - ent_coef * entropy + vf_coef * v_loss */
+    double pg_loss;
+    double v_loss;        /* 0.5 * mean of (clipped) squared error, as CleanRL */
+    double entropy;
+    double old_approx_kl; /* mean(-logratio) */
+    double approx_kl;     /* mean((ratio - 1) - logratio) */
+    double clipfrac;      /* mean(|ratio - 1| > clip_coef) */
+} cr_ppo_loss_stats;
+
+typedef struct cr_ppo_loss_params {
+    float clip_coef, ent_coef, vf_coef;
+    int clip_vloss, norm_adv;
+} cr_ppo_loss_params;
+
+/* CleanRL's PPO loss on one minibatch and its gradient w.r.t. the logits and the values.
+ * logits (B, A), action (B), old_logp (B), adv (B) (normalised inside when norm_adv: mean and
+ * unbiased std of the minibatch, + 1e-8), value (B), old_value (B), returns (B).
+ * Writes dlogits (B, A), dvalue (B) and the stats. */
+void cr_cpu_ppo_loss(const float *logits, const int32_t *action, const float *old_logp,
+                     const float *adv, const float *value, const float *old_value,
+                     const float *returns, const cr_ppo_loss_params *p, float *dlogits,
+                     float *dvalue, cr_ppo_loss_stats *stats, int B, int A);
+
+/* Sum of squares of g (n), accumulated in double in index order. */
+double cr_cpu_sum_squares(const float *g, size_t n);
+/* g *= s. */
+void cr_cpu_scale(float *g, size_t n, float s);
+/* torch.nn.utils.clip_grad_norm_: norm = sqrt(sum g^2); g *= min(1, max_norm / (norm + 1e-6)).
+ * Returns the norm before clipping. */
+double cr_cpu_clip_grad_norm(float *g, size_t n, double max_norm);
+
+/* One step of torch.optim.Adam (no weight decay, no amsgrad) at step t >= 1:
+ *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+ *   p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+ * p, g, m, v (n). */
+void cr_cpu_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
+                      float b2, float eps, int64_t t);
+
+/* torch.nn.init.orthogonal_ semantics for w (O, I) scaled by gain: a (semi-)orthogonal matrix
+ * from the QR decomposition of a standard-normal matrix drawn from `rng`, sign-corrected by
+ * diag(R). Rows are orthonormal when O <= I, columns when O > I. */
+void cr_cpu_orthogonal_init(float *w, int O, int I, double gain, cr_philox_state *rng);
+
+/* Sets the OpenMP thread count used by the CPU ops (0 = all cores). */
+void cr_cpu_set_threads(int threads);
+
+#endif

@@ -1,0 +1,1 @@
+cudarl_test(test_core SOURCES test_core.c LABELS cpu)

@@ -1,0 +1,1 @@
+/* Argument parsing for the cudarl CLI (being written). */
