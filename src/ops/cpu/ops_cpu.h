@@ -30,7 +30,9 @@ void cr_cpu_tanh_backward(const float *y, const float *dy, float *dx, size_t n);
 float cr_tanhf(float x);
 
 /* Samples a ~ softmax(logits[b]) by inverse CDF with the uniform u[b] in [0, 1) and writes the
- * action and its log-probability.  logits (B, A), u (B), action (B), logp (B). */
+ * action and its log-probability.  logits (B, A), u (B), action (B), logp (B).
+ * An action whose float probability underflows to 0 is never drawn. logp is bitwise what
+ * cr_cpu_categorical_logp_entropy computes for the same logits and action. */
 void cr_cpu_categorical_sample(const float *logits, const float *u, int32_t *action, float *logp,
                                int B, int A);
 /* Index of the largest logit per row (first on ties).  logits (B, A), action (B). */
@@ -45,7 +47,8 @@ void cr_cpu_categorical_logp_entropy(const float *logits, const int32_t *action,
  * when the episode ended at t, else V(obs[t+1]) (V(next obs) at t = T-1).
  *   delta_t = r_t + gamma * (1 - terminated_t) * next_values_t - values_t
  *   A_t     = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}
- * where done = terminated | truncated. Writes adv and returns = adv + values (T, N). */
+ * where done = terminated | truncated. Writes adv and returns = adv + values (T, N).
+ * The masks select, so a terminated step's next_values is ignored even if it is not finite. */
 void cr_cpu_gae(const float *rewards, const float *values, const float *next_values,
                 const uint8_t *terminated, const uint8_t *done, float gamma, float lambda,
                 float *adv, float *returns, int T, int N);
@@ -68,7 +71,9 @@ typedef struct cr_ppo_loss_params {
 
 /* CleanRL's PPO loss on one minibatch and its gradient w.r.t. the logits and the values.
  * logits (B, A), action (B), old_logp (B), adv (B) (normalised inside when norm_adv: mean and
- * unbiased std of the minibatch, + 1e-8), value (B), old_value (B), returns (B).
+ * unbiased std of the minibatch, + 1e-8; with B = 1 the std is taken as 0, where PyTorch gives
+ * NaN), value (B), old_value (B), returns (B). Subgradients at the kinks are PyTorch's: clamp
+ * passes the gradient at its bounds, max splits it evenly on a tie.
  * Writes dlogits (B, A), dvalue (B) and the stats. */
 void cr_cpu_ppo_loss(const float *logits, const int32_t *action, const float *old_logp,
                      const float *adv, const float *value, const float *old_value,
@@ -86,7 +91,8 @@ double cr_cpu_clip_grad_norm(float *g, size_t n, double max_norm);
 /* One step of torch.optim.Adam (no weight decay, no amsgrad) at step t >= 1:
  *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
  *   p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
- * p, g, m, v (n). */
+ * p, g, m, v (n). The hyperparameters arrive as floats, so 1 - b2 is 1 - 0.999f, not PyTorch's
+ * double 1 - 0.999 (1.3e-5 apart, relative); the bias corrections are computed in double. */
 void cr_cpu_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
                       float b2, float eps, int64_t t);
 
@@ -95,7 +101,17 @@ void cr_cpu_adam_step(float *p, const float *g, float *m, float *v, size_t n, fl
  * diag(R). Rows are orthonormal when O <= I, columns when O > I. */
 void cr_cpu_orthogonal_init(float *w, int O, int I, double gain, cr_philox_state *rng);
 
-/* Sets the OpenMP thread count used by the CPU ops (0 = all cores). */
+/* Sets the OpenMP thread count used by the CPU ops called from this thread (0 = all cores).
+ * Results do not depend on it. On a machine shared with other busy processes (or another
+ * OpenMP program) more than one thread can be far slower: a preempted team member stalls every
+ * parallel region for a scheduler time slice. */
 void cr_cpu_set_threads(int threads);
+
+
+/* next_values[t] = done[t] ? final_values[t] : (t < T-1 ? values[t+1] : last_values[n]).
+ * values, final_values, next_values (T, N); done (T, N) 0/1 bytes; last_values (N). */
+void cr_cpu_bootstrap_values(const float *values, const float *final_values,
+                             const float *last_values, const uint8_t *done, float *next_values,
+                             int T, int N);
 
 #endif

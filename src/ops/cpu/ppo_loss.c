@@ -1,0 +1,97 @@
+/* CleanRL's PPO loss (ppo.py) on one minibatch, and its gradient with respect to the logits and
+ * the values, with PyTorch's subgradient conventions at the kinks:
+ *   clamp passes the gradient at its bounds (inclusive), and max(a, b) gives each side half
+ *   of it on a tie.
+ * Per-row quantities are float, as in a float32 PyTorch run; means accumulate in double. */
+#include <math.h>
+
+#include "ops/cpu/ops_cpu.h"
+
+/* d max(a, b) / da (PyTorch: 1, 0 or 1/2 on a tie). */
+static float dmax_da(float a, float b) { return a > b ? 1.0f : a < b ? 0.0f : 0.5f; }
+
+/* Mean and unbiased std + 1e-8 of adv (B), in double. With B = 1 the std is taken as 0
+ * (PyTorch would give NaN), so the one advantage normalises to 0. */
+static void adv_stats(const float *adv, int B, double *mean, double *denom) {
+    double s = 0.0;
+    for (int b = 0; b < B; b++) s += adv[b];
+    double m = s / B, ss = 0.0;
+    for (int b = 0; b < B; b++) ss += ((double)adv[b] - m) * ((double)adv[b] - m);
+    double std = B > 1 ? sqrt(ss / (B - 1)) : 0.0;
+    *mean = m;
+    *denom = std + 1e-8;
+}
+
+/* The value term of row b: its loss (before 0.5 and the mean) and d loss / d value. */
+static float value_term(float v, float v_old, float ret, float clip, int clip_vloss, float *dv) {
+    float du = v - ret, lu = du * du;
+    if (!clip_vloss) {
+        *dv = 2.0f * du;
+        return lu;
+    }
+    float d = v - v_old;
+    float dc = d < -clip ? -clip : d > clip ? clip : d;
+    float dcv = (v_old + dc) - ret, lc = dcv * dcv;
+    float pass = (d >= -clip && d <= clip) ? 1.0f : 0.0f;
+    *dv = dmax_da(lu, lc) * 2.0f * du + dmax_da(lc, lu) * 2.0f * dcv * pass;
+    return lu > lc ? lu : lc;
+}
+
+void cr_cpu_ppo_loss(const float *logits, const int32_t *action, const float *old_logp,
+                     const float *adv, const float *value, const float *old_value,
+                     const float *returns, const cr_ppo_loss_params *p, float *dlogits,
+                     float *dvalue, cr_ppo_loss_stats *stats, int B, int A) {
+    const float clip = p->clip_coef;
+    double adv_mean = 0.0, adv_denom = 1.0;
+    if (p->norm_adv) adv_stats(adv, B, &adv_mean, &adv_denom);
+    double pg_sum = 0, v_sum = 0, ent_sum = 0, okl_sum = 0, kl_sum = 0, clip_sum = 0;
+    const float inv_b = 1.0f / (float)B;
+
+    for (int b = 0; b < B; b++) {
+        const float *l = logits + (size_t)b * A;
+        float *dl = dlogits + (size_t)b * A;
+        /* log-softmax and entropy as cr_cpu_categorical_logp_entropy computes them. */
+        float m = l[0];
+        for (int j = 1; j < A; j++) m = l[j] > m ? l[j] : m;
+        float s = 0.0f, el = 0.0f;
+        for (int j = 0; j < A; j++) {
+            float e = expf(l[j] - m);
+            s += e;
+            el += e * (l[j] - m);
+        }
+        float log_s = logf(s), ent = log_s - el / s;
+        float logp = (l[action[b]] - m) - log_s;
+
+        float logratio = logp - old_logp[b], ratio = expf(logratio);
+        float a = p->norm_adv ? (float)(((double)adv[b] - adv_mean) / adv_denom) : adv[b];
+        float rc = ratio < 1.0f - clip ? 1.0f - clip : ratio > 1.0f + clip ? 1.0f + clip : ratio;
+        float pg1 = -a * ratio, pg2 = -a * rc;
+        float pass = (ratio >= 1.0f - clip && ratio <= 1.0f + clip) ? 1.0f : 0.0f;
+        float dratio = dmax_da(pg1, pg2) * -a + dmax_da(pg2, pg1) * -a * pass;
+        /* d loss / d logp = dratio * ratio / B; d logp / d l_j = [j == a] - p_j.
+         * d (-ent_coef H / B) / d l_j = ent_coef / B * p_j (log p_j + H). */
+        float g_logp = dratio * ratio * inv_b, g_ent = p->ent_coef * inv_b;
+        for (int j = 0; j < A; j++) {
+            float lp = (l[j] - m) - log_s, pj = expf(lp);
+            dl[j] = g_logp * ((j == action[b] ? 1.0f : 0.0f) - pj) + g_ent * pj * (lp + ent);
+        }
+
+        float dv;
+        float vl = value_term(value[b], old_value[b], returns[b], clip, p->clip_vloss, &dv);
+        dvalue[b] = p->vf_coef * 0.5f * dv * inv_b;
+
+        pg_sum += pg1 > pg2 ? pg1 : pg2;
+        v_sum += vl;
+        ent_sum += ent;
+        okl_sum += -logratio;
+        kl_sum += (ratio - 1.0f) - logratio;
+        clip_sum += fabsf(ratio - 1.0f) > clip;
+    }
+    stats->pg_loss = pg_sum / B;
+    stats->v_loss = 0.5 * v_sum / B;
+    stats->entropy = ent_sum / B;
+    stats->old_approx_kl = okl_sum / B;
+    stats->approx_kl = kl_sum / B;
+    stats->clipfrac = clip_sum / B;
+    stats->loss = stats->pg_loss - p->ent_coef * stats->entropy + p->vf_coef * stats->v_loss;
+}

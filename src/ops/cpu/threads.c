@@ -1,0 +1,10 @@
+/* Thread count of the CPU ops. */
+#include <omp.h>
+
+#include "ops/cpu/ops_cpu.h"
+
+/* OpenMP's nthreads-var of the calling thread: the ops called from this thread use that many.
+ * Results do not depend on it (every reduction has a fixed order), only the speed does. */
+void cr_cpu_set_threads(int threads) {
+    omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs());
+}
