@@ -112,14 +112,24 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *cfg);
 
 /* What a training run reports at its end. */
 typedef struct cudarl_train_summary {
-    int64_t global_step;
+    int64_t global_step;    /* env steps so far, including those before a resume */
+    int64_t run_steps;      /* env steps taken by this call */
     int64_t episodes;
     double mean_return_100; /* mean return of the last 100 finished episodes */
     double train_seconds;   /* training loop wall time */
     double sps;             /* env steps per second over the loop */
     int64_t solved_step;    /* first step where mean_return_100 >= the env's threshold; -1 if never */
     double solved_seconds;  /* loop time at solved_step; -1 if never */
+    char run_dir[512];      /* where metrics.csv and model.safetensors were written */
+    int interrupted;        /* stopped early by cudarl_request_stop(); the checkpoint resumes */
 } cudarl_train_summary;
+
+/* Reads the hyperparameters stored in the PPO checkpoint at `path` into `cfg`. */
+cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg);
+
+/* Asks a running cudarl_ppo_train to stop after its current iteration and write its checkpoint
+ * (safe to call from a signal handler). */
+void cudarl_request_stop(void);
 
 /* Trains PPO as configured, writing runs/<run_name>/{metrics.csv,model.safetensors}.
  * `resume_path` (may be NULL) continues a checkpoint. */

@@ -1,9 +1,263 @@
-/* cudarl command-line tool (being written). */
+/* cudarl: the command-line tool. Parses, then runs; exit codes: 0 done, 1 failed, 2 bad usage,
+ * 130 interrupted (the checkpoint resumes it). */
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "args.h"
 #include "cudarl.h"
 
-int main(void) {
-    printf("cudarl %s\n", CUDARL_VERSION_STRING);
+enum { EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
+
+typedef struct train_opts {
+    cudarl_ppo_config cfg;
+    char algo[16];
+    char resume[PATH_MAX];
+} train_opts;
+
+#define CFG(field) offsetof(train_opts, cfg.field)
+#define BIG 1e18
+
+static const arg_spec train_specs[] = {
+    {"algo", ARG_STR, offsetof(train_opts, algo), 16, 0, 0, "algorithm: ppo"},
+    {"env-id", ARG_STR, CFG(env_id), 64, 0, 0, "environment id"},
+    {"seed", ARG_U64, CFG(seed), 0, 0, BIG, "seed of every random stream"},
+    {"total-timesteps", ARG_I64, CFG(total_timesteps), 0, 1, BIG, "env steps to train for"},
+    {"learning-rate", ARG_F64, CFG(learning_rate), 0, 1e-12, 1, "Adam learning rate"},
+    {"num-envs", ARG_INT, CFG(num_envs), 0, 1, 1 << 22, "parallel environments"},
+    {"num-steps", ARG_INT, CFG(num_steps), 0, 1, 1 << 16, "steps per env per rollout"},
+    {"anneal-lr", ARG_BOOL, CFG(anneal_lr), 0, 0, 1, "anneal the learning rate linearly to 0"},
+    {"gamma", ARG_F64, CFG(gamma), 0, 0, 1, "discount factor"},
+    {"gae-lambda", ARG_F64, CFG(gae_lambda), 0, 0, 1, "GAE lambda"},
+    {"num-minibatches", ARG_INT, CFG(num_minibatches), 0, 1, 1 << 26, "minibatches per epoch"},
+    {"update-epochs", ARG_INT, CFG(update_epochs), 0, 1, 1000, "epochs per update"},
+    {"norm-adv", ARG_BOOL, CFG(norm_adv), 0, 0, 1, "normalise advantages per minibatch"},
+    {"clip-coef", ARG_F64, CFG(clip_coef), 0, 1e-9, 10, "surrogate clipping coefficient"},
+    {"clip-vloss", ARG_BOOL, CFG(clip_vloss), 0, 0, 1, "clip the value loss"},
+    {"ent-coef", ARG_F64, CFG(ent_coef), 0, 0, 10, "entropy coefficient"},
+    {"vf-coef", ARG_F64, CFG(vf_coef), 0, 0, 100, "value loss coefficient"},
+    {"max-grad-norm", ARG_F64, CFG(max_grad_norm), 0, 1e-9, 1e9, "global gradient norm clip"},
+    {"target-kl", ARG_F64, CFG(target_kl), 0, 0, 1e9, "stop an update's epochs above this KL (0: off)"},
+    {"hidden", ARG_INT, CFG(hidden), 0, 1, 4096, "hidden width of actor and critic MLPs"},
+    {"device", ARG_DEVICE, CFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
+    {"threads", ARG_INT, CFG(threads), 0, 0, 1024, "CPU threads for the ops (0: all cores)"},
+    {"run-name", ARG_STR, CFG(run_name), 128, 0, 0, "run folder name; empty: <env>__ppo__<seed>__<unix time>"},
+    {"runs-dir", ARG_STR, CFG(runs_dir), 256, 0, 0, "where run folders go"},
+    {"checkpoint-every", ARG_INT, CFG(checkpoint_every), 0, 0, 1 << 30, "iterations between checkpoints (0: at the end)"},
+    {"quiet", ARG_BOOL, CFG(quiet), 0, 0, 1, "no progress line"},
+    {"resume", ARG_STR, offsetof(train_opts, resume), PATH_MAX, 0, 0, "continue from this checkpoint"},
+};
+#define N_TRAIN_SPECS ((int)(sizeof train_specs / sizeof train_specs[0]))
+
+/* Flags a resumed run may change; the others come from the checkpoint. */
+static const char *const resume_overridable[] = {"total-timesteps", "device", "threads", "quiet",
+                                                 "checkpoint-every", "resume", "algo", NULL};
+
+static void on_sigint(int sig) {
+    (void)sig;
+    cudarl_request_stop();
+    signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends at once */
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "cudarl %s: reinforcement learning in C and CUDA\n\n"
+            "usage:\n"
+            "  cudarl train [flags]                  train PPO (CartPole-v1 by default)\n"
+            "  cudarl train --resume PATH [flags]    continue a run from its checkpoint\n"
+            "  cudarl eval PATH [--episodes N]       mean and std of the greedy policy's return\n"
+            "  cudarl info                           build options and devices\n"
+            "  cudarl <command> --help               the flags of a command, with defaults\n",
+            CUDARL_VERSION_STRING);
+}
+
+static int fail(const char *what) {
+    fprintf(stderr, "cudarl: error: %s: %s\n", what, cudarl_last_error());
+    return EXIT_FAILURE;
+}
+
+static int apply_resume(train_opts *o, const arg_result *r) {
+    for (int i = 0; i < N_TRAIN_SPECS; i++) {
+        if (!r->set[i]) continue;
+        int ok = 0;
+        for (const char *const *n = resume_overridable; *n; n++) ok |= !strcmp(*n, train_specs[i].name);
+        if (!ok) {
+            fprintf(stderr, "cudarl train: --%s cannot be changed with --resume: a resumed run keeps "
+                            "its checkpoint's hyperparameters; drop --%s, or start a new run "
+                            "without --resume\n", train_specs[i].name, train_specs[i].name);
+            return -1;
+        }
+    }
+    cudarl_ppo_config saved;
+    if (cudarl_ppo_config_load(o->resume, &saved) != CUDARL_OK) return fail("cannot resume"), -2;
+    /* the run continues in the checkpoint's folder */
+    char real[PATH_MAX];
+    if (!realpath(o->resume, real)) return fail("cannot resume"), -2;
+    char *slash = strrchr(real, '/');
+    *slash = 0;
+    slash = strrchr(real, '/');
+    if (!slash) { /* the checkpoint lies in "/" itself: no run folder to continue in */
+        fprintf(stderr, "cudarl train: cannot resume '%s': it is not inside a run folder; move "
+                        "it to runs/<run>/model.safetensors and resume from there\n", o->resume);
+        return -2;
+    }
+    snprintf(saved.run_name, sizeof saved.run_name, "%s", slash + 1);
+    if (slash == real) snprintf(saved.runs_dir, sizeof saved.runs_dir, "/");
+    else *slash = 0;
+    if (slash != real && strlen(real) >= sizeof saved.runs_dir) {
+        fprintf(stderr, "cudarl train: the checkpoint's folder path is over %zu characters; move "
+                        "the run folder to a shorter path\n", sizeof saved.runs_dir - 1);
+        return -2;
+    }
+    if (slash != real) memcpy(saved.runs_dir, real, strlen(real) + 1);
+    int tt = args_find(train_specs, N_TRAIN_SPECS, "total-timesteps");
+    if (r->set[tt]) saved.total_timesteps = o->cfg.total_timesteps;
+    saved.device = o->cfg.device, saved.threads = o->cfg.threads, saved.quiet = o->cfg.quiet;
+    saved.checkpoint_every = o->cfg.checkpoint_every;
+    o->cfg = saved;
     return 0;
+}
+
+static void print_summary(const cudarl_train_summary *s) {
+    printf("cudarl: step %lld: %lld steps in %.2f s (%.0f steps/s), %lld episodes, mean return "
+           "of the last 100: %.1f\n", (long long)s->global_step, (long long)s->run_steps,
+           s->train_seconds, s->sps, (long long)s->episodes, s->mean_return_100);
+    if (s->solved_step >= 0 && s->solved_seconds >= 0)
+        printf("cudarl: solved (mean of 100 >= threshold) at step %lld, %.2f s into the loop\n",
+               (long long)s->solved_step, s->solved_seconds);
+    else if (s->solved_step >= 0) /* solved before the checkpoint this run resumed */
+        printf("cudarl: solved (mean of 100 >= threshold) at step %lld, before this resume\n",
+               (long long)s->solved_step);
+    printf("cudarl: checkpoint %s/model.safetensors, metrics %s/metrics.csv\n", s->run_dir,
+           s->run_dir);
+}
+
+static int cmd_train(int argc, char **argv) {
+    train_opts o;
+    memset(&o, 0, sizeof o);
+    cudarl_ppo_config_default(&o.cfg, NULL);
+    snprintf(o.algo, sizeof o.algo, "ppo");
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: cudarl train [flags]\n\nflags (CleanRL's names):\n");
+            args_print_help(train_specs, N_TRAIN_SPECS, &o);
+            return 0;
+        }
+    arg_result r;
+    if (args_parse(train_specs, N_TRAIN_SPECS, &o, argc, argv, "train", 0, &r) != 0)
+        return EXIT_USAGE;
+    if (strcmp(o.algo, "ppo")) {
+        fprintf(stderr, "cudarl train: --algo '%s' is not available; choose: ppo\n", o.algo);
+        return EXIT_USAGE;
+    }
+    if (o.resume[0]) {
+        int rc = apply_resume(&o, &r);
+        if (rc == -1) return EXIT_USAGE;
+        if (rc) return EXIT_FAILURE;
+    }
+    if (cudarl_ppo_config_validate(&o.cfg) != CUDARL_OK) {
+        fprintf(stderr, "cudarl train: %s\n", cudarl_last_error());
+        return EXIT_USAGE;
+    }
+    cudarl_ctx *ctx;
+    if (cudarl_ctx_init(&ctx, o.cfg.device, 0) != CUDARL_OK) return fail("no device");
+    signal(SIGINT, on_sigint);
+    cudarl_train_summary sum;
+    cudarl_status s = cudarl_ppo_train(ctx, &o.cfg, o.resume[0] ? o.resume : NULL, &sum);
+    cudarl_ctx_free(ctx);
+    if (s != CUDARL_OK) return fail("training failed");
+    print_summary(&sum);
+    if (sum.interrupted) {
+        printf("cudarl: interrupted; continue with: cudarl train --resume %s/model.safetensors\n",
+               sum.run_dir);
+        return EXIT_INTERRUPTED;
+    }
+    return 0;
+}
+
+typedef struct eval_opts {
+    int episodes;
+    uint64_t seed;
+    cudarl_device_kind device;
+} eval_opts;
+
+static const arg_spec eval_specs[] = {
+    {"episodes", ARG_INT, offsetof(eval_opts, episodes), 0, 1, 1000000, "episodes to play"},
+    {"seed", ARG_U64, offsetof(eval_opts, seed), 0, 0, BIG, "seed of the evaluation envs"},
+    {"device", ARG_DEVICE, offsetof(eval_opts, device), 0, 0, 0, "cpu, cuda or auto"},
+};
+
+static int cmd_eval(int argc, char **argv) {
+    eval_opts o = {100, 12345, CUDARL_DEVICE_CPU};
+    int n = (int)(sizeof eval_specs / sizeof eval_specs[0]);
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: cudarl eval CHECKPOINT [flags]\n\nflags:\n");
+            args_print_help(eval_specs, n, &o);
+            return 0;
+        }
+    arg_result r;
+    if (args_parse(eval_specs, n, &o, argc, argv, "eval", 1, &r) != 0) return EXIT_USAGE;
+    if (r.npositional != 1) {
+        fprintf(stderr, "cudarl eval: which checkpoint? usage: cudarl eval "
+                        "runs/<run>/model.safetensors [--episodes N]\n");
+        return EXIT_USAGE;
+    }
+    cudarl_ctx *ctx;
+    if (cudarl_ctx_init(&ctx, o.device, 0) != CUDARL_OK) return fail("no device");
+    double mean = 0, std = 0;
+    cudarl_status s = cudarl_policy_eval(ctx, r.positional[0], o.episodes, o.seed, &mean, &std);
+    cudarl_ctx_free(ctx);
+    if (s != CUDARL_OK) return fail("evaluation failed");
+    printf("episodes %d  mean return %.2f  std %.2f\n", o.episodes, mean, std);
+    return 0;
+}
+
+static int cmd_info(int argc, char **argv) {
+    if (argc > 0) {
+        fprintf(stderr, "cudarl info: takes no arguments, got '%s'\n", argv[0]);
+        return EXIT_USAGE;
+    }
+    char buf[4096];
+    cudarl_info(buf, sizeof buf);
+    fputs(buf, stdout);
+    return 0;
+}
+
+/* Refuses environment variables with values cudarl cannot use. */
+static int check_environment(void) {
+    const char *v = getenv("CUDARL_LOG");
+    if (v && *v && strcmp(v, "error") && strcmp(v, "warn") && strcmp(v, "info") &&
+        strcmp(v, "debug")) {
+        fprintf(stderr, "cudarl: CUDARL_LOG='%s' is not a log level; set it to error, warn, info "
+                        "or debug, or unset it\n", v);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (check_environment() != 0) return EXIT_USAGE;
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
+    if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
+    if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("cudarl %s\n", CUDARL_VERSION_STRING);
+        return 0;
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "cudarl: unknown command '%s'; commands: train, eval, info (cudarl --help)\n",
+            cmd);
+    return EXIT_USAGE;
 }

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build from source (-j16), run the gpu-labelled tests and the CPU
+# suite that needs no Gymnasium, run the benchmarks side by side with their peers, print a table.
+# Usage (from the repo root there): scripts/gpu-check.sh [bench ...]   benches: ppo_cpu
+# Needs cJSON: the .deb files in .debs/ (apt-get download libcjson1 libcjson-dev) are unpacked
+# into /tmp/deps when the machine has no libcjson-dev.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+prefix=()
+if [ ! -f /usr/include/cjson/cJSON.h ]; then
+  for f in .debs/*.deb; do dpkg -x "$f" /tmp/deps; done
+  prefix=(-DCMAKE_PREFIX_PATH=/tmp/deps/usr)
+  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+fi
+summary=()
+add() { summary+=("$(printf '%-44s %s' "$1" "$2")"); }
+
+t0=$(date +%s)
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" >"$OUT/cmake.log" 2>&1 &&
+  cmake --build build-gpu -j16 >"$OUT/build.log" 2>&1
+build_rc=$?
+add "build (cmake, -j16)" "rc=$build_rc in $(( $(date +%s) - t0 )) s"
+[ $build_rc -eq 0 ] || { tail -30 "$OUT/build.log"; printf '%s\n' "${summary[@]}"; exit 1; }
+
+(cd build-gpu && ctest --output-on-failure -LE "gym" -j8) >"$OUT/ctest.log" 2>&1
+add "ctest -LE gym (CPU suite + gpu label)" "rc=$? ($(grep -E 'tests passed' "$OUT/ctest.log"))"
+
+for b in "$@"; do
+  case "$b" in
+  ppo_cpu)
+    taskset -c 0,1 build-gpu/bench/bench_ppo_cpu --seeds 5 --runs-dir /tmp/bench-runs \
+      | tee "$OUT/bench_ppo_cpu.txt"
+    add "cudarl CPU PPO (2 cores, 1 thread)" "$(tail -1 "$OUT/bench_ppo_cpu.txt")"
+    taskset -c 0,1 python3 bench/peers/ppo_torch.py --device cpu --threads 2 --seeds 5 \
+      --json "$OUT/peer_torch_cpu.json" 2>&1 | tee "$OUT/peer_torch_cpu.txt"
+    add "PyTorch PPO peer (2 cores, cpu)" "$(tail -1 "$OUT/peer_torch_cpu.txt")"
+    ;;
+  *) add "$b" "unknown benchmark" ;;
+  esac
+done
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+add "device" "$(cat "$OUT/gpu.txt"); $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo; echo "==== summary ===="; printf '%s\n' "${summary[@]}"

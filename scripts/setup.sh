@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what cudarl needs to build and test on Debian/Ubuntu: a C compiler, CMake, cJSON,
+# Python with gymnasium, safetensors and numpy. Idempotent; quiet when everything is there.
+set -euo pipefail
+
+need_apt=()
+command -v cmake >/dev/null || need_apt+=(cmake)
+command -v cc >/dev/null || need_apt+=(build-essential)
+command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
+[ -f /usr/include/cjson/cJSON.h ] || need_apt+=(libcjson-dev)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]} (apt-get)" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if [ "${CUDARL_SKIP_PYTHON:-0}" != 1 ] &&
+   ! python3 -c 'import gymnasium, safetensors, numpy' 2>/dev/null; then
+  echo "setup: installing gymnasium safetensors numpy (pip)" >&2
+  python3 -m pip install -q gymnasium safetensors numpy 2>&1 | grep -v -i "warning" >&2 || true
+  python3 -c 'import gymnasium, safetensors, numpy'
+fi

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite: set up, build with -Werror, run every CPU test; then the same under
+# AddressSanitizer + UndefinedBehaviorSanitizer. The `gpu` label runs too where a GPU is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+jobs=$(nproc)
+
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release -DCUDARL_WERROR=ON
+cmake --build build-test -j"$jobs"
+(cd build-test && ctest --output-on-failure -j"$jobs" -LE gpu)
+
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCUDARL_WERROR=ON -DCUDARL_SANITIZE=ON \
+      -DCUDARL_CUDA=OFF
+cmake --build build-asan -j"$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -LE "gpu|slow")
+
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  (cd build-test && ctest --output-on-failure -L gpu)
+fi

@@ -1,0 +1,482 @@
+/* PPO (CleanRL's ppo.py) for discrete actions: rollout -> GAE -> clipped update -> log ->
+ * checkpoint. Everything here goes through the context's backend, so the same loop runs on any
+ * device the backend supports. */
+#include <errno.h>
+#include <signal.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "algo/ppo_internal.h"
+
+/* ---- memory plan ------------------------------------------------------------------------ */
+
+enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_OBS, M_FINAL_OBS, M_CUR_OBS, M_ACTIONS, M_LOGP,
+       M_REWARDS, M_VALUES, M_FINAL_VALUES, M_NEXT_VALUES, M_ADV, M_RETURNS, M_TERM, M_DONE,
+       M_LAST_VALUES, M_LOGITS, M_U, M_VTMP, M_MB_IDX, M_MB_OBS, M_MB_LOGP, M_MB_ADV, M_MB_RET,
+       M_MB_VAL, M_MB_ACT, M_MB_LOGITS, M_MB_VALUE, M_MB_DLOGITS, M_MB_DVALUE, M_CACHE_A,
+       M_CACHE_C, M_ACC, M_COUNT };
+
+static void plan_device(const cr_ppo *p, cr_plan *pl) {
+    size_t P = p->layout.num_params, TN = (size_t)p->batch, F = sizeof(float);
+    size_t N = (size_t)p->N, D = (size_t)p->D, A = (size_t)p->A, mb = (size_t)p->mb;
+    int rows = p->mb > p->N ? p->mb : p->N;
+    cr_plan_init(pl);
+    const char *names[M_COUNT] = {"params", "grads", "adam.m", "adam.v", "rollout.obs",
+        "rollout.final_obs", "obs", "rollout.actions", "rollout.logp", "rollout.rewards",
+        "rollout.values", "rollout.final_values", "rollout.next_values", "rollout.adv",
+        "rollout.returns", "rollout.terminated", "rollout.done", "last_values", "logits", "u",
+        "vtmp", "mb.idx", "mb.obs", "mb.logp", "mb.adv", "mb.ret", "mb.val", "mb.act",
+        "mb.logits", "mb.value", "mb.dlogits", "mb.dvalue", "cache.actor", "cache.critic", "acc"};
+    size_t bytes[M_COUNT] = {P * F, P * F, P * F, P * F, TN * D * F, TN * D * F, N * D * F,
+        TN * 4, TN * F, TN * F, TN * F, TN * F, TN * F, TN * F, TN * F, TN, TN, N * F, N * A * F,
+        N * F, N * F, TN * 4, mb * D * F, mb * F, mb * F, mb * F, mb * F, mb * 4, mb * A * F,
+        mb * F, mb * A * F, mb * F, cr_mlp_cache_floats(rows, p->layout.hidden) * F,
+        cr_mlp_cache_floats(rows, p->layout.hidden) * F, sizeof(cr_ppo_stats_acc)};
+    for (int i = 0; i < M_COUNT; i++) cr_plan_add(pl, names[i], bytes[i]);
+}
+
+static void carve_device(cr_ppo *p) {
+    const cr_arena *a = &p->mem;
+    int rows = p->mb > p->N ? p->mb : p->N;
+    p->params = cr_arena_get(a, M_PARAMS), p->grads = cr_arena_get(a, M_GRADS);
+    p->adam_m = cr_arena_get(a, M_ADAM_M), p->adam_v = cr_arena_get(a, M_ADAM_V);
+    p->obs = cr_arena_get(a, M_OBS), p->final_obs = cr_arena_get(a, M_FINAL_OBS);
+    p->cur_obs = cr_arena_get(a, M_CUR_OBS), p->actions = cr_arena_get(a, M_ACTIONS);
+    p->logp = cr_arena_get(a, M_LOGP), p->rewards = cr_arena_get(a, M_REWARDS);
+    p->values = cr_arena_get(a, M_VALUES), p->final_values = cr_arena_get(a, M_FINAL_VALUES);
+    p->next_values = cr_arena_get(a, M_NEXT_VALUES), p->adv = cr_arena_get(a, M_ADV);
+    p->returns = cr_arena_get(a, M_RETURNS), p->terminated = cr_arena_get(a, M_TERM);
+    p->done = cr_arena_get(a, M_DONE), p->last_values = cr_arena_get(a, M_LAST_VALUES);
+    p->logits = cr_arena_get(a, M_LOGITS), p->u = cr_arena_get(a, M_U);
+    p->vtmp = cr_arena_get(a, M_VTMP), p->mb_idx = cr_arena_get(a, M_MB_IDX);
+    p->mb_obs = cr_arena_get(a, M_MB_OBS), p->mb_logp = cr_arena_get(a, M_MB_LOGP);
+    p->mb_adv = cr_arena_get(a, M_MB_ADV), p->mb_ret = cr_arena_get(a, M_MB_RET);
+    p->mb_val = cr_arena_get(a, M_MB_VAL), p->mb_act = cr_arena_get(a, M_MB_ACT);
+    p->mb_logits = cr_arena_get(a, M_MB_LOGITS), p->mb_value = cr_arena_get(a, M_MB_VALUE);
+    p->mb_dlogits = cr_arena_get(a, M_MB_DLOGITS), p->mb_dvalue = cr_arena_get(a, M_MB_DVALUE);
+    p->cache_actor = cr_mlp_cache_carve(cr_arena_get(a, M_CACHE_A), rows, p->layout.hidden);
+    p->cache_critic = cr_mlp_cache_carve(cr_arena_get(a, M_CACHE_C), rows, p->layout.hidden);
+    p->acc = cr_arena_get(a, M_ACC);
+}
+
+enum { H_ENV, H_OBS, H_FINAL_OBS, H_REWARD, H_TERM, H_TRUNC, H_DONE, H_ACTIONS, H_PERM,
+       H_VALUES, H_RETURNS, H_EP_RETURN, H_EP_LENGTH, H_COUNT };
+
+static cudarl_status alloc_host(cr_ppo *p) {
+    size_t N = (size_t)p->N, D = (size_t)p->D, TN = (size_t)p->batch;
+    cr_plan pl;
+    cr_plan_init(&pl);
+    cr_plan_add(&pl, "env", cr_cartpole_bytes(p->N));
+    cr_plan_add(&pl, "host.obs", N * D * sizeof(float));
+    cr_plan_add(&pl, "host.final_obs", N * D * sizeof(float));
+    cr_plan_add(&pl, "host.reward", N * sizeof(float));
+    cr_plan_add(&pl, "host.terminated", N);
+    cr_plan_add(&pl, "host.truncated", N);
+    cr_plan_add(&pl, "host.done", N);
+    cr_plan_add(&pl, "host.actions", N * 4);
+    cr_plan_add(&pl, "host.perm", TN * 4);
+    cr_plan_add(&pl, "host.values", TN * sizeof(float));
+    cr_plan_add(&pl, "host.returns", TN * sizeof(float));
+    cr_plan_add(&pl, "host.episode_return", N * sizeof(double));
+    cr_plan_add(&pl, "host.episode_length", N * sizeof(int64_t));
+    cr_plan_print(&pl, "host");
+    CR_TRY(cr_arena_alloc(&p->host, &pl, CR_MEM_HOST));
+    cr_arena *h = &p->host;
+    cr_cartpole_init(&p->env, p->N, cr_arena_get(h, H_ENV));
+    p->h_obs = cr_arena_get(h, H_OBS), p->h_final_obs = cr_arena_get(h, H_FINAL_OBS);
+    p->h_reward = cr_arena_get(h, H_REWARD), p->h_term = cr_arena_get(h, H_TERM);
+    p->h_trunc = cr_arena_get(h, H_TRUNC), p->h_done = cr_arena_get(h, H_DONE);
+    p->h_actions = cr_arena_get(h, H_ACTIONS), p->h_perm = cr_arena_get(h, H_PERM);
+    p->h_values = cr_arena_get(h, H_VALUES), p->h_returns = cr_arena_get(h, H_RETURNS);
+    p->ep_return = cr_arena_get(h, H_EP_RETURN), p->ep_length = cr_arena_get(h, H_EP_LENGTH);
+    return CUDARL_OK;
+}
+
+/* ---- setup ------------------------------------------------------------------------------ */
+
+cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *cfg) {
+    memset(p, 0, sizeof *p);
+    CR_TRY(cudarl_ppo_config_validate(cfg));
+    p->ctx = ctx;
+    p->cfg = *cfg;
+    p->env_info = cr_env_find(cfg->env_id);
+    p->T = cfg->num_steps, p->N = cfg->num_envs;
+    p->D = p->env_info->obs_dim, p->A = p->env_info->num_actions;
+    p->batch = p->T * p->N;
+    p->mb = p->batch / cfg->num_minibatches;
+    p->num_iterations = cfg->total_timesteps / p->batch;
+    p->solved_step = -1, p->solved_seconds = -1;
+    if (cfg->threads > 0) cr_cpu_set_threads(cfg->threads);
+    cr_ac_layout_init(&p->layout, p->D, cfg->hidden, p->A);
+
+    cr_plan pl;
+    plan_device(p, &pl);
+    cr_plan_print(&pl, ctx->kind == CUDARL_DEVICE_CUDA ? "device" : "training (host)");
+    CR_TRY(ctx->ops->arena_alloc(ctx, &p->mem, &pl));
+    carve_device(p);
+    cudarl_status s = alloc_host(p);
+    if (s != CUDARL_OK) {
+        ctx->ops->arena_free(ctx, &p->mem);
+        return s;
+    }
+
+    /* initial weights, env states and RNG streams, all from the seed */
+    cr_philox_state init;
+    cr_philox_seed(&init, cfg->seed, CR_STREAM_INIT);
+    float *h_params = malloc(p->layout.num_params * sizeof(float));
+    if (!h_params) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for parameters");
+    cr_ac_init_params(&p->layout, h_params, &init);
+    ctx->ops->copy_from_host(ctx, p->params, h_params, p->layout.num_params * sizeof(float));
+    free(h_params);
+    cr_philox_seed(&p->sampler, cfg->seed, CR_STREAM_SAMPLER);
+    cr_philox_seed(&p->shuffler, cfg->seed, CR_STREAM_SHUFFLE);
+    cr_cartpole_reset(&p->env, cfg->seed, p->h_obs);
+    ctx->ops->copy_from_host(ctx, p->cur_obs, p->h_obs, (size_t)p->N * p->D * sizeof(float));
+    for (int i = 0; i < CR_RECENT_EPISODES; i++) p->recent[i] = 0;
+    return CUDARL_OK;
+}
+
+void cr_ppo_free(cr_ppo *p) {
+    if (p->csv) fclose(p->csv);
+    if (p->ctx) p->ctx->ops->arena_free(p->ctx, &p->mem);
+    cr_arena_free(&p->host);
+}
+
+double cr_ppo_recent_mean(const cr_ppo *p) {
+    int64_t n = p->episodes < CR_RECENT_EPISODES ? p->episodes : CR_RECENT_EPISODES;
+    if (n == 0) return NAN;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += p->recent[i];
+    return s / (double)n;
+}
+
+/* ---- rollout ---------------------------------------------------------------------------- */
+
+static void record_episodes(cr_ppo *p) {
+    for (int i = 0; i < p->N; i++) {
+        p->ep_return[i] += p->h_reward[i];
+        p->ep_length[i] += 1;
+        if (!p->h_done[i]) continue;
+        p->recent[p->episodes % CR_RECENT_EPISODES] = p->ep_return[i];
+        p->episodes++;
+        p->iter_episodes++;
+        p->iter_return_sum += p->ep_return[i];
+        p->iter_length_sum += (double)p->ep_length[i];
+        p->ep_return[i] = 0;
+        p->ep_length[i] = 0;
+    }
+}
+
+static void rollout(cr_ppo *p) {
+    cudarl_ctx *ctx = p->ctx;
+    const cr_backend *o = ctx->ops;
+    const size_t N = (size_t)p->N, D = (size_t)p->D;
+    cr_mlp_view actor = cr_ac_actor(&p->layout, p->params);
+    cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
+    for (int t = 0; t < p->T; t++) {
+        size_t row = (size_t)t * N;
+        float *obs_t = p->obs + row * D;
+        o->copy(ctx, obs_t, p->cur_obs, N * D * sizeof(float));
+        cr_mlp_forward(ctx, &actor, obs_t, p->logits, &p->cache_actor, p->N);
+        cr_mlp_forward(ctx, &critic, obs_t, p->values + row, &p->cache_critic, p->N);
+        o->uniform(ctx, &p->sampler, p->u, p->N);
+        o->categorical_sample(ctx, p->logits, p->u, p->actions + row, p->logp + row, p->N, p->A);
+        o->copy_to_host(ctx, p->h_actions, p->actions + row, N * sizeof(int32_t));
+
+        cr_cartpole_step(&p->env, p->h_actions, p->h_obs, p->h_reward, p->h_term, p->h_trunc,
+                         p->h_final_obs);
+        int any_done = 0;
+        for (size_t i = 0; i < N; i++) {
+            p->h_done[i] = p->h_term[i] | p->h_trunc[i];
+            any_done |= p->h_done[i];
+        }
+        o->copy_from_host(ctx, p->cur_obs, p->h_obs, N * D * sizeof(float));
+        o->copy_from_host(ctx, p->rewards + row, p->h_reward, N * sizeof(float));
+        o->copy_from_host(ctx, p->terminated + row, p->h_term, N);
+        o->copy_from_host(ctx, p->done + row, p->h_done, N);
+        if (any_done) {
+            /* V(final obs) bootstraps truncated episodes; rows that did not end are masked */
+            o->copy_from_host(ctx, p->final_obs + row * D, p->h_final_obs, N * D * sizeof(float));
+            cr_mlp_forward(ctx, &critic, p->final_obs + row * D, p->final_values + row,
+                           &p->cache_critic, p->N);
+        }
+        record_episodes(p);
+    }
+    cr_mlp_forward(ctx, &critic, p->cur_obs, p->last_values, &p->cache_critic, p->N);
+    o->bootstrap_values(ctx, p->values, p->final_values, p->last_values, p->done, p->next_values,
+                        p->T, p->N);
+    o->gae(ctx, p->rewards, p->values, p->next_values, p->terminated, p->done,
+           (float)p->cfg.gamma, (float)p->cfg.gae_lambda, p->adv, p->returns, p->T, p->N);
+}
+
+/* ---- update ----------------------------------------------------------------------------- */
+
+static void shuffle(cr_ppo *p) {
+    int32_t *perm = p->h_perm;
+    for (int i = 0; i < p->batch; i++) perm[i] = i;
+    for (int i = p->batch - 1; i > 0; i--) {
+        uint32_t j = (uint32_t)(cr_philox_uniform_f64(&p->shuffler) * (double)(i + 1));
+        int32_t tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+    }
+}
+
+void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx, float lr) {
+    cudarl_ctx *ctx = p->ctx;
+    const cr_backend *o = ctx->ops;
+    int mb = p->mb;
+    o->gather_rows(ctx, p->obs, idx, p->mb_obs, mb, (size_t)p->D * sizeof(float));
+    o->gather_rows(ctx, p->actions, idx, p->mb_act, mb, sizeof(int32_t));
+    o->gather_rows(ctx, p->logp, idx, p->mb_logp, mb, sizeof(float));
+    o->gather_rows(ctx, p->adv, idx, p->mb_adv, mb, sizeof(float));
+    o->gather_rows(ctx, p->returns, idx, p->mb_ret, mb, sizeof(float));
+    o->gather_rows(ctx, p->values, idx, p->mb_val, mb, sizeof(float));
+
+    cr_mlp_view actor = cr_ac_actor(&p->layout, p->params);
+    cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
+    cr_mlp_view g_actor = cr_ac_actor(&p->layout, p->grads);
+    cr_mlp_view g_critic = cr_ac_critic(&p->layout, p->grads);
+    cr_mlp_forward(ctx, &actor, p->mb_obs, p->mb_logits, &p->cache_actor, mb);
+    cr_mlp_forward(ctx, &critic, p->mb_obs, p->mb_value, &p->cache_critic, mb);
+    cr_ppo_loss_params lp = {(float)p->cfg.clip_coef, (float)p->cfg.ent_coef,
+                             (float)p->cfg.vf_coef, p->cfg.clip_vloss, p->cfg.norm_adv};
+    o->ppo_loss(ctx, p->mb_logits, p->mb_act, p->mb_logp, p->mb_adv, p->mb_value, p->mb_val,
+                p->mb_ret, &lp, p->mb_dlogits, p->mb_dvalue, p->acc, mb, p->A);
+    cr_mlp_backward(ctx, &actor, &g_actor, p->mb_obs, p->mb_dlogits, &p->cache_actor, mb);
+    cr_mlp_backward(ctx, &critic, &g_critic, p->mb_obs, p->mb_dvalue, &p->cache_critic, mb);
+    o->clip_grad_norm(ctx, p->grads, p->layout.num_params, p->cfg.max_grad_norm, p->acc);
+    p->adam_t++;
+    o->adam_step(ctx, p->params, p->grads, p->adam_m, p->adam_v, p->layout.num_params, lr, 0.9f,
+                 0.999f, 1e-5f, p->adam_t);
+}
+
+static float current_lr(const cr_ppo *p) {
+    if (!p->cfg.anneal_lr) return (float)p->cfg.learning_rate;
+    double frac = 1.0 - (double)(p->iteration - 1) / (double)p->num_iterations;
+    return (float)(frac * p->cfg.learning_rate);
+}
+
+static void update(cr_ppo *p, float lr) {
+    cudarl_ctx *ctx = p->ctx;
+    cr_ppo_stats_acc zero = {0};
+    ctx->ops->copy_from_host(ctx, p->acc, &zero, sizeof zero);
+    for (int epoch = 0; epoch < p->cfg.update_epochs; epoch++) {
+        shuffle(p);
+        ctx->ops->copy_from_host(ctx, p->mb_idx, p->h_perm, (size_t)p->batch * sizeof(int32_t));
+        for (int start = 0; start < p->batch; start += p->mb)
+            cr_ppo_update_minibatch(p, p->mb_idx + start, lr);
+        if (p->cfg.target_kl > 0) {
+            cr_ppo_stats_acc acc;
+            ctx->ops->copy_to_host(ctx, &acc, p->acc, sizeof acc);
+            if (acc.last_approx_kl > p->cfg.target_kl) break;
+        }
+    }
+}
+
+/* ---- logging ---------------------------------------------------------------------------- */
+
+static const char *const csv_header =
+    "global_step,iteration,charts/episodic_return,charts/episodic_length,charts/mean_return_100,"
+    "charts/episodes,charts/learning_rate,losses/value_loss,losses/policy_loss,losses/entropy,"
+    "losses/old_approx_kl,losses/approx_kl,losses/clipfrac,losses/explained_variance,"
+    "losses/grad_norm,charts/SPS,time/elapsed_s\n";
+
+static double explained_variance(cr_ppo *p) {
+    cudarl_ctx *ctx = p->ctx;
+    size_t n = (size_t)p->batch;
+    ctx->ops->copy_to_host(ctx, p->h_values, p->values, n * sizeof(float));
+    ctx->ops->copy_to_host(ctx, p->h_returns, p->returns, n * sizeof(float));
+    double my = 0, md = 0;
+    for (size_t i = 0; i < n; i++) my += p->h_returns[i], md += p->h_returns[i] - p->h_values[i];
+    my /= (double)n, md /= (double)n;
+    double vy = 0, vd = 0;
+    for (size_t i = 0; i < n; i++) {
+        double y = p->h_returns[i] - my, d = p->h_returns[i] - p->h_values[i] - md;
+        vy += y * y, vd += d * d;
+    }
+    return vy == 0 ? NAN : 1.0 - vd / vy;
+}
+
+static void fmt_num(char *b, size_t cap, double v) {
+    if (isnan(v)) b[0] = 0;
+    else snprintf(b, cap, "%.9g", v);
+}
+
+static void log_iteration(cr_ppo *p, float lr, double elapsed) {
+    cr_ppo_stats_acc acc;
+    p->ctx->ops->copy_to_host(p->ctx, &acc, p->acc, sizeof acc);
+    double c = acc.count > 0 ? acc.count : 1;
+    double ep_ret = p->iter_episodes ? p->iter_return_sum / (double)p->iter_episodes : NAN;
+    double ep_len = p->iter_episodes ? p->iter_length_sum / (double)p->iter_episodes : NAN;
+    double vals[] = {ep_ret, ep_len, cr_ppo_recent_mean(p), (double)p->episodes, lr,
+                     acc.sum[2] / c, acc.sum[1] / c, acc.sum[3] / c, acc.sum[4] / c,
+                     acc.sum[5] / c, acc.sum[6] / c, explained_variance(p),
+                     acc.grad_norm_sum / c};
+    fprintf(p->csv, "%lld,%lld", (long long)p->global_step, (long long)p->iteration);
+    char b[64];
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        fmt_num(b, sizeof b, vals[i]);
+        fprintf(p->csv, ",%s", b);
+    }
+    double sps = elapsed > 0 ? (double)((p->iteration - p->start_iteration) * p->batch) / elapsed : 0;
+    fprintf(p->csv, ",%.0f,%.6f\n", sps, elapsed);
+    p->iter_episodes = 0, p->iter_return_sum = 0, p->iter_length_sum = 0;
+}
+
+static void progress(cr_ppo *p, double elapsed, int final) {
+    if (p->cfg.quiet) return;
+    double now = cr_time_now();
+    int64_t every = p->num_iterations / 10 > 0 ? p->num_iterations / 10 : 1;
+    if (!final) {
+        if (p->tty && now - p->last_progress < 0.1) return;
+        if (!p->tty && p->iteration % every != 0) return;
+    }
+    p->last_progress = now;
+    int64_t done_steps = (p->iteration - p->start_iteration) * p->batch;
+    double sps = elapsed > 0 ? (double)done_steps / elapsed : 0;
+    double remaining = sps > 0 ? (double)(p->num_iterations - p->iteration) * p->batch / sps : 0;
+    double mean = cr_ppo_recent_mean(p);
+    char m[32];
+    if (isnan(mean)) snprintf(m, sizeof m, "-");
+    else snprintf(m, sizeof m, "%.1f", mean);
+    fprintf(stderr, "%sstep %9lld/%lld  %5.1f%%  SPS %9.0f  return(100) %6s  ETA %5.1fs%s",
+            p->tty ? "\r" : "", (long long)p->global_step,
+            (long long)(p->num_iterations * p->batch),
+            100.0 * (double)p->iteration / (double)p->num_iterations, sps, m, remaining,
+            p->tty ? (final ? "\n" : "") : "\n");
+    fflush(stderr);
+}
+
+/* ---- run directory ---------------------------------------------------------------------- */
+
+static cudarl_status make_dir(const char *path) {
+    if (mkdir(path, 0755) == 0 || errno == EEXIST) return CUDARL_OK;
+    return cr_fail(CUDARL_ERR_IO, "cannot create directory '%s': %s; check --runs-dir", path,
+                   strerror(errno));
+}
+
+/* Drops rows of metrics.csv past the checkpoint's iteration (written after the last checkpoint
+ * of a run that was killed), so a resumed run appends exactly where its state stands. */
+static cudarl_status trim_metrics(const char *path, int64_t iteration) {
+    FILE *in = fopen(path, "r");
+    if (!in) return CUDARL_OK; /* nothing to trim: a fresh file gets its header */
+    char tmp[640], line[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *out = fopen(tmp, "w");
+    if (!out) {
+        fclose(in);
+        return cr_fail(CUDARL_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
+    }
+    int first = 1;
+    while (fgets(line, sizeof line, in)) {
+        const char *comma = strchr(line, ',');
+        long long it = comma ? strtoll(comma + 1, NULL, 10) : 0;
+        if (first || it <= iteration) fputs(line, out);
+        first = 0;
+    }
+    fclose(in);
+    int bad = fflush(out) != 0 || fsync(fileno(out)) != 0;
+    bad |= fclose(out) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        remove(tmp);
+        return cr_fail(CUDARL_ERR_IO, "cannot rewrite '%s': %s", path, strerror(errno));
+    }
+    return CUDARL_OK;
+}
+
+static cudarl_status open_run_dir(cr_ppo *p, int resuming) {
+    CR_TRY(make_dir(p->cfg.runs_dir));
+    if (!p->cfg.run_name[0])
+        snprintf(p->cfg.run_name, sizeof p->cfg.run_name, "%s__ppo__%llu__%lld", p->cfg.env_id,
+                 (unsigned long long)p->cfg.seed, (long long)time(NULL));
+    snprintf(p->run_dir, sizeof p->run_dir, "%s/%s", p->cfg.runs_dir, p->cfg.run_name);
+    char path[600];
+    snprintf(path, sizeof path, "%s/model.safetensors", p->run_dir);
+    if (!resuming && access(path, F_OK) == 0)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "run '%s' already has a checkpoint (%s); pass a new "
+                       "--run-name, or continue it with --resume %s", p->cfg.run_name, path, path);
+    CR_TRY(make_dir(p->run_dir));
+    snprintf(path, sizeof path, "%s/metrics.csv", p->run_dir);
+    if (resuming) CR_TRY(trim_metrics(path, p->iteration));
+    p->csv = fopen(path, resuming ? "a" : "w");
+    if (!p->csv)
+        return cr_fail(CUDARL_ERR_IO, "cannot open '%s' for writing: %s", path, strerror(errno));
+    if (!resuming || ftell(p->csv) == 0) fputs(csv_header, p->csv);
+    return CUDARL_OK;
+}
+
+static cudarl_status save_checkpoint(cr_ppo *p) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/model.safetensors", p->run_dir);
+    fflush(p->csv);
+    return cr_ppo_checkpoint_save(p, path);
+}
+
+/* ---- the loop --------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_requested;
+
+void cudarl_request_stop(void) { stop_requested = 1; }
+
+static cudarl_status train_loop(cr_ppo *p) {
+    p->loop_start = cr_time_now();
+    p->start_iteration = p->iteration;
+    while (p->iteration < p->num_iterations && !stop_requested) {
+        p->iteration++;
+        float lr = current_lr(p);
+        rollout(p);
+        p->global_step += p->batch;
+        update(p, lr);
+        double elapsed = cr_time_now() - p->loop_start;
+        double mean = cr_ppo_recent_mean(p);
+        if (p->solved_step < 0 && p->episodes >= CR_RECENT_EPISODES &&
+            mean >= p->env_info->solved_return) {
+            p->solved_step = p->global_step;
+            p->solved_seconds = elapsed;
+        }
+        log_iteration(p, lr, elapsed);
+        progress(p, elapsed, 0);
+        if (p->cfg.checkpoint_every > 0 && p->iteration % p->cfg.checkpoint_every == 0)
+            CR_TRY(save_checkpoint(p));
+    }
+    return CUDARL_OK;
+}
+
+cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
+                               const char *resume_path, cudarl_train_summary *summary) {
+    cr_ppo p;
+    cudarl_status s = cr_ppo_init(&p, ctx, cfg);
+    if (s == CUDARL_OK && resume_path) s = cr_ppo_checkpoint_load(&p, resume_path);
+    if (s == CUDARL_OK) s = open_run_dir(&p, resume_path != NULL);
+    p.tty = isatty(STDERR_FILENO);
+    if (s == CUDARL_OK) {
+        CR_INFO("training PPO on %s: %d envs x %d steps, %lld iterations, %zu parameters, %s, "
+                "run %s", p.cfg.env_id, p.N, p.T, (long long)p.num_iterations,
+                p.layout.num_params, ctx->ops->name, p.run_dir);
+        int64_t start_step = p.global_step;
+        s = train_loop(&p);
+        double secs = cr_time_now() - p.loop_start;
+        progress(&p, secs, 1);
+        if (s == CUDARL_OK) s = save_checkpoint(&p);
+        if (summary) {
+            summary->global_step = p.global_step;
+            summary->run_steps = p.global_step - start_step;
+            summary->episodes = p.episodes;
+            summary->mean_return_100 = cr_ppo_recent_mean(&p);
+            summary->train_seconds = secs;
+            summary->sps = secs > 0 ? (double)(p.global_step - start_step) / secs : 0;
+            summary->solved_step = p.solved_step;
+            summary->solved_seconds = p.solved_seconds;
+            summary->interrupted = p.iteration < p.num_iterations;
+            snprintf(summary->run_dir, sizeof summary->run_dir, "%s", p.run_dir);
+        }
+    }
+    cr_ppo_free(&p);
+    stop_requested = 0; /* a request applies to one run; one made during setup still counts */
+    return s;
+}

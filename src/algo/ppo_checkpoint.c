@@ -1,0 +1,203 @@
+/* PPO checkpoints: the whole training state in one standard safetensors file.
+ *
+ * Tensors: the 12 parameters under their PyTorch state_dict names (CleanRL's Agent loads them
+ * as they are), Adam's moments as optimizer.exp_avg.<name> / optimizer.exp_avg_sq.<name>, and
+ * state.* (env states, RNG streams, episode statistics, counters) so a resumed run continues
+ * exactly where it stopped. __metadata__ holds the format, its version, the model shape and
+ * every hyperparameter as strings. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/ppo_internal.h"
+#include "runtime/checkpoint.h"
+#include "runtime/safetensors.h"
+
+_Static_assert(sizeof(cr_philox_state) == 11 * sizeof(uint32_t), "philox state is 11 words");
+
+enum { C_ITERATION, C_GLOBAL_STEP, C_ADAM_T, C_EPISODES, C_SOLVED_STEP, C_COUNT };
+
+static void meta_int(cr_st_writer *w, const char *key, long long v) {
+    char b[32];
+    snprintf(b, sizeof b, "%lld", v);
+    cr_st_add_meta(w, key, b);
+}
+
+static void meta_num(cr_st_writer *w, const char *key, double v) {
+    char b[48];
+    snprintf(b, sizeof b, "%.17g", v);
+    cr_st_add_meta(w, key, b);
+}
+
+static void add_config_meta(cr_st_writer *w, const cr_ppo *p) {
+    const cudarl_ppo_config *c = &p->cfg;
+    cr_st_add_meta(w, "format", CR_CHECKPOINT_FORMAT);
+    meta_int(w, "format_version", CR_CHECKPOINT_VERSION);
+    cr_st_add_meta(w, "cudarl_version", CUDARL_VERSION_STRING);
+    cr_st_add_meta(w, "algo", "ppo");
+    cr_st_add_meta(w, "policy", "mlp");
+    cr_st_add_meta(w, "env_id", c->env_id);
+    cr_st_add_meta(w, "run_name", c->run_name);
+    meta_int(w, "obs_dim", p->D);
+    meta_int(w, "num_actions", p->A);
+    meta_int(w, "hidden", c->hidden);
+    meta_int(w, "seed", (long long)c->seed);
+    meta_int(w, "total_timesteps", c->total_timesteps);
+    meta_num(w, "learning_rate", c->learning_rate);
+    meta_int(w, "num_envs", c->num_envs);
+    meta_int(w, "num_steps", c->num_steps);
+    meta_int(w, "anneal_lr", c->anneal_lr);
+    meta_num(w, "gamma", c->gamma);
+    meta_num(w, "gae_lambda", c->gae_lambda);
+    meta_int(w, "num_minibatches", c->num_minibatches);
+    meta_int(w, "update_epochs", c->update_epochs);
+    meta_int(w, "norm_adv", c->norm_adv);
+    meta_num(w, "clip_coef", c->clip_coef);
+    meta_int(w, "clip_vloss", c->clip_vloss);
+    meta_num(w, "ent_coef", c->ent_coef);
+    meta_num(w, "vf_coef", c->vf_coef);
+    meta_num(w, "max_grad_norm", c->max_grad_norm);
+    meta_num(w, "target_kl", c->target_kl);
+    meta_int(w, "global_step", p->global_step);
+    meta_int(w, "iteration", p->iteration);
+}
+
+cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
+    cudarl_ctx *ctx = p->ctx;
+    size_t P = p->layout.num_params, N = (size_t)p->N;
+    float *host = malloc(3 * P * sizeof(float));
+    cr_st_writer *w = malloc(sizeof *w);
+    if (!host || !w) {
+        free(host), free(w);
+        return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
+    }
+    float *hp = host, *hm = host + P, *hv = host + 2 * P;
+    ctx->ops->copy_to_host(ctx, hp, p->params, P * sizeof(float));
+    ctx->ops->copy_to_host(ctx, hm, p->adam_m, P * sizeof(float));
+    ctx->ops->copy_to_host(ctx, hv, p->adam_v, P * sizeof(float));
+    int64_t counters[C_COUNT] = {p->iteration, p->global_step, p->adam_t, p->episodes,
+                                 p->solved_step};
+
+    cr_st_writer_init(w);
+    add_config_meta(w, p);
+    int64_t s_n4[2] = {(int64_t)N, 4}, s_n[1] = {(int64_t)N}, s_rec[1] = {CR_RECENT_EPISODES};
+    int64_t s_cnt[1] = {C_COUNT}, s_rng[2] = {(int64_t)N, 11}, s_rng1[1] = {11};
+    int64_t s_obs[2] = {(int64_t)N, p->D};
+    /* 8-byte types first, so every tensor stays aligned */
+    cr_st_add_tensor(w, "state.env", CR_ST_F64, 2, s_n4, p->env.state);
+    cr_st_add_tensor(w, "state.episode_return", CR_ST_F64, 1, s_n, p->ep_return);
+    cr_st_add_tensor(w, "state.episode_length", CR_ST_I64, 1, s_n, p->ep_length);
+    cr_st_add_tensor(w, "state.recent_returns", CR_ST_F64, 1, s_rec, p->recent);
+    cr_st_add_tensor(w, "state.counters", CR_ST_I64, 1, s_cnt, counters);
+    for (int i = 0; i < CR_AC_NUM_TENSORS; i++) {
+        const cr_param_tensor *t = &p->layout.t[i];
+        int64_t shape[2] = {t->shape[0], t->shape[1]};
+        char name[96];
+        cr_st_add_tensor(w, t->name, CR_ST_F32, t->ndim, shape, hp + t->offset);
+        snprintf(name, sizeof name, "optimizer.exp_avg.%s", t->name);
+        cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, shape, hm + t->offset);
+        snprintf(name, sizeof name, "optimizer.exp_avg_sq.%s", t->name);
+        cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, shape, hv + t->offset);
+    }
+    cr_st_add_tensor(w, "state.obs", CR_ST_F32, 2, s_obs, p->h_obs);
+    cr_st_add_tensor(w, "state.env_elapsed", CR_ST_I32, 1, s_n, p->env.elapsed);
+    cr_st_add_tensor(w, "state.env_rng", CR_ST_U32, 2, s_rng, p->env.rng);
+    cr_st_add_tensor(w, "state.rng_sampler", CR_ST_U32, 1, s_rng1, &p->sampler);
+    cudarl_status s = cr_st_add_tensor(w, "state.rng_shuffle", CR_ST_U32, 1, s_rng1, &p->shuffler);
+    if (s == CUDARL_OK) s = cr_st_write_atomic(w, path);
+    free(w);
+    free(host);
+    return s;
+}
+
+/* Copies tensor `name` of exactly `bytes` bytes and `dtype` into dst. */
+static cudarl_status read_raw(const cr_st_file *f, const char *path, const char *name,
+                              cr_st_dtype dtype, void *dst, size_t bytes) {
+    cr_st_tensor t;
+    CR_TRY(cr_st_find(f, name, &t));
+    if (t.dtype != dtype || t.nbytes != bytes)
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s': tensor '%s' is %s with %zu bytes, "
+                       "expected %s with %zu bytes; the file was written by another version or "
+                       "for another configuration", path, name, cr_st_dtype_name(t.dtype),
+                       t.nbytes, cr_st_dtype_name(dtype), bytes);
+    memcpy(dst, t.data, bytes);
+    return CUDARL_OK;
+}
+
+static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path) {
+    cudarl_ctx *ctx = p->ctx;
+    size_t P = p->layout.num_params, N = (size_t)p->N;
+    float *host = malloc(3 * P * sizeof(float));
+    if (!host) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory reading '%s'", path);
+    cudarl_status s = CUDARL_OK;
+    for (int i = 0; i < CR_AC_NUM_TENSORS && s == CUDARL_OK; i++) {
+        const cr_param_tensor *t = &p->layout.t[i];
+        char name[96];
+        s = cr_st_read_f32(f, t->name, host + t->offset, t->count);
+        snprintf(name, sizeof name, "optimizer.exp_avg.%s", t->name);
+        if (s == CUDARL_OK) s = cr_st_read_f32(f, name, host + P + t->offset, t->count);
+        snprintf(name, sizeof name, "optimizer.exp_avg_sq.%s", t->name);
+        if (s == CUDARL_OK) s = cr_st_read_f32(f, name, host + 2 * P + t->offset, t->count);
+    }
+    int64_t counters[C_COUNT];
+    if (s == CUDARL_OK) s = read_raw(f, path, "state.counters", CR_ST_I64, counters, sizeof counters);
+    if (s == CUDARL_OK) s = read_raw(f, path, "state.env", CR_ST_F64, p->env.state, N * 4 * 8);
+    if (s == CUDARL_OK) s = read_raw(f, path, "state.env_elapsed", CR_ST_I32, p->env.elapsed, N * 4);
+    if (s == CUDARL_OK) s = read_raw(f, path, "state.env_rng", CR_ST_U32, p->env.rng, N * 44);
+    if (s == CUDARL_OK) s = read_raw(f, path, "state.obs", CR_ST_F32, p->h_obs, N * p->D * 4);
+    if (s == CUDARL_OK) s = read_raw(f, path, "state.episode_return", CR_ST_F64, p->ep_return, N * 8);
+    if (s == CUDARL_OK) s = read_raw(f, path, "state.episode_length", CR_ST_I64, p->ep_length, N * 8);
+    if (s == CUDARL_OK)
+        s = read_raw(f, path, "state.recent_returns", CR_ST_F64, p->recent, sizeof p->recent);
+    if (s == CUDARL_OK) s = read_raw(f, path, "state.rng_sampler", CR_ST_U32, &p->sampler, 44);
+    if (s == CUDARL_OK) s = read_raw(f, path, "state.rng_shuffle", CR_ST_U32, &p->shuffler, 44);
+    if (s == CUDARL_OK) {
+        ctx->ops->copy_from_host(ctx, p->params, host, P * sizeof(float));
+        ctx->ops->copy_from_host(ctx, p->adam_m, host + P, P * sizeof(float));
+        ctx->ops->copy_from_host(ctx, p->adam_v, host + 2 * P, P * sizeof(float));
+        ctx->ops->copy_from_host(ctx, p->cur_obs, p->h_obs, N * p->D * sizeof(float));
+        p->iteration = counters[C_ITERATION], p->global_step = counters[C_GLOBAL_STEP];
+        p->adam_t = counters[C_ADAM_T], p->episodes = counters[C_EPISODES];
+        p->solved_step = counters[C_SOLVED_STEP];
+    }
+    free(host);
+    return s;
+}
+
+/* Refuses a checkpoint whose model or env batch differs from this run's. */
+static cudarl_status check_shape(const cr_ppo *p, const cr_st_file *f, const char *path) {
+    CR_TRY(cr_checkpoint_check_format(f, path, "ppo"));
+    const char *env = cr_st_meta(f, "env_id");
+    if (!env || strcmp(env, p->cfg.env_id))
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is for env '%s' but this run is %s; "
+                       "pass --env-id %s", path, env ? env : "?", p->cfg.env_id, env ? env : "?");
+    struct { const char *key; long long want; const char *flag; } k[] = {
+        {"obs_dim", p->D, "--env-id"}, {"num_actions", p->A, "--env-id"},
+        {"hidden", p->cfg.hidden, "--hidden"}, {"num_envs", p->cfg.num_envs, "--num-envs"},
+        {"num_steps", p->cfg.num_steps, "--num-steps"}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        const char *v = cr_st_meta(f, k[i].key);
+        if (!v || strtoll(v, NULL, 10) != k[i].want)
+            return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' has %s = %s but this run has %lld; "
+                           "a resumed run must keep the checkpoint's %s", path, k[i].key,
+                           v ? v : "(missing)", k[i].want, k[i].flag);
+    }
+    return CUDARL_OK;
+}
+
+cudarl_status cr_ppo_checkpoint_load(cr_ppo *p, const char *path) {
+    cr_st_file *f;
+    CR_TRY(cr_st_open(&f, path));
+    cudarl_status s = check_shape(p, f, path);
+    if (s == CUDARL_OK) s = load_state(p, f, path);
+    cr_st_close(f);
+    if (s == CUDARL_OK && p->iteration >= p->num_iterations)
+        s = cr_fail(CUDARL_ERR_INVALID_ARG, "checkpoint '%s' is already at step %lld of "
+                    "--total-timesteps %lld; raise --total-timesteps to train further", path,
+                    (long long)p->global_step, (long long)p->cfg.total_timesteps);
+    if (s == CUDARL_OK)
+        CR_INFO("resuming from %s at step %lld (iteration %lld)", path,
+                (long long)p->global_step, (long long)p->iteration);
+    return s;
+}

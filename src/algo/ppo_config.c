@@ -1,0 +1,102 @@
+/* PPO hyperparameters: cudarl's tuned defaults and their validation. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "env/env.h"
+
+void cudarl_ppo_config_default(cudarl_ppo_config *c, const char *env_id) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->env_id, sizeof c->env_id, "%s", env_id ? env_id : "CartPole-v1");
+    snprintf(c->runs_dir, sizeof c->runs_dir, "runs");
+    c->seed = 1;
+    c->total_timesteps = 300000;
+    c->learning_rate = 2.5e-3;
+    c->num_envs = 16;
+    c->num_steps = 64;
+    c->anneal_lr = 1;
+    c->gamma = 0.99;
+    c->gae_lambda = 0.95;
+    c->num_minibatches = 4;
+    c->update_epochs = 4;
+    c->norm_adv = 1;
+    c->clip_coef = 0.2;
+    c->clip_vloss = 1;
+    c->ent_coef = 0.0;
+    c->vf_coef = 0.5;
+    c->max_grad_norm = 0.5;
+    c->target_kl = 0.0;
+    c->hidden = 64;
+    c->threads = 1; /* one core is as fast as two at this model size, and never spin-waits */
+    c->device = CUDARL_DEVICE_AUTO;
+    c->checkpoint_every = 0;
+}
+
+#define REQUIRE(cond, ...)                                         \
+    do {                                                           \
+        if (!(cond)) return cr_fail(CUDARL_ERR_INVALID_ARG, __VA_ARGS__); \
+    } while (0)
+
+static int finite_in(double v, double lo, double hi) { return isfinite(v) && v >= lo && v <= hi; }
+
+static cudarl_status validate_run_name(const char *name) {
+    for (const char *p = name; *p; p++) {
+        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                 *p == '_' || *p == '-' || *p == '.';
+        REQUIRE(ok, "--run-name '%s' contains '%c'; use letters, digits, '.', '_' and '-' only",
+                name, *p);
+    }
+    REQUIRE(strcmp(name, ".") && strcmp(name, ".."), "--run-name '%s' is not a usable folder name",
+            name);
+    return CUDARL_OK;
+}
+
+cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
+    if (!cr_env_find(c->env_id)) {
+        char list[256] = "";
+        for (const char *const *n = cudarl_env_names(); *n; n++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", *n == cudarl_env_names()[0] ? "" : ", ", *n);
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-id '%s' is not a known environment; choose "
+                                               "one of: %s", c->env_id, list);
+    }
+    REQUIRE(c->num_envs >= 1 && c->num_envs <= (1 << 22),
+            "--num-envs must be between 1 and 4194304, got %d", c->num_envs);
+    REQUIRE(c->num_steps >= 1 && c->num_steps <= (1 << 16),
+            "--num-steps must be between 1 and 65536, got %d", c->num_steps);
+    int64_t batch = (int64_t)c->num_envs * c->num_steps;
+    REQUIRE(batch <= (1 << 26), "--num-envs x --num-steps = %lld is over the limit of 67108864 "
+            "transitions per iteration; lower one of them", (long long)batch);
+    REQUIRE(c->num_minibatches >= 1, "--num-minibatches must be >= 1, got %d", c->num_minibatches);
+    REQUIRE(batch % c->num_minibatches == 0,
+            "--num-minibatches %d does not divide the batch (--num-envs %d x --num-steps %d = "
+            "%lld); pick a divisor of %lld", c->num_minibatches, c->num_envs, c->num_steps,
+            (long long)batch, (long long)batch);
+    REQUIRE(c->total_timesteps >= batch,
+            "--total-timesteps %lld is less than one iteration (--num-envs x --num-steps = %lld); "
+            "raise it", (long long)c->total_timesteps, (long long)batch);
+    REQUIRE(finite_in(c->learning_rate, 1e-12, 1.0),
+            "--learning-rate must be in (0, 1], got %g", c->learning_rate);
+    REQUIRE(finite_in(c->gamma, 0.0, 1.0), "--gamma must be in [0, 1], got %g", c->gamma);
+    REQUIRE(finite_in(c->gae_lambda, 0.0, 1.0), "--gae-lambda must be in [0, 1], got %g",
+            c->gae_lambda);
+    REQUIRE(c->update_epochs >= 1 && c->update_epochs <= 1000,
+            "--update-epochs must be between 1 and 1000, got %d", c->update_epochs);
+    REQUIRE(finite_in(c->clip_coef, 1e-9, 10.0), "--clip-coef must be in (0, 10], got %g",
+            c->clip_coef);
+    REQUIRE(finite_in(c->ent_coef, 0.0, 10.0), "--ent-coef must be in [0, 10], got %g", c->ent_coef);
+    REQUIRE(finite_in(c->vf_coef, 0.0, 100.0), "--vf-coef must be in [0, 100], got %g", c->vf_coef);
+    REQUIRE(finite_in(c->max_grad_norm, 1e-9, 1e9), "--max-grad-norm must be > 0, got %g",
+            c->max_grad_norm);
+    REQUIRE(isfinite(c->target_kl) && c->target_kl >= 0,
+            "--target-kl must be >= 0 (0 disables it), got %g", c->target_kl);
+    REQUIRE(c->hidden >= 1 && c->hidden <= 4096, "--hidden must be between 1 and 4096, got %d",
+            c->hidden);
+    REQUIRE(c->threads >= 0 && c->threads <= 1024, "--threads must be between 0 (all cores) and "
+            "1024, got %d", c->threads);
+    REQUIRE(c->checkpoint_every >= 0, "--checkpoint-every must be >= 0, got %d",
+            c->checkpoint_every);
+    REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
+    if (c->run_name[0]) CR_TRY(validate_run_name(c->run_name));
+    return CUDARL_OK;
+}

@@ -1,0 +1,87 @@
+/* The PPO trainer's state, shared by the training loop and its checkpoint code. */
+#ifndef CUDARL_PPO_INTERNAL_H
+#define CUDARL_PPO_INTERNAL_H
+
+#include <stdio.h>
+
+#include "env/cartpole.h"
+#include "env/env.h"
+#include "nn/actor_critic.h"
+#include "ops/backend.h"
+
+#define CR_RECENT_EPISODES 100
+
+/* Streams of the seed's Philox key: envs use 0 .. N-1, these sit far above. */
+#define CR_STREAM_SAMPLER (1ull << 40)
+#define CR_STREAM_SHUFFLE ((1ull << 40) + 1)
+#define CR_STREAM_INIT ((1ull << 40) + 2)
+
+typedef struct cr_ppo {
+    cudarl_ctx *ctx;
+    cudarl_ppo_config cfg;
+    const cr_env_info *env_info;
+    cr_ac_layout layout;
+    int T, N, D, A;        /* steps, envs, obs floats, actions */
+    int batch, mb;         /* T*N, rows per minibatch */
+    int64_t num_iterations, iteration, global_step, adam_t;
+    int64_t start_iteration; /* iteration this process started at (resume) */
+
+    /* backend memory (device for CUDA) */
+    cr_arena mem;
+    float *params, *grads, *adam_m, *adam_v;      /* (P) each */
+    float *obs, *final_obs;                       /* (T, N, D) */
+    float *cur_obs;                               /* (N, D) */
+    int32_t *actions;                             /* (T, N) */
+    float *logp, *rewards, *values, *final_values, *next_values, *adv, *returns; /* (T, N) */
+    uint8_t *terminated, *done;                   /* (T, N) */
+    float *last_values;                           /* (N) */
+    float *logits, *u, *vtmp;                     /* (N, A), (N), (N) */
+    int32_t *mb_idx;                              /* (batch) */
+    float *mb_obs, *mb_logp, *mb_adv, *mb_ret, *mb_val; /* (mb, D), (mb) ... */
+    int32_t *mb_act;                              /* (mb) */
+    float *mb_logits, *mb_value, *mb_dlogits, *mb_dvalue; /* (mb, A), (mb), (mb, A), (mb) */
+    cr_mlp_cache cache_actor, cache_critic;       /* max(mb, N) rows */
+    cr_ppo_stats_acc *acc;
+
+    /* host memory */
+    cr_arena host;
+    cr_cartpole env;
+    float *h_obs, *h_final_obs, *h_reward;        /* (N, D), (N, D), (N) */
+    uint8_t *h_term, *h_trunc, *h_done;           /* (N) */
+    int32_t *h_actions, *h_perm;                  /* (N), (batch) */
+    float *h_values, *h_returns;                  /* (batch) for explained variance */
+    double *ep_return;                            /* (N) running episode return */
+    int64_t *ep_length;                           /* (N) */
+    cr_philox_state sampler, shuffler;
+
+    /* episode statistics */
+    double recent[CR_RECENT_EPISODES];
+    int64_t episodes;        /* finished so far */
+    double iter_return_sum, iter_length_sum;
+    int64_t iter_episodes;
+
+    /* outputs */
+    char run_dir[512];
+    FILE *csv;
+    double loop_start, last_progress;
+    int64_t solved_step;
+    double solved_seconds;
+    int tty;
+} cr_ppo;
+
+/* Plans, allocates and seeds a trainer for `cfg` on `ctx` (weights, envs, RNG streams). */
+cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *cfg);
+void cr_ppo_free(cr_ppo *p);
+/* One minibatch step on rollout rows idx (mb of them, backend memory): gather, forward, loss,
+ * backward, clip, Adam at learning rate lr. Stats accumulate into p->acc. */
+void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx, float lr);
+
+/* Mean return of the last min(100, episodes) episodes; NaN when none finished. */
+double cr_ppo_recent_mean(const cr_ppo *p);
+
+/* Writes the whole training state to `path` atomically (safetensors). */
+cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path);
+/* Restores the training state from `path` into an initialised trainer of the same shapes. */
+cudarl_status cr_ppo_checkpoint_load(cr_ppo *p, const char *path);
+
+#endif

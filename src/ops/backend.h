@@ -1,0 +1,78 @@
+/* The backend interface: what the algorithms call, implemented once per device kind.
+ *
+ * Algorithm code (src/algo) never touches a buffer directly: buffers live where the context's
+ * backend keeps them (host memory for CPU, device memory for CUDA) and are read back only
+ * through copy_to_host. Every op is asynchronous with respect to the host on the CUDA backend
+ * (enqueued on the context's stream) and synchronous on the CPU backend. */
+#ifndef CUDARL_BACKEND_H
+#define CUDARL_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "ops/cpu/ops_cpu.h"
+
+typedef struct cr_backend cr_backend;
+
+struct cudarl_ctx {
+    cudarl_device_kind kind;
+    int device_index;
+    int threads;             /* CPU worker threads in use */
+    const cr_backend *ops;
+    void *impl;              /* backend-private (streams, library handles) */
+};
+
+/* Sums the PPO loss statistics of the minibatches of one iteration (backend memory). */
+typedef struct cr_ppo_stats_acc {
+    double sum[7];   /* loss, pg_loss, v_loss, entropy, old_approx_kl, approx_kl, clipfrac */
+    double count;    /* minibatches added */
+    double grad_norm_sum;
+    double last_approx_kl; /* of the latest minibatch, for --target-kl */
+} cr_ppo_stats_acc;
+
+struct cr_backend {
+    const char *name;
+    /* memory */
+    cudarl_status (*arena_alloc)(cudarl_ctx *ctx, cr_arena *a, const cr_plan *p);
+    void (*arena_free)(cudarl_ctx *ctx, cr_arena *a);
+    void (*copy_to_host)(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
+    void (*copy_from_host)(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
+    void (*copy)(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
+    void (*sync)(cudarl_ctx *ctx);
+    /* layers */
+    void (*linear_forward)(cudarl_ctx *ctx, const float *x, const float *w, const float *b,
+                           float *y, int B, int I, int O);
+    void (*linear_tanh_forward)(cudarl_ctx *ctx, const float *x, const float *w, const float *b,
+                                float *y, int B, int I, int O);
+    void (*linear_backward)(cudarl_ctx *ctx, const float *dy, const float *x, const float *w,
+                            float *dx, float *dw, float *db, int B, int I, int O);
+    void (*tanh_backward)(cudarl_ctx *ctx, const float *y, const float *dy, float *dx, size_t n);
+    /* policy */
+    void (*uniform)(cudarl_ctx *ctx, cr_philox_state *rng, float *u, int n);
+    void (*categorical_sample)(cudarl_ctx *ctx, const float *logits, const float *u,
+                               int32_t *action, float *logp, int B, int A);
+    void (*categorical_argmax)(cudarl_ctx *ctx, const float *logits, int32_t *action, int B, int A);
+    /* PPO */
+    void (*bootstrap_values)(cudarl_ctx *ctx, const float *values, const float *final_values,
+                             const float *last_values, const uint8_t *done, float *next_values,
+                             int T, int N);
+    void (*gae)(cudarl_ctx *ctx, const float *rewards, const float *values,
+                const float *next_values, const uint8_t *terminated, const uint8_t *done,
+                float gamma, float lambda, float *adv, float *returns, int T, int N);
+    void (*gather_rows)(cudarl_ctx *ctx, const void *src, const int32_t *idx, void *dst,
+                        int rows, size_t row_bytes);
+    void (*ppo_loss)(cudarl_ctx *ctx, const float *logits, const int32_t *action,
+                     const float *old_logp, const float *adv, const float *value,
+                     const float *old_value, const float *returns, const cr_ppo_loss_params *p,
+                     float *dlogits, float *dvalue, cr_ppo_stats_acc *acc, int B, int A);
+    void (*clip_grad_norm)(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
+                           cr_ppo_stats_acc *acc);
+    void (*adam_step)(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
+                      float lr, float b1, float b2, float eps, int64_t t);
+};
+
+/* The CPU backend (always built). */
+extern const cr_backend cr_backend_cpu;
+
+#endif

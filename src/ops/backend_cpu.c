@@ -1,0 +1,117 @@
+/* The CPU backend: the ops of src/ops/cpu behind the backend interface. */
+#include <string.h>
+
+#include "ops/backend.h"
+
+static cudarl_status cpu_arena_alloc(cudarl_ctx *ctx, cr_arena *a, const cr_plan *p) {
+    return cr_arena_alloc(a, p, CR_MEM_HOST);
+}
+
+static void cpu_arena_free(cudarl_ctx *ctx, cr_arena *a) { cr_arena_free(a); }
+
+static void cpu_copy(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes) {
+    if (bytes) memmove(dst, src, bytes);
+}
+
+static void cpu_sync(cudarl_ctx *ctx) {}
+
+static void cpu_linear_forward(cudarl_ctx *ctx, const float *x, const float *w, const float *b,
+                               float *y, int B, int I, int O) {
+    cr_cpu_linear_forward(x, w, b, y, B, I, O);
+}
+
+static void cpu_linear_tanh_forward(cudarl_ctx *ctx, const float *x, const float *w,
+                                    const float *b, float *y, int B, int I, int O) {
+    cr_cpu_linear_tanh_forward(x, w, b, y, B, I, O);
+}
+
+static void cpu_linear_backward(cudarl_ctx *ctx, const float *dy, const float *x, const float *w,
+                                float *dx, float *dw, float *db, int B, int I, int O) {
+    cr_cpu_linear_backward(dy, x, w, dx, dw, db, B, I, O);
+}
+
+static void cpu_tanh_backward(cudarl_ctx *ctx, const float *y, const float *dy, float *dx,
+                              size_t n) {
+    cr_cpu_tanh_backward(y, dy, dx, n);
+}
+
+static void cpu_uniform(cudarl_ctx *ctx, cr_philox_state *rng, float *u, int n) {
+    for (int i = 0; i < n; i++) u[i] = cr_philox_uniform(rng);
+}
+
+static void cpu_categorical_sample(cudarl_ctx *ctx, const float *logits, const float *u,
+                                   int32_t *action, float *logp, int B, int A) {
+    cr_cpu_categorical_sample(logits, u, action, logp, B, A);
+}
+
+static void cpu_categorical_argmax(cudarl_ctx *ctx, const float *logits, int32_t *action, int B,
+                                   int A) {
+    cr_cpu_categorical_argmax(logits, action, B, A);
+}
+
+static void cpu_bootstrap_values(cudarl_ctx *ctx, const float *values, const float *final_values,
+                                 const float *last_values, const uint8_t *done,
+                                 float *next_values, int T, int N) {
+    cr_cpu_bootstrap_values(values, final_values, last_values, done, next_values, T, N);
+}
+
+static void cpu_gae(cudarl_ctx *ctx, const float *rewards, const float *values,
+                    const float *next_values, const uint8_t *terminated, const uint8_t *done,
+                    float gamma, float lambda, float *adv, float *returns, int T, int N) {
+    cr_cpu_gae(rewards, values, next_values, terminated, done, gamma, lambda, adv, returns, T, N);
+}
+
+static void cpu_gather_rows(cudarl_ctx *ctx, const void *src, const int32_t *idx, void *dst,
+                            int rows, size_t row_bytes) {
+    const unsigned char *s = src;
+    unsigned char *d = dst;
+    for (int r = 0; r < rows; r++) memcpy(d + (size_t)r * row_bytes, s + (size_t)idx[r] * row_bytes, row_bytes);
+}
+
+static void cpu_ppo_loss(cudarl_ctx *ctx, const float *logits, const int32_t *action,
+                         const float *old_logp, const float *adv, const float *value,
+                         const float *old_value, const float *returns,
+                         const cr_ppo_loss_params *p, float *dlogits, float *dvalue,
+                         cr_ppo_stats_acc *acc, int B, int A) {
+    cr_ppo_loss_stats s;
+    cr_cpu_ppo_loss(logits, action, old_logp, adv, value, old_value, returns, p, dlogits, dvalue,
+                    &s, B, A);
+    acc->sum[0] += s.loss, acc->sum[1] += s.pg_loss, acc->sum[2] += s.v_loss;
+    acc->sum[3] += s.entropy, acc->sum[4] += s.old_approx_kl, acc->sum[5] += s.approx_kl;
+    acc->sum[6] += s.clipfrac;
+    acc->count += 1;
+    acc->last_approx_kl = s.approx_kl;
+}
+
+static void cpu_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
+                               cr_ppo_stats_acc *acc) {
+    acc->grad_norm_sum += cr_cpu_clip_grad_norm(g, n, max_norm);
+}
+
+static void cpu_adam_step(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
+                          float lr, float b1, float b2, float eps, int64_t t) {
+    cr_cpu_adam_step(p, g, m, v, n, lr, b1, b2, eps, t);
+}
+
+const cr_backend cr_backend_cpu = {
+    .name = "cpu",
+    .arena_alloc = cpu_arena_alloc,
+    .arena_free = cpu_arena_free,
+    .copy_to_host = cpu_copy,
+    .copy_from_host = cpu_copy,
+    .copy = cpu_copy,
+    .sync = cpu_sync,
+    .linear_forward = cpu_linear_forward,
+    .linear_tanh_forward = cpu_linear_tanh_forward,
+    .linear_backward = cpu_linear_backward,
+    .tanh_backward = cpu_tanh_backward,
+    .uniform = cpu_uniform,
+    .categorical_sample = cpu_categorical_sample,
+    .categorical_argmax = cpu_categorical_argmax,
+    .bootstrap_values = cpu_bootstrap_values,
+    .gae = cpu_gae,
+    .gather_rows = cpu_gather_rows,
+    .ppo_loss = cpu_ppo_loss,
+    .clip_grad_norm = cpu_clip_grad_norm,
+    .adam_step = cpu_adam_step,
+};

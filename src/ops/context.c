@@ -1,0 +1,74 @@
+/* Compute contexts: which backend runs the ops, on which device. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/backend.h"
+#ifdef CUDARL_WITH_CUDA
+#include "ops/cuda/cuda_info.h"
+#endif
+
+/* Why CUDA cannot be used here, or NULL if it can. */
+static const char *cuda_unavailable(char *why, size_t cap) {
+#ifdef CUDARL_WITH_CUDA
+    if (cr_cuda_device_count(why, cap) == 0) return why;
+    snprintf(why, cap, "the CUDA training backend is not in this build yet");
+    return why;
+#else
+    snprintf(why, cap, "this cudarl was built without CUDA (reconfigure with -DCUDARL_CUDA=ON "
+                       "on a machine with the CUDA toolkit)");
+    return why;
+#endif
+}
+
+cudarl_status cudarl_ctx_init(cudarl_ctx **out, cudarl_device_kind kind, int index) {
+    *out = NULL;
+    char why[256];
+    const char *no_cuda = cuda_unavailable(why, sizeof why);
+    if (kind == CUDARL_DEVICE_CUDA && no_cuda)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "--device cuda is not available: %s; use --device "
+                                               "cpu (or auto)", no_cuda);
+    if (kind == CUDARL_DEVICE_AUTO) {
+        if (no_cuda) CR_INFO("device: cpu (no CUDA: %s)", no_cuda);
+        kind = CUDARL_DEVICE_CPU;
+    }
+    cudarl_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory creating a context");
+    ctx->kind = kind;
+    ctx->device_index = index;
+    ctx->ops = &cr_backend_cpu;
+    ctx->threads = omp_get_max_threads();
+    *out = ctx;
+    return CUDARL_OK;
+}
+
+void cudarl_ctx_free(cudarl_ctx *ctx) { free(ctx); }
+
+cudarl_device_kind cudarl_ctx_kind(const cudarl_ctx *ctx) { return ctx->kind; }
+
+void cudarl_info(char *buf, size_t cap) {
+    snprintf(buf, cap,
+             "cudarl %s\n"
+             "  build: C11, OpenMP %d, CUDA backend %s\n"
+             "  cpu: %d threads available\n",
+             CUDARL_VERSION_STRING, _OPENMP,
+#ifdef CUDARL_WITH_CUDA
+             "built",
+#else
+             "not built",
+#endif
+             omp_get_max_threads());
+#ifdef CUDARL_WITH_CUDA
+    cr_cuda_describe(buf, cap);
+#endif
+    size_t len = strlen(buf);
+    const char *const *envs = cudarl_env_names();
+    snprintf(buf + len, cap - len, "  environments:");
+    for (int i = 0; envs[i]; i++) {
+        len = strlen(buf);
+        snprintf(buf + len, cap - len, " %s", envs[i]);
+    }
+    len = strlen(buf);
+    snprintf(buf + len, cap - len, "\n");
+}

@@ -1,0 +1,238 @@
+/* Checkpoint format checks, the hyperparameters stored in a checkpoint, and policy evaluation. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env/cartpole.h"
+#include "env/env.h"
+#include "nn/actor_critic.h"
+#include "runtime/checkpoint.h"
+
+/* Reads integer metadata `key` into *out; a missing or malformed value is a format error. */
+static cudarl_status meta_ll(const cr_st_file *f, const char *path, const char *key,
+                             long long *out) {
+    const char *v = cr_st_meta(f, key);
+    char *end;
+    errno = 0;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || errno || *end || end == v)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': metadata '%s' is %s, expected an "
+                       "integer; the file is damaged", path, key, v ? v : "missing");
+    *out = x;
+    return CUDARL_OK;
+}
+
+static cudarl_status meta_d(const cr_st_file *f, const char *path, const char *key, double *out) {
+    const char *v = cr_st_meta(f, key);
+    char *end;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || *end || end == v)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': metadata '%s' is %s, expected a "
+                       "number; the file is damaged", path, key, v ? v : "missing");
+    *out = x;
+    return CUDARL_OK;
+}
+
+static const char *shape_text(char *b, size_t cap, int ndim, const int64_t *shape) {
+    int n = snprintf(b, cap, "[");
+    for (int d = 0; d < ndim && n > 0 && (size_t)n < cap; d++)
+        n += snprintf(b + n, cap - (size_t)n, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (n > 0 && (size_t)n < cap) snprintf(b + n, cap - (size_t)n, "]");
+    return b;
+}
+
+/* Refuses parameter tensors (and Adam moments, where present) whose dtype or shape is not the
+ * one the file's own metadata (obs_dim, hidden, num_actions) describes: a transposed or resized
+ * weight must not load just because its element count happens to fit. */
+static cudarl_status check_model_tensors(const cr_st_file *f, const char *path) {
+    long long obs = 0, hidden = 0, actions = 0;
+    CR_TRY(meta_ll(f, path, "obs_dim", &obs));
+    CR_TRY(meta_ll(f, path, "hidden", &hidden));
+    CR_TRY(meta_ll(f, path, "num_actions", &actions));
+    if (obs < 1 || obs > 4096 || hidden < 1 || hidden > 4096 || actions < 1 || actions > 4096)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' describes a model of obs_dim %lld, "
+                       "hidden %lld, num_actions %lld, which is out of range; the file is damaged",
+                       path, obs, hidden, actions);
+    cr_ac_layout l;
+    cr_ac_layout_init(&l, (int)obs, (int)hidden, (int)actions);
+    static const char *const prefix[] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
+    for (int i = 0; i < CR_AC_NUM_TENSORS; i++)
+        for (int k = 0; k < 3; k++) {
+            const cr_param_tensor *p = &l.t[i];
+            char name[96];
+            snprintf(name, sizeof name, "%s%s", prefix[k], p->name);
+            cr_st_tensor t;
+            cudarl_status found = cr_st_find(f, name, &t);
+            if (found != CUDARL_OK && k > 0) continue; /* eval needs no Adam moments */
+            CR_TRY(found);
+            int64_t want[2] = {p->shape[0], p->shape[1]};
+            int same = t.dtype == CR_ST_F32 && t.ndim == p->ndim;
+            for (int d = 0; same && d < p->ndim; d++) same = t.shape[d] == want[d];
+            if (same) continue;
+            char got_s[160], want_s[64];
+            return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s': tensor '%s' is %s of shape %s, but "
+                           "the model its metadata describes (obs_dim %lld, hidden %lld, "
+                           "num_actions %lld) needs F32 of shape %s; the file was altered or "
+                           "damaged: use a model.safetensors written by cudarl train", path, name,
+                           cr_st_dtype_name(t.dtype), shape_text(got_s, sizeof got_s, t.ndim, t.shape),
+                           obs, hidden, actions, shape_text(want_s, sizeof want_s, p->ndim, want));
+        }
+    return CUDARL_OK;
+}
+
+cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, const char *algo) {
+    const char *fmt = cr_st_meta(f, "format");
+    if (!fmt || strcmp(fmt, CR_CHECKPOINT_FORMAT))
+        return cr_fail(CUDARL_ERR_FORMAT, "'%s' is a safetensors file but not a cudarl checkpoint "
+                       "(metadata 'format' is %s); pass a model.safetensors written by cudarl "
+                       "train", path, fmt ? fmt : "missing");
+    const char *ver = cr_st_meta(f, "format_version");
+    long v = ver ? strtol(ver, NULL, 10) : 0;
+    if (v < 1 || v > CR_CHECKPOINT_VERSION)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' has format version %s; this cudarl "
+                       "reads version 1 to %d; use the cudarl version that wrote it", path,
+                       ver ? ver : "(missing)", CR_CHECKPOINT_VERSION);
+    const char *a = cr_st_meta(f, "algo");
+    if (!a || strcmp(a, algo))
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained with algo '%s', not %s",
+                       path, a ? a : "(missing)", algo);
+    return check_model_tensors(f, path);
+}
+
+static cudarl_status config_from_file(const cr_st_file *f, const char *path,
+                                      cudarl_ppo_config *c) {
+    const char *env = cr_st_meta(f, "env_id"), *run = cr_st_meta(f, "run_name");
+    if (!env || !cr_env_find(env))
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this cudarl does "
+                       "not have", path, env ? env : "(missing)");
+    cudarl_ppo_config_default(c, env);
+    if (run) snprintf(c->run_name, sizeof c->run_name, "%s", run);
+    long long seed = 0, tt = 0, ne = 0, ns = 0, al = 0, nm = 0, ue = 0, na = 0, cv = 0, hid = 0;
+    CR_TRY(meta_ll(f, path, "seed", &seed));
+    CR_TRY(meta_ll(f, path, "total_timesteps", &tt));
+    CR_TRY(meta_ll(f, path, "num_envs", &ne));
+    CR_TRY(meta_ll(f, path, "num_steps", &ns));
+    CR_TRY(meta_ll(f, path, "anneal_lr", &al));
+    CR_TRY(meta_ll(f, path, "num_minibatches", &nm));
+    CR_TRY(meta_ll(f, path, "update_epochs", &ue));
+    CR_TRY(meta_ll(f, path, "norm_adv", &na));
+    CR_TRY(meta_ll(f, path, "clip_vloss", &cv));
+    CR_TRY(meta_ll(f, path, "hidden", &hid));
+    c->seed = (uint64_t)seed, c->total_timesteps = tt, c->num_envs = (int)ne;
+    c->num_steps = (int)ns, c->anneal_lr = (int)al, c->num_minibatches = (int)nm;
+    c->update_epochs = (int)ue, c->norm_adv = (int)na, c->clip_vloss = (int)cv;
+    c->hidden = (int)hid;
+    CR_TRY(meta_d(f, path, "learning_rate", &c->learning_rate));
+    CR_TRY(meta_d(f, path, "gamma", &c->gamma));
+    CR_TRY(meta_d(f, path, "gae_lambda", &c->gae_lambda));
+    CR_TRY(meta_d(f, path, "clip_coef", &c->clip_coef));
+    CR_TRY(meta_d(f, path, "ent_coef", &c->ent_coef));
+    CR_TRY(meta_d(f, path, "vf_coef", &c->vf_coef));
+    CR_TRY(meta_d(f, path, "max_grad_norm", &c->max_grad_norm));
+    CR_TRY(meta_d(f, path, "target_kl", &c->target_kl));
+    cudarl_status s = cudarl_ppo_config_validate(c);
+    if (s != CUDARL_OK)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' holds invalid hyperparameters (%s)",
+                       path, cudarl_last_error());
+    return CUDARL_OK;
+}
+
+cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg) {
+    cr_st_file *f;
+    CR_TRY(cr_st_open(&f, path));
+    cudarl_status s = cr_checkpoint_check_format(f, path, "ppo");
+    if (s == CUDARL_OK) s = config_from_file(f, path, cfg);
+    cr_st_close(f);
+    return s;
+}
+
+/* ---- evaluation ------------------------------------------------------------------------- */
+
+enum { E_ENV, E_OBS, E_FINAL_OBS, E_REWARD, E_LOGITS, E_CACHE, E_TERM, E_TRUNC, E_LIVE,
+       E_ACTIONS, E_COUNT };
+
+/* Host buffers for evaluating up to n envs at once. */
+static void plan_eval(cr_plan *pl, const cr_ac_layout *l, int n) {
+    size_t N = (size_t)n, F = sizeof(float);
+    cr_plan_init(pl);
+    cr_plan_add(pl, "env", cr_cartpole_bytes(n));
+    cr_plan_add(pl, "obs", N * (size_t)l->obs_dim * F);
+    cr_plan_add(pl, "final_obs", N * (size_t)l->obs_dim * F);
+    cr_plan_add(pl, "reward", N * F);
+    cr_plan_add(pl, "logits", N * (size_t)l->num_actions * F);
+    cr_plan_add(pl, "cache", cr_mlp_cache_floats(n, l->hidden) * F);
+    cr_plan_add(pl, "terminated", N);
+    cr_plan_add(pl, "truncated", N);
+    cr_plan_add(pl, "live", N);
+    cr_plan_add(pl, "actions", N * sizeof(int32_t));
+}
+
+/* Plays one episode in each of n envs with the greedy (argmax) policy; writes each return. */
+static void eval_batch(cudarl_ctx *ctx, const cr_ac_layout *l, float *params, const cr_arena *a,
+                       int n, uint64_t seed, double *returns) {
+    cr_cartpole env;
+    float *obs = cr_arena_get(a, E_OBS), *final_obs = cr_arena_get(a, E_FINAL_OBS);
+    float *reward = cr_arena_get(a, E_REWARD), *logits = cr_arena_get(a, E_LOGITS);
+    uint8_t *term = cr_arena_get(a, E_TERM), *trunc = cr_arena_get(a, E_TRUNC);
+    uint8_t *live = cr_arena_get(a, E_LIVE);
+    int32_t *actions = cr_arena_get(a, E_ACTIONS);
+    cr_mlp_cache cache = cr_mlp_cache_carve(cr_arena_get(a, E_CACHE), n, l->hidden);
+    cr_mlp_view actor = cr_ac_actor(l, params);
+    cr_cartpole_init(&env, n, cr_arena_get(a, E_ENV));
+    cr_cartpole_reset(&env, seed, obs);
+    for (int i = 0; i < n; i++) returns[i] = 0, live[i] = 1;
+    for (int remaining = n; remaining > 0;) {
+        cr_mlp_forward(ctx, &actor, obs, logits, &cache, n);
+        ctx->ops->categorical_argmax(ctx, logits, actions, n, l->num_actions);
+        cr_cartpole_step(&env, actions, obs, reward, term, trunc, final_obs);
+        for (int i = 0; i < n; i++) {
+            if (!live[i]) continue;
+            returns[i] += reward[i];
+            if (term[i] || trunc[i]) live[i] = 0, remaining--;
+        }
+    }
+}
+
+cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
+                                 double *mean, double *std) {
+    if (episodes < 1 || episodes > 1000000)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--episodes must be between 1 and 1000000, got %d",
+                       episodes);
+    if (ctx->kind != CUDARL_DEVICE_CPU)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "evaluation runs on the CPU for now; use --device cpu");
+    cudarl_ppo_config cfg;
+    CR_TRY(cudarl_ppo_config_load(path, &cfg));
+    const cr_env_info *info = cr_env_find(cfg.env_id);
+    cr_ac_layout l;
+    cr_ac_layout_init(&l, info->obs_dim, cfg.hidden, info->num_actions);
+    int chunk = episodes < 256 ? episodes : 256;
+    cr_plan pl;
+    plan_eval(&pl, &l, chunk);
+    cr_plan_add(&pl, "params", l.num_params * sizeof(float));
+    cr_plan_add(&pl, "returns", (size_t)episodes * sizeof(double));
+    cr_arena a;
+    CR_TRY(cr_arena_alloc(&a, &pl, CR_MEM_HOST));
+    float *params = cr_arena_get(&a, E_COUNT);
+    double *returns = cr_arena_get(&a, E_COUNT + 1);
+    cr_st_file *f = NULL;
+    cudarl_status s = cr_st_open(&f, path);
+    for (int i = 0; i < CR_AC_NUM_TENSORS && s == CUDARL_OK; i++)
+        s = cr_st_read_f32(f, l.t[i].name, params + l.t[i].offset, l.t[i].count);
+    for (int done = 0; s == CUDARL_OK && done < episodes; done += chunk) {
+        int n = episodes - done < chunk ? episodes - done : chunk;
+        eval_batch(ctx, &l, params, &a, n, seed + (uint64_t)done, returns + done);
+    }
+    if (s == CUDARL_OK) {
+        double m = 0, v = 0;
+        for (int i = 0; i < episodes; i++) m += returns[i];
+        m /= episodes;
+        for (int i = 0; i < episodes; i++) v += (returns[i] - m) * (returns[i] - m);
+        *mean = m;
+        *std = sqrt(v / episodes);
+    }
+    cr_st_close(f);
+    cr_arena_free(&a);
+    return s;
+}

@@ -1,0 +1,14 @@
+/* What every cudarl checkpoint shares: its format tag and version, checked before trusting. */
+#ifndef CUDARL_RUNTIME_CHECKPOINT_H
+#define CUDARL_RUNTIME_CHECKPOINT_H
+
+#include "runtime/safetensors.h"
+
+#define CR_CHECKPOINT_FORMAT "cudarl-checkpoint"
+#define CR_CHECKPOINT_VERSION 1
+
+/* Refuses a file that is not a cudarl checkpoint of a version this build reads, or not of
+ * `algo` ("ppo"), with a message naming the file and what to do. */
+cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, const char *algo);
+
+#endif

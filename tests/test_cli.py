@@ -1,0 +1,600 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the cudarl command line.
+
+Runs the built `cudarl` binary on small, fast configurations and checks what a user sees: exit
+codes (0 done, 1 failed, 2 bad usage, 130 interrupted), one-line error messages that name the
+problem and the fix, --help, bitwise determinism, the checkpoint's standard safetensors layout,
+resume after Ctrl-C (SIGINT) reproducing an uninterrupted run exactly, and eval.
+
+Each check prints what it checks; the first wrong value prints the command line, expected and
+got (exit code, stdout, stderr) and exits 1.
+
+    python3 test_cli.py --cudarl build/cudarl --work build/cli-work [--only GROUP]
+
+GROUP is one of: bad_input, help, determinism, checkpoint, resume, eval (default: all). Each
+group works in its own folder <work>/<group>, emptied first, so groups may run in parallel.
+Needs Python 3 with numpy and safetensors.
+"""
+import argparse
+import csv
+import hashlib
+import math
+import os
+import re
+import shlex
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import load_file, save_file
+
+NUM_ENVS, NUM_STEPS = 8, 64
+BATCH = NUM_ENVS * NUM_STEPS
+# One thread: tiny batches gain nothing from more, and OpenMP threads that spin on a loaded
+# machine (ctest -j, other builds) make a run many times slower.
+SMALL = ["--total-timesteps", str(8 * BATCH), "--num-envs", str(NUM_ENVS),
+         "--num-steps", str(NUM_STEPS), "--threads", "1"]
+TIMING_COLUMNS = ("charts/SPS", "time/elapsed_s")
+CLEANRL_FLAGS = ["env-id", "seed", "total-timesteps", "learning-rate", "num-envs", "num-steps",
+                 "anneal-lr", "gamma", "gae-lambda", "num-minibatches", "update-epochs",
+                 "norm-adv", "clip-coef", "clip-vloss", "ent-coef", "vf-coef", "max-grad-norm",
+                 "target-kl", "device"]
+# PyTorch state_dict names and shapes of CleanRL's Agent for CartPole (obs 4, hidden 64, 2 actions)
+STATE_DICT = {"critic.0.weight": (64, 4), "critic.0.bias": (64,), "critic.2.weight": (64, 64),
+              "critic.2.bias": (64,), "critic.4.weight": (1, 64), "critic.4.bias": (1,),
+              "actor.0.weight": (64, 4), "actor.0.bias": (64,), "actor.2.weight": (64, 64),
+              "actor.2.bias": (64,), "actor.4.weight": (2, 64), "actor.4.bias": (2,)}
+FIX_BAD_FILE = "re-copy it or use an earlier checkpoint"
+
+CUDARL = None  # path of the binary, set by main()
+
+
+# ---- running and failing --------------------------------------------------------------------
+
+class Result:
+    def __init__(self, argv, rc, out, err):
+        self.argv, self.rc, self.out, self.err = argv, rc, out, err
+
+    def describe(self):
+        return (f"  command:   {shlex.join(self.argv)}\n  exit code: {self.rc}\n"
+                f"  stdout:    {self.out.rstrip() or '(empty)'}\n"
+                f"  stderr:    {self.err.rstrip() or '(empty)'}")
+
+
+def check(what):
+    print(f"check: {what}", flush=True)
+
+
+def fail(what, expected, got):
+    """Prints expected and got and ends the test with exit code 1."""
+    print(f"FAIL: {what}\n  expected:  {expected}\n{got}", flush=True)
+    sys.exit(1)
+
+
+def env_with(log):
+    """This process's environment with CUDARL_LOG set to `log`."""
+    return dict(os.environ, CUDARL_LOG=log)
+
+
+def run(args, cwd, env=None, timeout=300):
+    argv = [CUDARL] + [str(a) for a in args]
+    try:
+        p = subprocess.run(argv, cwd=cwd, env=env or env_with("warn"), capture_output=True,
+                           text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        text = [x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+                for x in (e.stdout, e.stderr)]
+        fail("command finished in time", f"exit within {timeout} s",
+             Result(argv, "timeout", *text).describe())
+    return Result(argv, p.returncode, p.stdout, p.stderr)
+
+
+def run_ok(what, args, cwd, env=None):
+    r = run(args, cwd, env)
+    if r.rc != 0:
+        fail(what, "exit code 0", r.describe())
+    return r
+
+
+def expect_error(what, args, cwd, rc, needles, env=None):
+    """Runs a command that must fail with exit code `rc`, nothing on stdout and exactly one line
+    on stderr containing every string in `needles` (the problem and its fix). Informational log
+    lines are not errors: they are silenced with CUDARL_LOG=warn, which still shows warnings."""
+    check(what)
+    return verify_error(what, run(args, cwd, env), rc, needles)
+
+
+def verify_error(what, r, rc, needles):
+    lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    missing = [n for n in needles if not lines or n not in lines[0]]
+    if r.rc != rc or len(lines) != 1 or missing or r.out.strip():
+        fail(what, f"exit code {rc}, empty stdout, one stderr line containing "
+                   f"{', '.join(repr(n) for n in needles)}"
+                   + (f" (missing: {', '.join(repr(n) for n in missing)})" if missing else ""),
+             r.describe())
+    return r
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def train_small(work, name, *extra):
+    """Trains run `name` of the small config in <work>/runs; returns its folder."""
+    run_ok(f"train run '{name}'", ["train", "--runs-dir", "runs", "--run-name", name, "--quiet",
+                                   *SMALL, *extra], work)
+    return os.path.join(work, "runs", name)
+
+
+# ---- reading run outputs ----------------------------------------------------------------------
+
+def metrics_without_timing(path):
+    """metrics.csv as a list of rows, header first, without the wall-clock columns."""
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        fail(f"{path} has a header", "a header row", "  got: an empty file")
+    header = rows[0]
+    for col in TIMING_COLUMNS:
+        if col not in header:
+            fail(f"{path} has column {col}", f"header containing {col}", f"  got: {header}")
+    keep = [i for i, name in enumerate(header) if name not in TIMING_COLUMNS]
+    return [[row[i] for i in keep] for row in rows]
+
+
+def first_difference(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"  row {i}: {x}\n  vs     {y}"
+    return f"  {len(a)} rows vs {len(b)} rows"
+
+
+def checkpoint_metadata(path):
+    with safe_open(path, "np") as f:
+        return f.metadata() or {}
+
+
+def tensor_difference(a_path, b_path):
+    """None if the two files hold the same tensors bitwise, else what differs."""
+    a, b = load_file(a_path), load_file(b_path)
+    if set(a) != set(b):
+        return f"  tensor names differ: {sorted(set(a) ^ set(b))}"
+    for name in sorted(a):
+        x, y = a[name], b[name]
+        if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
+            return f"  tensor {name}: {x.dtype}{x.shape} vs {y.dtype}{y.shape}, values differ"
+    return None
+
+
+def no_temp_files(run_dir, allowed=("metrics.csv", "model.safetensors")):
+    check(f"no temp files left in {run_dir}")
+    left = sorted(set(os.listdir(run_dir)) - set(allowed))
+    if left:
+        fail(f"no temp files in {run_dir}", f"only {', '.join(allowed)}", f"  got also: {left}")
+
+
+# ---- 1. bad input -----------------------------------------------------------------------------
+
+def bad_checkpoints(src, folder):
+    """Writes damaged and foreign variants of checkpoint `src`; returns [(label, path, needles)]."""
+    with open(src, "rb") as f:
+        raw = f.read()
+    header_len = struct.unpack("<Q", raw[:8])[0]
+    tensors, meta = load_file(src), checkpoint_metadata(src)
+    out = []
+
+    def write_bytes(name, data, needles):
+        path = os.path.join(folder, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        out.append((name, path, [path] + needles))
+
+    def write_st(name, t, m, needles):
+        path = os.path.join(folder, name)
+        save_file(t, path, metadata=m)
+        out.append((name, path, [path] + needles))
+
+    data_len = len(raw) - 8 - header_len
+    for cut in (0, 4, 8, 8 + header_len // 2, 8 + header_len - 1, 8 + header_len,
+                8 + header_len + data_len // 2, len(raw) - 1):
+        write_bytes(f"truncated_at_{cut}.safetensors", raw[:cut], ["truncated", FIX_BAD_FILE])
+    g = bytearray(raw)
+    g[8:40] = b"\xff" * 32
+    write_bytes("garbage_header.safetensors", bytes(g), ["not UTF-8 JSON", FIX_BAD_FILE])
+    g = bytearray(raw)
+    g[8:24] = b"}}}}{{{{,,,,::::"  # ASCII, but not JSON
+    write_bytes("garbage_json.safetensors", bytes(g), ["not valid JSON", FIX_BAD_FILE])
+    g = bytearray(raw)
+    g[0:8] = b"\xff" * 8
+    write_bytes("garbage_length.safetensors", bytes(g), ["header is", "not a safetensors file"])
+    write_st("foreign.safetensors", {"x": np.zeros(3, np.float32)}, {"hello": "world"},
+             ["not a cudarl checkpoint", "written by cudarl train"])
+    m = dict(meta, format_version="99")
+    write_st("future_version.safetensors", tensors, m,
+             ["format version 99", "use the cudarl version that wrote it"])
+    t = dict(tensors, **{"critic.0.weight": np.zeros((32, 4), np.float32)})
+    write_st("resized_weight.safetensors", t, meta,
+             ["critic.0.weight", "[32, 4]", "[64, 4]", "written by cudarl train"])
+    # same element count, other shape: must not load as if it were (64, 4)
+    t = dict(tensors, **{"critic.0.weight": np.ascontiguousarray(tensors["critic.0.weight"].T)})
+    write_st("transposed_weight.safetensors", t, meta,
+             ["critic.0.weight", "[4, 64]", "[64, 4]", "written by cudarl train"])
+    m = dict(meta, hidden="32")
+    write_st("hidden_disagrees.safetensors", tensors, m,
+             ["hidden 32", "[64, 4]", "[32, 4]", "written by cudarl train"])
+    return out
+
+
+def test_bad_input(work):
+    run_dir = train_small(work, "taken")
+    ckpt = os.path.join(run_dir, "model.safetensors")
+
+    def train(*extra):  # a small run, so a check that wrongly starts training ends soon
+        return ["train", "--runs-dir", "runs", "--quiet", *SMALL, *extra]
+
+    U, F = 2, 1  # exit codes: usage error, runtime failure
+    expect_error("unknown flag suggests the closest one", train("--nm-envs", "8"), work, U,
+                 ["--nm-envs", "did you mean '--num-envs'", "--help"])
+    expect_error("--num-envs at the end without a value", train("--num-envs"), work, U,
+                 ["--num-envs", "needs a value", "--num-envs VALUE"])
+    expect_error("--num-envs abc is not an integer", train("--num-envs", "abc"), work, U,
+                 ["--num-envs", "expects an integer", "'abc'"])
+    expect_error("--learning-rate x is not a number", train("--learning-rate", "x"), work, U,
+                 ["--learning-rate", "expects a finite number", "'x'"])
+    expect_error("--num-envs 0 is out of range", train("--num-envs", "0"), work, U,
+                 ["--num-envs", "must be between 1 and"])
+    expect_error("--learning-rate -1 is out of range", train("--learning-rate", "-1"), work, U,
+                 ["--learning-rate", "must be between", "got -1"])
+    expect_error("--gamma 1.5 is out of range", train("--gamma", "1.5"), work, U,
+                 ["--gamma", "between 0 and 1", "1.5"])
+    expect_error("--num-steps 0 is out of range", train("--num-steps", "0"), work, U,
+                 ["--num-steps", "must be between 1 and"])
+    expect_error("--seed -1 is out of range", train("--seed", "-1"), work, U,
+                 ["--seed", "must be between 0 and"])
+    expect_error("--total-timesteps below one iteration", train("--total-timesteps", "100"), work,
+                 U, ["--total-timesteps 100", str(BATCH), "raise it"])
+    expect_error("--num-minibatches that does not divide the batch",
+                 train("--num-minibatches", "3"), work, U,
+                 ["--num-minibatches 3", "does not divide", f"pick a divisor of {BATCH}"])
+    expect_error("unknown --env-id lists the known ones", train("--env-id", "Foo-v0"), work, U,
+                 ["'Foo-v0'", "not a known environment", "CartPole-v1"])
+    expect_error("unknown --algo lists the available ones", train("--algo", "dqn"), work, U,
+                 ["--algo 'dqn'", "not available", "choose: ppo"])
+    expect_error("unknown command", ["trian"], work, U,
+                 ["'trian'", "train, eval, info", "--help"])
+    check("no command prints the usage to stderr and exits 2")
+    r = run([], work)
+    if r.rc != U or "usage:" not in r.err or r.out:
+        fail("cudarl without a command", "exit code 2, usage on stderr, empty stdout",
+             r.describe())
+    expect_error("--run-name with a slash", train("--run-name", "a/b"), work, U,
+                 ["--run-name 'a/b'", "'/'", "letters, digits"])
+    expect_error("bad CUDARL_LOG", train(), work, U,
+                 ["CUDARL_LOG='verbose'", "error, warn, info or debug"],
+                 env=env_with("verbose"))
+    expect_error("eval without a checkpoint", ["eval"], work, U,
+                 ["which checkpoint", "cudarl eval runs/<run>/model.safetensors"])
+    missing = os.path.join(work, "nope", "model.safetensors")
+    expect_error("eval of a missing checkpoint", ["eval", missing], work, F,
+                 [missing, "No such file", "check the path"])
+    expect_error("train --resume of a missing checkpoint", ["train", "--resume", missing], work,
+                 F, [missing, "No such file", "check the path"])
+    expect_error("--resume with a hyperparameter flag",
+                 ["train", "--resume", ckpt, "--learning-rate", "0.1"], work, U,
+                 ["--learning-rate cannot be changed with --resume", "drop --learning-rate"])
+
+    # a run name that holds a checkpoint is refused, and its files stay as they were
+    before = (sha256(ckpt), sha256(os.path.join(run_dir, "metrics.csv")))
+    expect_error("a run name that already holds a checkpoint", train("--run-name", "taken"),
+                 work, F, ["run 'taken' already has a checkpoint", "--run-name",
+                           "--resume runs/taken/model.safetensors"])
+    check("the refused run left the existing run's files unchanged")
+    after = (sha256(ckpt), sha256(os.path.join(run_dir, "metrics.csv")))
+    if after != before:
+        fail("existing run untouched", f"sha256 {before}", f"  got: {after}")
+
+    with open(os.path.join(work, "blocker"), "w") as f:
+        f.write("a file, so no folder can be made under it\n")
+    expect_error("--runs-dir that cannot be created",
+                 ["train", "--runs-dir", "blocker/runs", "--quiet", *SMALL], work, F,
+                 ["'blocker/runs'", "--runs-dir"])
+
+    what = "--device cuda without CUDA (build or GPU) says to use --device cpu"
+    check(what)
+    r = run(train("--device", "cuda", "--run-name", "cuda"), work)
+    if r.rc == 0:
+        print("  note: this build trains on CUDA, so --device cuda is allowed; nothing to refuse")
+    else:
+        verify_error(what, r, F, ["--device cuda is not available", "use --device cpu"])
+
+    files = fresh_dir(os.path.join(work, "bad_files"))
+    bad = bad_checkpoints(ckpt, files)
+    for label, path, needles in bad:
+        expect_error(f"eval refuses {label}", ["eval", path, "--episodes", "3"], work, F, needles)
+        expect_error(f"train --resume refuses {label}",
+                     ["train", "--resume", path, "--total-timesteps", str(16 * BATCH), "--quiet"],
+                     work, F, needles)
+    check("no refused resume wrote a run into the bad files' folder")
+    if sorted(os.listdir(files)) != sorted(label for label, _, _ in bad):
+        fail("bad files' folder untouched", "only the bad files",
+             f"  got: {sorted(os.listdir(files))}")
+
+
+# ---- 2. help ----------------------------------------------------------------------------------
+
+def test_help(work):
+    check("cudarl train --help lists every CleanRL flag with its default and exits 0")
+    r = run_ok("cudarl train --help", ["train", "--help"], work)
+    lines = r.out.splitlines()
+    for flag in CLEANRL_FLAGS:
+        pat = re.compile(r"^\s+--(\[no-\])?" + re.escape(flag) + r"\s.*\(default: [^)]+\)\s*$")
+        if not any(pat.match(ln) for ln in lines):
+            fail(f"train --help lists --{flag} with its default",
+                 f"a line '  --{flag} ... (default: VALUE)'", r.describe())
+    check("every flag line of train --help shows a default")
+    flag_lines = [ln for ln in lines if ln.lstrip().startswith("--")]
+    bare = [ln for ln in flag_lines if "(default: " not in ln]
+    if len(flag_lines) < len(CLEANRL_FLAGS) or bare:
+        fail("every flag has a default", "each '--flag' line with '(default: ...)'",
+             f"  lines without a default: {bare}\n" + r.describe())
+    check("cudarl eval --help and cudarl --help exit 0")
+    r = run_ok("cudarl eval --help", ["eval", "--help"], work)
+    if "--episodes" not in r.out:
+        fail("eval --help lists --episodes", "--episodes in stdout", r.describe())
+    r = run_ok("cudarl --help", ["--help"], work)
+    for cmd in ("train", "eval", "info"):
+        if f"cudarl {cmd}" not in r.out:
+            fail(f"cudarl --help names '{cmd}'", f"'cudarl {cmd}' in stdout", r.describe())
+
+
+# ---- 3. determinism ---------------------------------------------------------------------------
+
+def test_determinism(work):
+    # two threads: a reduction that depends on thread timing would show here
+    a = train_small(work, "seed1_a", "--seed", "1", "--threads", "2")
+    b = train_small(work, "seed1_b", "--seed", "1", "--threads", "2")
+    c = train_small(work, "seed2", "--seed", "2")
+    ma, mb, mc = (metrics_without_timing(os.path.join(d, "metrics.csv")) for d in (a, b, c))
+    check("metrics.csv has a header and 8 rows, one per iteration")
+    if len(ma) != 9:
+        fail("metrics rows", "9 lines (header + 8 iterations)", f"  got: {len(ma)} lines")
+    check("the same seed twice gives the same metrics.csv (timing columns dropped)")
+    if ma != mb:
+        fail("same seed, same metrics", "identical rows", first_difference(ma, mb))
+    check("the same seed twice gives bitwise the same checkpoint tensors")
+    diff = tensor_difference(os.path.join(a, "model.safetensors"),
+                             os.path.join(b, "model.safetensors"))
+    if diff:
+        fail("same seed, same tensors", "bitwise equal tensors", diff)
+    check("a different seed gives different metrics")
+    if ma[1:] == mc[1:]:
+        fail("different seed, different metrics", "rows that differ", "  got: identical rows")
+
+
+# ---- 4. checkpoint format ---------------------------------------------------------------------
+
+def test_checkpoint(work):
+    hp = {"seed": "7", "learning-rate": "0.001", "gamma": "0.98", "gae-lambda": "0.9",
+          "ent-coef": "0.01", "vf-coef": "0.4", "clip-coef": "0.3", "max-grad-norm": "0.7",
+          "update-epochs": "3", "num-minibatches": "8", "target-kl": "0.5"}
+    extra = [x for k, v in hp.items() for x in (f"--{k}", v)]
+    run_dir = train_small(work, "ckpt", "--no-anneal-lr", "--checkpoint-every", "1", *extra)
+    path = os.path.join(run_dir, "model.safetensors")
+    check("safetensors.numpy.load_file reads the checkpoint")
+    try:
+        t = load_file(path)
+        meta = checkpoint_metadata(path)
+    except Exception as e:  # noqa: BLE001 - any failure to load is the finding
+        fail("load the checkpoint with safetensors", "a loadable file", f"  got: {e!r}")
+    check("the 12 PyTorch state_dict tensors, F32, CleanRL shapes, finite")
+    for name, shape in STATE_DICT.items():
+        for full in (name, f"optimizer.exp_avg.{name}", f"optimizer.exp_avg_sq.{name}"):
+            x = t.get(full)
+            if x is None or x.dtype != np.float32 or x.shape != shape:
+                got = "missing" if x is None else f"{x.dtype} {x.shape}"
+                fail(f"tensor {full}", f"float32 {shape}", f"  got: {got}")
+            if not np.isfinite(x).all():
+                fail(f"tensor {full} is finite", "finite values", "  got: NaN or inf")
+    check("Adam's second moments are non-negative and the weights were trained")
+    if any((t[f"optimizer.exp_avg_sq.{n}"] < 0).any() for n in STATE_DICT):
+        fail("exp_avg_sq >= 0", "non-negative", "  got: a negative value")
+    if not np.abs(t["optimizer.exp_avg.actor.0.weight"]).sum() > 0:
+        fail("exp_avg is not all zero", "a trained optimizer state", "  got: zeros")
+    check("metadata: format, version, step, env and every hyperparameter")
+    want = {"format": "cudarl-checkpoint", "global_step": str(8 * BATCH), "env_id": "CartPole-v1",
+            "algo": "ppo", "total_timesteps": str(8 * BATCH), "num_envs": str(NUM_ENVS),
+            "num_steps": str(NUM_STEPS), "anneal_lr": "0", "norm_adv": "1", "clip_vloss": "1",
+            "hidden": "64", "obs_dim": "4", "num_actions": "2", "run_name": "ckpt"}
+    for k, v in hp.items():
+        want[k.replace("-", "_")] = v
+    for key, value in want.items():
+        got = meta.get(key)
+        same = got == value
+        if not same and got is not None and "." in value:
+            try:
+                same = float(got) == float(value)
+            except ValueError:
+                same = False
+        if not same:
+            fail(f"metadata '{key}'", value, f"  got: {got!r}\n  all metadata: {meta}")
+    try:
+        version = int(meta.get("format_version", ""))
+    except ValueError:
+        version = 0
+    if version < 1:
+        fail("metadata 'format_version'", "an integer >= 1", f"  got: {meta.get('format_version')!r}")
+    no_temp_files(run_dir)
+
+
+# ---- 5. resume after Ctrl-C -------------------------------------------------------------------
+
+SOLVED_NEGATIVE = re.compile(r"-\d+(\.\d+)? s into the loop")
+
+
+def reported_sps(r):
+    m = re.search(r"\((\d+) steps/s\)", r.out)
+    return float(m.group(1)) if m else 0.0
+
+
+def measured_sps(work):
+    r = run_ok("train a probe run", ["train", "--runs-dir", "runs", "--run-name", "probe",
+                                     "--quiet", *SMALL, "--total-timesteps", str(32 * BATCH)],
+               work)
+    return reported_sps(r) or 1e5
+
+
+def interrupted_run(work, name, args, delay):
+    """Starts `cudarl train args`, sends SIGINT `delay` s after its training loop starts;
+    returns the Result (rc 0 when it finished before the signal came)."""
+    argv = [CUDARL, "train", *args]
+    err_path = os.path.join(work, f"{name}.stderr")
+    with open(err_path, "w") as err, open(os.path.join(work, f"{name}.stdout"), "w") as out:
+        p = subprocess.Popen(argv, cwd=work, env=env_with("info"), stdout=out, stderr=err)
+        deadline = time.monotonic() + 120
+        while p.poll() is None and time.monotonic() < deadline:
+            with open(err_path) as f:
+                if "training PPO on" in f.read():  # the SIGINT handler is in place
+                    break
+            time.sleep(0.01)
+        time.sleep(delay)
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    with open(err_path) as f_err, open(os.path.join(work, f"{name}.stdout")) as f_out:
+        return Result(argv, p.returncode, f_out.read(), f_err.read())
+
+
+def test_resume(work):
+    sps = measured_sps(work)
+    total = max(32, int(sps * 1.5) // BATCH) * BATCH  # about 1.5 s of training
+    for attempt in range(5):
+        config = ["--runs-dir", "runs", "--seed", "3", "--num-envs", str(NUM_ENVS),
+                  "--num-steps", str(NUM_STEPS), "--total-timesteps", str(total), "--quiet",
+                  "--threads", "1"]
+        shutil.rmtree(os.path.join(work, "runs", "B"), ignore_errors=True)
+        check(f"SIGINT 0.4 s into a run of {total} steps exits 130 and says how to resume")
+        r = interrupted_run(work, "B", ["--run-name", "B", *config], 0.4)
+        if r.rc == 130:
+            break
+        if r.rc != 0:
+            fail("interrupted run", "exit code 130", r.describe())
+        total = max(4 * total, int(reported_sps(r) * 2.5) // BATCH * BATCH)
+        print(f"  note: the run finished before the signal; retrying with {total} steps")
+    else:
+        fail("interrupt a run", "exit code 130 within 5 attempts", r.describe())
+    b_dir = os.path.join(work, "runs", "B")
+    b_ckpt = os.path.join(b_dir, "model.safetensors")
+    if "cudarl train --resume" not in r.out or "runs/B/model.safetensors" not in r.out:
+        fail("interrupted run names the resume command",
+             "'cudarl train --resume .../runs/B/model.safetensors' on stdout", r.describe())
+
+    check("the interrupted checkpoint stopped part way, in step with metrics.csv")
+    step = int(checkpoint_metadata(b_ckpt).get("global_step", "-1"))
+    rows = len(metrics_without_timing(os.path.join(b_dir, "metrics.csv"))) - 1
+    if not (0 < step < total and step % BATCH == 0 and rows * BATCH == step):
+        fail("interrupted checkpoint", f"0 < global_step < {total}, a multiple of {BATCH}, "
+                                       f"equal to metrics rows x {BATCH}",
+             f"  got: global_step {step}, {rows} metrics rows")
+    no_temp_files(b_dir)
+
+    before = (sha256(b_ckpt), sha256(os.path.join(b_dir, "metrics.csv")))
+    expect_error("resume with --total-timesteps below the checkpoint's step is refused",
+                 ["train", "--resume", b_ckpt, "--total-timesteps", str(BATCH)], work, 1,
+                 [f"already at step {step}", f"--total-timesteps {BATCH}",
+                  "raise --total-timesteps"])
+    check("the refused resume left the checkpoint and metrics unchanged")
+    if (sha256(b_ckpt), sha256(os.path.join(b_dir, "metrics.csv"))) != before:
+        fail("refused resume touched nothing", "unchanged files", "  got: files changed")
+
+    check("cudarl train --resume finishes the interrupted run")
+    r = run_ok("resume run B", ["train", "--resume", b_ckpt, "--quiet"], work)
+    if SOLVED_NEGATIVE.search(r.out):
+        fail("resume summary has no negative time", "no '-N s into the loop'", r.describe())
+    check("an uninterrupted run A of the same config (checkpointing every 50 iterations)")
+    run_ok("run A", ["train", "--run-name", "A", "--checkpoint-every", "50", *config], work)
+    a_dir = os.path.join(work, "runs", "A")
+
+    check("B's final metrics.csv equals A's (timing columns dropped)")
+    ma = metrics_without_timing(os.path.join(a_dir, "metrics.csv"))
+    mb = metrics_without_timing(os.path.join(b_dir, "metrics.csv"))
+    if ma != mb:
+        fail("resumed metrics equal uninterrupted", "identical rows", first_difference(ma, mb))
+    if len(ma) != total // BATCH + 1:
+        fail("metrics rows", f"{total // BATCH + 1} lines", f"  got: {len(ma)}")
+    check("B's final checkpoint tensors equal A's bitwise (weights, Adam, env and RNG state)")
+    diff = tensor_difference(os.path.join(a_dir, "model.safetensors"), b_ckpt)
+    if diff:
+        fail("resumed tensors equal uninterrupted", "bitwise equal tensors", diff)
+    check("B's final metadata equals A's but for the run name")
+    meta_a = checkpoint_metadata(os.path.join(a_dir, "model.safetensors"))
+    meta_b = checkpoint_metadata(b_ckpt)
+    meta_a.pop("run_name", None)
+    meta_b.pop("run_name", None)
+    if meta_a != meta_b:
+        keys = sorted(k for k in set(meta_a) | set(meta_b) if meta_a.get(k) != meta_b.get(k))
+        fail("resumed metadata", "equal", "  differing keys: " +
+             ", ".join(f"{k}: {meta_a.get(k)!r} vs {meta_b.get(k)!r}" for k in keys))
+    no_temp_files(a_dir)
+    no_temp_files(b_dir)
+
+
+# ---- 6. eval ----------------------------------------------------------------------------------
+
+def test_eval(work):
+    ckpt = os.path.join(train_small(work, "evalme"), "model.safetensors")
+    check("cudarl eval PATH --episodes 10 exits 0 and prints a mean and a std")
+    r = run_ok("eval", ["eval", ckpt, "--episodes", "10"], work)
+    m = re.search(r"episodes 10\s+mean return\s+(\S+)\s+std\s+(\S+)", r.out)
+    try:
+        mean, std = float(m.group(1)), float(m.group(2))
+    except (AttributeError, ValueError):
+        fail("eval output", "'episodes 10  mean return M  std S' on stdout", r.describe())
+    if not (math.isfinite(mean) and 1 <= mean <= 500 and math.isfinite(std) and std >= 0):
+        fail("eval mean and std", "1 <= mean <= 500 and std >= 0 (CartPole-v1 returns)",
+             r.describe())
+    check("eval is deterministic for a given --seed")
+    r2 = run_ok("eval again", ["eval", ckpt, "--episodes", "10"], work)
+    if r2.out != r.out:
+        fail("eval twice", r.out.strip(), r2.describe())
+
+
+GROUPS = {"bad_input": test_bad_input, "help": test_help, "determinism": test_determinism,
+          "checkpoint": test_checkpoint, "resume": test_resume, "eval": test_eval}
+
+
+def main():
+    global CUDARL
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cudarl", required=True, help="path of the cudarl binary")
+    ap.add_argument("--work", required=True, help="scratch folder (emptied per group)")
+    ap.add_argument("--only", choices=sorted(GROUPS), help="run one group of checks")
+    args = ap.parse_args()
+    CUDARL = os.path.abspath(args.cudarl)
+    if not os.access(CUDARL, os.X_OK):
+        fail("the cudarl binary exists", f"an executable at {CUDARL}", "  got: none; build first")
+    for name, fn in GROUPS.items():
+        if args.only and name != args.only:
+            continue
+        print(f"== {name}", flush=True)
+        fn(fresh_dir(os.path.abspath(os.path.join(args.work, name))))
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()

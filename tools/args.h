@@ -1,0 +1,37 @@
+/* Table-driven command-line flags: parse "--name value", "--name=value", "--flag"/"--no-flag",
+ * check types and ranges, and print help with defaults. */
+#ifndef CUDARL_ARGS_H
+#define CUDARL_ARGS_H
+
+#include <stddef.h>
+
+typedef enum arg_type { ARG_INT, ARG_I64, ARG_U64, ARG_F64, ARG_BOOL, ARG_STR, ARG_DEVICE } arg_type;
+
+typedef struct arg_spec {
+    const char *name;   /* without the leading "--" */
+    arg_type type;
+    size_t offset;      /* of the field in the options struct */
+    size_t size;        /* bytes of a string field */
+    double lo, hi;      /* accepted range of a numeric value */
+    const char *help;
+} arg_spec;
+
+#define ARG_MAX_SPECS 64
+
+typedef struct arg_result {
+    int set[ARG_MAX_SPECS]; /* which specs were given */
+    const char *positional[4];
+    int npositional;
+} arg_result;
+
+/* Parses argv[0..argc) into `opts` by `specs` (n of them). On a bad argument prints one line
+ * naming the problem and the fix to stderr and returns -1; returns 0 on success. `cmd` names
+ * the subcommand in messages. */
+int args_parse(const arg_spec *specs, int n, void *opts, int argc, char **argv, const char *cmd,
+               int max_positional, arg_result *res);
+/* Prints each flag, its help and its value in `defaults` (the options struct). */
+void args_print_help(const arg_spec *specs, int n, const void *defaults);
+/* Index of the spec named `name`, or -1. */
+int args_find(const arg_spec *specs, int n, const char *name);
+
+#endif
