@@ -17,22 +17,9 @@
 #include <string.h>
 
 #include "ops/cpu/ops_cpu.h"
+#include "ops/cpu/simd.h"
 
-/* Fused multiply-add where the hardware has it (one rounding, twice the throughput). The choice
- * is fixed per build, so it never depends on the thread count. */
-#if defined(FP_FAST_FMAF)
-#define CR_FMA(a, b, c) fmaf((a), (b), (c))
-#else
-#define CR_FMA(a, b, c) ((a) * (b) + (c))
-#endif
-
-/* gcc on an AVX-512 machine keeps to 256-bit vectors unless told; the kernels run 1.3x faster
- * with 512-bit ones. noinline keeps the attribute from being lost by inlining into a caller. */
-#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
-#define CR_VECTOR_TARGET __attribute__((target("prefer-vector-width=512")))
-#else
-#define CR_VECTOR_TARGET
-#endif
+/* noinline keeps the vector-width attribute from being lost by inlining into a caller. */
 #define CR_VECTOR_KERNEL CR_VECTOR_TARGET __attribute__((noinline))
 
 /* Width of the register tile of mk4_tile: 4 rows x TILE_N floats of accumulators, 16 of the

@@ -15,21 +15,8 @@
 #include <string.h>
 
 #include "ops/cpu/ops_cpu.h"
+#include "ops/cpu/simd.h"
 
-/* Fused multiply-add where the hardware has it: fewer operations, and the same roundings as
- * the GPU twin's fmaf. Fixed per build. */
-#if defined(FP_FAST_FMAF)
-#define CR_FMA(a, b, c) fmaf((a), (b), (c))
-#else
-#define CR_FMA(a, b, c) ((a) * (b) + (c))
-#endif
-
-/* 512-bit vectors on AVX-512 machines (gcc keeps to 256 unless told). */
-#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
-#define CR_VECTOR_TARGET __attribute__((target("prefer-vector-width=512")))
-#else
-#define CR_VECTOR_TARGET
-#endif
 
 /* Without AVX-512's masked division gcc will not if-convert the loop (the division, used in one
  * branch only, might trap), so it would not vectorise; the ops set no FP exception flags anyone
