@@ -150,7 +150,9 @@ static void test_update(void) {
     cr_ppo_stats_acc zero = {0}, acc;
     ctx->ops->copy_from_host(ctx, p.acc, &zero, sizeof zero);
 
-    cr_ppo_update_minibatch(&p, p.mb_idx, (float)cfg.learning_rate);
+    float lr = (float)cfg.learning_rate;
+    ctx->ops->copy_from_host(ctx, p.lr, &lr, sizeof lr);
+    cr_ppo_update_minibatch(&p, p.mb_idx);
 
     /* forward */
     float logits[B * 2], want_logits[B * 2], value[B], want_value[B];
@@ -193,7 +195,7 @@ static void test_update(void) {
 
     /* Adam step 2: a second forward/backward on the same minibatch, bias correction at t = 2 */
     ctx->ops->copy_from_host(ctx, p.acc, &zero, sizeof zero);
-    cr_ppo_update_minibatch(&p, p.mb_idx, (float)cfg.learning_rate);
+    cr_ppo_update_minibatch(&p, p.mb_idx);
     ctx->ops->copy_to_host(ctx, &acc, p.acc, sizeof acc);
     CHECK_CLOSE("step2.loss", acc.sum[0], scalar("step2.loss"), 2e-6, 5e-5);
     CHECK_CLOSE("step2.grad_norm", acc.grad_norm_sum, scalar("step2.grad_norm"), 1e-6, 1e-4);

@@ -2,6 +2,7 @@
  * checkpoint. Everything here goes through the context's backend, so the same loop runs on any
  * device the backend supports. */
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,45 +15,55 @@
 
 /* ---- memory plan ------------------------------------------------------------------------ */
 
-enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_OBS, M_FINAL_OBS, M_CUR_OBS, M_ACTIONS, M_LOGP,
-       M_REWARDS, M_VALUES, M_FINAL_VALUES, M_NEXT_VALUES, M_ADV, M_RETURNS, M_TERM, M_DONE,
-       M_LAST_VALUES, M_LOGITS, M_U, M_VTMP, M_MB_IDX, M_MB_OBS, M_MB_LOGP, M_MB_ADV, M_MB_RET,
-       M_MB_VAL, M_MB_ACT, M_MB_LOGITS, M_MB_VALUE, M_MB_DLOGITS, M_MB_DVALUE, M_CACHE_A,
-       M_CACHE_C, M_ACC, M_COUNT };
+enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_ADAM_T, M_LR, M_ENV, M_OBS, M_FINAL_OBS, M_CUR_OBS,
+       M_ACTIONS, M_LOGP, M_REWARDS, M_VALUES, M_FINAL_VALUES, M_NEXT_VALUES, M_ADV, M_RETURNS,
+       M_TERM, M_TRUNC, M_DONE, M_LAST_VALUES, M_LOGITS, M_U, M_MB_IDX, M_PERM_SCRATCH, M_MB_OBS,
+       M_MB_LOGP, M_MB_ADV, M_MB_RET, M_MB_VAL, M_MB_ACT, M_MB_LOGITS, M_MB_VALUE, M_MB_DLOGITS,
+       M_MB_DVALUE, M_CACHE_A, M_CACHE_C, M_ACC, M_SAMPLER, M_SHUFFLER, M_EP_RETURN,
+       M_EP_LENGTH, M_LOG, M_COUNT };
 
-static void plan_device(const cr_ppo *p, cr_plan *pl) {
+static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
     size_t P = p->layout.num_params, TN = (size_t)p->batch, F = sizeof(float);
     size_t N = (size_t)p->N, D = (size_t)p->D, A = (size_t)p->A, mb = (size_t)p->mb;
-    int rows = p->mb > p->N ? p->mb : p->N;
+    size_t cache = cr_mlp_cache_floats(p->mb > p->N ? p->mb : p->N, p->layout.hidden) * F;
+    const struct { const char *name; size_t bytes; } items[M_COUNT] = {
+        {"params", P * F}, {"grads", P * F}, {"adam.m", P * F}, {"adam.v", P * F},
+        {"adam.t", 8}, {"lr", F}, {"env", cr_env_batch_bytes(p->env_info, p->N)},
+        {"rollout.obs", TN * D * F}, {"rollout.final_obs", TN * D * F}, {"obs", N * D * F},
+        {"rollout.actions", TN * 4}, {"rollout.logp", TN * F}, {"rollout.rewards", TN * F},
+        {"rollout.values", TN * F}, {"rollout.final_values", TN * F},
+        {"rollout.next_values", TN * F}, {"rollout.adv", TN * F}, {"rollout.returns", TN * F},
+        {"rollout.terminated", TN}, {"rollout.truncated", TN}, {"rollout.done", TN},
+        {"last_values", N * F}, {"logits", N * A * F}, {"u", N * F}, {"mb.idx", TN * 4},
+        {"perm.scratch", ctx->ops->permutation_scratch_bytes(p->batch)}, {"mb.obs", mb * D * F},
+        {"mb.logp", mb * F}, {"mb.adv", mb * F}, {"mb.ret", mb * F}, {"mb.val", mb * F},
+        {"mb.act", mb * 4}, {"mb.logits", mb * A * F}, {"mb.value", mb * F},
+        {"mb.dlogits", mb * A * F}, {"mb.dvalue", mb * F}, {"cache.actor", cache},
+        {"cache.critic", cache}, {"stats", sizeof(cr_ppo_stats_acc)},
+        {"rng.sampler", sizeof(cr_rng_stream)}, {"rng.shuffle", sizeof(cr_rng_stream)},
+        {"episode.return", N * 8}, {"episode.length", N * 8}, {"episode.log", sizeof(cr_episode_log)},
+    };
     cr_plan_init(pl);
-    const char *names[M_COUNT] = {"params", "grads", "adam.m", "adam.v", "rollout.obs",
-        "rollout.final_obs", "obs", "rollout.actions", "rollout.logp", "rollout.rewards",
-        "rollout.values", "rollout.final_values", "rollout.next_values", "rollout.adv",
-        "rollout.returns", "rollout.terminated", "rollout.done", "last_values", "logits", "u",
-        "vtmp", "mb.idx", "mb.obs", "mb.logp", "mb.adv", "mb.ret", "mb.val", "mb.act",
-        "mb.logits", "mb.value", "mb.dlogits", "mb.dvalue", "cache.actor", "cache.critic", "acc"};
-    size_t bytes[M_COUNT] = {P * F, P * F, P * F, P * F, TN * D * F, TN * D * F, N * D * F,
-        TN * 4, TN * F, TN * F, TN * F, TN * F, TN * F, TN * F, TN * F, TN, TN, N * F, N * A * F,
-        N * F, N * F, TN * 4, mb * D * F, mb * F, mb * F, mb * F, mb * F, mb * 4, mb * A * F,
-        mb * F, mb * A * F, mb * F, cr_mlp_cache_floats(rows, p->layout.hidden) * F,
-        cr_mlp_cache_floats(rows, p->layout.hidden) * F, sizeof(cr_ppo_stats_acc)};
-    for (int i = 0; i < M_COUNT; i++) cr_plan_add(pl, names[i], bytes[i]);
+    for (int i = 0; i < M_COUNT; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
 }
 
-static void carve_device(cr_ppo *p) {
+static void carve_memory(cr_ppo *p) {
     const cr_arena *a = &p->mem;
     int rows = p->mb > p->N ? p->mb : p->N;
     p->params = cr_arena_get(a, M_PARAMS), p->grads = cr_arena_get(a, M_GRADS);
     p->adam_m = cr_arena_get(a, M_ADAM_M), p->adam_v = cr_arena_get(a, M_ADAM_V);
+    p->adam_t = cr_arena_get(a, M_ADAM_T), p->lr = cr_arena_get(a, M_LR);
+    cr_env_batch_init(&p->env, p->env_info, p->N, cr_arena_get(a, M_ENV));
     p->obs = cr_arena_get(a, M_OBS), p->final_obs = cr_arena_get(a, M_FINAL_OBS);
     p->cur_obs = cr_arena_get(a, M_CUR_OBS), p->actions = cr_arena_get(a, M_ACTIONS);
     p->logp = cr_arena_get(a, M_LOGP), p->rewards = cr_arena_get(a, M_REWARDS);
     p->values = cr_arena_get(a, M_VALUES), p->final_values = cr_arena_get(a, M_FINAL_VALUES);
     p->next_values = cr_arena_get(a, M_NEXT_VALUES), p->adv = cr_arena_get(a, M_ADV);
     p->returns = cr_arena_get(a, M_RETURNS), p->terminated = cr_arena_get(a, M_TERM);
-    p->done = cr_arena_get(a, M_DONE), p->last_values = cr_arena_get(a, M_LAST_VALUES);
-    p->logits = cr_arena_get(a, M_LOGITS), p->u = cr_arena_get(a, M_U);
-    p->vtmp = cr_arena_get(a, M_VTMP), p->mb_idx = cr_arena_get(a, M_MB_IDX);
+    p->truncated = cr_arena_get(a, M_TRUNC), p->done = cr_arena_get(a, M_DONE);
+    p->last_values = cr_arena_get(a, M_LAST_VALUES), p->logits = cr_arena_get(a, M_LOGITS);
+    p->u = cr_arena_get(a, M_U), p->mb_idx = cr_arena_get(a, M_MB_IDX);
+    p->perm_scratch = cr_arena_get(a, M_PERM_SCRATCH);
     p->mb_obs = cr_arena_get(a, M_MB_OBS), p->mb_logp = cr_arena_get(a, M_MB_LOGP);
     p->mb_adv = cr_arena_get(a, M_MB_ADV), p->mb_ret = cr_arena_get(a, M_MB_RET);
     p->mb_val = cr_arena_get(a, M_MB_VAL), p->mb_act = cr_arena_get(a, M_MB_ACT);
@@ -61,42 +72,42 @@ static void carve_device(cr_ppo *p) {
     p->cache_actor = cr_mlp_cache_carve(cr_arena_get(a, M_CACHE_A), rows, p->layout.hidden);
     p->cache_critic = cr_mlp_cache_carve(cr_arena_get(a, M_CACHE_C), rows, p->layout.hidden);
     p->acc = cr_arena_get(a, M_ACC);
+    p->sampler = cr_arena_get(a, M_SAMPLER), p->shuffler = cr_arena_get(a, M_SHUFFLER);
+    p->ep_return = cr_arena_get(a, M_EP_RETURN), p->ep_length = cr_arena_get(a, M_EP_LENGTH);
+    p->log = cr_arena_get(a, M_LOG);
 }
 
-enum { H_ENV, H_OBS, H_FINAL_OBS, H_REWARD, H_TERM, H_TRUNC, H_DONE, H_ACTIONS, H_PERM,
-       H_VALUES, H_RETURNS, H_EP_RETURN, H_EP_LENGTH, H_COUNT };
-
 static cudarl_status alloc_host(cr_ppo *p) {
-    size_t N = (size_t)p->N, D = (size_t)p->D, TN = (size_t)p->batch;
     cr_plan pl;
     cr_plan_init(&pl);
-    cr_plan_add(&pl, "env", cr_cartpole_bytes(p->N));
-    cr_plan_add(&pl, "host.obs", N * D * sizeof(float));
-    cr_plan_add(&pl, "host.final_obs", N * D * sizeof(float));
-    cr_plan_add(&pl, "host.reward", N * sizeof(float));
-    cr_plan_add(&pl, "host.terminated", N);
-    cr_plan_add(&pl, "host.truncated", N);
-    cr_plan_add(&pl, "host.done", N);
-    cr_plan_add(&pl, "host.actions", N * 4);
-    cr_plan_add(&pl, "host.perm", TN * 4);
-    cr_plan_add(&pl, "host.values", TN * sizeof(float));
-    cr_plan_add(&pl, "host.returns", TN * sizeof(float));
-    cr_plan_add(&pl, "host.episode_return", N * sizeof(double));
-    cr_plan_add(&pl, "host.episode_length", N * sizeof(int64_t));
-    cr_plan_print(&pl, "host");
+    cr_plan_add(&pl, "host.values", (size_t)p->batch * sizeof(float));
+    cr_plan_add(&pl, "host.returns", (size_t)p->batch * sizeof(float));
     CR_TRY(cr_arena_alloc(&p->host, &pl, CR_MEM_HOST));
-    cr_arena *h = &p->host;
-    cr_cartpole_init(&p->env, p->N, cr_arena_get(h, H_ENV));
-    p->h_obs = cr_arena_get(h, H_OBS), p->h_final_obs = cr_arena_get(h, H_FINAL_OBS);
-    p->h_reward = cr_arena_get(h, H_REWARD), p->h_term = cr_arena_get(h, H_TERM);
-    p->h_trunc = cr_arena_get(h, H_TRUNC), p->h_done = cr_arena_get(h, H_DONE);
-    p->h_actions = cr_arena_get(h, H_ACTIONS), p->h_perm = cr_arena_get(h, H_PERM);
-    p->h_values = cr_arena_get(h, H_VALUES), p->h_returns = cr_arena_get(h, H_RETURNS);
-    p->ep_return = cr_arena_get(h, H_EP_RETURN), p->ep_length = cr_arena_get(h, H_EP_LENGTH);
+    p->h_values = cr_arena_get(&p->host, 0), p->h_returns = cr_arena_get(&p->host, 1);
     return CUDARL_OK;
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
+
+/* Weights, env states and RNG streams, all from the seed; written into backend memory. */
+static cudarl_status seed_state(cr_ppo *p) {
+    cudarl_ctx *ctx = p->ctx;
+    cr_philox_state init;
+    cr_philox_seed(&init, p->cfg.seed, CR_STREAM_INIT);
+    float *h_params = malloc(p->layout.num_params * sizeof(float));
+    if (!h_params) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for parameters");
+    cr_ac_init_params(&p->layout, h_params, &init);
+    ctx->ops->copy_from_host(ctx, p->params, h_params, p->layout.num_params * sizeof(float));
+    free(h_params);
+    cr_rng_stream sampler, shuffler;
+    cr_rng_stream_seed(&sampler, p->cfg.seed, CR_STREAM_SAMPLER);
+    cr_rng_stream_seed(&shuffler, p->cfg.seed, CR_STREAM_SHUFFLE);
+    ctx->ops->copy_from_host(ctx, p->sampler, &sampler, sizeof sampler);
+    ctx->ops->copy_from_host(ctx, p->shuffler, &shuffler, sizeof shuffler);
+    cr_env_batch_reset(ctx, &p->env, p->cfg.seed, p->cur_obs);
+    ctx->ops->sync(ctx);
+    return CUDARL_OK;
+}
 
 cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *cfg) {
     memset(p, 0, sizeof *p);
@@ -114,62 +125,33 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
     cr_ac_layout_init(&p->layout, p->D, cfg->hidden, p->A);
 
     cr_plan pl;
-    plan_device(p, &pl);
+    plan_memory(p, ctx, &pl);
     cr_plan_print(&pl, ctx->kind == CUDARL_DEVICE_CUDA ? "device" : "training (host)");
     CR_TRY(ctx->ops->arena_alloc(ctx, &p->mem, &pl));
-    carve_device(p);
+    carve_memory(p);
     cudarl_status s = alloc_host(p);
-    if (s != CUDARL_OK) {
-        ctx->ops->arena_free(ctx, &p->mem);
-        return s;
-    }
-
-    /* initial weights, env states and RNG streams, all from the seed */
-    cr_philox_state init;
-    cr_philox_seed(&init, cfg->seed, CR_STREAM_INIT);
-    float *h_params = malloc(p->layout.num_params * sizeof(float));
-    if (!h_params) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for parameters");
-    cr_ac_init_params(&p->layout, h_params, &init);
-    ctx->ops->copy_from_host(ctx, p->params, h_params, p->layout.num_params * sizeof(float));
-    free(h_params);
-    cr_philox_seed(&p->sampler, cfg->seed, CR_STREAM_SAMPLER);
-    cr_philox_seed(&p->shuffler, cfg->seed, CR_STREAM_SHUFFLE);
-    cr_cartpole_reset(&p->env, cfg->seed, p->h_obs);
-    ctx->ops->copy_from_host(ctx, p->cur_obs, p->h_obs, (size_t)p->N * p->D * sizeof(float));
-    for (int i = 0; i < CR_RECENT_EPISODES; i++) p->recent[i] = 0;
-    return CUDARL_OK;
+    if (s == CUDARL_OK) s = seed_state(p);
+    if (s != CUDARL_OK) cr_ppo_free(p);
+    return s;
 }
 
 void cr_ppo_free(cr_ppo *p) {
     if (p->csv) fclose(p->csv);
-    if (p->ctx) p->ctx->ops->arena_free(p->ctx, &p->mem);
+    p->csv = NULL;
+    if (p->ctx && p->mem.base) p->ctx->ops->arena_free(p->ctx, &p->mem);
     cr_arena_free(&p->host);
 }
 
 double cr_ppo_recent_mean(const cr_ppo *p) {
-    int64_t n = p->episodes < CR_RECENT_EPISODES ? p->episodes : CR_RECENT_EPISODES;
+    const cr_episode_log *l = &p->h_log;
+    int64_t n = l->episodes < CR_RECENT_EPISODES ? l->episodes : CR_RECENT_EPISODES;
     if (n == 0) return NAN;
     double s = 0;
-    for (int64_t i = 0; i < n; i++) s += p->recent[i];
+    for (int64_t i = 0; i < n; i++) s += l->recent[i];
     return s / (double)n;
 }
 
 /* ---- rollout ---------------------------------------------------------------------------- */
-
-static void record_episodes(cr_ppo *p) {
-    for (int i = 0; i < p->N; i++) {
-        p->ep_return[i] += p->h_reward[i];
-        p->ep_length[i] += 1;
-        if (!p->h_done[i]) continue;
-        p->recent[p->episodes % CR_RECENT_EPISODES] = p->ep_return[i];
-        p->episodes++;
-        p->iter_episodes++;
-        p->iter_return_sum += p->ep_return[i];
-        p->iter_length_sum += (double)p->ep_length[i];
-        p->ep_return[i] = 0;
-        p->ep_length[i] = 0;
-    }
-}
 
 static void rollout(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
@@ -179,32 +161,18 @@ static void rollout(cr_ppo *p) {
     cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
     for (int t = 0; t < p->T; t++) {
         size_t row = (size_t)t * N;
-        float *obs_t = p->obs + row * D;
+        float *obs_t = p->obs + row * D, *final_t = p->final_obs + row * D;
         o->copy(ctx, obs_t, p->cur_obs, N * D * sizeof(float));
         cr_mlp_forward(ctx, &actor, obs_t, p->logits, &p->cache_actor, p->N);
         cr_mlp_forward(ctx, &critic, obs_t, p->values + row, &p->cache_critic, p->N);
-        o->uniform(ctx, &p->sampler, p->u, p->N);
+        o->uniform(ctx, p->sampler, p->u, p->N);
         o->categorical_sample(ctx, p->logits, p->u, p->actions + row, p->logp + row, p->N, p->A);
-        o->copy_to_host(ctx, p->h_actions, p->actions + row, N * sizeof(int32_t));
-
-        cr_cartpole_step(&p->env, p->h_actions, p->h_obs, p->h_reward, p->h_term, p->h_trunc,
-                         p->h_final_obs);
-        int any_done = 0;
-        for (size_t i = 0; i < N; i++) {
-            p->h_done[i] = p->h_term[i] | p->h_trunc[i];
-            any_done |= p->h_done[i];
-        }
-        o->copy_from_host(ctx, p->cur_obs, p->h_obs, N * D * sizeof(float));
-        o->copy_from_host(ctx, p->rewards + row, p->h_reward, N * sizeof(float));
-        o->copy_from_host(ctx, p->terminated + row, p->h_term, N);
-        o->copy_from_host(ctx, p->done + row, p->h_done, N);
-        if (any_done) {
-            /* V(final obs) bootstraps truncated episodes; rows that did not end are masked */
-            o->copy_from_host(ctx, p->final_obs + row * D, p->h_final_obs, N * D * sizeof(float));
-            cr_mlp_forward(ctx, &critic, p->final_obs + row * D, p->final_values + row,
-                           &p->cache_critic, p->N);
-        }
-        record_episodes(p);
+        cr_env_batch_step(ctx, &p->env, p->actions + row, p->cur_obs, p->rewards + row,
+                          p->terminated + row, p->truncated + row, p->done + row, final_t);
+        /* V(final obs) bootstraps truncated episodes; rows of envs that did not end are masked */
+        cr_mlp_forward(ctx, &critic, final_t, p->final_values + row, &p->cache_critic, p->N);
+        o->episodes_record(ctx, p->rewards + row, p->done + row, p->ep_return, p->ep_length,
+                           p->log, p->N);
     }
     cr_mlp_forward(ctx, &critic, p->cur_obs, p->last_values, &p->cache_critic, p->N);
     o->bootstrap_values(ctx, p->values, p->final_values, p->last_values, p->done, p->next_values,
@@ -215,18 +183,7 @@ static void rollout(cr_ppo *p) {
 
 /* ---- update ----------------------------------------------------------------------------- */
 
-static void shuffle(cr_ppo *p) {
-    int32_t *perm = p->h_perm;
-    for (int i = 0; i < p->batch; i++) perm[i] = i;
-    for (int i = p->batch - 1; i > 0; i--) {
-        uint32_t j = (uint32_t)(cr_philox_uniform_f64(&p->shuffler) * (double)(i + 1));
-        int32_t tmp = perm[i];
-        perm[i] = perm[j];
-        perm[j] = tmp;
-    }
-}
-
-void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx, float lr) {
+void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     int mb = p->mb;
@@ -250,9 +207,8 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx, float lr) {
     cr_mlp_backward(ctx, &actor, &g_actor, p->mb_obs, p->mb_dlogits, &p->cache_actor, mb);
     cr_mlp_backward(ctx, &critic, &g_critic, p->mb_obs, p->mb_dvalue, &p->cache_critic, mb);
     o->clip_grad_norm(ctx, p->grads, p->layout.num_params, p->cfg.max_grad_norm, p->acc);
-    p->adam_t++;
-    o->adam_step(ctx, p->params, p->grads, p->adam_m, p->adam_v, p->layout.num_params, lr, 0.9f,
-                 0.999f, 1e-5f, p->adam_t);
+    o->adam_step(ctx, p->params, p->grads, p->adam_m, p->adam_v, p->layout.num_params, p->lr,
+                 0.9f, 0.999f, 1e-5f, p->adam_t);
 }
 
 static float current_lr(const cr_ppo *p) {
@@ -261,15 +217,13 @@ static float current_lr(const cr_ppo *p) {
     return (float)(frac * p->cfg.learning_rate);
 }
 
-static void update(cr_ppo *p, float lr) {
+static void update(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
-    cr_ppo_stats_acc zero = {0};
-    ctx->ops->copy_from_host(ctx, p->acc, &zero, sizeof zero);
+    ctx->ops->zero(ctx, p->acc, sizeof *p->acc);
     for (int epoch = 0; epoch < p->cfg.update_epochs; epoch++) {
-        shuffle(p);
-        ctx->ops->copy_from_host(ctx, p->mb_idx, p->h_perm, (size_t)p->batch * sizeof(int32_t));
+        ctx->ops->permutation(ctx, p->shuffler, p->mb_idx, p->batch, p->perm_scratch);
         for (int start = 0; start < p->batch; start += p->mb)
-            cr_ppo_update_minibatch(p, p->mb_idx + start, lr);
+            cr_ppo_update_minibatch(p, p->mb_idx + start);
         if (p->cfg.target_kl > 0) {
             cr_ppo_stats_acc acc;
             ctx->ops->copy_to_host(ctx, &acc, p->acc, sizeof acc);
@@ -311,9 +265,10 @@ static void log_iteration(cr_ppo *p, float lr, double elapsed) {
     cr_ppo_stats_acc acc;
     p->ctx->ops->copy_to_host(p->ctx, &acc, p->acc, sizeof acc);
     double c = acc.count > 0 ? acc.count : 1;
-    double ep_ret = p->iter_episodes ? p->iter_return_sum / (double)p->iter_episodes : NAN;
-    double ep_len = p->iter_episodes ? p->iter_length_sum / (double)p->iter_episodes : NAN;
-    double vals[] = {ep_ret, ep_len, cr_ppo_recent_mean(p), (double)p->episodes, lr,
+    const cr_episode_log *l = &p->h_log;
+    double ep_ret = l->iter_episodes ? l->iter_return_sum / (double)l->iter_episodes : NAN;
+    double ep_len = l->iter_episodes ? l->iter_length_sum / (double)l->iter_episodes : NAN;
+    double vals[] = {ep_ret, ep_len, cr_ppo_recent_mean(p), (double)l->episodes, lr,
                      acc.sum[2] / c, acc.sum[1] / c, acc.sum[3] / c, acc.sum[4] / c,
                      acc.sum[5] / c, acc.sum[6] / c, explained_variance(p),
                      acc.grad_norm_sum / c};
@@ -325,7 +280,6 @@ static void log_iteration(cr_ppo *p, float lr, double elapsed) {
     }
     double sps = elapsed > 0 ? (double)((p->iteration - p->start_iteration) * p->batch) / elapsed : 0;
     fprintf(p->csv, ",%.0f,%.6f\n", sps, elapsed);
-    p->iter_episodes = 0, p->iter_return_sum = 0, p->iter_length_sum = 0;
 }
 
 static void progress(cr_ppo *p, double elapsed, int final) {
@@ -423,18 +377,29 @@ static volatile sig_atomic_t stop_requested;
 
 void cudarl_request_stop(void) { stop_requested = 1; }
 
+/* Reads the episode log (and zeroes its per-iteration sums) for logging and the solve check. */
+static void read_episode_log(cr_ppo *p) {
+    cudarl_ctx *ctx = p->ctx;
+    ctx->ops->copy_to_host(ctx, &p->h_log, p->log, sizeof p->h_log);
+    ctx->ops->zero(ctx, &p->log->iter_episodes,
+                   sizeof *p->log - offsetof(cr_episode_log, iter_episodes));
+}
+
 static cudarl_status train_loop(cr_ppo *p) {
+    cudarl_ctx *ctx = p->ctx;
     p->loop_start = cr_time_now();
     p->start_iteration = p->iteration;
     while (p->iteration < p->num_iterations && !stop_requested) {
         p->iteration++;
         float lr = current_lr(p);
+        ctx->ops->copy_from_host(ctx, p->lr, &lr, sizeof lr);
         rollout(p);
         p->global_step += p->batch;
-        update(p, lr);
+        update(p);
+        read_episode_log(p);
         double elapsed = cr_time_now() - p->loop_start;
         double mean = cr_ppo_recent_mean(p);
-        if (p->solved_step < 0 && p->episodes >= CR_RECENT_EPISODES &&
+        if (p->solved_step < 0 && p->h_log.episodes >= CR_RECENT_EPISODES &&
             mean >= p->env_info->solved_return) {
             p->solved_step = p->global_step;
             p->solved_seconds = elapsed;
@@ -466,7 +431,7 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
         if (summary) {
             summary->global_step = p.global_step;
             summary->run_steps = p.global_step - start_step;
-            summary->episodes = p.episodes;
+            summary->episodes = p.h_log.episodes;
             summary->mean_return_100 = cr_ppo_recent_mean(&p);
             summary->train_seconds = secs;
             summary->sps = secs > 0 ? (double)(p.global_step - start_step) / secs : 0;

@@ -16,7 +16,57 @@
 
 _Static_assert(sizeof(cr_philox_state) == 11 * sizeof(uint32_t), "philox state is 11 words");
 
-enum { C_ITERATION, C_GLOBAL_STEP, C_ADAM_T, C_EPISODES, C_SOLVED_STEP, C_COUNT };
+enum { C_ITERATION, C_GLOBAL_STEP, C_ADAM_T, C_SOLVED_STEP, C_COUNT };
+
+/* Host copies of the training state that lives in backend memory. */
+typedef struct host_state {
+    float *params, *m, *v, *obs;
+    double *env, *ep_return;
+    int64_t *ep_length;
+    int32_t *elapsed;
+    cr_philox_state *env_rng;
+    cr_rng_stream sampler, shuffler;
+    cr_episode_log log;
+    int64_t counters[C_COUNT];
+    cr_arena arena;
+} host_state;
+
+static cudarl_status host_state_alloc(host_state *h, const cr_ppo *p) {
+    size_t P = p->layout.num_params, N = (size_t)p->N;
+    cr_plan pl;
+    cr_plan_init(&pl);
+    cr_plan_add(&pl, "params", P * 4), cr_plan_add(&pl, "m", P * 4), cr_plan_add(&pl, "v", P * 4);
+    cr_plan_add(&pl, "obs", N * (size_t)p->D * 4), cr_plan_add(&pl, "env", N * 4 * 8);
+    cr_plan_add(&pl, "ep_return", N * 8), cr_plan_add(&pl, "ep_length", N * 8);
+    cr_plan_add(&pl, "elapsed", N * 4), cr_plan_add(&pl, "env_rng", N * sizeof(cr_philox_state));
+    CR_TRY(cr_arena_alloc(&h->arena, &pl, CR_MEM_HOST));
+    h->params = cr_arena_get(&h->arena, 0), h->m = cr_arena_get(&h->arena, 1);
+    h->v = cr_arena_get(&h->arena, 2), h->obs = cr_arena_get(&h->arena, 3);
+    h->env = cr_arena_get(&h->arena, 4), h->ep_return = cr_arena_get(&h->arena, 5);
+    h->ep_length = cr_arena_get(&h->arena, 6), h->elapsed = cr_arena_get(&h->arena, 7);
+    h->env_rng = cr_arena_get(&h->arena, 8);
+    return CUDARL_OK;
+}
+
+/* Moves every piece of state between backend memory and `h` (to_host: 1 = save, 0 = load). */
+static void host_state_transfer(host_state *h, cr_ppo *p, int to_host) {
+    cudarl_ctx *ctx = p->ctx;
+    size_t P = p->layout.num_params * 4, N = (size_t)p->N;
+    const cr_cartpole *e = &p->env.cartpole;
+    struct { void *dev; void *host; size_t bytes; } t[] = {
+        {p->params, h->params, P}, {p->adam_m, h->m, P}, {p->adam_v, h->v, P},
+        {p->cur_obs, h->obs, N * (size_t)p->D * 4}, {e->state, h->env, N * 4 * 8},
+        {p->ep_return, h->ep_return, N * 8}, {p->ep_length, h->ep_length, N * 8},
+        {e->elapsed, h->elapsed, N * 4}, {e->rng, h->env_rng, N * sizeof(cr_philox_state)},
+        {p->sampler, &h->sampler, sizeof h->sampler}, {p->shuffler, &h->shuffler, sizeof h->shuffler},
+        {p->log, &h->log, sizeof h->log}, {p->adam_t, &h->counters[C_ADAM_T], 8},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        if (to_host) ctx->ops->copy_to_host(ctx, t[i].host, t[i].dev, t[i].bytes);
+        else ctx->ops->copy_from_host(ctx, t[i].dev, t[i].host, t[i].bytes);
+    }
+    ctx->ops->sync(ctx);
+}
 
 static void meta_int(cr_st_writer *w, const char *key, long long v) {
     char b[32];
@@ -64,50 +114,49 @@ static void add_config_meta(cr_st_writer *w, const cr_ppo *p) {
 }
 
 cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
-    cudarl_ctx *ctx = p->ctx;
-    size_t P = p->layout.num_params, N = (size_t)p->N;
-    float *host = malloc(3 * P * sizeof(float));
+    host_state h;
+    CR_TRY(host_state_alloc(&h, p));
     cr_st_writer *w = malloc(sizeof *w);
-    if (!host || !w) {
-        free(host), free(w);
+    if (!w) {
+        cr_arena_free(&h.arena);
         return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
     }
-    float *hp = host, *hm = host + P, *hv = host + 2 * P;
-    ctx->ops->copy_to_host(ctx, hp, p->params, P * sizeof(float));
-    ctx->ops->copy_to_host(ctx, hm, p->adam_m, P * sizeof(float));
-    ctx->ops->copy_to_host(ctx, hv, p->adam_v, P * sizeof(float));
-    int64_t counters[C_COUNT] = {p->iteration, p->global_step, p->adam_t, p->episodes,
-                                 p->solved_step};
+    host_state_transfer(&h, p, 1);
+    h.counters[C_ITERATION] = p->iteration, h.counters[C_GLOBAL_STEP] = p->global_step;
+    h.counters[C_SOLVED_STEP] = p->solved_step;
 
+    int64_t N = p->N;
+    int64_t s_n4[2] = {N, 4}, s_n[1] = {N}, s_rec[1] = {CR_RECENT_EPISODES};
+    int64_t s_cnt[1] = {C_COUNT}, s_rng[2] = {N, 11}, s_st[1] = {sizeof(cr_rng_stream) / 4};
+    int64_t s_obs[2] = {N, p->D}, s_ep[1] = {3};
+    double ep_sums[3] = {(double)h.log.episodes, h.log.iter_return_sum, h.log.iter_length_sum};
     cr_st_writer_init(w);
     add_config_meta(w, p);
-    int64_t s_n4[2] = {(int64_t)N, 4}, s_n[1] = {(int64_t)N}, s_rec[1] = {CR_RECENT_EPISODES};
-    int64_t s_cnt[1] = {C_COUNT}, s_rng[2] = {(int64_t)N, 11}, s_rng1[1] = {11};
-    int64_t s_obs[2] = {(int64_t)N, p->D};
     /* 8-byte types first, so every tensor stays aligned */
-    cr_st_add_tensor(w, "state.env", CR_ST_F64, 2, s_n4, p->env.state);
-    cr_st_add_tensor(w, "state.episode_return", CR_ST_F64, 1, s_n, p->ep_return);
-    cr_st_add_tensor(w, "state.episode_length", CR_ST_I64, 1, s_n, p->ep_length);
-    cr_st_add_tensor(w, "state.recent_returns", CR_ST_F64, 1, s_rec, p->recent);
-    cr_st_add_tensor(w, "state.counters", CR_ST_I64, 1, s_cnt, counters);
+    cr_st_add_tensor(w, "state.env", CR_ST_F64, 2, s_n4, h.env);
+    cr_st_add_tensor(w, "state.episode_return", CR_ST_F64, 1, s_n, h.ep_return);
+    cr_st_add_tensor(w, "state.episode_length", CR_ST_I64, 1, s_n, h.ep_length);
+    cr_st_add_tensor(w, "state.recent_returns", CR_ST_F64, 1, s_rec, h.log.recent);
+    cr_st_add_tensor(w, "state.episode_sums", CR_ST_F64, 1, s_ep, ep_sums);
+    cr_st_add_tensor(w, "state.counters", CR_ST_I64, 1, s_cnt, h.counters);
     for (int i = 0; i < CR_AC_NUM_TENSORS; i++) {
         const cr_param_tensor *t = &p->layout.t[i];
         int64_t shape[2] = {t->shape[0], t->shape[1]};
         char name[96];
-        cr_st_add_tensor(w, t->name, CR_ST_F32, t->ndim, shape, hp + t->offset);
+        cr_st_add_tensor(w, t->name, CR_ST_F32, t->ndim, shape, h.params + t->offset);
         snprintf(name, sizeof name, "optimizer.exp_avg.%s", t->name);
-        cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, shape, hm + t->offset);
+        cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, shape, h.m + t->offset);
         snprintf(name, sizeof name, "optimizer.exp_avg_sq.%s", t->name);
-        cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, shape, hv + t->offset);
+        cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, shape, h.v + t->offset);
     }
-    cr_st_add_tensor(w, "state.obs", CR_ST_F32, 2, s_obs, p->h_obs);
-    cr_st_add_tensor(w, "state.env_elapsed", CR_ST_I32, 1, s_n, p->env.elapsed);
-    cr_st_add_tensor(w, "state.env_rng", CR_ST_U32, 2, s_rng, p->env.rng);
-    cr_st_add_tensor(w, "state.rng_sampler", CR_ST_U32, 1, s_rng1, &p->sampler);
-    cudarl_status s = cr_st_add_tensor(w, "state.rng_shuffle", CR_ST_U32, 1, s_rng1, &p->shuffler);
+    cr_st_add_tensor(w, "state.obs", CR_ST_F32, 2, s_obs, h.obs);
+    cr_st_add_tensor(w, "state.env_elapsed", CR_ST_I32, 1, s_n, h.elapsed);
+    cr_st_add_tensor(w, "state.env_rng", CR_ST_U32, 2, s_rng, h.env_rng);
+    cr_st_add_tensor(w, "state.rng_sampler", CR_ST_U32, 1, s_st, &h.sampler);
+    cudarl_status s = cr_st_add_tensor(w, "state.rng_shuffle", CR_ST_U32, 1, s_st, &h.shuffler);
     if (s == CUDARL_OK) s = cr_st_write_atomic(w, path);
     free(w);
-    free(host);
+    cr_arena_free(&h.arena);
     return s;
 }
 
@@ -126,42 +175,46 @@ static cudarl_status read_raw(const cr_st_file *f, const char *path, const char 
 }
 
 static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path) {
-    cudarl_ctx *ctx = p->ctx;
+    host_state h;
+    CR_TRY(host_state_alloc(&h, p));
     size_t P = p->layout.num_params, N = (size_t)p->N;
-    float *host = malloc(3 * P * sizeof(float));
-    if (!host) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory reading '%s'", path);
     cudarl_status s = CUDARL_OK;
     for (int i = 0; i < CR_AC_NUM_TENSORS && s == CUDARL_OK; i++) {
         const cr_param_tensor *t = &p->layout.t[i];
         char name[96];
-        s = cr_st_read_f32(f, t->name, host + t->offset, t->count);
+        s = cr_st_read_f32(f, t->name, h.params + t->offset, t->count);
         snprintf(name, sizeof name, "optimizer.exp_avg.%s", t->name);
-        if (s == CUDARL_OK) s = cr_st_read_f32(f, name, host + P + t->offset, t->count);
+        if (s == CUDARL_OK) s = cr_st_read_f32(f, name, h.m + t->offset, t->count);
         snprintf(name, sizeof name, "optimizer.exp_avg_sq.%s", t->name);
-        if (s == CUDARL_OK) s = cr_st_read_f32(f, name, host + 2 * P + t->offset, t->count);
+        if (s == CUDARL_OK) s = cr_st_read_f32(f, name, h.v + t->offset, t->count);
     }
-    int64_t counters[C_COUNT];
-    if (s == CUDARL_OK) s = read_raw(f, path, "state.counters", CR_ST_I64, counters, sizeof counters);
-    if (s == CUDARL_OK) s = read_raw(f, path, "state.env", CR_ST_F64, p->env.state, N * 4 * 8);
-    if (s == CUDARL_OK) s = read_raw(f, path, "state.env_elapsed", CR_ST_I32, p->env.elapsed, N * 4);
-    if (s == CUDARL_OK) s = read_raw(f, path, "state.env_rng", CR_ST_U32, p->env.rng, N * 44);
-    if (s == CUDARL_OK) s = read_raw(f, path, "state.obs", CR_ST_F32, p->h_obs, N * p->D * 4);
-    if (s == CUDARL_OK) s = read_raw(f, path, "state.episode_return", CR_ST_F64, p->ep_return, N * 8);
-    if (s == CUDARL_OK) s = read_raw(f, path, "state.episode_length", CR_ST_I64, p->ep_length, N * 8);
-    if (s == CUDARL_OK)
-        s = read_raw(f, path, "state.recent_returns", CR_ST_F64, p->recent, sizeof p->recent);
-    if (s == CUDARL_OK) s = read_raw(f, path, "state.rng_sampler", CR_ST_U32, &p->sampler, 44);
-    if (s == CUDARL_OK) s = read_raw(f, path, "state.rng_shuffle", CR_ST_U32, &p->shuffler, 44);
+    (void)P;
+    double ep_sums[3];
+    memset(&h.log, 0, sizeof h.log);
+    struct { const char *name; cr_st_dtype dtype; void *dst; size_t bytes; } t[] = {
+        {"state.counters", CR_ST_I64, h.counters, sizeof h.counters},
+        {"state.env", CR_ST_F64, h.env, N * 4 * 8},
+        {"state.env_elapsed", CR_ST_I32, h.elapsed, N * 4},
+        {"state.env_rng", CR_ST_U32, h.env_rng, N * sizeof(cr_philox_state)},
+        {"state.obs", CR_ST_F32, h.obs, N * (size_t)p->D * 4},
+        {"state.episode_return", CR_ST_F64, h.ep_return, N * 8},
+        {"state.episode_length", CR_ST_I64, h.ep_length, N * 8},
+        {"state.recent_returns", CR_ST_F64, h.log.recent, sizeof h.log.recent},
+        {"state.episode_sums", CR_ST_F64, ep_sums, sizeof ep_sums},
+        {"state.rng_sampler", CR_ST_U32, &h.sampler, sizeof h.sampler},
+        {"state.rng_shuffle", CR_ST_U32, &h.shuffler, sizeof h.shuffler},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0] && s == CUDARL_OK; i++)
+        s = read_raw(f, path, t[i].name, t[i].dtype, t[i].dst, t[i].bytes);
     if (s == CUDARL_OK) {
-        ctx->ops->copy_from_host(ctx, p->params, host, P * sizeof(float));
-        ctx->ops->copy_from_host(ctx, p->adam_m, host + P, P * sizeof(float));
-        ctx->ops->copy_from_host(ctx, p->adam_v, host + 2 * P, P * sizeof(float));
-        ctx->ops->copy_from_host(ctx, p->cur_obs, p->h_obs, N * p->D * sizeof(float));
-        p->iteration = counters[C_ITERATION], p->global_step = counters[C_GLOBAL_STEP];
-        p->adam_t = counters[C_ADAM_T], p->episodes = counters[C_EPISODES];
-        p->solved_step = counters[C_SOLVED_STEP];
+        h.log.episodes = (int64_t)ep_sums[0];
+        h.log.iter_return_sum = ep_sums[1], h.log.iter_length_sum = ep_sums[2];
+        host_state_transfer(&h, p, 0);
+        p->iteration = h.counters[C_ITERATION], p->global_step = h.counters[C_GLOBAL_STEP];
+        p->solved_step = h.counters[C_SOLVED_STEP];
+        p->h_log = h.log;
     }
-    free(host);
+    cr_arena_free(&h.arena);
     return s;
 }
 

@@ -4,12 +4,9 @@
 
 #include <stdio.h>
 
-#include "env/cartpole.h"
 #include "env/env.h"
 #include "nn/actor_critic.h"
 #include "ops/backend.h"
-
-#define CR_RECENT_EPISODES 100
 
 /* Streams of the seed's Philox key: envs use 0 .. N-1, these sit far above. */
 #define CR_STREAM_SAMPLER (1ull << 40)
@@ -23,42 +20,38 @@ typedef struct cr_ppo {
     cr_ac_layout layout;
     int T, N, D, A;        /* steps, envs, obs floats, actions */
     int batch, mb;         /* T*N, rows per minibatch */
-    int64_t num_iterations, iteration, global_step, adam_t;
+    int64_t num_iterations, iteration, global_step;
     int64_t start_iteration; /* iteration this process started at (resume) */
 
-    /* backend memory (device for CUDA) */
+    /* backend memory (device memory on CUDA): everything the loop touches */
     cr_arena mem;
     float *params, *grads, *adam_m, *adam_v;      /* (P) each */
+    int64_t *adam_t;                              /* Adam's step count */
+    float *lr;                                    /* this iteration's learning rate */
+    cr_env_batch env;                             /* env states and their RNG streams */
     float *obs, *final_obs;                       /* (T, N, D) */
     float *cur_obs;                               /* (N, D) */
     int32_t *actions;                             /* (T, N) */
     float *logp, *rewards, *values, *final_values, *next_values, *adv, *returns; /* (T, N) */
-    uint8_t *terminated, *done;                   /* (T, N) */
+    uint8_t *terminated, *truncated, *done;       /* (T, N) */
     float *last_values;                           /* (N) */
-    float *logits, *u, *vtmp;                     /* (N, A), (N), (N) */
-    int32_t *mb_idx;                              /* (batch) */
+    float *logits, *u;                            /* (N, A), (N) */
+    int32_t *mb_idx;                              /* (batch) a permutation of the rows */
+    void *perm_scratch;
     float *mb_obs, *mb_logp, *mb_adv, *mb_ret, *mb_val; /* (mb, D), (mb) ... */
     int32_t *mb_act;                              /* (mb) */
     float *mb_logits, *mb_value, *mb_dlogits, *mb_dvalue; /* (mb, A), (mb), (mb, A), (mb) */
     cr_mlp_cache cache_actor, cache_critic;       /* max(mb, N) rows */
     cr_ppo_stats_acc *acc;
+    cr_rng_stream *sampler, *shuffler;
+    double *ep_return;                            /* (N) running episode return */
+    int64_t *ep_length;                           /* (N) */
+    cr_episode_log *log;
 
     /* host memory */
     cr_arena host;
-    cr_cartpole env;
-    float *h_obs, *h_final_obs, *h_reward;        /* (N, D), (N, D), (N) */
-    uint8_t *h_term, *h_trunc, *h_done;           /* (N) */
-    int32_t *h_actions, *h_perm;                  /* (N), (batch) */
     float *h_values, *h_returns;                  /* (batch) for explained variance */
-    double *ep_return;                            /* (N) running episode return */
-    int64_t *ep_length;                           /* (N) */
-    cr_philox_state sampler, shuffler;
-
-    /* episode statistics */
-    double recent[CR_RECENT_EPISODES];
-    int64_t episodes;        /* finished so far */
-    double iter_return_sum, iter_length_sum;
-    int64_t iter_episodes;
+    cr_episode_log h_log;                         /* the latest copy of *log */
 
     /* outputs */
     char run_dir[512];
@@ -73,8 +66,8 @@ typedef struct cr_ppo {
 cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *cfg);
 void cr_ppo_free(cr_ppo *p);
 /* One minibatch step on rollout rows idx (mb of them, backend memory): gather, forward, loss,
- * backward, clip, Adam at learning rate lr. Stats accumulate into p->acc. */
-void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx, float lr);
+ * backward, clip, Adam at the learning rate in p->lr. Stats accumulate into p->acc. */
+void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx);
 
 /* Mean return of the last min(100, episodes) episodes; NaN when none finished. */
 double cr_ppo_recent_mean(const cr_ppo *p);

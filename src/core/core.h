@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/philox.h"
 #include "cudarl.h"
 
 /* ---- errors ------------------------------------------------------------------------ */
@@ -74,13 +75,8 @@ const char *cr_format_bytes(size_t bytes, char *buf, size_t cap);
 /* ---- Philox4x32-10 ------------------------------------------------------------------ */
 
 /* Counter-based RNG (Salmon et al., SC'11). One stream = (key, counter high words); the
- * same (key, counter) gives the same four words on CPU and GPU. */
-typedef struct cr_philox_state {
-    uint32_t key[2];
-    uint32_t ctr[4];
-    uint32_t buf[4];
-    int used; /* words of buf consumed (4 = empty) */
-} cr_philox_state;
+ * same (key, counter) gives the same four words on CPU and GPU. cr_philox_state and the
+ * host/device inline functions these call are in philox.h. */
 
 void cr_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 /* Stream `stream` of `seed`: key = seed, ctr = (0, 0, stream lo, stream hi). */
@@ -92,6 +88,19 @@ float cr_philox_uniform(cr_philox_state *s);
 double cr_philox_uniform_f64(cr_philox_state *s);
 /* Standard normal (Box-Muller, double precision). */
 double cr_philox_normal(cr_philox_state *s);
+
+/* A Philox stream whose position is plain data (it can live in device memory): word w is word
+ * w % 4 of philox(ctr = {w/4 lo, w/4 hi, stream lo, stream hi}, key = seed) - the sequence a
+ * cr_philox_state seeded with (seed, stream) yields, so either can stand for the other. */
+typedef struct cr_rng_stream {
+    uint32_t key[2];
+    uint32_t stream[2];
+    uint64_t offset; /* words consumed */
+} cr_rng_stream;
+
+void cr_rng_stream_seed(cr_rng_stream *s, uint64_t seed, uint64_t stream);
+/* Word `w` of the stream (does not advance). */
+uint32_t cr_rng_stream_word(const cr_rng_stream *s, uint64_t w);
 
 /* ---- timers ------------------------------------------------------------------------- */
 

@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "env/cartpole.h"
+#include "ops/backend.h"
 
 typedef struct cr_env_info {
     const char *id;          /* "CartPole-v1" */
@@ -21,5 +23,26 @@ typedef struct cr_env_info {
 
 /* The built-in env named `id`, or NULL. */
 const cr_env_info *cr_env_find(const char *id);
+
+/* A batch of N envs whose state lives in the context's backend memory (device memory on
+ * CUDA), stepped on the CPU or by the CUDA twin accordingly. */
+typedef struct cr_env_batch {
+    const cr_env_info *info;
+    int num_envs;
+    cr_cartpole cartpole;
+} cr_env_batch;
+
+/* Backend-memory bytes for n envs of `info`. */
+size_t cr_env_batch_bytes(const cr_env_info *info, int n);
+/* Carves the batch out of `mem` (cr_env_batch_bytes, 64-byte aligned, backend memory). */
+void cr_env_batch_init(cr_env_batch *b, const cr_env_info *info, int n, void *mem);
+/* Seeds env i with stream i of `seed` and resets every env; obs (N, D) in backend memory. */
+void cr_env_batch_reset(cudarl_ctx *ctx, cr_env_batch *b, uint64_t seed, float *obs);
+/* Steps every env; all arrays in backend memory: actions (N), obs (N, D), reward (N),
+ * terminated, truncated, done = terminated | truncated (N), final_obs (N, D) (rows of envs that
+ * ended; others untouched). */
+void cr_env_batch_step(cudarl_ctx *ctx, cr_env_batch *b, const int32_t *actions, float *obs,
+                       float *reward, uint8_t *terminated, uint8_t *truncated, uint8_t *done,
+                       float *final_obs);
 
 #endif

@@ -20,7 +20,8 @@ struct cudarl_ctx {
     int device_index;
     int threads;             /* CPU worker threads in use */
     const cr_backend *ops;
-    void *impl;              /* backend-private (streams, library handles) */
+    void *stream;            /* the CUDA stream every op of this context is enqueued on */
+    void *impl;              /* backend-private (library handles, graphs) */
 };
 
 /* Sums the PPO loss statistics of the minibatches of one iteration (backend memory). */
@@ -39,6 +40,7 @@ struct cr_backend {
     void (*copy_to_host)(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
     void (*copy_from_host)(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
     void (*copy)(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
+    void (*zero)(cudarl_ctx *ctx, void *dst, size_t bytes);
     void (*sync)(cudarl_ctx *ctx);
     /* layers */
     void (*linear_forward)(cudarl_ctx *ctx, const float *x, const float *w, const float *b,
@@ -48,11 +50,20 @@ struct cr_backend {
     void (*linear_backward)(cudarl_ctx *ctx, const float *dy, const float *x, const float *w,
                             float *dx, float *dw, float *db, int B, int I, int O);
     void (*tanh_backward)(cudarl_ctx *ctx, const float *y, const float *dy, float *dx, size_t n);
+    /* random numbers: the stream's position lives in backend memory and advances by n */
+    void (*uniform)(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n);
+    /* perm (n) = 0..n-1 sorted by the stream's next n words (stable); scratch of
+     * permutation_scratch_bytes(n) bytes of backend memory */
+    void (*permutation)(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n, void *scratch);
+    size_t (*permutation_scratch_bytes)(int n);
     /* policy */
-    void (*uniform)(cudarl_ctx *ctx, cr_philox_state *rng, float *u, int n);
     void (*categorical_sample)(cudarl_ctx *ctx, const float *logits, const float *u,
                                int32_t *action, float *logp, int B, int A);
     void (*categorical_argmax)(cudarl_ctx *ctx, const float *logits, int32_t *action, int B, int A);
+    /* episodes: adds each env's reward (N) to its running return and length; for envs with
+     * done set, in index order, pushes the return to the log and restarts the env's sums */
+    void (*episodes_record)(cudarl_ctx *ctx, const float *reward, const uint8_t *done,
+                            double *ep_return, int64_t *ep_length, cr_episode_log *log, int N);
     /* PPO */
     void (*bootstrap_values)(cudarl_ctx *ctx, const float *values, const float *final_values,
                              const float *last_values, const uint8_t *done, float *next_values,
@@ -68,8 +79,9 @@ struct cr_backend {
                      float *dlogits, float *dvalue, cr_ppo_stats_acc *acc, int B, int A);
     void (*clip_grad_norm)(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
                            cr_ppo_stats_acc *acc);
+    /* Adam with the learning rate and step count in backend memory: *t += 1, then the step */
     void (*adam_step)(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
-                      float lr, float b1, float b2, float eps, int64_t t);
+                      const float *lr, float b1, float b2, float eps, int64_t *t);
 };
 
 /* The CPU backend (always built). */

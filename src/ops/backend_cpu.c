@@ -13,6 +13,10 @@ static void cpu_copy(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes) 
     if (bytes) memmove(dst, src, bytes);
 }
 
+static void cpu_zero(cudarl_ctx *ctx, void *dst, size_t bytes) {
+    if (bytes) memset(dst, 0, bytes);
+}
+
 static void cpu_sync(cudarl_ctx *ctx) {}
 
 static void cpu_linear_forward(cudarl_ctx *ctx, const float *x, const float *w, const float *b,
@@ -35,8 +39,19 @@ static void cpu_tanh_backward(cudarl_ctx *ctx, const float *y, const float *dy, 
     cr_cpu_tanh_backward(y, dy, dx, n);
 }
 
-static void cpu_uniform(cudarl_ctx *ctx, cr_philox_state *rng, float *u, int n) {
-    for (int i = 0; i < n; i++) u[i] = cr_philox_uniform(rng);
+static void cpu_uniform(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n) {
+    cr_cpu_uniform(s, u, n);
+}
+
+static void cpu_permutation(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n,
+                            void *scratch) {
+    cr_cpu_permutation(s, perm, n, scratch);
+}
+
+static void cpu_episodes_record(cudarl_ctx *ctx, const float *reward, const uint8_t *done,
+                                double *ep_return, int64_t *ep_length, cr_episode_log *log,
+                                int N) {
+    cr_cpu_episodes_record(reward, done, ep_return, ep_length, log, N);
 }
 
 static void cpu_categorical_sample(cudarl_ctx *ctx, const float *logits, const float *u,
@@ -89,8 +104,9 @@ static void cpu_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_n
 }
 
 static void cpu_adam_step(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
-                          float lr, float b1, float b2, float eps, int64_t t) {
-    cr_cpu_adam_step(p, g, m, v, n, lr, b1, b2, eps, t);
+                          const float *lr, float b1, float b2, float eps, int64_t *t) {
+    *t += 1;
+    cr_cpu_adam_step(p, g, m, v, n, *lr, b1, b2, eps, *t);
 }
 
 const cr_backend cr_backend_cpu = {
@@ -100,12 +116,16 @@ const cr_backend cr_backend_cpu = {
     .copy_to_host = cpu_copy,
     .copy_from_host = cpu_copy,
     .copy = cpu_copy,
+    .zero = cpu_zero,
     .sync = cpu_sync,
     .linear_forward = cpu_linear_forward,
     .linear_tanh_forward = cpu_linear_tanh_forward,
     .linear_backward = cpu_linear_backward,
     .tanh_backward = cpu_tanh_backward,
     .uniform = cpu_uniform,
+    .permutation = cpu_permutation,
+    .permutation_scratch_bytes = cr_cpu_permutation_scratch_bytes,
+    .episodes_record = cpu_episodes_record,
     .categorical_sample = cpu_categorical_sample,
     .categorical_argmax = cpu_categorical_argmax,
     .bootstrap_values = cpu_bootstrap_values,

@@ -114,4 +114,28 @@ void cr_cpu_bootstrap_values(const float *values, const float *final_values,
                              const float *last_values, const uint8_t *done, float *next_values,
                              int T, int N);
 
+
+/* u (n) = the stream's next n words as floats in [0, 1) (24 bits), advancing it by n. */
+void cr_cpu_uniform(cr_rng_stream *s, float *u, int n);
+/* perm (n) = 0..n-1 stably sorted by the stream's next n words, advancing it by n; scratch holds
+ * cr_cpu_permutation_scratch_bytes(n) bytes. */
+void cr_cpu_permutation(cr_rng_stream *s, int32_t *perm, int n, void *scratch);
+size_t cr_cpu_permutation_scratch_bytes(int n);
+
+
+#define CR_RECENT_EPISODES 100
+
+/* Finished-episode statistics, kept where the envs run (backend memory). */
+typedef struct cr_episode_log {
+    double recent[CR_RECENT_EPISODES]; /* returns of the last 100 episodes, a ring */
+    int64_t episodes;      /* finished so far; recent[(episodes - 1) % 100] is the newest */
+    int64_t iter_episodes; /* finished since the iter_ fields were last zeroed */
+    double iter_return_sum, iter_length_sum;
+} cr_episode_log;
+
+/* Adds reward (N) to each env's running return and length; for envs with done set, in index
+ * order, pushes the return into the log and restarts that env's sums. ep_return, ep_length (N). */
+void cr_cpu_episodes_record(const float *reward, const uint8_t *done, double *ep_return,
+                            int64_t *ep_length, cr_episode_log *log, int N);
+
 #endif
