@@ -8,6 +8,10 @@
 #include "core/philox.h"
 #include "cudarl.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- errors ------------------------------------------------------------------------ */
 
 /* Records a formatted message for cudarl_last_error() and returns `s`. */
@@ -26,7 +30,12 @@ cudarl_status cr_fail(cudarl_status s, const char *fmt, ...)
     do {                                                                     \
         if (!(cond)) cr_assert_fail(#cond, __FILE__, __LINE__);              \
     } while (0)
-_Noreturn void cr_assert_fail(const char *expr, const char *file, int line);
+#ifdef __cplusplus
+[[noreturn]]
+#else
+_Noreturn
+#endif
+void cr_assert_fail(const char *expr, const char *file, int line);
 
 /* ---- logging ----------------------------------------------------------------------- */
 
@@ -106,5 +115,11 @@ uint32_t cr_rng_stream_word(const cr_rng_stream *s, uint64_t w);
 
 /* Monotonic seconds since an arbitrary origin. */
 double cr_time_now(void);
+/* Wall-clock seconds since the Unix epoch (for timing across processes). */
+double cr_time_unix(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

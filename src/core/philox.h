@@ -42,7 +42,7 @@ CR_HD static inline void cr_philox_round_hd(uint32_t c[4], const uint32_t k[2]) 
     c[0] = n0, c[1] = n1, c[2] = n2, c[3] = n3;
 }
 
-/* The four words out (4) of counter ctr (4) under key (2): ten rounds with the Weyl key schedule. */
+/* The four words out (4) of counter ctr (4) under key (2): ten rounds, Weyl key schedule. */
 CR_HD static inline void cr_philox4x32_10_hd(const uint32_t ctr[4], const uint32_t key[2],
                                              uint32_t out[4]) {
     uint32_t c[4] = {ctr[0], ctr[1], ctr[2], ctr[3]};

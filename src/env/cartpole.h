@@ -1,4 +1,5 @@
-/* CartPole-v1, batched, on the CPU: Gymnasium's dynamics and constants exactly.
+/* CartPole-v1, batched, on the CPU and (built with CUDA) on the GPU: Gymnasium's dynamics and
+ * constants exactly. Both run the per-env code of cartpole_step.h.
  *
  * State is kept in float64 as Gymnasium does; observations are float32. Reset draws each state
  * component uniformly from [-0.05, 0.05) from the env's own Philox stream (stream i of the seed).
@@ -9,9 +10,17 @@
 #ifndef CUDARL_CARTPOLE_H
 #define CUDARL_CARTPOLE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include "core/core.h"
+#include "core/philox.h"
+#ifndef __cplusplus
+#include "core/core.h" /* C only: it uses _Noreturn; the CUDA twin needs only philox.h */
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define CR_CARTPOLE_OBS_DIM 4
 #define CR_CARTPOLE_NUM_ACTIONS 2
@@ -24,9 +33,10 @@ typedef struct cr_cartpole {
     cr_philox_state *rng;   /* (N) one stream per env */
 } cr_cartpole;
 
-/* Bytes cr_cartpole_init needs in `mem` for n envs (host). */
+/* Bytes cr_cartpole_init needs in `mem` for n envs (host or device). */
 size_t cr_cartpole_bytes(int num_envs);
-/* Carves the env batch out of `mem` (cr_cartpole_bytes(n) bytes, 64-byte aligned, host). */
+/* Carves the env batch out of `mem` (cr_cartpole_bytes(n) bytes, 64-byte aligned). `mem` is
+ * only pointed into, never touched, so it may be device memory for the CUDA functions below. */
 void cr_cartpole_init(cr_cartpole *env, int num_envs, void *mem);
 /* Seeds env i with stream i of `seed`, resets every env, writes obs (N, 4). */
 void cr_cartpole_reset(cr_cartpole *env, uint64_t seed, float *obs);
@@ -41,4 +51,26 @@ void cr_cartpole_step_range(cr_cartpole *env, int begin, int end, const int32_t 
 /* Overwrites env i's state (for tests against the reference) and its elapsed-step count. */
 void cr_cartpole_set_state(cr_cartpole *env, int i, const double state[4], int32_t elapsed);
 
+#ifdef CUDARL_WITH_CUDA
+/* The CUDA twin (cartpole.cu), one thread per env, running the same per-env code as the CPU
+ * (cartpole_step.h). `env` is a host struct whose arrays were carved by cr_cartpole_init out of
+ * device memory; every other pointer is device memory too. Work is queued on `stream` (a
+ * cudaStream_t; NULL for the default stream) and nothing waits for it. A failed launch is a bug:
+ * it prints file:line and the CUDA error and aborts. An action other than 0 or 1 (the CPU path's
+ * assertion) traps the kernel, which the next synchronising CUDA call reports. */
+
+/* Seeds env i with stream i of `seed`, resets every env, writes obs (N, 4) (device). Draws the
+ * same states as cr_cartpole_reset. */
+void cr_cartpole_cuda_reset(cr_cartpole *env, uint64_t seed, float *obs, void *stream);
+/* Steps every env with actions (N) in {0, 1}, as cr_cartpole_step: writes obs (N, 4), reward (N),
+ * terminated (N), truncated (N), when done is not NULL done (N) = terminated | truncated, and
+ * final_obs (N, 4) rows of envs that ended (others untouched) (all device). */
+void cr_cartpole_cuda_step(cr_cartpole *env, const int32_t *actions, float *obs, float *reward,
+                           uint8_t *terminated, uint8_t *truncated, uint8_t *done,
+                           float *final_obs, void *stream);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 #endif
