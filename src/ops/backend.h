@@ -13,6 +13,10 @@
 #include "core/core.h"
 #include "ops/cpu/ops_cpu.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct cr_backend cr_backend;
 
 struct cudarl_ctx {
@@ -22,6 +26,7 @@ struct cudarl_ctx {
     const cr_backend *ops;
     void *stream;            /* the CUDA stream every op of this context is enqueued on */
     void *impl;              /* backend-private (library handles, graphs) */
+    uint64_t host_syncs;     /* copies to the host so far: each waits for the device */
 };
 
 /* Sums the PPO loss statistics of the minibatches of one iteration (backend memory). */
@@ -39,7 +44,7 @@ struct cr_backend {
     void (*arena_free)(cudarl_ctx *ctx, cr_arena *a);
     void (*copy_to_host)(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
     void (*copy_from_host)(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
-    void (*copy)(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
+    void (*copy)(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes); /* no overlap */
     void (*zero)(cudarl_ctx *ctx, void *dst, size_t bytes);
     void (*sync)(cudarl_ctx *ctx);
     /* layers */
@@ -71,6 +76,10 @@ struct cr_backend {
     void (*gae)(cudarl_ctx *ctx, const float *rewards, const float *values,
                 const float *next_values, const uint8_t *terminated, const uint8_t *done,
                 float gamma, float lambda, float *adv, float *returns, int T, int N);
+    /* out[0..5) += n, sum y, sum y^2, sum d, sum d^2 with y = returns, d = returns - values
+     * (n of each): what explained variance needs; out in backend memory */
+    void (*value_stats)(cudarl_ctx *ctx, const float *values, const float *returns, int n,
+                        double *out);
     void (*gather_rows)(cudarl_ctx *ctx, const void *src, const int32_t *idx, void *dst,
                         int rows, size_t row_bytes);
     void (*ppo_loss)(cudarl_ctx *ctx, const float *logits, const int32_t *action,
@@ -82,9 +91,23 @@ struct cr_backend {
     /* Adam with the learning rate and step count in backend memory: *t += 1, then the step */
     void (*adam_step)(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
                       const float *lr, float b1, float b2, float eps, int64_t *t);
+    /* optional (NULL where unsupported): record the ops enqueued between graph_begin and
+     * graph_end into a graph that graph_launch replays with the same buffers */
+    cudarl_status (*graph_begin)(cudarl_ctx *ctx);
+    cudarl_status (*graph_end)(cudarl_ctx *ctx, void **graph);
+    void (*graph_launch)(cudarl_ctx *ctx, void *graph);
+    void (*graph_free)(void *graph);
+    /* optional: device bytes in use (total - free), to check that memory stays flat */
+    size_t (*bytes_in_use)(cudarl_ctx *ctx);
+    /* optional: the device's fp32 peak (FLOP/s) and memory bandwidth (bytes/s) */
+    void (*peaks)(cudarl_ctx *ctx, double *flops, double *bytes_per_s);
 };
 
 /* The CPU backend (always built). */
 extern const cr_backend cr_backend_cpu;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,11 @@ static void cpu_copy(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes) 
     if (bytes) memmove(dst, src, bytes);
 }
 
+static void cpu_copy_to_host(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes) {
+    ctx->host_syncs++;
+    if (bytes) memmove(dst, src, bytes);
+}
+
 static void cpu_zero(cudarl_ctx *ctx, void *dst, size_t bytes) {
     if (bytes) memset(dst, 0, bytes);
 }
@@ -76,6 +81,11 @@ static void cpu_gae(cudarl_ctx *ctx, const float *rewards, const float *values,
     cr_cpu_gae(rewards, values, next_values, terminated, done, gamma, lambda, adv, returns, T, N);
 }
 
+static void cpu_value_stats(cudarl_ctx *ctx, const float *values, const float *returns, int n,
+                            double *out) {
+    cr_cpu_value_stats(values, returns, n, out);
+}
+
 static void cpu_gather_rows(cudarl_ctx *ctx, const void *src, const int32_t *idx, void *dst,
                             int rows, size_t row_bytes) {
     const unsigned char *s = src;
@@ -113,7 +123,7 @@ const cr_backend cr_backend_cpu = {
     .name = "cpu",
     .arena_alloc = cpu_arena_alloc,
     .arena_free = cpu_arena_free,
-    .copy_to_host = cpu_copy,
+    .copy_to_host = cpu_copy_to_host,
     .copy_from_host = cpu_copy,
     .copy = cpu_copy,
     .zero = cpu_zero,
@@ -130,6 +140,7 @@ const cr_backend cr_backend_cpu = {
     .categorical_argmax = cpu_categorical_argmax,
     .bootstrap_values = cpu_bootstrap_values,
     .gae = cpu_gae,
+    .value_stats = cpu_value_stats,
     .gather_rows = cpu_gather_rows,
     .ppo_loss = cpu_ppo_loss,
     .clip_grad_norm = cpu_clip_grad_norm,

@@ -6,15 +6,14 @@
 
 #include "ops/backend.h"
 #ifdef CUDARL_WITH_CUDA
+#include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_info.h"
 #endif
 
 /* Why CUDA cannot be used here, or NULL if it can. */
 static const char *cuda_unavailable(char *why, size_t cap) {
 #ifdef CUDARL_WITH_CUDA
-    if (cr_cuda_device_count(why, cap) == 0) return why;
-    snprintf(why, cap, "the CUDA training backend is not in this build yet");
-    return why;
+    return cr_cuda_device_count(why, cap) == 0 ? why : NULL;
 #else
     snprintf(why, cap, "this cudarl was built without CUDA (reconfigure with -DCUDARL_CUDA=ON "
                        "on a machine with the CUDA toolkit)");
@@ -31,19 +30,34 @@ cudarl_status cudarl_ctx_init(cudarl_ctx **out, cudarl_device_kind kind, int ind
                                                "cpu (or auto)", no_cuda);
     if (kind == CUDARL_DEVICE_AUTO) {
         if (no_cuda) CR_INFO("device: cpu (no CUDA: %s)", no_cuda);
-        kind = CUDARL_DEVICE_CPU;
+        kind = no_cuda ? CUDARL_DEVICE_CPU : CUDARL_DEVICE_CUDA;
     }
     cudarl_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory creating a context");
-    ctx->kind = kind;
+    ctx->kind = CUDARL_DEVICE_CPU;
     ctx->device_index = index;
     ctx->ops = &cr_backend_cpu;
     ctx->threads = omp_get_max_threads();
+#ifdef CUDARL_WITH_CUDA
+    if (kind == CUDARL_DEVICE_CUDA) {
+        cudarl_status s = cr_cuda_ctx_init(ctx, index);
+        if (s != CUDARL_OK) {
+            free(ctx);
+            return s;
+        }
+    }
+#endif
     *out = ctx;
     return CUDARL_OK;
 }
 
-void cudarl_ctx_free(cudarl_ctx *ctx) { free(ctx); }
+void cudarl_ctx_free(cudarl_ctx *ctx) {
+    if (!ctx) return;
+#ifdef CUDARL_WITH_CUDA
+    if (ctx->kind == CUDARL_DEVICE_CUDA) cr_cuda_ctx_free(ctx);
+#endif
+    free(ctx);
+}
 
 cudarl_device_kind cudarl_ctx_kind(const cudarl_ctx *ctx) { return ctx->kind; }
 

@@ -11,6 +11,10 @@
 
 #include "core/core.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* y = x w^T + b.  x (B, I), w (O, I), b (O), y (B, O). */
 void cr_cpu_linear_forward(const float *x, const float *w, const float *b, float *y, int B, int I,
                            int O);
@@ -137,5 +141,14 @@ typedef struct cr_episode_log {
  * order, pushes the return into the log and restarts that env's sums. ep_return, ep_length (N). */
 void cr_cpu_episodes_record(const float *reward, const uint8_t *done, double *ep_return,
                             int64_t *ep_length, cr_episode_log *log, int N);
+
+
+/* out[0..5) += n, sum y, sum y^2, sum d, sum d^2 over y = returns, d = returns - values (n each),
+ * summed in double in index order. */
+void cr_cpu_value_stats(const float *values, const float *returns, int n, double *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

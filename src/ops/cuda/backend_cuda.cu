@@ -1,0 +1,281 @@
+// The CUDA backend: contexts (device, stream, cuBLAS, scratch), graphs, pinned memory and the
+// table of ops. The ops themselves are in one file per family next to this one.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/cuda/cuda_common.cuh"
+#include "ops/cuda/meminfo.h"
+#include "ops/cuda/value_stats.h"
+
+// cuBLAS's own default workspace is 32 MiB on Hopper and 4 MiB before it (cuBLAS docs,
+// cublasSetWorkspace); ours replaces it so that no GEMM allocates inside a graph capture.
+#define BLAS_WORKSPACE_HOPPER ((size_t)32 << 20)
+#define BLAS_WORKSPACE_OTHER ((size_t)4 << 20)
+
+void cr_cuda_fail(const char *expr, const char *err, const char *file, int line) {
+    fprintf(stderr, "cudarl: CUDA error at %s:%d: %s: %s\n", file, line, expr, err);
+    fflush(stderr);
+    abort();
+}
+
+void cr_cuda_after_launch(cudarl_ctx *ctx, const char *file, int line) {
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) cr_cuda_fail("launch", cudaGetErrorString(e), file, line);
+    const cr_cuda_impl *im = cr_impl(ctx);
+    if (im->sync_debug && !im->capturing) {
+        e = cudaStreamSynchronize(cr_stream(ctx));
+        if (e != cudaSuccess)
+            cr_cuda_fail("launch (CUDARL_SYNC_DEBUG=1)", cudaGetErrorString(e), file, line);
+    }
+}
+
+int cr_cuda_refuse_in_capture(cudarl_ctx *ctx, const char *op) {
+    cr_cuda_impl *im = cr_impl(ctx);
+    if (!im->capturing) return 0;
+    if (!im->capture_error) im->capture_error = op;
+    return 1;
+}
+
+// ---- contexts ---------------------------------------------------------------------------
+
+// Releases what cr_cuda_ctx_init created (any subset of it) and the impl itself.
+static void release(cr_cuda_impl *im, cudaStream_t stream) {
+    if (!im) return;
+    if (im->blas) cublasDestroy(im->blas);
+    if (im->blas_workspace) cudaFree(im->blas_workspace);
+    if (im->scratch) cudaFree(im->scratch);
+    if (stream) cudaStreamDestroy(stream);
+    free(im);
+}
+
+static cudarl_status cuda_failed(const char *what, cudaError_t e, int device) {
+    cudaGetLastError(); // clear a non-sticky error so later calls start clean
+    return cr_fail(e == cudaErrorMemoryAllocation ? CUDARL_ERR_OUT_OF_MEMORY : CUDARL_ERR_CUDA,
+                   "cannot open cuda:%d: %s failed: %s", device, what, cudaGetErrorString(e));
+}
+
+cudarl_status cr_cuda_ctx_init(cudarl_ctx *ctx, int device_index) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        const char *why = e != cudaSuccess ? cudaGetErrorString(e) : "the runtime sees no GPU";
+        cudaGetLastError();
+        return cr_fail(CUDARL_ERR_UNSUPPORTED,
+                       "no usable CUDA device (%s); use --device cpu", why);
+    }
+    if (device_index < 0 || device_index >= count)
+        return cr_fail(CUDARL_ERR_INVALID_ARG,
+                       "cuda:%d does not exist: this machine has %d CUDA device%s (0..%d)",
+                       device_index, count, count == 1 ? "" : "s", count - 1);
+    if ((e = cudaSetDevice(device_index)) != cudaSuccess)
+        return cuda_failed("cudaSetDevice", e, device_index);
+    cudaDeviceProp prop;
+    if ((e = cudaGetDeviceProperties(&prop, device_index)) != cudaSuccess)
+        return cuda_failed("cudaGetDeviceProperties", e, device_index);
+
+    cr_cuda_impl *im = (cr_cuda_impl *)calloc(1, sizeof *im);
+    if (!im) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory opening cuda:%d",
+                            device_index);
+    const char *dbg = getenv("CUDARL_SYNC_DEBUG");
+    im->sync_debug = dbg && dbg[0] == '1';
+    im->blas_workspace_bytes = prop.major >= 9 ? BLAS_WORKSPACE_HOPPER : BLAS_WORKSPACE_OTHER;
+
+    cudaStream_t stream = NULL;
+    const char *what = NULL;
+    if ((e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess)
+        what = "cudaStreamCreateWithFlags";
+    else if ((e = cr_cuda_malloc(&im->blas_workspace, im->blas_workspace_bytes)) != cudaSuccess)
+        what = "cudaMalloc (cuBLAS workspace)";
+    else if ((e = cr_cuda_malloc((void **)&im->scratch, sizeof *im->scratch)) != cudaSuccess)
+        what = "cudaMalloc (scratch)";
+    if (what) {
+        release(im, stream);
+        return cuda_failed(what, e, device_index);
+    }
+    cublasStatus_t bs = cublasCreate(&im->blas);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(im->blas, stream);
+    if (bs == CUBLAS_STATUS_SUCCESS)
+        bs = cublasSetWorkspace(im->blas, im->blas_workspace, im->blas_workspace_bytes);
+    // fp32 GEMMs in fp32: the default math mode never uses TF32 (CUBLAS_TF32_TENSOR_OP_MATH would)
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetMathMode(im->blas, CUBLAS_DEFAULT_MATH);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetPointerMode(im->blas, CUBLAS_POINTER_MODE_HOST);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        release(im, stream);
+        cudaGetLastError();
+        return cr_fail(bs == CUBLAS_STATUS_ALLOC_FAILED ? CUDARL_ERR_OUT_OF_MEMORY
+                                                        : CUDARL_ERR_CUDA,
+                       "cannot open cuda:%d: cuBLAS setup failed: %s", device_index,
+                       cublasGetStatusString(bs));
+    }
+    ctx->kind = CUDARL_DEVICE_CUDA;
+    ctx->device_index = device_index;
+    ctx->ops = &cr_backend_cuda;
+    ctx->stream = stream;
+    ctx->impl = im;
+    return CUDARL_OK;
+}
+
+void cr_cuda_ctx_free(cudarl_ctx *ctx) {
+    cr_cuda_impl *im = cr_impl(ctx);
+    if (!im) return;
+    cudaError_t e = cudaStreamSynchronize(cr_stream(ctx));
+    if (e != cudaSuccess)
+        fprintf(stderr, "cudarl: cuda:%d: pending work failed: %s\n", ctx->device_index,
+                cudaGetErrorString(e));
+    release(im, cr_stream(ctx));
+    ctx->impl = NULL;
+    ctx->stream = NULL;
+}
+
+cudarl_status cr_cuda_mem_info(cudarl_ctx *ctx, size_t *free_bytes, size_t *total_bytes) {
+    cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
+    if (e == cudaSuccess) return CUDARL_OK;
+    cudaGetLastError();
+    return cr_fail(CUDARL_ERR_CUDA, "cudaMemGetInfo on cuda:%d: %s", ctx->device_index,
+                   cudaGetErrorString(e));
+}
+
+// ---- graphs -----------------------------------------------------------------------------
+
+cudarl_status cr_cuda_graph_begin(cudarl_ctx *ctx) {
+    cudaError_t e = cudaStreamBeginCapture(cr_stream(ctx), cudaStreamCaptureModeGlobal);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cr_fail(CUDARL_ERR_CUDA, "cudaStreamBeginCapture: %s", cudaGetErrorString(e));
+    }
+    cr_impl(ctx)->capturing = 1;
+    cr_impl(ctx)->capture_error = NULL;
+    return CUDARL_OK;
+}
+
+cudarl_status cr_cuda_graph_end(cudarl_ctx *ctx, void **graph_exec) {
+    *graph_exec = NULL;
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(cr_stream(ctx), &graph);
+    cr_cuda_impl *im = cr_impl(ctx);
+    im->capturing = 0;
+    if (e == cudaSuccess && im->capture_error) {
+        cudaGraphDestroy(graph);
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s cannot be part of a CUDA graph (it waits for "
+                       "the device or reads pageable host memory); call it outside the "
+                       "captured phase", im->capture_error);
+    }
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        if (graph) cudaGraphDestroy(graph);
+        return cr_fail(CUDARL_ERR_CUDA, "cudaStreamEndCapture: %s (a call during the capture "
+                       "was not allowed in a graph)", cudaGetErrorString(e));
+    }
+    cudaGraphExec_t exec = NULL;
+    e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cr_fail(e == cudaErrorMemoryAllocation ? CUDARL_ERR_OUT_OF_MEMORY
+                                                      : CUDARL_ERR_CUDA,
+                       "cudaGraphInstantiate: %s", cudaGetErrorString(e));
+    }
+    *graph_exec = exec;
+    return CUDARL_OK;
+}
+
+void cr_cuda_graph_launch(cudarl_ctx *ctx, void *graph_exec) {
+    CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)graph_exec, cr_stream(ctx)));
+    CR_CUDA_LAUNCHED(ctx);
+}
+
+void cr_cuda_graph_free(void *graph_exec) {
+    if (graph_exec) CUDA_CHECK(cudaGraphExecDestroy((cudaGraphExec_t)graph_exec));
+}
+
+// ---- pinned host memory -----------------------------------------------------------------
+
+cudarl_status cr_cuda_host_alloc_pinned(void **p, size_t bytes) {
+    *p = NULL;
+    cudaError_t e = cudaHostAlloc(p, bytes ? bytes : 1, cudaHostAllocDefault);
+    if (e == cudaSuccess) return CUDARL_OK;
+    cudaGetLastError();
+    *p = NULL;
+    return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of pinned host memory: %s",
+                   bytes, cudaGetErrorString(e));
+}
+
+void cr_cuda_host_free_pinned(void *p) {
+    if (p) CUDA_CHECK(cudaFreeHost(p));
+}
+
+// ---- ops that live in files of their own ------------------------------------------------
+
+static void value_stats(cudarl_ctx *ctx, const float *values, const float *returns, int n,
+                        double *out) {
+    cr_cuda_value_stats(values, returns, n, out, ctx->stream);
+    CR_CUDA_LAUNCHED(ctx);
+}
+
+static size_t bytes_in_use(cudarl_ctx *ctx) { return cr_cuda_bytes_in_use(); }
+
+// FP32 lanes per SM: 64 on Volta, Turing and A100 (sm_70/75/80); 128 on sm_86+ (Ampere
+// GeForce, Orin), Ada and Hopper.
+static int fp32_lanes(int major, int minor) {
+    return major < 8 || (major == 8 && minor == 0) ? 64 : 128;
+}
+
+// Theoretical peaks from the runtime's attributes: SMs x lanes x 2 (FMA) x boost clock, and
+// 2 (DDR) x memory clock x bus width. Zero when the runtime cannot say.
+static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
+    int dev = ctx->device_index, sms = 0, clock_khz = 0, mem_khz = 0, bus_bits = 0, major = 0,
+        minor = 0;
+    *flops = 0, *bytes_per_s = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    *flops = (double)sms * fp32_lanes(major, minor) * 2.0 * clock_khz * 1e3;
+    *bytes_per_s = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0);
+}
+
+// ---- the table --------------------------------------------------------------------------
+
+// Every member set below (C++ designated initializers must follow the declaration order, so a
+// reordered backend.h fails to compile here); a new member must be added here too.
+static_assert(sizeof(cr_backend) == 31 * sizeof(void *), "cr_backend changed: update this table");
+
+extern "C" const cr_backend cr_backend_cuda = {
+    .name = "cuda",
+    .arena_alloc = cr_cuda_arena_alloc,
+    .arena_free = cr_cuda_arena_free,
+    .copy_to_host = cr_cuda_copy_to_host,
+    .copy_from_host = cr_cuda_copy_from_host,
+    .copy = cr_cuda_copy,
+    .zero = cr_cuda_zero,
+    .sync = cr_cuda_sync,
+    .linear_forward = cr_cuda_linear_forward,
+    .linear_tanh_forward = cr_cuda_linear_tanh_forward,
+    .linear_backward = cr_cuda_linear_backward,
+    .tanh_backward = cr_cuda_tanh_backward,
+    .uniform = cr_cuda_uniform,
+    .permutation = cr_cuda_permutation,
+    .permutation_scratch_bytes = cr_cuda_permutation_scratch_bytes,
+    .categorical_sample = cr_cuda_categorical_sample,
+    .categorical_argmax = cr_cuda_categorical_argmax,
+    .episodes_record = cr_cuda_episodes_record,
+    .bootstrap_values = cr_cuda_bootstrap_values,
+    .gae = cr_cuda_gae,
+    .value_stats = value_stats,
+    .gather_rows = cr_cuda_gather_rows,
+    .ppo_loss = cr_cuda_ppo_loss,
+    .clip_grad_norm = cr_cuda_clip_grad_norm,
+    .adam_step = cr_cuda_adam_step,
+    .graph_begin = cr_cuda_graph_begin,
+    .graph_end = cr_cuda_graph_end,
+    .graph_launch = cr_cuda_graph_launch,
+    .graph_free = cr_cuda_graph_free,
+    .bytes_in_use = bytes_in_use,
+    .peaks = peaks,
+};

@@ -1,0 +1,55 @@
+/* The CUDA backend: every op of cr_backend enqueued on the context's stream (compiled only with
+ * the CUDA toolkit). Includable from C and C++.
+ *
+ * A CUDA context owns one non-blocking stream, a cuBLAS handle bound to it with a preallocated
+ * workspace (so GEMMs can be captured into a CUDA graph), and a small scratch block of device
+ * memory for the reductions of ppo_loss, clip_grad_norm and adam_step. Every op is asynchronous,
+ * allocates nothing and never waits on the host, so any sequence of ops can be captured into a
+ * graph. Ops that share one context share its scratch: launch them (and its graphs) on its
+ * stream only. CUDARL_SYNC_DEBUG=1 (read at context init) waits for and checks every launch. */
+#ifndef CUDARL_CUDA_BACKEND_H
+#define CUDARL_CUDA_BACKEND_H
+
+#include <stddef.h>
+
+#include "cudarl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cr_backend cr_backend;
+
+extern const cr_backend cr_backend_cuda;
+
+/* Opens device `device_index` for `ctx` (host memory the caller owns): selects the device,
+ * creates the stream, the cuBLAS handle and the scratch (device), and sets ctx->ops, ->kind,
+ * ->device_index, ->stream and ->impl. No GPU, a bad index or no memory return a status with a
+ * message and leave ctx as it was. */
+cudarl_status cr_cuda_ctx_init(cudarl_ctx *ctx, int device_index);
+/* Waits for the context's stream, then releases what cr_cuda_ctx_init created. */
+void cr_cuda_ctx_free(cudarl_ctx *ctx);
+
+/* Device allocations (cudaMalloc) this process has made through the backend, ever. A test
+ * reads it before and after a run of ops to prove the ops allocate nothing. */
+size_t cr_cuda_alloc_count(void);
+/* Free and total memory of the context's device, as cudaMemGetInfo reports them. */
+cudarl_status cr_cuda_mem_info(cudarl_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
+
+/* CUDA graphs by stream capture (global mode: a call that is unsafe during capture, from any
+ * thread, fails the capture instead of running). Between begin and end the ops are recorded,
+ * not run; end instantiates them into *graph_exec (host handle), which launch replays on the
+ * context's stream with the same buffers and free destroys. */
+cudarl_status cr_cuda_graph_begin(cudarl_ctx *ctx);
+cudarl_status cr_cuda_graph_end(cudarl_ctx *ctx, void **graph_exec);
+void cr_cuda_graph_launch(cudarl_ctx *ctx, void *graph_exec);
+void cr_cuda_graph_free(void *graph_exec);
+
+/* Page-locked host memory (host, pinned) for asynchronous copies; *p is NULL on failure. */
+cudarl_status cr_cuda_host_alloc_pinned(void **p, size_t bytes);
+void cr_cuda_host_free_pinned(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

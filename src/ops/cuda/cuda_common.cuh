@@ -1,0 +1,161 @@
+// Internals shared by the .cu files of the CUDA backend: the C headers, error checks, the
+// context's private state, launch helpers, a deterministic block sum and the entry points the
+// backend table (backend_cuda.cu) points at.
+#ifndef CUDARL_CUDA_COMMON_CUH
+#define CUDARL_CUDA_COMMON_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// ops_cpu.h and backend.h have no extern "C" of their own.
+extern "C" {
+#include "ops/backend.h"
+#include "ops/cuda/cuda_backend.h"
+}
+
+// ---- errors: a failed CUDA call inside an op is a bug; print it and abort ------------------
+
+[[noreturn]] void cr_cuda_fail(const char *expr, const char *err, const char *file, int line);
+
+#define CUDA_CHECK(expr)                                                                 \
+    do {                                                                                 \
+        cudaError_t cuda_check_e_ = (expr);                                              \
+        if (cuda_check_e_ != cudaSuccess)                                                \
+            cr_cuda_fail(#expr, cudaGetErrorString(cuda_check_e_), __FILE__, __LINE__); \
+    } while (0)
+
+#define CUBLAS_CHECK(expr)                                                                   \
+    do {                                                                                     \
+        cublasStatus_t cublas_check_s_ = (expr);                                             \
+        if (cublas_check_s_ != CUBLAS_STATUS_SUCCESS)                                        \
+            cr_cuda_fail(#expr, cublasGetStatusString(cublas_check_s_), __FILE__, __LINE__); \
+    } while (0)
+
+// Checks the launch (kernel, cuBLAS or CUB call) just enqueued on ctx's stream; with
+// CUDARL_SYNC_DEBUG=1 also waits for it (except while capturing a graph), so a fault inside a
+// kernel is reported at its own launch.
+#define CR_CUDA_LAUNCHED(ctx) cr_cuda_after_launch((ctx), __FILE__, __LINE__)
+void cr_cuda_after_launch(cudarl_ctx *ctx, const char *file, int line);
+
+// ---- the context's private state ----------------------------------------------------------
+
+// Partial sums of multi-block reductions: at most this many blocks, this many values each.
+#define CR_CUDA_MAX_PARTIALS 1024
+#define CR_CUDA_PARTIAL_WIDTH 8
+
+// Device scratch of one context: what one op hands from one of its kernels to the next. Ops on
+// one stream run one after another, so they share it.
+struct cr_cuda_scratch {
+    double partial[CR_CUDA_MAX_PARTIALS][CR_CUDA_PARTIAL_WIDTH];
+    double adv_mean, adv_denom; // ppo_loss: advantage normalisation
+    double clip_coef;           // clip_grad_norm: max_norm / (norm + 1e-6)
+    float adam_step;            // adam_step: lr / (1 - b1^t)
+    float adam_bc2_sqrt;        // adam_step: sqrt(1 - b2^t)
+};
+
+struct cr_cuda_impl {
+    cublasHandle_t blas;
+    void *blas_workspace; // (device)
+    size_t blas_workspace_bytes;
+    cr_cuda_scratch *scratch; // (device)
+    int sync_debug;           // CUDARL_SYNC_DEBUG=1 at init
+    int capturing;            // between graph_begin and graph_end
+    const char *capture_error; // the first op that cannot be in a graph, met while capturing
+};
+
+// Inside a capture, an op that cannot be captured (it waits for the device or reads pageable
+// host memory) records itself here and does nothing, so graph_end fails with a status rather
+// than the process aborting; returns whether it was refused.
+int cr_cuda_refuse_in_capture(cudarl_ctx *ctx, const char *op);
+
+static inline cudaStream_t cr_stream(const cudarl_ctx *ctx) { return (cudaStream_t)ctx->stream; }
+static inline cr_cuda_impl *cr_impl(const cudarl_ctx *ctx) { return (cr_cuda_impl *)ctx->impl; }
+
+// cudaMalloc that counts towards cr_cuda_alloc_count().
+cudaError_t cr_cuda_malloc(void **p, size_t bytes);
+
+// ---- launch geometry ----------------------------------------------------------------------
+
+#define CR_CUDA_THREADS 256
+// Blocks of a grid-stride loop over n items: enough to fill any GPU, a fixed function of n.
+#define CR_CUDA_MAX_BLOCKS 8192u
+
+static inline unsigned cr_cuda_blocks(size_t n, unsigned threads) {
+    size_t b = (n + threads - 1) / threads;
+    return b < 1 ? 1u : b > CR_CUDA_MAX_BLOCKS ? CR_CUDA_MAX_BLOCKS : (unsigned)b;
+}
+
+// ---- deterministic block sum --------------------------------------------------------------
+
+// Sums v[0..K) over the block (THREADS threads, a power of two) by a fixed halving tree in sh
+// (K * THREADS doubles of shared memory): the same order on every run. Thread 0 gets the totals
+// in v; every thread must call it.
+template <int K, int THREADS>
+__device__ void cr_block_sum(double (&v)[K], double *sh) {
+    const unsigned t = threadIdx.x;
+    for (int k = 0; k < K; k++) sh[k * THREADS + t] = v[k];
+    __syncthreads();
+    for (unsigned s = THREADS / 2; s > 0; s >>= 1) {
+        if (t < s)
+            for (int k = 0; k < K; k++) sh[k * THREADS + t] += sh[k * THREADS + t + s];
+        __syncthreads();
+    }
+    if (t == 0)
+        for (int k = 0; k < K; k++) v[k] = sh[k * THREADS];
+    __syncthreads(); // sh may be reused by the caller
+}
+
+// ---- the ops (backend table in backend_cuda.cu) --------------------------------------------
+
+// memory.cu
+cudarl_status cr_cuda_arena_alloc(cudarl_ctx *ctx, cr_arena *a, const cr_plan *p);
+void cr_cuda_arena_free(cudarl_ctx *ctx, cr_arena *a);
+void cr_cuda_copy_to_host(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
+void cr_cuda_copy_from_host(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
+void cr_cuda_copy(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
+void cr_cuda_zero(cudarl_ctx *ctx, void *dst, size_t bytes);
+void cr_cuda_sync(cudarl_ctx *ctx);
+void cr_cuda_gather_rows(cudarl_ctx *ctx, const void *src, const int32_t *idx, void *dst,
+                         int rows, size_t row_bytes);
+// linear.cu
+void cr_cuda_linear_forward(cudarl_ctx *ctx, const float *x, const float *w, const float *b,
+                            float *y, int B, int I, int O);
+void cr_cuda_linear_tanh_forward(cudarl_ctx *ctx, const float *x, const float *w, const float *b,
+                                 float *y, int B, int I, int O);
+void cr_cuda_linear_backward(cudarl_ctx *ctx, const float *dy, const float *x, const float *w,
+                             float *dx, float *dw, float *db, int B, int I, int O);
+// tanh.cu
+void cr_cuda_tanh_backward(cudarl_ctx *ctx, const float *y, const float *dy, float *dx, size_t n);
+// rng.cu
+void cr_cuda_uniform(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n);
+void cr_cuda_permutation(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n, void *scratch);
+size_t cr_cuda_permutation_scratch_bytes(int n);
+// categorical.cu
+void cr_cuda_categorical_sample(cudarl_ctx *ctx, const float *logits, const float *u,
+                                int32_t *action, float *logp, int B, int A);
+void cr_cuda_categorical_argmax(cudarl_ctx *ctx, const float *logits, int32_t *action, int B,
+                                int A);
+// episodes.cu
+void cr_cuda_episodes_record(cudarl_ctx *ctx, const float *reward, const uint8_t *done,
+                             double *ep_return, int64_t *ep_length, cr_episode_log *log, int N);
+// gae.cu
+void cr_cuda_bootstrap_values(cudarl_ctx *ctx, const float *values, const float *final_values,
+                              const float *last_values, const uint8_t *done, float *next_values,
+                              int T, int N);
+void cr_cuda_gae(cudarl_ctx *ctx, const float *rewards, const float *values,
+                 const float *next_values, const uint8_t *terminated, const uint8_t *done,
+                 float gamma, float lambda, float *adv, float *returns, int T, int N);
+// ppo_loss.cu
+void cr_cuda_ppo_loss(cudarl_ctx *ctx, const float *logits, const int32_t *action,
+                      const float *old_logp, const float *adv, const float *value,
+                      const float *old_value, const float *returns, const cr_ppo_loss_params *p,
+                      float *dlogits, float *dvalue, cr_ppo_stats_acc *acc, int B, int A);
+// optim.cu
+void cr_cuda_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
+                            cr_ppo_stats_acc *acc);
+void cr_cuda_adam_step(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
+                       const float *lr, float b1, float b2, float eps, int64_t *t);
+
+#endif

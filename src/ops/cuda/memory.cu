@@ -1,0 +1,125 @@
+// Device memory: the one allocation of an arena, copies, zeroing, and gathering rows by index.
+#include <string.h>
+
+#include "ops/cuda/cuda_common.cuh"
+
+static size_t alloc_count; // cudaMalloc calls that succeeded, ever
+
+cudaError_t cr_cuda_malloc(void **p, size_t bytes) {
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e == cudaSuccess) __atomic_fetch_add(&alloc_count, 1, __ATOMIC_RELAXED);
+    return e;
+}
+
+size_t cr_cuda_alloc_count(void) { return __atomic_load_n(&alloc_count, __ATOMIC_RELAXED); }
+
+// One cudaMalloc for the whole plan, zeroed on the context's stream (so every op enqueued after
+// this call sees zeros).
+cudarl_status cr_cuda_arena_alloc(cudarl_ctx *ctx, cr_arena *a, const cr_plan *p) {
+    memset(a, 0, sizeof *a);
+    a->plan = *p;
+    a->kind = CR_MEM_DEVICE;
+    size_t total = (p->total + CR_ARENA_ALIGN - 1) / CR_ARENA_ALIGN * CR_ARENA_ALIGN;
+    if (total == 0) total = CR_ARENA_ALIGN;
+    void *base = NULL;
+    cudaError_t e = cr_cuda_malloc(&base, total);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); // out of memory is not sticky: clear it
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        cudaGetLastError();
+        char want[32], have[32], all[32];
+        return cr_fail(e == cudaErrorMemoryAllocation ? CUDARL_ERR_OUT_OF_MEMORY : CUDARL_ERR_CUDA,
+                       "cannot allocate %s of device memory on cuda:%d (%s free of %s): %s; "
+                       "reduce --num-envs or --num-steps",
+                       cr_format_bytes(total, want, sizeof want), ctx->device_index,
+                       cr_format_bytes(free_b, have, sizeof have),
+                       cr_format_bytes(total_b, all, sizeof all), cudaGetErrorString(e));
+    }
+    CUDA_CHECK(cudaMemsetAsync(base, 0, total, cr_stream(ctx)));
+    a->base = (unsigned char *)base;
+    return CUDARL_OK;
+}
+
+void cr_cuda_arena_free(cudarl_ctx *ctx, cr_arena *a) {
+    if (a->base) CUDA_CHECK(cudaFree(a->base)); // waits for the device first
+    a->base = NULL;
+}
+
+// Returns with the bytes in dst: the one op that waits for the stream.
+void cr_cuda_copy_to_host(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes) {
+    if (cr_cuda_refuse_in_capture(ctx, "copy_to_host")) return;
+    ctx->host_syncs++;
+    if (!bytes) return;
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cr_stream(ctx)));
+    CUDA_CHECK(cudaStreamSynchronize(cr_stream(ctx)));
+}
+
+// Whether src is page-locked host memory (cr_cuda_host_alloc_pinned or registered).
+static int is_pinned(const void *src) {
+    cudaPointerAttributes at;
+    if (cudaPointerGetAttributes(&at, src) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return at.type == cudaMemoryTypeHost;
+}
+
+// From pageable memory the runtime stages src before returning, so src may be reused at once;
+// from pinned memory (cr_cuda_host_alloc_pinned) the copy is truly asynchronous and src must
+// stay unchanged until the stream has passed it. Only a copy from pinned memory can be captured
+// into a graph (a replay reads src as it is then).
+void cr_cuda_copy_from_host(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes) {
+    if (!bytes) return;
+    if (cr_impl(ctx)->capturing && !is_pinned(src)) {
+        cr_cuda_refuse_in_capture(ctx, "copy_from_host (pageable source)");
+        return;
+    }
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cr_stream(ctx)));
+}
+
+void cr_cuda_copy(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes) {
+    if (!bytes || dst == src) return;
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cr_stream(ctx)));
+}
+
+void cr_cuda_zero(cudarl_ctx *ctx, void *dst, size_t bytes) {
+    if (!bytes) return;
+    CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, cr_stream(ctx)));
+}
+
+void cr_cuda_sync(cudarl_ctx *ctx) {
+    if (cr_cuda_refuse_in_capture(ctx, "sync")) return;
+    CUDA_CHECK(cudaStreamSynchronize(cr_stream(ctx)));
+}
+
+// dst row r = src row idx[r], copied in words of type W (row_words of them per row).
+template <typename W>
+__global__ void gather_rows_kernel(const W *__restrict__ src, const int32_t *__restrict__ idx,
+                                   W *__restrict__ dst, size_t rows, size_t row_words) {
+    size_t n = rows * row_words, stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        size_t r = i / row_words, k = i - r * row_words;
+        dst[i] = src[(size_t)idx[r] * row_words + k];
+    }
+}
+
+template <typename W>
+static void gather_as(cudarl_ctx *ctx, const void *src, const int32_t *idx, void *dst, int rows,
+                      size_t row_bytes) {
+    size_t words = row_bytes / sizeof(W);
+    gather_rows_kernel<W><<<cr_cuda_blocks((size_t)rows * words, CR_CUDA_THREADS),
+                            CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(
+        (const W *)src, idx, (W *)dst, (size_t)rows, words);
+    CR_CUDA_LAUNCHED(ctx);
+}
+
+// Copies in the widest word that divides the row and both base addresses.
+void cr_cuda_gather_rows(cudarl_ctx *ctx, const void *src, const int32_t *idx, void *dst,
+                         int rows, size_t row_bytes) {
+    if (rows <= 0 || row_bytes == 0) return;
+    uintptr_t align = (uintptr_t)src | (uintptr_t)dst | (uintptr_t)row_bytes;
+    if (align % 16 == 0) gather_as<uint4>(ctx, src, idx, dst, rows, row_bytes);
+    else if (align % 4 == 0) gather_as<uint32_t>(ctx, src, idx, dst, rows, row_bytes);
+    else gather_as<unsigned char>(ctx, src, idx, dst, rows, row_bytes);
+}

@@ -1,0 +1,109 @@
+// Gradient-norm clipping and Adam on the device, with the semantics of src/ops/cpu/grad_norm.c
+// and adam.c. Nothing comes back to the host: the clip coefficient, Adam's step count and its
+// bias corrections are computed by one thread and read from the scratch by the next launch.
+//
+// clip_grad_norm: sum of squares in double, each of G blocks over a grid-stride slice, then one
+// block adds the G partials (G a function of n only: a fixed order, bitwise repeatable; it differs
+// from the CPU's index order only in double rounding), computes norm and coef, and adds the norm
+// to acc->grad_norm_sum; a third launch scales g when coef < 1 (or is NaN, as torch does).
+//
+// adam_step: a one-thread launch advances *t and computes lr / (1 - b1^t) and sqrt(1 - b2^t)
+// (double, as the CPU); the elementwise launch after it is the CPU's loop with every rounding in
+// the same place (_rn intrinsics, no FMA), so m and v match the CPU bit for bit.
+#include "ops/cuda/cuda_common.cuh"
+
+#define NORM_THREADS 256
+// Elements per thread a sum-of-squares block aims at before another block is added.
+#define NORM_PER_THREAD 8
+
+__global__ void __launch_bounds__(NORM_THREADS)
+sum_squares_kernel(const float *__restrict__ g, size_t n, cr_cuda_scratch *scratch) {
+    __shared__ double sh[NORM_THREADS];
+    double v[1] = {0.0};
+    size_t stride = (size_t)gridDim.x * NORM_THREADS;
+    for (size_t i = (size_t)blockIdx.x * NORM_THREADS + threadIdx.x; i < n; i += stride) {
+        double x = (double)g[i];
+        v[0] += x * x; // exact product of two floats in double
+    }
+    cr_block_sum<1, NORM_THREADS>(v, sh);
+    if (threadIdx.x == 0) scratch->partial[blockIdx.x][0] = v[0];
+}
+
+__global__ void __launch_bounds__(NORM_THREADS)
+norm_finish_kernel(cr_cuda_scratch *scratch, int blocks, double max_norm,
+                   cr_ppo_stats_acc *acc) {
+    __shared__ double sh[NORM_THREADS];
+    double v[1] = {0.0};
+    for (int k = threadIdx.x; k < blocks; k += NORM_THREADS) v[0] += scratch->partial[k][0];
+    cr_block_sum<1, NORM_THREADS>(v, sh);
+    if (threadIdx.x != 0) return;
+    double norm = sqrt(v[0]);
+    scratch->clip_coef = max_norm / (norm + 1e-6);
+    acc->grad_norm_sum += norm;
+}
+
+// g *= coef when !(coef >= 1): torch multiplies by clamp(coef, max=1), a no-op at 1, and a NaN
+// norm makes g NaN.
+__global__ void scale_kernel(float *g, size_t n, const cr_cuda_scratch *scratch) {
+    double coef = scratch->clip_coef;
+    if (coef >= 1.0) return;
+    const float c = (float)coef;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        g[i] = __fmul_rn(g[i], c);
+}
+
+void cr_cuda_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
+                            cr_ppo_stats_acc *acc) {
+    if (!n) return; // norm 0: coef >= 1, and adding 0 to the sum changes nothing
+    cudaStream_t st = cr_stream(ctx);
+    cr_cuda_scratch *scratch = cr_impl(ctx)->scratch;
+    size_t want = (n + NORM_THREADS * NORM_PER_THREAD - 1) / (NORM_THREADS * NORM_PER_THREAD);
+    int blocks = want > CR_CUDA_MAX_PARTIALS ? CR_CUDA_MAX_PARTIALS : (int)want;
+    sum_squares_kernel<<<blocks, NORM_THREADS, 0, st>>>(g, n, scratch);
+    CR_CUDA_LAUNCHED(ctx);
+    norm_finish_kernel<<<1, NORM_THREADS, 0, st>>>(scratch, blocks, max_norm, acc);
+    CR_CUDA_LAUNCHED(ctx);
+    scale_kernel<<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, st>>>(g, n, scratch);
+    CR_CUDA_LAUNCHED(ctx);
+}
+
+// *t += 1; the step size and sqrt of the second bias correction for the new t.
+__global__ void adam_prepare_kernel(int64_t *t, const float *lr, float b1, float b2,
+                                    cr_cuda_scratch *scratch) {
+    int64_t step = *t + 1;
+    *t = step;
+    double bc1 = 1.0 - pow((double)b1, (double)step), bc2 = 1.0 - pow((double)b2, (double)step);
+    scratch->adam_step = (float)((double)*lr / bc1);
+    scratch->adam_bc2_sqrt = (float)sqrt(bc2);
+}
+
+//   m = b1 m + c1 g;  v = b2 v + c2 g^2;  p -= step * m / (sqrt(v) / bc2_sqrt + eps)
+__global__ void adam_kernel(float *__restrict__ p, const float *__restrict__ g,
+                            float *__restrict__ m, float *__restrict__ v, size_t n, float b1,
+                            float b2, float c1, float c2, float eps,
+                            const cr_cuda_scratch *scratch) {
+    const float step = scratch->adam_step, bc2_sqrt = scratch->adam_bc2_sqrt;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float gi = g[i];
+        float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(c1, gi));
+        float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(c2, __fmul_rn(gi, gi)));
+        m[i] = mi;
+        v[i] = vi;
+        float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2_sqrt), eps);
+        p[i] = __fsub_rn(p[i], __fmul_rn(step, __fdiv_rn(mi, denom)));
+    }
+}
+
+void cr_cuda_adam_step(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
+                       const float *lr, float b1, float b2, float eps, int64_t *t) {
+    cudaStream_t st = cr_stream(ctx);
+    cr_cuda_scratch *scratch = cr_impl(ctx)->scratch;
+    adam_prepare_kernel<<<1, 1, 0, st>>>(t, lr, b1, b2, scratch);
+    CR_CUDA_LAUNCHED(ctx);
+    if (!n) return;
+    adam_kernel<<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, st>>>(
+        p, g, m, v, n, b1, b2, 1.0f - b1, 1.0f - b2, eps, scratch);
+    CR_CUDA_LAUNCHED(ctx);
+}

@@ -1,0 +1,18 @@
+# The CUDA backend against the CPU backend, op by op: one program, one ctest per group (needs a
+# GPU: label gpu, excluded by ctest -LE gpu). The graph group runs again with
+# CUDARL_SYNC_DEBUG=1, which waits for and checks every launch outside a capture.
+if(CUDARL_HAVE_CUDA)
+  add_executable(test_ops_cuda ${CMAKE_CURRENT_LIST_DIR}/test_ops_cuda.c)
+  target_include_directories(test_ops_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src
+                             ${PROJECT_SOURCE_DIR}/tests)
+  target_compile_options(test_ops_cuda PRIVATE ${CUDARL_C_WARNINGS})
+  target_link_libraries(test_ops_cuda PRIVATE cudarl)
+  foreach(group memory linear tanh rng categorical episodes gae gather ppo_loss optim graph
+                noalloc)
+    add_test(NAME test_ops_cuda_${group} COMMAND test_ops_cuda ${group})
+    set_tests_properties(test_ops_cuda_${group} PROPERTIES LABELS gpu)
+  endforeach()
+  add_test(NAME test_ops_cuda_graph_sync_debug COMMAND test_ops_cuda graph)
+  set_tests_properties(test_ops_cuda_graph_sync_debug PROPERTIES LABELS gpu
+                       ENVIRONMENT CUDARL_SYNC_DEBUG=1)
+endif()
