@@ -23,8 +23,11 @@ build_rc=$?
 add "build (cmake, -j16)" "rc=$build_rc in $(( $(date +%s) - t0 )) s"
 [ $build_rc -eq 0 ] || { tail -30 "$OUT/build.log"; printf '%s\n' "${summary[@]}"; exit 1; }
 
-(cd build-gpu && ctest --output-on-failure -LE "gym" -j8) >"$OUT/ctest.log" 2>&1
-add "ctest -LE gym (CPU suite + gpu label)" "rc=$? ($(grep -E 'tests passed' "$OUT/ctest.log"))"
+(cd build-gpu && ctest --output-on-failure -L gpu) >"$OUT/ctest-gpu.log" 2>&1
+add "ctest -L gpu" "rc=$? ($(grep -E 'tests passed' "$OUT/ctest-gpu.log"))"
+grep -E "Test +#|FAIL|seed|memory:|max|resets" "$OUT/ctest-gpu.log" | head -40
+(cd build-gpu && ctest --output-on-failure -LE "gym|gpu" -j8) >"$OUT/ctest.log" 2>&1
+add "ctest -LE gym|gpu (CPU suite)" "rc=$? ($(grep -E 'tests passed' "$OUT/ctest.log"))"
 
 for b in "$@"; do
   case "$b" in
@@ -35,6 +38,15 @@ for b in "$@"; do
     taskset -c 0,1 python3 bench/peers/ppo_torch.py --device cpu --threads 2 --seeds 5 \
       --json "$OUT/peer_torch_cpu.json" 2>&1 | tee "$OUT/peer_torch_cpu.txt"
     add "PyTorch PPO peer (2 cores, cpu)" "$(tail -1 "$OUT/peer_torch_cpu.txt")"
+    ;;
+  ppo_gpu)
+    PYTHONUNBUFFERED=1 python3 bench/ppo_gpu.py --cudarl build-gpu/cudarl --seeds 5 --envs 65536 \
+      --out "$OUT/ppo_gpu.json" 2>&1 | tee "$OUT/ppo_gpu.txt"
+    add "PPO GPU vs PyTorch" "see the table above ($OUT/ppo_gpu.txt)"
+    ;;
+  train_gpu)
+    build-gpu/cudarl train --device cuda --profile --runs-dir /tmp/tg 2>&1 | tail -16 | tee "$OUT/train_gpu.txt"
+    add "cudarl train --device cuda --profile" "$(grep 'steps/s' "$OUT/train_gpu.txt" | head -1)"
     ;;
   *) add "$b" "unknown benchmark" ;;
   esac

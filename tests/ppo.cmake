@@ -1,3 +1,6 @@
 cudarl_test(test_ppo_golden SOURCES test_ppo_golden.c LABELS cpu)
 cudarl_test(test_ppo_learn SOURCES test_ppo_learn.c LABELS "cpu;slow"
             ARGS ${CMAKE_CURRENT_BINARY_DIR}/learn-runs)
+if(CUDARL_HAVE_CUDA)
+  cudarl_test(test_ppo_cuda SOURCES test_ppo_cuda.c LABELS gpu ARGS ${CMAKE_CURRENT_BINARY_DIR}/cuda-runs)
+endif()

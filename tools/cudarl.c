@@ -48,12 +48,13 @@ static const arg_spec train_specs[] = {
     {"runs-dir", ARG_STR, CFG(runs_dir), 256, 0, 0, "where run folders go"},
     {"checkpoint-every", ARG_INT, CFG(checkpoint_every), 0, 0, 1 << 30, "iterations between checkpoints (0: at the end)"},
     {"quiet", ARG_BOOL, CFG(quiet), 0, 0, 1, "no progress line"},
+    {"profile", ARG_BOOL, CFG(profile), 0, 0, 1, "time per phase, syncs, FLOP/s and GB/s at the end"},
     {"resume", ARG_STR, offsetof(train_opts, resume), PATH_MAX, 0, 0, "continue from this checkpoint"},
 };
 #define N_TRAIN_SPECS ((int)(sizeof train_specs / sizeof train_specs[0]))
 
 /* Flags a resumed run may change; the others come from the checkpoint. */
-static const char *const resume_overridable[] = {"total-timesteps", "device", "threads", "quiet",
+static const char *const resume_overridable[] = {"total-timesteps", "device", "threads", "quiet", "profile",
                                                  "checkpoint-every", "resume", "algo", NULL};
 
 static void on_sigint(int sig) {
@@ -116,6 +117,7 @@ static int apply_resume(train_opts *o, const arg_result *r) {
     int tt = args_find(train_specs, N_TRAIN_SPECS, "total-timesteps");
     if (r->set[tt]) saved.total_timesteps = o->cfg.total_timesteps;
     saved.device = o->cfg.device, saved.threads = o->cfg.threads, saved.quiet = o->cfg.quiet;
+    saved.profile = o->cfg.profile;
     saved.checkpoint_every = o->cfg.checkpoint_every;
     o->cfg = saved;
     return 0;
@@ -126,11 +128,17 @@ static void print_summary(const cudarl_train_summary *s) {
            "of the last 100: %.1f\n", (long long)s->global_step, (long long)s->run_steps,
            s->train_seconds, s->sps, (long long)s->episodes, s->mean_return_100);
     if (s->solved_step >= 0 && s->solved_seconds >= 0)
-        printf("cudarl: solved (mean of 100 >= threshold) at step %lld, %.2f s into the loop\n",
-               (long long)s->solved_step, s->solved_seconds);
+        printf("cudarl: solved (mean of 100 >= threshold) at step %lld, %.3f s into the loop "
+               "(unix time %.3f)\n", (long long)s->solved_step, s->solved_seconds,
+               s->solved_unix_time);
     else if (s->solved_step >= 0) /* solved before the checkpoint this run resumed */
         printf("cudarl: solved (mean of 100 >= threshold) at step %lld, before this resume\n",
                (long long)s->solved_step);
+    if (s->device_bytes_after_setup > 0)
+        printf("cudarl: device memory: training arena %.1f MiB; %.1f MiB in use on the device "
+               "(context and libraries included), %+lld bytes over the run\n",
+               (double)s->arena_bytes / 1048576.0, (double)s->device_bytes_after_setup / 1048576.0,
+               (long long)s->device_bytes_growth);
     printf("cudarl: checkpoint %s/model.safetensors, metrics %s/metrics.csv\n", s->run_dir,
            s->run_dir);
 }
@@ -144,6 +152,9 @@ static int cmd_train(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: cudarl train [flags]\n\nflags (CleanRL's names):\n");
             args_print_help(train_specs, N_TRAIN_SPECS, &o);
+            printf("\nOn a CUDA device four defaults change to fill the GPU: num-envs 1024, "
+                   "num-steps 16,\nlearning-rate 0.005, total-timesteps 2000000. Flags given "
+                   "still win.\n");
             return 0;
         }
     arg_result r;
@@ -153,17 +164,24 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "cudarl train: --algo '%s' is not available; choose: ppo\n", o.algo);
         return EXIT_USAGE;
     }
-    if (o.resume[0]) {
+    cudarl_ctx *ctx;
+    if (cudarl_ctx_init(&ctx, o.cfg.device, 0) != CUDARL_OK) return fail("no device");
+    if (!o.resume[0]) {
+        /* the device's batch shape, then the user's flags over it */
+        cudarl_ppo_config_default(&o.cfg, NULL);
+        cudarl_ppo_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));
+        args_parse(train_specs, N_TRAIN_SPECS, &o, argc, argv, "train", 0, &r);
+    } else {
         int rc = apply_resume(&o, &r);
+        if (rc) cudarl_ctx_free(ctx);
         if (rc == -1) return EXIT_USAGE;
         if (rc) return EXIT_FAILURE;
     }
     if (cudarl_ppo_config_validate(&o.cfg) != CUDARL_OK) {
         fprintf(stderr, "cudarl train: %s\n", cudarl_last_error());
+        cudarl_ctx_free(ctx);
         return EXIT_USAGE;
     }
-    cudarl_ctx *ctx;
-    if (cudarl_ctx_init(&ctx, o.cfg.device, 0) != CUDARL_OK) return fail("no device");
     signal(SIGINT, on_sigint);
     cudarl_train_summary sum;
     cudarl_status s = cudarl_ppo_train(ctx, &o.cfg, o.resume[0] ? o.resume : NULL, &sum);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "algo/ppo_internal.h"
+#include "core/nvtx.h"
 
 /* ---- memory plan ------------------------------------------------------------------------ */
 
@@ -19,8 +20,8 @@ enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_ADAM_T, M_LR, M_ENV, M_OBS, M_FI
        M_ACTIONS, M_LOGP, M_REWARDS, M_VALUES, M_FINAL_VALUES, M_NEXT_VALUES, M_ADV, M_RETURNS,
        M_TERM, M_TRUNC, M_DONE, M_LAST_VALUES, M_LOGITS, M_U, M_MB_IDX, M_PERM_SCRATCH, M_MB_OBS,
        M_MB_LOGP, M_MB_ADV, M_MB_RET, M_MB_VAL, M_MB_ACT, M_MB_LOGITS, M_MB_VALUE, M_MB_DLOGITS,
-       M_MB_DVALUE, M_CACHE_A, M_CACHE_C, M_ACC, M_SAMPLER, M_SHUFFLER, M_EP_RETURN,
-       M_EP_LENGTH, M_LOG, M_COUNT };
+       M_MB_DVALUE, M_CACHE_A, M_CACHE_C, M_METRICS, M_SAMPLER, M_SHUFFLER, M_EP_RETURN,
+       M_EP_LENGTH, M_COUNT };
 
 static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
     size_t P = p->layout.num_params, TN = (size_t)p->batch, F = sizeof(float);
@@ -39,9 +40,9 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
         {"mb.logp", mb * F}, {"mb.adv", mb * F}, {"mb.ret", mb * F}, {"mb.val", mb * F},
         {"mb.act", mb * 4}, {"mb.logits", mb * A * F}, {"mb.value", mb * F},
         {"mb.dlogits", mb * A * F}, {"mb.dvalue", mb * F}, {"cache.actor", cache},
-        {"cache.critic", cache}, {"stats", sizeof(cr_ppo_stats_acc)},
+        {"cache.critic", cache}, {"metrics", sizeof(cr_ppo_metrics)},
         {"rng.sampler", sizeof(cr_rng_stream)}, {"rng.shuffle", sizeof(cr_rng_stream)},
-        {"episode.return", N * 8}, {"episode.length", N * 8}, {"episode.log", sizeof(cr_episode_log)},
+        {"episode.return", N * 8}, {"episode.length", N * 8},
     };
     cr_plan_init(pl);
     for (int i = 0; i < M_COUNT; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
@@ -71,20 +72,10 @@ static void carve_memory(cr_ppo *p) {
     p->mb_dlogits = cr_arena_get(a, M_MB_DLOGITS), p->mb_dvalue = cr_arena_get(a, M_MB_DVALUE);
     p->cache_actor = cr_mlp_cache_carve(cr_arena_get(a, M_CACHE_A), rows, p->layout.hidden);
     p->cache_critic = cr_mlp_cache_carve(cr_arena_get(a, M_CACHE_C), rows, p->layout.hidden);
-    p->acc = cr_arena_get(a, M_ACC);
+    p->metrics = cr_arena_get(a, M_METRICS);
+    p->acc = &p->metrics->acc, p->log = &p->metrics->log;
     p->sampler = cr_arena_get(a, M_SAMPLER), p->shuffler = cr_arena_get(a, M_SHUFFLER);
     p->ep_return = cr_arena_get(a, M_EP_RETURN), p->ep_length = cr_arena_get(a, M_EP_LENGTH);
-    p->log = cr_arena_get(a, M_LOG);
-}
-
-static cudarl_status alloc_host(cr_ppo *p) {
-    cr_plan pl;
-    cr_plan_init(&pl);
-    cr_plan_add(&pl, "host.values", (size_t)p->batch * sizeof(float));
-    cr_plan_add(&pl, "host.returns", (size_t)p->batch * sizeof(float));
-    CR_TRY(cr_arena_alloc(&p->host, &pl, CR_MEM_HOST));
-    p->h_values = cr_arena_get(&p->host, 0), p->h_returns = cr_arena_get(&p->host, 1);
-    return CUDARL_OK;
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
@@ -129,8 +120,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
     cr_plan_print(&pl, ctx->kind == CUDARL_DEVICE_CUDA ? "device" : "training (host)");
     CR_TRY(ctx->ops->arena_alloc(ctx, &p->mem, &pl));
     carve_memory(p);
-    cudarl_status s = alloc_host(p);
-    if (s == CUDARL_OK) s = seed_state(p);
+    cudarl_status s = seed_state(p);
     if (s != CUDARL_OK) cr_ppo_free(p);
     return s;
 }
@@ -139,7 +129,6 @@ void cr_ppo_free(cr_ppo *p) {
     if (p->csv) fclose(p->csv);
     p->csv = NULL;
     if (p->ctx && p->mem.base) p->ctx->ops->arena_free(p->ctx, &p->mem);
-    cr_arena_free(&p->host);
 }
 
 double cr_ppo_recent_mean(const cr_ppo *p) {
@@ -159,6 +148,8 @@ static void rollout(cr_ppo *p) {
     const size_t N = (size_t)p->N, D = (size_t)p->D;
     cr_mlp_view actor = cr_ac_actor(&p->layout, p->params);
     cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
+    o->zero(ctx, &p->log->iter_episodes, sizeof *p->log - offsetof(cr_episode_log, iter_episodes));
+    o->zero(ctx, p->metrics->value_stats, sizeof p->metrics->value_stats);
     for (int t = 0; t < p->T; t++) {
         size_t row = (size_t)t * N;
         float *obs_t = p->obs + row * D, *final_t = p->final_obs + row * D;
@@ -179,6 +170,7 @@ static void rollout(cr_ppo *p) {
                         p->T, p->N);
     o->gae(ctx, p->rewards, p->values, p->next_values, p->terminated, p->done,
            (float)p->cfg.gamma, (float)p->cfg.gae_lambda, p->adv, p->returns, p->T, p->N);
+    o->value_stats(ctx, p->values, p->returns, p->batch, p->metrics->value_stats);
 }
 
 /* ---- update ----------------------------------------------------------------------------- */
@@ -240,20 +232,12 @@ static const char *const csv_header =
     "losses/old_approx_kl,losses/approx_kl,losses/clipfrac,losses/explained_variance,"
     "losses/grad_norm,charts/SPS,time/elapsed_s\n";
 
-static double explained_variance(cr_ppo *p) {
-    cudarl_ctx *ctx = p->ctx;
-    size_t n = (size_t)p->batch;
-    ctx->ops->copy_to_host(ctx, p->h_values, p->values, n * sizeof(float));
-    ctx->ops->copy_to_host(ctx, p->h_returns, p->returns, n * sizeof(float));
-    double my = 0, md = 0;
-    for (size_t i = 0; i < n; i++) my += p->h_returns[i], md += p->h_returns[i] - p->h_values[i];
-    my /= (double)n, md /= (double)n;
-    double vy = 0, vd = 0;
-    for (size_t i = 0; i < n; i++) {
-        double y = p->h_returns[i] - my, d = p->h_returns[i] - p->h_values[i] - md;
-        vy += y * y, vd += d * d;
-    }
-    return vy == 0 ? NAN : 1.0 - vd / vy;
+/* 1 - Var(returns - values) / Var(returns) over the iteration's batch; NaN if returns are flat. */
+static double explained_variance(const double *v) {
+    double n = v[0];
+    if (n < 1) return NAN;
+    double var_y = v[2] / n - (v[1] / n) * (v[1] / n), var_d = v[4] / n - (v[3] / n) * (v[3] / n);
+    return var_y <= 0 ? NAN : 1.0 - var_d / var_y;
 }
 
 static void fmt_num(char *b, size_t cap, double v) {
@@ -262,15 +246,14 @@ static void fmt_num(char *b, size_t cap, double v) {
 }
 
 static void log_iteration(cr_ppo *p, float lr, double elapsed) {
-    cr_ppo_stats_acc acc;
-    p->ctx->ops->copy_to_host(p->ctx, &acc, p->acc, sizeof acc);
+    const cr_ppo_stats_acc acc = p->h_metrics.acc;
     double c = acc.count > 0 ? acc.count : 1;
     const cr_episode_log *l = &p->h_log;
     double ep_ret = l->iter_episodes ? l->iter_return_sum / (double)l->iter_episodes : NAN;
     double ep_len = l->iter_episodes ? l->iter_length_sum / (double)l->iter_episodes : NAN;
     double vals[] = {ep_ret, ep_len, cr_ppo_recent_mean(p), (double)l->episodes, lr,
                      acc.sum[2] / c, acc.sum[1] / c, acc.sum[3] / c, acc.sum[4] / c,
-                     acc.sum[5] / c, acc.sum[6] / c, explained_variance(p),
+                     acc.sum[5] / c, acc.sum[6] / c, explained_variance(p->h_metrics.value_stats),
                      acc.grad_norm_sum / c};
     fprintf(p->csv, "%lld,%lld", (long long)p->global_step, (long long)p->iteration);
     char b[64];
@@ -377,38 +360,152 @@ static volatile sig_atomic_t stop_requested;
 
 void cudarl_request_stop(void) { stop_requested = 1; }
 
-/* Reads the episode log (and zeroes its per-iteration sums) for logging and the solve check. */
-static void read_episode_log(cr_ppo *p) {
+/* Reads this iteration's metrics (losses, episodes, value sums): the loop's one host sync. */
+static void read_metrics(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
-    ctx->ops->copy_to_host(ctx, &p->h_log, p->log, sizeof p->h_log);
-    ctx->ops->zero(ctx, &p->log->iter_episodes,
-                   sizeof *p->log - offsetof(cr_episode_log, iter_episodes));
+    ctx->ops->copy_to_host(ctx, &p->h_metrics, p->metrics, sizeof p->h_metrics);
+    p->h_log = p->h_metrics.log;
+}
+
+static void free_graphs(cudarl_ctx *ctx, void *a, void *b) {
+    if (a) ctx->ops->graph_free(a);
+    if (b) ctx->ops->graph_free(b);
+}
+
+/* Runs `phase` as a graph where the backend has graphs: captured on first use, replayed after
+ * (the buffers are fixed, so one capture serves every iteration). Elsewhere runs it directly. */
+static void run_phase(cr_ppo *p, void (*phase)(cr_ppo *), void **graph) {
+    cudarl_ctx *ctx = p->ctx;
+    const cr_backend *o = ctx->ops;
+    if (!o->graph_begin) {
+        phase(p);
+        return;
+    }
+    if (!*graph) {
+        if (o->graph_begin(ctx) != CUDARL_OK) {
+            CR_WARN("graph capture unavailable (%s); launching ops one by one", cudarl_last_error());
+            phase(p);
+            return;
+        }
+        phase(p);
+        if (o->graph_end(ctx, graph) != CUDARL_OK) {
+            CR_WARN("graph capture failed (%s); launching ops one by one", cudarl_last_error());
+            *graph = NULL;
+            phase(p);
+            return;
+        }
+    }
+    o->graph_launch(ctx, *graph);
+}
+
+/* ---- profile ---------------------------------------------------------------------------- */
+
+/* Ends the current phase: with --profile, waits for the device and charges the time to it. */
+static void phase_end(cr_ppo *p, int phase) {
+    CR_RANGE_POP();
+    if (!p->cfg.profile) return;
+    p->ctx->ops->sync(p->ctx);
+    double now = cr_time_now();
+    p->prof.seconds[phase] += now - p->prof.mark;
+    p->prof.mark = now;
+}
+
+/* Model FLOPs of one row through an MLP forward (fwd) and backward (bwd, weights + inputs). */
+static void mlp_flops(const cr_ac_layout *l, int out, double *fwd, double *bwd) {
+    double D = l->obs_dim, H = l->hidden, O = out;
+    *fwd = 2 * (D * H + H * H + H * O);
+    *bwd = *fwd + 2 * (H * H + H * O); /* dW for every layer, dX for all but the first */
+}
+
+/* Prints time per phase, host syncs per iteration, and achieved FLOP/s and GB/s. */
+static void profile_print(const cr_ppo *p) {
+    const cr_ppo_profile *f = &p->prof;
+    if (!p->cfg.profile || f->iterations == 0) return;
+    static const char *const names[CR_PHASE_COUNT] = {"rollout (env + policy)", "update (learn)",
+        "metrics (device -> host)", "log (csv, progress)", "checkpoint"};
+    double total = 0, it = (double)f->iterations;
+    for (int i = 0; i < CR_PHASE_COUNT; i++) total += f->seconds[i];
+    fprintf(stderr, "profile: %lld iterations, %.3f ms each (phases timed with a device sync at "
+            "each boundary)\n", (long long)f->iterations, 1e3 * total / it);
+    for (int i = 0; i < CR_PHASE_COUNT; i++)
+        fprintf(stderr, "  %-26s %9.3f ms %5.1f%%\n", names[i], 1e3 * f->seconds[i] / it,
+                total > 0 ? 100 * f->seconds[i] / total : 0);
+    fprintf(stderr, "  host<->device synchronisations per iteration: %.1f\n",
+            (double)(p->ctx->host_syncs - f->syncs_start) / it);
+    double af, ab, cf, cb;
+    mlp_flops(&p->layout, p->A, &af, &ab);
+    mlp_flops(&p->layout, 1, &cf, &cb);
+    double rollout = (double)p->batch * (af + 3 * cf); /* critic on obs, final obs, and last */
+    double upd = (double)p->cfg.update_epochs * p->batch * (af + ab + cf + cb);
+    /* bytes: each layer reads its input and writes its output once per pass (fp32) */
+    double H = p->layout.hidden, D = p->D, row_fwd = 4 * (D + 3 * H + p->A + 1) * 2;
+    double bytes = (double)p->batch * row_fwd * (1.5 + 3.0 * p->cfg.update_epochs);
+    double t_roll = f->seconds[CR_PHASE_ROLLOUT] / it, t_upd = f->seconds[CR_PHASE_UPDATE] / it;
+    double peak_f = 0, peak_b = 0;
+    if (p->ctx->ops->peaks) p->ctx->ops->peaks(p->ctx, &peak_f, &peak_b);
+    fprintf(stderr, "  model FLOPs per iteration: rollout %.3g, update %.3g -> %.3g TFLOP/s",
+            rollout, upd, (rollout + upd) / (t_roll + t_upd) / 1e12);
+    if (peak_f > 0) fprintf(stderr, " (%.1f%% of the fp32 peak, %.1f TFLOP/s)",
+                            100 * (rollout + upd) / (t_roll + t_upd) / peak_f, peak_f / 1e12);
+    fprintf(stderr, "\n  modelled activation traffic: %.3g GB per iteration -> %.3g GB/s", bytes / 1e9,
+            bytes / (t_roll + t_upd) / 1e9);
+    if (peak_b > 0) fprintf(stderr, " (%.1f%% of %.0f GB/s)", 100 * bytes / (t_roll + t_upd) / peak_b,
+                            peak_b / 1e9);
+    fprintf(stderr, "\n");
 }
 
 static cudarl_status train_loop(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
+    void *g_rollout = NULL, *g_update = NULL;
+    /* --target-kl reads a statistic on the host between epochs: that update stays uncaptured */
+    int capture_update = p->cfg.target_kl <= 0;
     p->loop_start = cr_time_now();
     p->start_iteration = p->iteration;
+    memset(&p->prof, 0, sizeof p->prof);
+    p->prof.syncs_start = ctx->host_syncs;
     while (p->iteration < p->num_iterations && !stop_requested) {
         p->iteration++;
         float lr = current_lr(p);
+        if (p->cfg.profile) ctx->ops->sync(ctx), p->prof.mark = cr_time_now();
+        CR_RANGE_PUSH("rollout");
         ctx->ops->copy_from_host(ctx, p->lr, &lr, sizeof lr);
-        rollout(p);
+        run_phase(p, rollout, &g_rollout);
         p->global_step += p->batch;
-        update(p);
-        read_episode_log(p);
+        phase_end(p, CR_PHASE_ROLLOUT);
+        CR_RANGE_PUSH("update");
+        if (capture_update) run_phase(p, update, &g_update);
+        else update(p);
+        phase_end(p, CR_PHASE_UPDATE);
+        CR_RANGE_PUSH("metrics");
+        read_metrics(p);
+        phase_end(p, CR_PHASE_METRICS);
+        CR_RANGE_PUSH("log");
+        if (ctx->ops->bytes_in_use && p->iteration == p->start_iteration + 1)
+            p->bytes_after_setup = ctx->ops->bytes_in_use(ctx);
         double elapsed = cr_time_now() - p->loop_start;
         double mean = cr_ppo_recent_mean(p);
         if (p->solved_step < 0 && p->h_log.episodes >= CR_RECENT_EPISODES &&
             mean >= p->env_info->solved_return) {
             p->solved_step = p->global_step;
             p->solved_seconds = elapsed;
+            p->solved_unix = cr_time_unix();
         }
         log_iteration(p, lr, elapsed);
         progress(p, elapsed, 0);
-        if (p->cfg.checkpoint_every > 0 && p->iteration % p->cfg.checkpoint_every == 0)
-            CR_TRY(save_checkpoint(p));
+        phase_end(p, CR_PHASE_LOG);
+        p->prof.iterations++;
+        if (p->cfg.checkpoint_every > 0 && p->iteration % p->cfg.checkpoint_every == 0) {
+            CR_RANGE_PUSH("checkpoint");
+            cudarl_status s = save_checkpoint(p);
+            phase_end(p, CR_PHASE_CHECKPOINT);
+            if (s != CUDARL_OK) {
+                free_graphs(ctx, g_rollout, g_update);
+                return s;
+            }
+        }
     }
+    if (ctx->ops->bytes_in_use) p->bytes_at_end = ctx->ops->bytes_in_use(ctx);
+    free_graphs(ctx, g_rollout, g_update);
     return CUDARL_OK;
 }
 
@@ -427,6 +524,7 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
         s = train_loop(&p);
         double secs = cr_time_now() - p.loop_start;
         progress(&p, secs, 1);
+        profile_print(&p);
         if (s == CUDARL_OK) s = save_checkpoint(&p);
         if (summary) {
             summary->global_step = p.global_step;
@@ -438,6 +536,10 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
             summary->solved_step = p.solved_step;
             summary->solved_seconds = p.solved_seconds;
             summary->interrupted = p.iteration < p.num_iterations;
+            summary->device_bytes_after_setup = (int64_t)p.bytes_after_setup;
+            summary->arena_bytes = (int64_t)p.mem.plan.total;
+            summary->solved_unix_time = p.solved_unix;
+            summary->device_bytes_growth = (int64_t)p.bytes_at_end - (int64_t)p.bytes_after_setup;
             snprintf(summary->run_dir, sizeof summary->run_dir, "%s", p.run_dir);
         }
     }

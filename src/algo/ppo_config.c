@@ -33,6 +33,14 @@ void cudarl_ppo_config_default(cudarl_ppo_config *c, const char *env_id) {
     c->checkpoint_every = 0;
 }
 
+void cudarl_ppo_config_for_device(cudarl_ppo_config *c, cudarl_device_kind kind) {
+    if (kind != CUDARL_DEVICE_CUDA) return;
+    c->num_envs = 1024;
+    c->num_steps = 16;
+    c->learning_rate = 5e-3;
+    c->total_timesteps = 2000000;
+}
+
 #define REQUIRE(cond, ...)                                         \
     do {                                                           \
         if (!(cond)) return cr_fail(CUDARL_ERR_INVALID_ARG, __VA_ARGS__); \

@@ -13,6 +13,24 @@
 #define CR_STREAM_SHUFFLE ((1ull << 40) + 1)
 #define CR_STREAM_INIT ((1ull << 40) + 2)
 
+/* What the host reads each iteration, in one copy (backend memory). */
+typedef struct cr_ppo_metrics {
+    cr_ppo_stats_acc acc;  /* loss statistics of this iteration's update */
+    double value_stats[5]; /* explained-variance sums of this iteration's rollout */
+    cr_episode_log log;    /* finished episodes; iter_* fields cover this iteration */
+} cr_ppo_metrics;
+
+enum { CR_PHASE_ROLLOUT, CR_PHASE_UPDATE, CR_PHASE_METRICS, CR_PHASE_LOG, CR_PHASE_CHECKPOINT,
+       CR_PHASE_COUNT };
+
+/* --profile: wall time per phase (the device is synchronised at each phase boundary). */
+typedef struct cr_ppo_profile {
+    double seconds[CR_PHASE_COUNT];
+    double mark;           /* time of the last phase boundary */
+    int64_t iterations;
+    uint64_t syncs_start;  /* ctx->host_syncs when the loop began */
+} cr_ppo_profile;
+
 typedef struct cr_ppo {
     cudarl_ctx *ctx;
     cudarl_ppo_config cfg;
@@ -42,23 +60,24 @@ typedef struct cr_ppo {
     int32_t *mb_act;                              /* (mb) */
     float *mb_logits, *mb_value, *mb_dlogits, *mb_dvalue; /* (mb, A), (mb), (mb, A), (mb) */
     cr_mlp_cache cache_actor, cache_critic;       /* max(mb, N) rows */
-    cr_ppo_stats_acc *acc;
+    cr_ppo_metrics *metrics;
+    cr_ppo_stats_acc *acc;                        /* &metrics->acc */
+    cr_episode_log *log;                          /* &metrics->log */
     cr_rng_stream *sampler, *shuffler;
     double *ep_return;                            /* (N) running episode return */
     int64_t *ep_length;                           /* (N) */
-    cr_episode_log *log;
 
-    /* host memory */
-    cr_arena host;
-    float *h_values, *h_returns;                  /* (batch) for explained variance */
-    cr_episode_log h_log;                         /* the latest copy of *log */
+    cr_ppo_metrics h_metrics;                     /* the latest copy of *metrics */
+    cr_episode_log h_log;                         /* = h_metrics.log */
 
     /* outputs */
     char run_dir[512];
     FILE *csv;
     double loop_start, last_progress;
+    size_t bytes_after_setup, bytes_at_end; /* device memory in use (CUDA) */
+    cr_ppo_profile prof;
     int64_t solved_step;
-    double solved_seconds;
+    double solved_seconds, solved_unix;
     int tty;
 } cr_ppo;
 
