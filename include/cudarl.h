@@ -131,6 +131,7 @@ typedef struct cudarl_train_summary {
     int64_t device_bytes_growth;      /* in use at the end minus after the first iteration */
     int64_t arena_bytes;              /* the training arena (device memory on CUDA) */
     double solved_unix_time;          /* wall clock (CLOCK_REALTIME) at solved_step; 0 if never */
+    double host_syncs_per_iteration;  /* times the host waited for the device, per iteration */
 } cudarl_train_summary;
 
 /* Reads the hyperparameters stored in the PPO checkpoint at `path` into `cfg`. */

@@ -135,6 +135,9 @@ static void print_summary(const cudarl_train_summary *s) {
         printf("cudarl: solved (mean of 100 >= threshold) at step %lld, before this resume\n",
                (long long)s->solved_step);
     if (s->device_bytes_after_setup > 0)
+        printf("cudarl: host waited for the device %.2f times per iteration (metrics arrive "
+               "through pinned memory)\n", s->host_syncs_per_iteration);
+    if (s->device_bytes_after_setup > 0)
         printf("cudarl: device memory: training arena %.1f MiB; %.1f MiB in use on the device "
                "(context and libraries included), %+lld bytes over the run\n",
                (double)s->arena_bytes / 1048576.0, (double)s->device_bytes_after_setup / 1048576.0,

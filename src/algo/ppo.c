@@ -255,13 +255,13 @@ static void log_iteration(cr_ppo *p, float lr, double elapsed) {
                      acc.sum[2] / c, acc.sum[1] / c, acc.sum[3] / c, acc.sum[4] / c,
                      acc.sum[5] / c, acc.sum[6] / c, explained_variance(p->h_metrics.value_stats),
                      acc.grad_norm_sum / c};
-    fprintf(p->csv, "%lld,%lld", (long long)p->global_step, (long long)p->iteration);
+    fprintf(p->csv, "%lld,%lld", (long long)p->rep_step, (long long)p->rep_iteration);
     char b[64];
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
         fmt_num(b, sizeof b, vals[i]);
         fprintf(p->csv, ",%s", b);
     }
-    double sps = elapsed > 0 ? (double)((p->iteration - p->start_iteration) * p->batch) / elapsed : 0;
+    double sps = elapsed > 0 ? (double)((p->rep_iteration - p->start_iteration) * p->batch) / elapsed : 0;
     fprintf(p->csv, ",%.0f,%.6f\n", sps, elapsed);
 }
 
@@ -271,20 +271,20 @@ static void progress(cr_ppo *p, double elapsed, int final) {
     int64_t every = p->num_iterations / 10 > 0 ? p->num_iterations / 10 : 1;
     if (!final) {
         if (p->tty && now - p->last_progress < 0.1) return;
-        if (!p->tty && p->iteration % every != 0) return;
+        if (!p->tty && p->rep_iteration % every != 0) return;
     }
     p->last_progress = now;
-    int64_t done_steps = (p->iteration - p->start_iteration) * p->batch;
+    int64_t done_steps = (p->rep_iteration - p->start_iteration) * p->batch;
     double sps = elapsed > 0 ? (double)done_steps / elapsed : 0;
-    double remaining = sps > 0 ? (double)(p->num_iterations - p->iteration) * p->batch / sps : 0;
+    double remaining = sps > 0 ? (double)(p->num_iterations - p->rep_iteration) * p->batch / sps : 0;
     double mean = cr_ppo_recent_mean(p);
     char m[32];
     if (isnan(mean)) snprintf(m, sizeof m, "-");
     else snprintf(m, sizeof m, "%.1f", mean);
     fprintf(stderr, "%sstep %9lld/%lld  %5.1f%%  SPS %9.0f  return(100) %6s  ETA %5.1fs%s",
-            p->tty ? "\r" : "", (long long)p->global_step,
+            p->tty ? "\r" : "", (long long)p->rep_step,
             (long long)(p->num_iterations * p->batch),
-            100.0 * (double)p->iteration / (double)p->num_iterations, sps, m, remaining,
+            100.0 * (double)p->rep_iteration / (double)p->num_iterations, sps, m, remaining,
             p->tty ? (final ? "\n" : "") : "\n");
     fflush(stderr);
 }
@@ -360,11 +360,10 @@ static volatile sig_atomic_t stop_requested;
 
 void cudarl_request_stop(void) { stop_requested = 1; }
 
-/* Reads this iteration's metrics (losses, episodes, value sums): the loop's one host sync. */
+/* Reads this iteration's metrics (losses, episodes, value sums), waiting for the device. */
 static void read_metrics(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
     ctx->ops->copy_to_host(ctx, &p->h_metrics, p->metrics, sizeof p->h_metrics);
-    p->h_log = p->h_metrics.log;
 }
 
 static void free_graphs(cudarl_ctx *ctx, void *a, void *b) {
@@ -454,59 +453,147 @@ static void profile_print(const cr_ppo *p) {
     fprintf(stderr, "\n");
 }
 
+/* Everything the host does with one iteration's metrics (in iteration order): the solve check,
+ * metrics.csv, the progress line. */
+static void report_iteration(cr_ppo *p, int64_t iteration, int64_t step, float lr) {
+    cudarl_ctx *ctx = p->ctx;
+    p->rep_iteration = iteration, p->rep_step = step;
+    p->h_log = p->h_metrics.log;
+    if (ctx->ops->bytes_in_use && iteration == p->start_iteration + 1)
+        p->bytes_after_setup = ctx->ops->bytes_in_use(ctx);
+    double elapsed = cr_time_now() - p->loop_start;
+    double mean = cr_ppo_recent_mean(p);
+    if (p->solved_step < 0 && p->h_log.episodes >= CR_RECENT_EPISODES &&
+        mean >= p->env_info->solved_return) {
+        p->solved_step = step;
+        p->solved_seconds = elapsed;
+        p->solved_unix = cr_time_unix();
+    }
+    log_iteration(p, lr, elapsed);
+    progress(p, elapsed, 0);
+    p->prof.iterations++;
+}
+
+/* Metrics in flight: each iteration's block is copied into its own pinned slot behind the
+ * iteration's work, and reported once its event has passed, so the host never stops the
+ * device to read them; it waits only when every slot is still in flight. */
+#define CR_METRIC_SLOTS 4
+
+typedef struct cr_metric_pipe {
+    int on;
+    cr_ppo_metrics *slots;  /* (CR_METRIC_SLOTS) pinned host memory */
+    float *lr;              /* (CR_METRIC_SLOTS) pinned: each iteration's learning rate */
+    void *event[CR_METRIC_SLOTS];
+    int64_t iteration[CR_METRIC_SLOTS], step[CR_METRIC_SLOTS]; /* 0: slot free */
+    int64_t next;           /* the next iteration to report */
+} cr_metric_pipe;
+
+static void pipe_free(cudarl_ctx *ctx, cr_metric_pipe *m) {
+    for (int k = 0; k < CR_METRIC_SLOTS; k++)
+        if (m->event[k]) ctx->ops->event_free(ctx, m->event[k]);
+    if (m->slots) ctx->ops->pinned_free(ctx, m->slots);
+    memset(m, 0, sizeof *m);
+}
+
+/* Turns the pipe on where the backend can copy asynchronously (not with --profile, whose
+ * phase timing synchronises anyway). */
+static void pipe_init(cr_ppo *p, cr_metric_pipe *m) {
+    cudarl_ctx *ctx = p->ctx;
+    memset(m, 0, sizeof *m);
+    if (!ctx->ops->event_create || p->cfg.profile) return;
+    size_t bytes = CR_METRIC_SLOTS * (sizeof(cr_ppo_metrics) + sizeof(float));
+    if (ctx->ops->pinned_alloc(ctx, (void **)&m->slots, bytes) != CUDARL_OK) return;
+    m->lr = (float *)(m->slots + CR_METRIC_SLOTS);
+    for (int k = 0; k < CR_METRIC_SLOTS; k++)
+        if (ctx->ops->event_create(ctx, &m->event[k]) != CUDARL_OK) {
+            pipe_free(ctx, m);
+            return;
+        }
+    m->on = 1;
+    m->next = p->iteration + 1;
+}
+
+/* Reports slot iterations in order: those whose copies have landed, or all when `wait`. */
+static void pipe_drain(cr_ppo *p, cr_metric_pipe *m, int wait) {
+    cudarl_ctx *ctx = p->ctx;
+    for (;;) {
+        int k = (int)(m->next % CR_METRIC_SLOTS);
+        if (m->iteration[k] != m->next) return;
+        if (!ctx->ops->event_done(ctx, m->event[k])) {
+            if (!wait) return;
+            ctx->ops->event_wait(ctx, m->event[k]);
+        }
+        p->h_metrics = m->slots[k];
+        report_iteration(p, m->iteration[k], m->step[k], m->lr[k]);
+        m->iteration[k] = 0;
+        m->next++;
+    }
+}
+
+/* One iteration's device work: learning rate in, rollout, update. */
+static void iterate(cr_ppo *p, cr_metric_pipe *m, float lr, void **g_rollout, void **g_update) {
+    cudarl_ctx *ctx = p->ctx;
+    int capture_update = p->cfg.target_kl <= 0; /* --target-kl reads a statistic between epochs */
+    if (p->cfg.profile) ctx->ops->sync(ctx), p->prof.mark = cr_time_now();
+    CR_RANGE_PUSH("rollout");
+    if (m->on) {
+        int k = (int)(p->iteration % CR_METRIC_SLOTS);
+        if (m->iteration[k]) pipe_drain(p, m, 1); /* every slot in flight: wait for the oldest */
+        m->lr[k] = lr;
+        ctx->ops->copy_from_host(ctx, p->lr, &m->lr[k], sizeof lr);
+    } else {
+        ctx->ops->copy_from_host(ctx, p->lr, &lr, sizeof lr);
+    }
+    run_phase(p, rollout, g_rollout);
+    p->global_step += p->batch;
+    phase_end(p, CR_PHASE_ROLLOUT);
+    CR_RANGE_PUSH("update");
+    if (capture_update) run_phase(p, update, g_update);
+    else update(p);
+    phase_end(p, CR_PHASE_UPDATE);
+}
+
 static cudarl_status train_loop(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
     void *g_rollout = NULL, *g_update = NULL;
-    /* --target-kl reads a statistic on the host between epochs: that update stays uncaptured */
-    int capture_update = p->cfg.target_kl <= 0;
+    cudarl_status s = CUDARL_OK;
     p->loop_start = cr_time_now();
     p->start_iteration = p->iteration;
     memset(&p->prof, 0, sizeof p->prof);
     p->prof.syncs_start = ctx->host_syncs;
-    while (p->iteration < p->num_iterations && !stop_requested) {
+    cr_metric_pipe m;
+    pipe_init(p, &m);
+    while (p->iteration < p->num_iterations && !stop_requested && s == CUDARL_OK) {
         p->iteration++;
         float lr = current_lr(p);
-        if (p->cfg.profile) ctx->ops->sync(ctx), p->prof.mark = cr_time_now();
-        CR_RANGE_PUSH("rollout");
-        ctx->ops->copy_from_host(ctx, p->lr, &lr, sizeof lr);
-        run_phase(p, rollout, &g_rollout);
-        p->global_step += p->batch;
-        phase_end(p, CR_PHASE_ROLLOUT);
-        CR_RANGE_PUSH("update");
-        if (capture_update) run_phase(p, update, &g_update);
-        else update(p);
-        phase_end(p, CR_PHASE_UPDATE);
+        iterate(p, &m, lr, &g_rollout, &g_update);
         CR_RANGE_PUSH("metrics");
-        read_metrics(p);
-        phase_end(p, CR_PHASE_METRICS);
-        CR_RANGE_PUSH("log");
-        if (ctx->ops->bytes_in_use && p->iteration == p->start_iteration + 1)
-            p->bytes_after_setup = ctx->ops->bytes_in_use(ctx);
-        double elapsed = cr_time_now() - p->loop_start;
-        double mean = cr_ppo_recent_mean(p);
-        if (p->solved_step < 0 && p->h_log.episodes >= CR_RECENT_EPISODES &&
-            mean >= p->env_info->solved_return) {
-            p->solved_step = p->global_step;
-            p->solved_seconds = elapsed;
-            p->solved_unix = cr_time_unix();
+        if (m.on) {
+            int k = (int)(p->iteration % CR_METRIC_SLOTS);
+            ctx->ops->copy_to_host_async(ctx, &m.slots[k], p->metrics, sizeof m.slots[k]);
+            ctx->ops->event_record(ctx, m.event[k]);
+            m.iteration[k] = p->iteration, m.step[k] = p->global_step;
+            pipe_drain(p, &m, 0);
+            CR_RANGE_POP();
+        } else {
+            read_metrics(p);
+            phase_end(p, CR_PHASE_METRICS);
+            CR_RANGE_PUSH("log");
+            report_iteration(p, p->iteration, p->global_step, lr);
+            phase_end(p, CR_PHASE_LOG);
         }
-        log_iteration(p, lr, elapsed);
-        progress(p, elapsed, 0);
-        phase_end(p, CR_PHASE_LOG);
-        p->prof.iterations++;
         if (p->cfg.checkpoint_every > 0 && p->iteration % p->cfg.checkpoint_every == 0) {
+            if (m.on) pipe_drain(p, &m, 1);
             CR_RANGE_PUSH("checkpoint");
-            cudarl_status s = save_checkpoint(p);
+            s = save_checkpoint(p);
             phase_end(p, CR_PHASE_CHECKPOINT);
-            if (s != CUDARL_OK) {
-                free_graphs(ctx, g_rollout, g_update);
-                return s;
-            }
         }
     }
+    if (m.on) pipe_drain(p, &m, 1);
     if (ctx->ops->bytes_in_use) p->bytes_at_end = ctx->ops->bytes_in_use(ctx);
+    pipe_free(ctx, &m);
     free_graphs(ctx, g_rollout, g_update);
-    return CUDARL_OK;
+    return s;
 }
 
 cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
@@ -539,6 +626,9 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
             summary->device_bytes_after_setup = (int64_t)p.bytes_after_setup;
             summary->arena_bytes = (int64_t)p.mem.plan.total;
             summary->solved_unix_time = p.solved_unix;
+            int64_t iters = p.iteration - p.start_iteration;
+            summary->host_syncs_per_iteration =
+                iters > 0 ? (double)(ctx->host_syncs - p.prof.syncs_start) / (double)iters : 0;
             summary->device_bytes_growth = (int64_t)p.bytes_at_end - (int64_t)p.bytes_after_setup;
             snprintf(summary->run_dir, sizeof summary->run_dir, "%s", p.run_dir);
         }

@@ -40,6 +40,7 @@ typedef struct cr_ppo {
     int batch, mb;         /* T*N, rows per minibatch */
     int64_t num_iterations, iteration, global_step;
     int64_t start_iteration; /* iteration this process started at (resume) */
+    int64_t rep_iteration, rep_step; /* the iteration being reported (metrics may trail) */
 
     /* backend memory (device memory on CUDA): everything the loop touches */
     cr_arena mem;

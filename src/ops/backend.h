@@ -99,6 +99,18 @@ struct cr_backend {
     void (*graph_free)(void *graph);
     /* optional: device bytes in use (total - free), to check that memory stays flat */
     size_t (*bytes_in_use)(cudarl_ctx *ctx);
+    /* optional: results reach the host without stopping the device. pinned_* is page-locked
+     * host memory; copy_to_host_async copies into it in stream order and returns at once;
+     * events mark a point of the stream: event_done asks without waiting, event_wait blocks
+     * (and counts as a host sync) */
+    cudarl_status (*pinned_alloc)(cudarl_ctx *ctx, void **p, size_t bytes);
+    void (*pinned_free)(cudarl_ctx *ctx, void *p);
+    void (*copy_to_host_async)(cudarl_ctx *ctx, void *dst_pinned, const void *src, size_t bytes);
+    cudarl_status (*event_create)(cudarl_ctx *ctx, void **event);
+    void (*event_free)(cudarl_ctx *ctx, void *event);
+    void (*event_record)(cudarl_ctx *ctx, void *event);
+    int (*event_done)(cudarl_ctx *ctx, void *event);
+    void (*event_wait)(cudarl_ctx *ctx, void *event);
     /* optional: the device's fp32 peak (FLOP/s) and memory bandwidth (bytes/s) */
     void (*peaks)(cudarl_ctx *ctx, double *flops, double *bytes_per_s);
 };

@@ -244,7 +244,7 @@ static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 31 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 39 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -277,5 +277,13 @@ extern "C" const cr_backend cr_backend_cuda = {
     .graph_launch = cr_cuda_graph_launch,
     .graph_free = cr_cuda_graph_free,
     .bytes_in_use = bytes_in_use,
+    .pinned_alloc = cr_cuda_pinned_alloc,
+    .pinned_free = cr_cuda_pinned_free,
+    .copy_to_host_async = cr_cuda_copy_to_host_async,
+    .event_create = cr_cuda_event_create,
+    .event_free = cr_cuda_event_free,
+    .event_record = cr_cuda_event_record,
+    .event_done = cr_cuda_event_done,
+    .event_wait = cr_cuda_event_wait,
     .peaks = peaks,
 };

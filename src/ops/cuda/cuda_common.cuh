@@ -111,6 +111,15 @@ __device__ void cr_block_sum(double (&v)[K], double *sh) {
 
 // memory.cu
 cudarl_status cr_cuda_arena_alloc(cudarl_ctx *ctx, cr_arena *a, const cr_plan *p);
+// async.cu
+cudarl_status cr_cuda_pinned_alloc(cudarl_ctx *ctx, void **p, size_t bytes);
+void cr_cuda_pinned_free(cudarl_ctx *ctx, void *p);
+void cr_cuda_copy_to_host_async(cudarl_ctx *ctx, void *dst_pinned, const void *src, size_t bytes);
+cudarl_status cr_cuda_event_create(cudarl_ctx *ctx, void **event);
+void cr_cuda_event_free(cudarl_ctx *ctx, void *event);
+void cr_cuda_event_record(cudarl_ctx *ctx, void *event);
+int cr_cuda_event_done(cudarl_ctx *ctx, void *event);
+void cr_cuda_event_wait(cudarl_ctx *ctx, void *event);
 void cr_cuda_arena_free(cudarl_ctx *ctx, cr_arena *a);
 void cr_cuda_copy_to_host(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
 void cr_cuda_copy_from_host(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
