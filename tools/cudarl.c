@@ -135,8 +135,9 @@ static void print_summary(const cudarl_train_summary *s) {
         printf("cudarl: solved (mean of 100 >= threshold) at step %lld, before this resume\n",
                (long long)s->solved_step);
     if (s->device_bytes_after_setup > 0)
-        printf("cudarl: host waited for the device %.2f times per iteration (metrics arrive "
-               "through pinned memory)\n", s->host_syncs_per_iteration);
+        printf("cudarl: the host waited on the device %.2f times per iteration, with up to 4 "
+               "iterations queued ahead of it (metrics arrive through pinned memory)\n",
+               s->host_syncs_per_iteration);
     if (s->device_bytes_after_setup > 0)
         printf("cudarl: device memory: training arena %.1f MiB; %.1f MiB in use on the device "
                "(context and libraries included), %+lld bytes over the run\n",
