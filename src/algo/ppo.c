@@ -416,6 +416,20 @@ static void mlp_flops(const cr_ac_layout *l, int out, double *fwd, double *bwd) 
     *bwd = *fwd + 2 * (H * H + H * O); /* dW for every layer, dX for all but the first */
 }
 
+/* Bytes per row that the layer ops of one MLP pass move through device memory (fp32), as the
+ * backend runs them: forward, a GEMM (read x, write y) then a bias/tanh pass (read and write
+ * y); backward, per layer the dW GEMM (read dy, x), the bias sum (read dy), the dX GEMM (read
+ * dy, write dx; not for the first layer) and the tanh derivative (read y, dy; write dx). */
+static void mlp_bytes(const cr_ac_layout *l, int out, double *fwd, double *bwd) {
+    double d[4] = {l->obs_dim, l->hidden, l->hidden, out};
+    *fwd = *bwd = 0;
+    for (int k = 0; k < 3; k++) {
+        *fwd += 4 * (d[k] + 3 * d[k + 1]);
+        *bwd += 4 * (2 * d[k + 1] + d[k]);
+        if (k > 0) *bwd += 4 * (d[k + 1] + d[k]) + 4 * 3 * d[k];
+    }
+}
+
 /* Prints time per phase, host syncs per iteration, and achieved FLOP/s and GB/s. */
 static void profile_print(const cr_ppo *p) {
     const cr_ppo_profile *f = &p->prof;
@@ -436,9 +450,12 @@ static void profile_print(const cr_ppo *p) {
     mlp_flops(&p->layout, 1, &cf, &cb);
     double rollout = (double)p->batch * (af + 3 * cf); /* critic on obs, final obs, and last */
     double upd = (double)p->cfg.update_epochs * p->batch * (af + ab + cf + cb);
-    /* bytes: each layer reads its input and writes its output once per pass (fp32) */
-    double H = p->layout.hidden, D = p->D, row_fwd = 4 * (D + 3 * H + p->A + 1) * 2;
-    double bytes = (double)p->batch * row_fwd * (1.5 + 3.0 * p->cfg.update_epochs);
+    double abf, abb, cbf, cbb;
+    mlp_bytes(&p->layout, p->A, &abf, &abb);
+    mlp_bytes(&p->layout, 1, &cbf, &cbb);
+    double gather = 2.0 * 4 * (p->D + 5); /* per minibatch row: read and write the row's fields */
+    double bytes = (double)p->batch * (abf + 3 * cbf) +
+                   (double)p->cfg.update_epochs * p->batch * (abf + abb + cbf + cbb + gather);
     double t_roll = f->seconds[CR_PHASE_ROLLOUT] / it, t_upd = f->seconds[CR_PHASE_UPDATE] / it;
     double peak_f = 0, peak_b = 0;
     if (p->ctx->ops->peaks) p->ctx->ops->peaks(p->ctx, &peak_f, &peak_b);
@@ -446,7 +463,7 @@ static void profile_print(const cr_ppo *p) {
             rollout, upd, (rollout + upd) / (t_roll + t_upd) / 1e12);
     if (peak_f > 0) fprintf(stderr, " (%.1f%% of the fp32 peak, %.1f TFLOP/s)",
                             100 * (rollout + upd) / (t_roll + t_upd) / peak_f, peak_f / 1e12);
-    fprintf(stderr, "\n  modelled activation traffic: %.3g GB per iteration -> %.3g GB/s", bytes / 1e9,
+    fprintf(stderr, "\n  modelled layer traffic: %.3g GB per iteration -> %.3g GB/s", bytes / 1e9,
             bytes / (t_roll + t_upd) / 1e9);
     if (peak_b > 0) fprintf(stderr, " (%.1f%% of %.0f GB/s)", 100 * bytes / (t_roll + t_upd) / peak_b,
                             peak_b / 1e9);
