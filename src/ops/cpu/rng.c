@@ -3,7 +3,8 @@
 
 #include "ops/cpu/ops_cpu.h"
 
-void cr_cpu_uniform(cr_rng_stream *s, float *u, int n) {
+/* words (n) = the stream's next n words, advancing it by n (one Philox block per 4 words). */
+static void next_words(cr_rng_stream *s, uint32_t *words, int n) {
     uint32_t block[4];
     uint64_t w = s->offset;
     for (int i = 0; i < n; i++, w++) {
@@ -12,9 +13,18 @@ void cr_cpu_uniform(cr_rng_stream *s, float *u, int n) {
             uint32_t ctr[4] = {(uint32_t)b, (uint32_t)(b >> 32), s->stream[0], s->stream[1]};
             cr_philox4x32_10(ctr, s->key, block);
         }
-        u[i] = (float)(block[w % 4] >> 8) * (1.0f / 16777216.0f);
+        words[i] = block[w % 4];
     }
     s->offset += (uint64_t)n;
+}
+
+void cr_cpu_uniform(cr_rng_stream *s, float *u, int n) {
+    uint32_t words[256];
+    for (int done = 0; done < n; done += 256) {
+        int k = n - done < 256 ? n - done : 256;
+        next_words(s, words, k);
+        for (int i = 0; i < k; i++) u[done + i] = (float)(words[i] >> 8) * (1.0f / 16777216.0f);
+    }
 }
 
 size_t cr_cpu_permutation_scratch_bytes(int n) { return (size_t)n * 3 * sizeof(uint32_t); }
@@ -24,18 +34,8 @@ size_t cr_cpu_permutation_scratch_bytes(int n) { return (size_t)n * 3 * sizeof(u
 void cr_cpu_permutation(cr_rng_stream *s, int32_t *perm, int n, void *scratch) {
     uint32_t *keys = scratch, *keys2 = keys + n, *idx2 = keys2 + n;
     uint32_t *idx = (uint32_t *)perm;
-    uint32_t block[4];
-    uint64_t w = s->offset;
-    for (int i = 0; i < n; i++, w++) {
-        if (i == 0 || w % 4 == 0) {
-            uint64_t b = w / 4;
-            uint32_t ctr[4] = {(uint32_t)b, (uint32_t)(b >> 32), s->stream[0], s->stream[1]};
-            cr_philox4x32_10(ctr, s->key, block);
-        }
-        keys[i] = block[w % 4];
-        idx[i] = (uint32_t)i;
-    }
-    s->offset += (uint64_t)n;
+    next_words(s, keys, n);
+    for (int i = 0; i < n; i++) idx[i] = (uint32_t)i;
     for (int shift = 0; shift < 32; shift += 8) {
         size_t count[257] = {0};
         for (int i = 0; i < n; i++) count[((keys[i] >> shift) & 255) + 1]++;
