@@ -152,7 +152,8 @@ void cr_replay_gather(const cr_replay *rb, int64_t slot, int b, const cr_replay_
 /* beta(step) = beta0 + (1 - beta0) min(1, step / beta_steps) (1 when beta_steps <= 0). */
 float cr_replay_beta(const cr_replay_spec *spec, int64_t step);
 /* Draws `batch` transitions with P(i) = p_i^alpha / sum_j p_j^alpha, stratified: draw b takes
- * x = ((float)b + u_b) * (root / B) in float, u_b = (word offset + b >> 8) 2^-24, and descends
+ * x = ((float)b + u_b) * (root / B) in float, u_b = (stream word offset + b) >> 8, times 2^-24;
+ * descends
  * the tree (left if x < left sum, else right with x -= left sum, unless the right sum is 0);
  * the stream advances by B. Weights w_b = (N P(b))^-beta / max over the batch of the same,
  * computed as (leaf_b / min leaf in batch)^-beta in double (N and the root cancel), beta =
