@@ -146,6 +146,43 @@ void cudarl_request_stop(void);
 cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
                                const char *resume_path, cudarl_train_summary *summary);
 
+/* ---- DQN --------------------------------------------------------------------------- */
+
+/* DQN hyperparameters: CleanRL's dqn.py names, meanings and defaults, plus cudarl's extras. */
+typedef struct cudarl_dqn_config {
+    char env_id[64];
+    char run_name[128];
+    char runs_dir[256];
+    uint64_t seed;
+    int64_t total_timesteps;          /* env steps over all envs */
+    double learning_rate;
+    int num_envs;
+    int64_t buffer_size;              /* replay capacity (transitions) */
+    double gamma;
+    double tau;                       /* target network update rate (1 = copy) */
+    int64_t target_network_frequency; /* env steps between target updates */
+    int batch_size;
+    double start_e, end_e;            /* epsilon-greedy schedule ends */
+    double exploration_fraction;      /* fraction of total_timesteps to anneal epsilon over */
+    int64_t learning_starts;          /* env steps before learning */
+    int64_t train_frequency;          /* env steps between gradient steps */
+    int double_dqn;                   /* target = Q_target(s', argmax_a Q_online(s', a)) */
+    int prioritized;                  /* proportional prioritized replay */
+    double prioritized_alpha, prioritized_beta, prioritized_eps;
+    int huber;                        /* Huber (smooth L1) TD loss; else MSE as dqn.py */
+    double max_grad_norm;             /* global gradient-norm clip; 0 disables */
+    int hidden1, hidden2;             /* Q-network widths (120, 84 as dqn.py) */
+    int threads;
+    cudarl_device_kind device;
+    int quiet;
+} cudarl_dqn_config;
+
+void cudarl_dqn_config_default(cudarl_dqn_config *cfg, const char *env_id);
+cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *cfg);
+/* Trains DQN as configured (CPU), writing runs/<run_name>/{metrics.csv,model.safetensors}. */
+cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
+                               cudarl_train_summary *summary);
+
 /* Plays `episodes` greedy (argmax) episodes of the policy in `path`; mean and std of return. */
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
                                  double *mean, double *std);

@@ -270,8 +270,8 @@ def test_bad_input(work):
                  ["--num-minibatches 3", "does not divide", f"pick a divisor of {BATCH}"])
     expect_error("unknown --env-id lists the known ones", train("--env-id", "Foo-v0"), work, U,
                  ["'Foo-v0'", "not a known environment", "CartPole-v1"])
-    expect_error("unknown --algo lists the available ones", train("--algo", "dqn"), work, U,
-                 ["--algo 'dqn'", "not available", "choose: ppo"])
+    expect_error("unknown --algo lists the available ones", train("--algo", "sac"), work, U,
+                 ["--algo 'sac'", "not available", "choose: ppo or dqn"])
     expect_error("unknown command", ["trian"], work, U,
                  ["'trian'", "train, eval, info", "--help"])
     check("no command prints the usage to stderr and exits 2")

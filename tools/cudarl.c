@@ -22,7 +22,7 @@ typedef struct train_opts {
 #define BIG 1e18
 
 static const arg_spec train_specs[] = {
-    {"algo", ARG_STR, offsetof(train_opts, algo), 16, 0, 0, "algorithm: ppo"},
+    {"algo", ARG_STR, offsetof(train_opts, algo), 16, 0, 0, "algorithm: ppo or dqn (cudarl train --algo dqn --help)"},
     {"env-id", ARG_STR, CFG(env_id), 64, 0, 0, "environment id"},
     {"seed", ARG_U64, CFG(seed), 0, 0, BIG, "seed of every random stream"},
     {"total-timesteps", ARG_I64, CFG(total_timesteps), 0, 1, BIG, "env steps to train for"},
@@ -147,7 +147,86 @@ static void print_summary(const cudarl_train_summary *s) {
            s->run_dir);
 }
 
+typedef struct dqn_opts {
+    cudarl_dqn_config cfg;
+    char algo[16];
+} dqn_opts;
+
+#define DCFG(field) offsetof(dqn_opts, cfg.field)
+
+static const arg_spec dqn_specs[] = {
+    {"algo", ARG_STR, offsetof(dqn_opts, algo), 16, 0, 0, "algorithm: dqn"},
+    {"env-id", ARG_STR, DCFG(env_id), 64, 0, 0, "environment id"},
+    {"seed", ARG_U64, DCFG(seed), 0, 0, BIG, "seed of every random stream"},
+    {"total-timesteps", ARG_I64, DCFG(total_timesteps), 0, 1, BIG, "env steps to train for"},
+    {"learning-rate", ARG_F64, DCFG(learning_rate), 0, 1e-12, 1, "Adam learning rate"},
+    {"num-envs", ARG_INT, DCFG(num_envs), 0, 1, 1 << 20, "parallel environments"},
+    {"buffer-size", ARG_I64, DCFG(buffer_size), 0, 2, BIG, "replay buffer capacity (transitions)"},
+    {"gamma", ARG_F64, DCFG(gamma), 0, 0, 1, "discount factor"},
+    {"tau", ARG_F64, DCFG(tau), 0, 1e-9, 1, "target network update rate (1: copy)"},
+    {"target-network-frequency", ARG_I64, DCFG(target_network_frequency), 0, 1, BIG, "env steps between target updates"},
+    {"batch-size", ARG_INT, DCFG(batch_size), 0, 1, 1 << 20, "replay minibatch"},
+    {"start-e", ARG_F64, DCFG(start_e), 0, 0, 1, "initial exploration epsilon"},
+    {"end-e", ARG_F64, DCFG(end_e), 0, 0, 1, "final exploration epsilon"},
+    {"exploration-fraction", ARG_F64, DCFG(exploration_fraction), 0, 1e-9, 1, "fraction of the steps to anneal epsilon over"},
+    {"learning-starts", ARG_I64, DCFG(learning_starts), 0, 0, BIG, "env steps before learning"},
+    {"train-frequency", ARG_I64, DCFG(train_frequency), 0, 1, BIG, "env steps between gradient steps"},
+    {"double-dqn", ARG_BOOL, DCFG(double_dqn), 0, 0, 1, "double DQN targets"},
+    {"prioritized", ARG_BOOL, DCFG(prioritized), 0, 0, 1, "proportional prioritized replay"},
+    {"prioritized-alpha", ARG_F64, DCFG(prioritized_alpha), 0, 0, 10, "priority exponent"},
+    {"prioritized-beta", ARG_F64, DCFG(prioritized_beta), 0, 0, 1, "initial importance exponent (annealed to 1)"},
+    {"huber", ARG_BOOL, DCFG(huber), 0, 0, 1, "Huber TD loss (else MSE, as dqn.py)"},
+    {"max-grad-norm", ARG_F64, DCFG(max_grad_norm), 0, 0, 1e9, "global gradient norm clip (0: off)"},
+    {"hidden1", ARG_INT, DCFG(hidden1), 0, 1, 4096, "Q-network first hidden width"},
+    {"hidden2", ARG_INT, DCFG(hidden2), 0, 1, 4096, "Q-network second hidden width"},
+    {"device", ARG_DEVICE, DCFG(device), 0, 0, 0, "cpu or auto (DQN trains on the CPU for now)"},
+    {"threads", ARG_INT, DCFG(threads), 0, 0, 1024, "CPU threads for the ops (0: all cores)"},
+    {"run-name", ARG_STR, DCFG(run_name), 128, 0, 0, "run folder name; empty: <env>__dqn__<seed>__<unix time>"},
+    {"runs-dir", ARG_STR, DCFG(runs_dir), 256, 0, 0, "where run folders go"},
+    {"quiet", ARG_BOOL, DCFG(quiet), 0, 0, 1, "no progress line"},
+};
+#define N_DQN_SPECS ((int)(sizeof dqn_specs / sizeof dqn_specs[0]))
+
+static int cmd_train_dqn(int argc, char **argv) {
+    dqn_opts o;
+    memset(&o, 0, sizeof o);
+    cudarl_dqn_config_default(&o.cfg, NULL);
+    snprintf(o.algo, sizeof o.algo, "dqn");
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: cudarl train --algo dqn [flags]\n\nflags (CleanRL dqn.py's names):\n");
+            args_print_help(dqn_specs, N_DQN_SPECS, &o);
+            return 0;
+        }
+    arg_result r;
+    if (args_parse(dqn_specs, N_DQN_SPECS, &o, argc, argv, "train --algo dqn", 0, &r) != 0)
+        return EXIT_USAGE;
+    if (o.cfg.device == CUDARL_DEVICE_AUTO) o.cfg.device = CUDARL_DEVICE_CPU;
+    if (cudarl_dqn_config_validate(&o.cfg) != CUDARL_OK) {
+        fprintf(stderr, "cudarl train: %s\n", cudarl_last_error());
+        return EXIT_USAGE;
+    }
+    cudarl_ctx *ctx;
+    if (cudarl_ctx_init(&ctx, o.cfg.device, 0) != CUDARL_OK) return fail("no device");
+    cudarl_train_summary sum;
+    cudarl_status s = cudarl_dqn_train(ctx, &o.cfg, &sum);
+    cudarl_ctx_free(ctx);
+    if (s != CUDARL_OK) return fail("training failed");
+    print_summary(&sum);
+    return 0;
+}
+
+/* The value of --algo in argv, "ppo" when absent (the table of each algo parses the rest). */
+static const char *algo_of(int argc, char **argv) {
+    for (int i = 0; i < argc; i++) {
+        if (!strncmp(argv[i], "--algo=", 7)) return argv[i] + 7;
+        if (!strcmp(argv[i], "--algo") && i + 1 < argc) return argv[i + 1];
+    }
+    return "ppo";
+}
+
 static int cmd_train(int argc, char **argv) {
+    if (!strcmp(algo_of(argc, argv), "dqn")) return cmd_train_dqn(argc, argv);
     train_opts o;
     memset(&o, 0, sizeof o);
     cudarl_ppo_config_default(&o.cfg, NULL);
@@ -165,7 +244,7 @@ static int cmd_train(int argc, char **argv) {
     if (args_parse(train_specs, N_TRAIN_SPECS, &o, argc, argv, "train", 0, &r) != 0)
         return EXIT_USAGE;
     if (strcmp(o.algo, "ppo")) {
-        fprintf(stderr, "cudarl train: --algo '%s' is not available; choose: ppo\n", o.algo);
+        fprintf(stderr, "cudarl train: --algo '%s' is not available; choose: ppo or dqn\n", o.algo);
         return EXIT_USAGE;
     }
     cudarl_ctx *ctx;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "algo/ppo_internal.h"
+#include "algo/run.h"
 #include "core/nvtx.h"
 
 /* ---- memory plan ------------------------------------------------------------------------ */
@@ -291,59 +292,10 @@ static void progress(cr_ppo *p, double elapsed, int final) {
 
 /* ---- run directory ---------------------------------------------------------------------- */
 
-static cudarl_status make_dir(const char *path) {
-    if (mkdir(path, 0755) == 0 || errno == EEXIST) return CUDARL_OK;
-    return cr_fail(CUDARL_ERR_IO, "cannot create directory '%s': %s; check --runs-dir", path,
-                   strerror(errno));
-}
-
-/* Drops rows of metrics.csv past the checkpoint's iteration (written after the last checkpoint
- * of a run that was killed), so a resumed run appends exactly where its state stands. */
-static cudarl_status trim_metrics(const char *path, int64_t iteration) {
-    FILE *in = fopen(path, "r");
-    if (!in) return CUDARL_OK; /* nothing to trim: a fresh file gets its header */
-    char tmp[640], line[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *out = fopen(tmp, "w");
-    if (!out) {
-        fclose(in);
-        return cr_fail(CUDARL_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
-    }
-    int first = 1;
-    while (fgets(line, sizeof line, in)) {
-        const char *comma = strchr(line, ',');
-        long long it = comma ? strtoll(comma + 1, NULL, 10) : 0;
-        if (first || it <= iteration) fputs(line, out);
-        first = 0;
-    }
-    fclose(in);
-    int bad = fflush(out) != 0 || fsync(fileno(out)) != 0;
-    bad |= fclose(out) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        remove(tmp);
-        return cr_fail(CUDARL_ERR_IO, "cannot rewrite '%s': %s", path, strerror(errno));
-    }
-    return CUDARL_OK;
-}
-
 static cudarl_status open_run_dir(cr_ppo *p, int resuming) {
-    CR_TRY(make_dir(p->cfg.runs_dir));
-    if (!p->cfg.run_name[0])
-        snprintf(p->cfg.run_name, sizeof p->cfg.run_name, "%s__ppo__%llu__%lld", p->cfg.env_id,
-                 (unsigned long long)p->cfg.seed, (long long)time(NULL));
-    snprintf(p->run_dir, sizeof p->run_dir, "%s/%s", p->cfg.runs_dir, p->cfg.run_name);
-    char path[600];
-    snprintf(path, sizeof path, "%s/model.safetensors", p->run_dir);
-    if (!resuming && access(path, F_OK) == 0)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "run '%s' already has a checkpoint (%s); pass a new "
-                       "--run-name, or continue it with --resume %s", p->cfg.run_name, path, path);
-    CR_TRY(make_dir(p->run_dir));
-    snprintf(path, sizeof path, "%s/metrics.csv", p->run_dir);
-    if (resuming) CR_TRY(trim_metrics(path, p->iteration));
-    p->csv = fopen(path, resuming ? "a" : "w");
-    if (!p->csv)
-        return cr_fail(CUDARL_ERR_IO, "cannot open '%s' for writing: %s", path, strerror(errno));
-    if (!resuming || ftell(p->csv) == 0) fputs(csv_header, p->csv);
+    CR_TRY(cr_run_open(p->cfg.runs_dir, p->cfg.run_name, sizeof p->cfg.run_name, p->cfg.env_id,
+                       "ppo", p->cfg.seed, resuming ? p->iteration : -1, csv_header, p->run_dir,
+                       sizeof p->run_dir, &p->csv));
     return CUDARL_OK;
 }
 

@@ -39,6 +39,7 @@ static cr_mlp_view view_at(const cr_ac_layout *l, float *buf, int first, int out
         v.b[j] = buf + l->t[first + 2 * j + 1].offset;
     }
     v.dims[0] = l->obs_dim, v.dims[1] = l->hidden, v.dims[2] = l->hidden, v.dims[3] = out;
+    v.act = CR_ACT_TANH;
     return v;
 }
 
@@ -68,17 +69,29 @@ cr_mlp_cache cr_mlp_cache_carve(float *mem, int max_rows, int hidden) {
 void cr_mlp_forward(cudarl_ctx *ctx, const cr_mlp_view *m, const float *x, float *out,
                     const cr_mlp_cache *c, int B) {
     const int *d = m->dims;
-    ctx->ops->linear_tanh_forward(ctx, x, m->w[0], m->b[0], c->h1, B, d[0], d[1]);
-    ctx->ops->linear_tanh_forward(ctx, c->h1, m->w[1], m->b[1], c->h2, B, d[1], d[2]);
+    if (m->act == CR_ACT_RELU) {
+        ctx->ops->linear_relu_forward(ctx, x, m->w[0], m->b[0], c->h1, B, d[0], d[1]);
+        ctx->ops->linear_relu_forward(ctx, c->h1, m->w[1], m->b[1], c->h2, B, d[1], d[2]);
+    } else {
+        ctx->ops->linear_tanh_forward(ctx, x, m->w[0], m->b[0], c->h1, B, d[0], d[1]);
+        ctx->ops->linear_tanh_forward(ctx, c->h1, m->w[1], m->b[1], c->h2, B, d[1], d[2]);
+    }
     ctx->ops->linear_forward(ctx, c->h2, m->w[2], m->b[2], out, B, d[2], d[3]);
+}
+
+/* dx = dy * act'(y) where y = act(z) is the layer's output. */
+static void act_backward(cudarl_ctx *ctx, cr_activation act, const float *y, float *d,
+                         size_t n) {
+    if (act == CR_ACT_RELU) ctx->ops->relu_backward(ctx, y, d, d, n);
+    else ctx->ops->tanh_backward(ctx, y, d, d, n);
 }
 
 void cr_mlp_backward(cudarl_ctx *ctx, const cr_mlp_view *m, const cr_mlp_view *g, const float *x,
                      const float *dout, const cr_mlp_cache *c, int B) {
     const int *d = m->dims;
     ctx->ops->linear_backward(ctx, dout, c->h2, m->w[2], c->d2, g->w[2], g->b[2], B, d[2], d[3]);
-    ctx->ops->tanh_backward(ctx, c->h2, c->d2, c->d2, (size_t)B * d[2]);
+    act_backward(ctx, m->act, c->h2, c->d2, (size_t)B * d[2]);
     ctx->ops->linear_backward(ctx, c->d2, c->h1, m->w[1], c->d1, g->w[1], g->b[1], B, d[1], d[2]);
-    ctx->ops->tanh_backward(ctx, c->h1, c->d1, c->d1, (size_t)B * d[1]);
+    act_backward(ctx, m->act, c->h1, c->d1, (size_t)B * d[1]);
     ctx->ops->linear_backward(ctx, c->d1, x, m->w[0], NULL, g->w[0], g->b[0], B, d[0], d[1]);
 }

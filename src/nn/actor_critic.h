@@ -28,10 +28,13 @@ typedef struct cr_ac_layout {
     size_t num_params;
 } cr_ac_layout;
 
+typedef enum cr_activation { CR_ACT_TANH = 0, CR_ACT_RELU } cr_activation;
+
 /* One MLP's view into a parameter (or gradient) buffer: layers 0, 1, 2. */
 typedef struct cr_mlp_view {
     float *w[3], *b[3];
-    int dims[4]; /* in, hidden, hidden, out */
+    int dims[4];       /* in, hidden 1, hidden 2, out */
+    cr_activation act; /* after layers 0 and 1 */
 } cr_mlp_view;
 
 /* Activations an MLP keeps for its backward pass, for up to max_rows rows (backend memory). */
@@ -47,7 +50,7 @@ cr_mlp_view cr_ac_actor(const cr_ac_layout *l, float *buf);
 /* CleanRL's init: orthogonal weights (gain sqrt(2) hidden, 1 critic out, 0.01 actor out), zero
  * biases, drawn from `rng` in tensor order. Writes host memory `params` (num_params floats). */
 void cr_ac_init_params(const cr_ac_layout *l, float *params, cr_philox_state *rng);
-/* Floats a cache needs for max_rows rows of hidden width H. */
+/* Floats a cache needs for max_rows rows of hidden width H (the wider hidden layer). */
 size_t cr_mlp_cache_floats(int max_rows, int hidden);
 /* Points a cache into `mem` (cr_mlp_cache_floats floats, backend memory). */
 cr_mlp_cache cr_mlp_cache_carve(float *mem, int max_rows, int hidden);

@@ -55,6 +55,11 @@ struct cr_backend {
     void (*linear_backward)(cudarl_ctx *ctx, const float *dy, const float *x, const float *w,
                             float *dx, float *dw, float *db, int B, int I, int O);
     void (*tanh_backward)(cudarl_ctx *ctx, const float *y, const float *dy, float *dx, size_t n);
+    /* optional until the CUDA twins land (DQN's Q-network): y = max(0, x w^T + b), and
+     * dx = dy * (y > 0) */
+    void (*linear_relu_forward)(cudarl_ctx *ctx, const float *x, const float *w, const float *b,
+                                float *y, int B, int I, int O);
+    void (*relu_backward)(cudarl_ctx *ctx, const float *y, const float *dy, float *dx, size_t n);
     /* random numbers: the stream's position lives in backend memory and advances by n */
     void (*uniform)(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n);
     /* perm (n) = 0..n-1 sorted by the stream's next n words (stable); scratch of

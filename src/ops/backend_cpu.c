@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "ops/backend.h"
+#include "ops/cpu/ops_dqn.h"
 
 static cudarl_status cpu_arena_alloc(cudarl_ctx *ctx, cr_arena *a, const cr_plan *p) {
     return cr_arena_alloc(a, p, CR_MEM_HOST);
@@ -42,6 +43,16 @@ static void cpu_linear_backward(cudarl_ctx *ctx, const float *dy, const float *x
 static void cpu_tanh_backward(cudarl_ctx *ctx, const float *y, const float *dy, float *dx,
                               size_t n) {
     cr_cpu_tanh_backward(y, dy, dx, n);
+}
+
+static void cpu_linear_relu_forward(cudarl_ctx *ctx, const float *x, const float *w,
+                                    const float *b, float *y, int B, int I, int O) {
+    cr_cpu_linear_relu_forward(x, w, b, y, B, I, O);
+}
+
+static void cpu_relu_backward(cudarl_ctx *ctx, const float *y, const float *dy, float *dx,
+                              size_t n) {
+    cr_cpu_relu_backward(y, dy, dx, n);
 }
 
 static void cpu_uniform(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n) {
@@ -132,6 +143,8 @@ const cr_backend cr_backend_cpu = {
     .linear_tanh_forward = cpu_linear_tanh_forward,
     .linear_backward = cpu_linear_backward,
     .tanh_backward = cpu_tanh_backward,
+    .linear_relu_forward = cpu_linear_relu_forward,
+    .relu_backward = cpu_relu_backward,
     .uniform = cpu_uniform,
     .permutation = cpu_permutation,
     .permutation_scratch_bytes = cr_cpu_permutation_scratch_bytes,

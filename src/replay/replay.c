@@ -77,7 +77,8 @@ static size_t bytes_with_rows(const cr_replay_spec *sp, int64_t rows) {
 int64_t cr_replay_max_capacity(const cr_replay_spec *sp, size_t budget) {
     int64_t lo = sp->stack + 3; /* fewest rows a spec may have */
     if (sp->num_envs < 1 || bytes_with_rows(sp, lo) > budget) return 0;
-    int64_t hi = (int64_t)(budget / (cr_replay_bytes_per_transition(sp) * (size_t)sp->num_envs)) + 1;
+    size_t row_bytes = cr_replay_bytes_per_transition(sp) * (size_t)sp->num_envs;
+    int64_t hi = (int64_t)(budget / row_bytes) + 1; /* bytes(rows) >= rows * row_bytes */
     if (hi > ((int64_t)1 << 40) / sp->num_envs) hi = ((int64_t)1 << 40) / sp->num_envs;
     while (lo < hi) { /* bytes grow with rows: largest rows in [lo, hi] that fit */
         int64_t mid = lo + (hi - lo + 1) / 2;
@@ -168,6 +169,7 @@ static void write_slot(cr_replay *rb, int64_t s, const void *frame, int32_t acti
 static void insert_env(cr_replay *rb, int e, const void *obs, int32_t action, float reward,
                        uint8_t flags, const void *final_obs) {
     int end = (flags & CR_REPLAY_TRUNCATED) && !(flags & CR_REPLAY_TERMINATED);
+    CUDARL_ASSERT(!end || final_obs);
     int64_t old = rb->heads[e], n = old + 1 + end;
     int64_t lo_new = window_lo(rb, n);
     for (int64_t p = window_lo(rb, old); p < lo_new && p < old; p++)

@@ -54,7 +54,7 @@ extern "C" {
 /* Slot flags (one byte per slot). */
 #define CR_REPLAY_TERMINATED 1u
 #define CR_REPLAY_TRUNCATED 2u
-#define CR_REPLAY_FINAL 4u /* holds the final observation of a truncated episode; not a transition */
+#define CR_REPLAY_FINAL 4u /* the final observation of a truncated episode; not a transition */
 
 typedef enum cr_replay_dtype { CR_REPLAY_UINT8 = 0, CR_REPLAY_FLOAT32 } cr_replay_dtype;
 
@@ -122,13 +122,14 @@ int64_t cr_replay_max_capacity(const cr_replay_spec *spec, size_t budget_bytes);
 
 /* ---- lifetime, insert, sample ------------------------------------------------------------ */
 
-/* Points rb into `arena` (host) at the items cr_replay_plan added from `first_item`, and empties
- * the buffer. rb is a host struct; it owns nothing, the arena's owner frees the memory. */
+/* Points rb into `arena` (host) at the items cr_replay_plan(spec) added from `first_item`, and
+ * empties the buffer. rb is a host struct; it owns nothing, the arena's owner frees the memory. */
 void cr_replay_init(cr_replay *rb, const cr_replay_spec *spec, const cr_arena *arena,
                     int first_item);
 /* Stores one step of every env (scatter, host): obs (E, frame_elems) the observation each action
  * was taken from (the newest frame when stacking), actions (E), rewards (E), terminated (E),
- * truncated (E), final_obs (E, frame_elems) read only on rows with truncated && !terminated. */
+ * truncated (E), final_obs (E, frame_elems) read only on rows with truncated && !terminated
+ * (same-step autoreset: obs of the next call is the next episode's first observation). */
 void cr_replay_insert(cr_replay *rb, const void *obs, const int32_t *actions,
                       const float *rewards, const uint8_t *terminated, const uint8_t *truncated,
                       const void *final_obs);
@@ -141,7 +142,9 @@ int cr_replay_slot_valid(const cr_replay *rb, int64_t s);
  * as x = w0 << 32 | w1, picks index = (x * E * Wmax) >> 64 in the box of E envs times Wmax = the
  * widest window n_e - lo(n_e), i.e. env index / Wmax at position lo(n_e) + index % Wmax, and
  * rejects it unless sampleable; the stream then advances by 2 B (1 + the most attempts any draw
- * needed). Fails (INVALID_ARG) if nothing is sampleable yet or batch < 1. */
+ * needed). Each env adds one transition and at most one FINAL slot per step, so about half the
+ * box or more is sampleable once every env has a few steps: under two attempts per draw on
+ * average. Fails (INVALID_ARG) if nothing is sampleable yet or batch < 1. */
 cudarl_status cr_replay_sample_uniform(const cr_replay *rb, cr_rng_stream *s, int batch,
                                        const cr_replay_batch *out);
 /* Writes transition `slot` (must be sampleable) as row b of out: the gather both samplers use. */
@@ -153,9 +156,8 @@ void cr_replay_gather(const cr_replay *rb, int64_t slot, int b, const cr_replay_
 float cr_replay_beta(const cr_replay_spec *spec, int64_t step);
 /* Draws `batch` transitions with P(i) = p_i^alpha / sum_j p_j^alpha, stratified: draw b takes
  * x = ((float)b + u_b) * (root / B) in float, u_b = (stream word offset + b) >> 8, times 2^-24;
- * descends
- * the tree (left if x < left sum, else right with x -= left sum, unless the right sum is 0);
- * the stream advances by B. Weights w_b = (N P(b))^-beta / max over the batch of the same,
+ * descends the tree (left if x < left sum, else right with x -= left sum, unless the right sum
+ * is 0); the stream advances by B. Weights w_b = (N P(b))^-beta / max over the batch of the same,
  * computed as (leaf_b / min leaf in batch)^-beta in double (N and the root cancel), beta =
  * cr_replay_beta(step). Fails (INVALID_ARG) without a tree, with nothing sampleable, batch < 1. */
 cudarl_status cr_replay_sample_prioritized(const cr_replay *rb, cr_rng_stream *s, int batch,

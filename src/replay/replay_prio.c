@@ -62,7 +62,7 @@ cudarl_status cr_replay_sample_prioritized(const cr_replay *rb, cr_rng_stream *s
     const float *leaf = rb->tree + rb->leaves;
     float seg = rb->tree[1] / (float)batch;
     float min_leaf = INFINITY; /* pass 1: the batch's smallest priority, for the weights */
-    for (int b = 0; b < batch; b++) {
+    for (int b = 0; out->weights && b < batch; b++) {
         float l = leaf[prio_draw(rb, s, b, seg)];
         if (l < min_leaf) min_leaf = l;
     }

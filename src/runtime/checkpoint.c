@@ -8,6 +8,7 @@
 #include "env/cartpole.h"
 #include "env/env.h"
 #include "nn/actor_critic.h"
+#include "nn/qnet.h"
 #include "runtime/checkpoint.h"
 
 /* Reads integer metadata `key` into *out; a missing or malformed value is a format error. */
@@ -43,26 +44,49 @@ static const char *shape_text(char *b, size_t cap, int ndim, const int64_t *shap
     return b;
 }
 
-/* Refuses parameter tensors (and Adam moments, where present) whose dtype or shape is not the
- * one the file's own metadata (obs_dim, hidden, num_actions) describes: a transposed or resized
- * weight must not load just because its element count happens to fit. */
-static cudarl_status check_model_tensors(const cr_st_file *f, const char *path) {
-    long long obs = 0, hidden = 0, actions = 0;
+/* The parameter tensors the file's own metadata describes: the PPO actor-critic (obs_dim,
+ * hidden, num_actions) or the DQN Q-network (obs_dim, hidden1, hidden2, num_actions). */
+static cudarl_status expected_tensors(const cr_st_file *f, const char *path, int dqn,
+                                      cr_param_tensor *out, int *n, char *desc, size_t cap) {
+    long long obs = 0, h1 = 0, h2 = 0, actions = 0;
     CR_TRY(meta_ll(f, path, "obs_dim", &obs));
-    CR_TRY(meta_ll(f, path, "hidden", &hidden));
+    CR_TRY(meta_ll(f, path, dqn ? "hidden1" : "hidden", &h1));
+    if (dqn) CR_TRY(meta_ll(f, path, "hidden2", &h2));
+    else h2 = h1;
     CR_TRY(meta_ll(f, path, "num_actions", &actions));
-    if (obs < 1 || obs > 4096 || hidden < 1 || hidden > 4096 || actions < 1 || actions > 4096)
-        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' describes a model of obs_dim %lld, "
-                       "hidden %lld, num_actions %lld, which is out of range; the file is damaged",
-                       path, obs, hidden, actions);
-    cr_ac_layout l;
-    cr_ac_layout_init(&l, (int)obs, (int)hidden, (int)actions);
+    snprintf(desc, cap, "obs_dim %lld, hidden %lld/%lld, num_actions %lld", obs, h1, h2, actions);
+    if (obs < 1 || obs > 4096 || h1 < 1 || h1 > 4096 || h2 < 1 || h2 > 4096 || actions < 1 ||
+        actions > 4096)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' describes a model of %s, which is out "
+                       "of range; the file is damaged", path, desc);
+    if (dqn) {
+        cr_qnet_layout q;
+        cr_qnet_layout_init(&q, (int)obs, (int)h1, (int)h2, (int)actions);
+        memcpy(out, q.t, sizeof q.t);
+        *n = CR_QNET_NUM_TENSORS;
+    } else {
+        cr_ac_layout l;
+        cr_ac_layout_init(&l, (int)obs, (int)h1, (int)actions);
+        memcpy(out, l.t, sizeof l.t);
+        *n = CR_AC_NUM_TENSORS;
+    }
+    return CUDARL_OK;
+}
+
+/* Refuses parameter tensors (and Adam moments, where present) whose dtype or shape is not the
+ * one the file's own metadata describes: a transposed or resized weight must not load just
+ * because its element count happens to fit. */
+static cudarl_status check_model_tensors(const cr_st_file *f, const char *path, int dqn) {
+    cr_param_tensor want_t[CR_AC_NUM_TENSORS];
+    int n = 0;
+    char desc[128];
+    CR_TRY(expected_tensors(f, path, dqn, want_t, &n, desc, sizeof desc));
     static const char *const prefix[] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
-    for (int i = 0; i < CR_AC_NUM_TENSORS; i++)
+    for (int i = 0; i < n; i++)
         for (int k = 0; k < 3; k++) {
-            const cr_param_tensor *p = &l.t[i];
+            const cr_param_tensor *p = &want_t[i];
             char name[96];
-            snprintf(name, sizeof name, "%s%s", prefix[k], p->name);
+            snprintf(name, sizeof name, "%.40s%.40s", prefix[k], p->name);
             cr_st_tensor t;
             cudarl_status found = cr_st_find(f, name, &t);
             if (found != CUDARL_OK && k > 0) continue; /* eval needs no Adam moments */
@@ -73,11 +97,11 @@ static cudarl_status check_model_tensors(const cr_st_file *f, const char *path) 
             if (same) continue;
             char got_s[160], want_s[64];
             return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s': tensor '%s' is %s of shape %s, but "
-                           "the model its metadata describes (obs_dim %lld, hidden %lld, "
-                           "num_actions %lld) needs F32 of shape %s; the file was altered or "
-                           "damaged: use a model.safetensors written by cudarl train", path, name,
-                           cr_st_dtype_name(t.dtype), shape_text(got_s, sizeof got_s, t.ndim, t.shape),
-                           obs, hidden, actions, shape_text(want_s, sizeof want_s, p->ndim, want));
+                           "the model its metadata describes (%s) needs F32 of shape %s; the file "
+                           "was altered or damaged: use a model.safetensors written by cudarl train",
+                           path, name, cr_st_dtype_name(t.dtype),
+                           shape_text(got_s, sizeof got_s, t.ndim, t.shape), desc,
+                           shape_text(want_s, sizeof want_s, p->ndim, want));
         }
     return CUDARL_OK;
 }
@@ -98,7 +122,7 @@ cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, 
     if (!a || strcmp(a, algo))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained with algo '%s', not %s",
                        path, a ? a : "(missing)", algo);
-    return check_model_tensors(f, path);
+    return check_model_tensors(f, path, !strcmp(algo, "dqn"));
 }
 
 static cudarl_status config_from_file(const cr_st_file *f, const char *path,
@@ -153,8 +177,23 @@ cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg) {
 enum { E_ENV, E_OBS, E_FINAL_OBS, E_REWARD, E_LOGITS, E_CACHE, E_TERM, E_TRUNC, E_LIVE,
        E_ACTIONS, E_COUNT };
 
+/* The greedy policy of a checkpoint: the PPO actor's logits or the DQN Q-values, argmax'ed. */
+typedef struct eval_policy {
+    const cr_param_tensor *t; /* the network's tensors in the file */
+    int ntensors;
+    size_t num_params;
+    int obs_dim, num_actions, widest;
+    cr_ac_layout ac;
+    cr_qnet_layout q;
+    int is_dqn;
+} eval_policy;
+
+static cr_mlp_view eval_view(const eval_policy *e, float *params) {
+    return e->is_dqn ? cr_qnet_view(&e->q, params) : cr_ac_actor(&e->ac, params);
+}
+
 /* Host buffers for evaluating up to n envs at once. */
-static void plan_eval(cr_plan *pl, const cr_ac_layout *l, int n) {
+static void plan_eval(cr_plan *pl, const eval_policy *l, int n) {
     size_t N = (size_t)n, F = sizeof(float);
     cr_plan_init(pl);
     cr_plan_add(pl, "env", cr_cartpole_bytes(n));
@@ -162,7 +201,7 @@ static void plan_eval(cr_plan *pl, const cr_ac_layout *l, int n) {
     cr_plan_add(pl, "final_obs", N * (size_t)l->obs_dim * F);
     cr_plan_add(pl, "reward", N * F);
     cr_plan_add(pl, "logits", N * (size_t)l->num_actions * F);
-    cr_plan_add(pl, "cache", cr_mlp_cache_floats(n, l->hidden) * F);
+    cr_plan_add(pl, "cache", cr_mlp_cache_floats(n, l->widest) * F);
     cr_plan_add(pl, "terminated", N);
     cr_plan_add(pl, "truncated", N);
     cr_plan_add(pl, "live", N);
@@ -170,7 +209,7 @@ static void plan_eval(cr_plan *pl, const cr_ac_layout *l, int n) {
 }
 
 /* Plays one episode in each of n envs with the greedy (argmax) policy; writes each return. */
-static void eval_batch(cudarl_ctx *ctx, const cr_ac_layout *l, float *params, const cr_arena *a,
+static void eval_batch(cudarl_ctx *ctx, const eval_policy *l, float *params, const cr_arena *a,
                        int n, uint64_t seed, double *returns) {
     cr_cartpole env;
     float *obs = cr_arena_get(a, E_OBS), *final_obs = cr_arena_get(a, E_FINAL_OBS);
@@ -178,8 +217,8 @@ static void eval_batch(cudarl_ctx *ctx, const cr_ac_layout *l, float *params, co
     uint8_t *term = cr_arena_get(a, E_TERM), *trunc = cr_arena_get(a, E_TRUNC);
     uint8_t *live = cr_arena_get(a, E_LIVE);
     int32_t *actions = cr_arena_get(a, E_ACTIONS);
-    cr_mlp_cache cache = cr_mlp_cache_carve(cr_arena_get(a, E_CACHE), n, l->hidden);
-    cr_mlp_view actor = cr_ac_actor(l, params);
+    cr_mlp_cache cache = cr_mlp_cache_carve(cr_arena_get(a, E_CACHE), n, l->widest);
+    cr_mlp_view actor = eval_view(l, params);
     cr_cartpole_init(&env, n, cr_arena_get(a, E_ENV));
     cr_cartpole_reset(&env, seed, obs);
     for (int i = 0; i < n; i++) returns[i] = 0, live[i] = 1;
@@ -195,6 +234,41 @@ static void eval_batch(cudarl_ctx *ctx, const cr_ac_layout *l, float *params, co
     }
 }
 
+/* Reads which network a checkpoint holds and its shape (from __metadata__). */
+static cudarl_status eval_policy_load(const char *path, eval_policy *e) {
+    memset(e, 0, sizeof *e);
+    cr_st_file *f;
+    CR_TRY(cr_st_open(&f, path));
+    const char *algo = cr_st_meta(f, "algo");
+    e->is_dqn = algo && !strcmp(algo, "dqn");
+    cudarl_status s = cr_checkpoint_check_format(f, path, e->is_dqn ? "dqn" : "ppo");
+    long long h1 = 0, h2 = 0;
+    const char *env = cr_st_meta(f, "env_id");
+    const cr_env_info *info = env ? cr_env_find(env) : NULL;
+    if (s == CUDARL_OK && !info)
+        s = cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this cudarl does not "
+                    "have", path, env ? env : "(missing)");
+    if (s == CUDARL_OK && e->is_dqn) {
+        s = meta_ll(f, path, "hidden1", &h1);
+        if (s == CUDARL_OK) s = meta_ll(f, path, "hidden2", &h2);
+    }
+    cr_st_close(f);
+    CR_TRY(s);
+    e->obs_dim = info->obs_dim, e->num_actions = info->num_actions;
+    if (e->is_dqn) {
+        cr_qnet_layout_init(&e->q, info->obs_dim, (int)h1, (int)h2, info->num_actions);
+        e->t = e->q.t, e->ntensors = CR_QNET_NUM_TENSORS, e->num_params = e->q.num_params;
+        e->widest = cr_qnet_widest(&e->q);
+        return CUDARL_OK;
+    }
+    cudarl_ppo_config cfg;
+    CR_TRY(cudarl_ppo_config_load(path, &cfg));
+    cr_ac_layout_init(&e->ac, info->obs_dim, cfg.hidden, info->num_actions);
+    e->t = e->ac.t, e->ntensors = CR_AC_NUM_TENSORS, e->num_params = e->ac.num_params;
+    e->widest = cfg.hidden;
+    return CUDARL_OK;
+}
+
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
                                  double *mean, double *std) {
     if (episodes < 1 || episodes > 1000000)
@@ -202,11 +276,8 @@ cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes
                        episodes);
     if (ctx->kind != CUDARL_DEVICE_CPU)
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "evaluation runs on the CPU for now; use --device cpu");
-    cudarl_ppo_config cfg;
-    CR_TRY(cudarl_ppo_config_load(path, &cfg));
-    const cr_env_info *info = cr_env_find(cfg.env_id);
-    cr_ac_layout l;
-    cr_ac_layout_init(&l, info->obs_dim, cfg.hidden, info->num_actions);
+    eval_policy l;
+    CR_TRY(eval_policy_load(path, &l));
     int chunk = episodes < 256 ? episodes : 256;
     cr_plan pl;
     plan_eval(&pl, &l, chunk);
@@ -218,7 +289,7 @@ cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes
     double *returns = cr_arena_get(&a, E_COUNT + 1);
     cr_st_file *f = NULL;
     cudarl_status s = cr_st_open(&f, path);
-    for (int i = 0; i < CR_AC_NUM_TENSORS && s == CUDARL_OK; i++)
+    for (int i = 0; i < l.ntensors && s == CUDARL_OK; i++)
         s = cr_st_read_f32(f, l.t[i].name, params + l.t[i].offset, l.t[i].count);
     for (int done = 0; s == CUDARL_OK && done < episodes; done += chunk) {
         int n = episodes - done < chunk ? episodes - done : chunk;

@@ -1,0 +1,86 @@
+/* DQN hyperparameters: CleanRL dqn.py's defaults and their validation. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "env/env.h"
+
+void cudarl_dqn_config_default(cudarl_dqn_config *c, const char *env_id) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->env_id, sizeof c->env_id, "%s", env_id ? env_id : "CartPole-v1");
+    snprintf(c->runs_dir, sizeof c->runs_dir, "runs");
+    c->seed = 1;
+    c->total_timesteps = 500000;
+    c->learning_rate = 2.5e-4;
+    c->num_envs = 1;
+    c->buffer_size = 10000;
+    c->gamma = 0.99;
+    c->tau = 1.0;
+    c->target_network_frequency = 500;
+    c->batch_size = 128;
+    c->start_e = 1.0;
+    c->end_e = 0.05;
+    c->exploration_fraction = 0.5;
+    c->learning_starts = 10000;
+    c->train_frequency = 10;
+    c->prioritized_alpha = 0.6;
+    c->prioritized_beta = 0.4;
+    c->prioritized_eps = 1e-6;
+    c->huber = 0;
+    c->max_grad_norm = 0;
+    c->hidden1 = 120;
+    c->hidden2 = 84;
+    c->threads = 1;
+    c->device = CUDARL_DEVICE_AUTO;
+}
+
+#define REQUIRE(cond, ...)                                                \
+    do {                                                                  \
+        if (!(cond)) return cr_fail(CUDARL_ERR_INVALID_ARG, __VA_ARGS__); \
+    } while (0)
+
+static int in(double v, double lo, double hi) { return isfinite(v) && v >= lo && v <= hi; }
+
+cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
+    REQUIRE(cr_env_find(c->env_id), "--env-id '%s' is not a known environment; choose one of: "
+            "CartPole-v1", c->env_id);
+    REQUIRE(c->num_envs >= 1 && c->num_envs <= (1 << 20),
+            "--num-envs must be between 1 and 1048576, got %d", c->num_envs);
+    REQUIRE(c->buffer_size >= 2 * (int64_t)c->num_envs && c->buffer_size <= ((int64_t)1 << 34),
+            "--buffer-size must be at least 2 x --num-envs (%d) and at most 2^34, got %lld",
+            2 * c->num_envs, (long long)c->buffer_size);
+    REQUIRE(c->total_timesteps >= c->num_envs, "--total-timesteps %lld is less than one step of "
+            "--num-envs %d", (long long)c->total_timesteps, c->num_envs);
+    REQUIRE(in(c->learning_rate, 1e-12, 1), "--learning-rate must be in (0, 1], got %g",
+            c->learning_rate);
+    REQUIRE(in(c->gamma, 0, 1), "--gamma must be in [0, 1], got %g", c->gamma);
+    REQUIRE(in(c->tau, 1e-9, 1), "--tau must be in (0, 1], got %g", c->tau);
+    REQUIRE(c->target_network_frequency >= 1, "--target-network-frequency must be >= 1, got %lld",
+            (long long)c->target_network_frequency);
+    REQUIRE(c->batch_size >= 1 && c->batch_size <= (1 << 20),
+            "--batch-size must be between 1 and 1048576, got %d", c->batch_size);
+    REQUIRE(in(c->start_e, 0, 1) && in(c->end_e, 0, 1),
+            "--start-e and --end-e must be in [0, 1], got %g and %g", c->start_e, c->end_e);
+    REQUIRE(in(c->exploration_fraction, 1e-9, 1), "--exploration-fraction must be in (0, 1], "
+            "got %g", c->exploration_fraction);
+    REQUIRE(c->learning_starts >= 0, "--learning-starts must be >= 0, got %lld",
+            (long long)c->learning_starts);
+    REQUIRE(c->train_frequency >= 1, "--train-frequency must be >= 1, got %lld",
+            (long long)c->train_frequency);
+    REQUIRE(in(c->prioritized_alpha, 0, 10), "--prioritized-alpha must be in [0, 10], got %g",
+            c->prioritized_alpha);
+    REQUIRE(in(c->prioritized_beta, 0, 1), "--prioritized-beta must be in [0, 1], got %g",
+            c->prioritized_beta);
+    REQUIRE(in(c->prioritized_eps, 1e-12, 1), "--prioritized-eps must be in (0, 1], got %g",
+            c->prioritized_eps);
+    REQUIRE(in(c->max_grad_norm, 0, 1e9), "--max-grad-norm must be >= 0 (0: no clipping), got %g",
+            c->max_grad_norm);
+    REQUIRE(c->hidden1 >= 1 && c->hidden1 <= 4096 && c->hidden2 >= 1 && c->hidden2 <= 4096,
+            "--hidden1 and --hidden2 must be between 1 and 4096, got %d and %d", c->hidden1,
+            c->hidden2);
+    REQUIRE(c->threads >= 0 && c->threads <= 1024, "--threads must be between 0 and 1024, got %d",
+            c->threads);
+    REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
+    return CUDARL_OK;
+}

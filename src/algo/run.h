@@ -1,0 +1,18 @@
+/* A training run's folder: runs/<run_name>/ with metrics.csv, shared by the trainers. */
+#ifndef CUDARL_RUN_H
+#define CUDARL_RUN_H
+
+#include <stdio.h>
+
+#include "core/core.h"
+
+/* Opens runs_dir/run_name (creating both), naming the run <env>__<algo>__<seed>__<unix time>
+ * when run_name is empty (written back, cap bytes). A fresh run (resume_iteration < 0) refuses a
+ * folder that already holds a checkpoint and starts metrics.csv with `header`; a resumed run
+ * drops metrics rows past resume_iteration (written after its last checkpoint) and appends.
+ * Writes the folder's path into run_dir (run_dir_cap bytes) and the open CSV into *csv. */
+cudarl_status cr_run_open(const char *runs_dir, char *run_name, size_t cap, const char *env_id,
+                          const char *algo, uint64_t seed, int64_t resume_iteration,
+                          const char *header, char *run_dir, size_t run_dir_cap, FILE **csv);
+
+#endif
