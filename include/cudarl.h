@@ -172,10 +172,28 @@ typedef struct cudarl_dqn_config {
     int huber;                        /* Huber (smooth L1) TD loss; else MSE as dqn.py */
     double max_grad_norm;             /* global gradient-norm clip; 0 disables */
     int hidden1, hidden2;             /* Q-network widths (120, 84 as dqn.py) */
+    int64_t mem_budget;               /* bytes the run may use; 0 = what the device can give */
     int threads;
     cudarl_device_kind device;
     int quiet;
 } cudarl_dqn_config;
+
+/* A replay buffer to size before anything is allocated (`cudarl plan`). */
+typedef struct cudarl_replay_request {
+    int64_t buffer_size;  /* transitions */
+    int num_envs;
+    int64_t frame_elems;  /* elements of one stored observation (one frame when stacking) */
+    int uint8_frames;     /* 1: uint8 frames, 0: float32 observations */
+    int frame_stack;      /* frames per stacked observation (1: plain) */
+    int prioritized;
+    int64_t other_bytes;  /* what the run needs besides the replay buffer */
+    int64_t mem_budget;   /* bytes; 0 = this host's available memory */
+} cudarl_replay_request;
+
+/* Writes the memory plan of `r` into `report` (a table of buffers, bytes per transition, the
+ * total against the budget). A plan over the budget returns CUDARL_ERR_OUT_OF_MEMORY with a
+ * message giving the bytes needed, the budget and the largest --buffer-size that fits. */
+cudarl_status cudarl_replay_plan_report(const cudarl_replay_request *r, char *report, size_t cap);
 
 void cudarl_dqn_config_default(cudarl_dqn_config *cfg, const char *env_id);
 cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *cfg);

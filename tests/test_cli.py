@@ -273,7 +273,7 @@ def test_bad_input(work):
     expect_error("unknown --algo lists the available ones", train("--algo", "sac"), work, U,
                  ["--algo 'sac'", "not available", "choose: ppo or dqn"])
     expect_error("unknown command", ["trian"], work, U,
-                 ["'trian'", "train, eval, info", "--help"])
+                 ["'trian'", "train, eval, plan, info", "--help"])
     check("no command prints the usage to stderr and exits 2")
     r = run([], work)
     if r.rc != U or "usage:" not in r.err or r.out:
@@ -574,8 +574,61 @@ def test_eval(work):
         fail("eval twice", r.out.strip(), r2.describe())
 
 
+# ---- 7. DQN flags and memory plans ------------------------------------------------------------
+
+def test_dqn_plan(work):
+    U, R = 2, 1
+    check("cudarl plan: 1M Atari-shaped transitions (84x84 uint8, stacks of 4) fit in <= 7.1 GB")
+    r = run_ok("plan", ["plan", "--buffer-size", "1000000", "--obs-shape", "84x84",
+                        "--frame-stack", "4", "--mem-budget", "32GiB"], work)
+    m = re.search(r"(\d+) bytes per transition", r.out)
+    if not m or int(m.group(1)) != 7065 or "fits" not in r.out:
+        fail("plan output", "'7065 bytes per transition' and 'fits'", r.describe())
+    check("a plan over the budget is refused with the bytes, the budget and the largest size")
+    r = run(["plan", "--buffer-size", "1000000", "--obs-shape", "84x84", "--mem-budget", "4GiB"],
+            work)
+    lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    if r.rc != R or len(lines) != 1 or "largest --buffer-size that fits is 607921" not in lines[0] \
+            or "4.00 GiB" not in lines[0] or "6.58 GiB" not in lines[0]:
+        fail("plan over budget", "exit 1 and one line naming 6.58 GiB, 4.00 GiB and 607921",
+             r.describe())
+    expect_error("a malformed --mem-budget", ["plan", "--mem-budget", "lots"], work, U,
+                 ["--mem-budget", "32GiB"])
+    expect_error("a malformed --obs-shape", ["plan", "--obs-shape", "84y84"], work, U,
+                 ["--obs-shape '84y84'", "84x84"])
+    expect_error("an unknown --obs-dtype", ["plan", "--obs-dtype", "int16"], work, U,
+                 ["--obs-dtype 'int16'", "uint8 or float32"])
+    expect_error("DQN training over its budget is refused before allocating",
+                 ["train", "--algo", "dqn", "--buffer-size", "50000000", "--mem-budget", "100M",
+                  "--runs-dir", "runs", "--quiet"], work, R,
+                 ["memory plan needs", "largest --buffer-size that fits", "--mem-budget"])
+    expect_error("a DQN flag out of range", ["train", "--algo", "dqn", "--tau", "0"], work, U,
+                 ["--tau", "between"])
+    expect_error("a PPO flag given to DQN", ["train", "--algo", "dqn", "--num-steps", "5"], work,
+                 U, ["unknown flag '--num-steps'", "--algo dqn --help"])
+    expect_error("--buffer-size smaller than two steps of the envs",
+                 ["train", "--algo", "dqn", "--num-envs", "8", "--buffer-size", "10"], work, U,
+                 ["--buffer-size", "2 x --num-envs"])
+    check("cudarl train --algo dqn --help lists dqn.py's flags with defaults")
+    r = run_ok("dqn help", ["train", "--algo", "dqn", "--help"], work)
+    for flag in ["--buffer-size", "--tau", "--target-network-frequency", "--batch-size",
+                 "--start-e", "--end-e", "--exploration-fraction", "--learning-starts",
+                 "--train-frequency", "--double-dqn", "--prioritized", "--mem-budget"]:
+        if flag not in r.out and f"--[no-]{flag[2:]}" not in r.out:
+            fail("dqn help", f"a line for {flag}", r.describe())
+    check("a short DQN run writes a checkpoint that cudarl eval plays")
+    run_ok("dqn train", ["train", "--algo", "dqn", "--total-timesteps", "3000",
+                         "--learning-starts", "500", "--run-name", "dqn_small", "--runs-dir",
+                         "runs", "--quiet", "--double-dqn", "--prioritized", "--huber"], work)
+    r = run_ok("dqn eval", ["eval", os.path.join("runs", "dqn_small", "model.safetensors"),
+                            "--episodes", "5"], work)
+    if "mean return" not in r.out:
+        fail("dqn eval", "a mean return", r.describe())
+
+
 GROUPS = {"bad_input": test_bad_input, "help": test_help, "determinism": test_determinism,
-          "checkpoint": test_checkpoint, "resume": test_resume, "eval": test_eval}
+          "checkpoint": test_checkpoint, "resume": test_resume, "eval": test_eval,
+          "dqn_plan": test_dqn_plan}
 
 
 def main():

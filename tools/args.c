@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/core.h"
 #include "cudarl.h"
 
 int args_find(const arg_spec *specs, int n, const char *name) {
@@ -59,6 +60,7 @@ static const char *type_word(arg_type t) {
     case ARG_BOOL: return "true or false";
     case ARG_DEVICE: return "cpu, cuda or auto";
     case ARG_STR: return "a value";
+    case ARG_BYTES: return "a size such as 32GiB, 512M or 7.1GB";
     }
     return "a value";
 }
@@ -119,6 +121,16 @@ static int store(const arg_spec *s, void *opts, const char *v, const char *cmd) 
             return -1;
         }
         *(cudarl_device_kind *)field = k;
+        return 0;
+    }
+    case ARG_BYTES: {
+        int64_t b;
+        if (cr_parse_bytes(v, &b) != 0) {
+            fprintf(stderr, "cudarl %s: --%s expects a size such as 32GiB, 512M or 7.1GB, got "
+                            "'%s'\n", cmd, s->name, v);
+            return -1;
+        }
+        *(int64_t *)field = b;
         return 0;
     }
     case ARG_STR:
@@ -210,6 +222,12 @@ void args_print_help(const arg_spec *specs, int n, const void *defaults) {
             break;
         }
         case ARG_STR: snprintf(def, sizeof def, "%s", *f ? f : "(none)"); break;
+        case ARG_BYTES: {
+            int64_t b = *(const int64_t *)f;
+            if (b) cr_format_bytes((size_t)b, def, sizeof def);
+            else snprintf(def, sizeof def, "what the device can give");
+            break;
+        }
         }
         char flag[64];
         snprintf(flag, sizeof flag, "--%s%s", s->name, s->type == ARG_BOOL ? " / --no-" : "");

@@ -69,7 +69,9 @@ static void usage(FILE *f) {
             "usage:\n"
             "  cudarl train [flags]                  train PPO (CartPole-v1 by default)\n"
             "  cudarl train --resume PATH [flags]    continue a run from its checkpoint\n"
+            "  cudarl train --algo dqn [flags]       DQN with the replay buffer (CPU for now)\n"
             "  cudarl eval PATH [--episodes N]       mean and std of the greedy policy's return\n"
+            "  cudarl plan [flags]                   a replay buffer's memory plan, no training\n"
             "  cudarl info                           build options and devices\n"
             "  cudarl <command> --help               the flags of a command, with defaults\n",
             CUDARL_VERSION_STRING);
@@ -179,6 +181,7 @@ static const arg_spec dqn_specs[] = {
     {"max-grad-norm", ARG_F64, DCFG(max_grad_norm), 0, 0, 1e9, "global gradient norm clip (0: off)"},
     {"hidden1", ARG_INT, DCFG(hidden1), 0, 1, 4096, "Q-network first hidden width"},
     {"hidden2", ARG_INT, DCFG(hidden2), 0, 1, 4096, "Q-network second hidden width"},
+    {"mem-budget", ARG_BYTES, DCFG(mem_budget), 0, 0, 0, "memory the run may use (plan refused above it)"},
     {"device", ARG_DEVICE, DCFG(device), 0, 0, 0, "cpu or auto (DQN trains on the CPU for now)"},
     {"threads", ARG_INT, DCFG(threads), 0, 0, 1024, "CPU threads for the ops (0: all cores)"},
     {"run-name", ARG_STR, DCFG(run_name), 128, 0, 0, "run folder name; empty: <env>__dqn__<seed>__<unix time>"},
@@ -317,6 +320,75 @@ static int cmd_eval(int argc, char **argv) {
     return 0;
 }
 
+typedef struct plan_opts {
+    int64_t buffer_size, mem_budget;
+    int num_envs, frame_stack, prioritized;
+    char obs_shape[64], obs_dtype[16];
+} plan_opts;
+
+static const arg_spec plan_specs[] = {
+    {"buffer-size", ARG_I64, offsetof(plan_opts, buffer_size), 0, 1, BIG, "replay capacity (transitions)"},
+    {"num-envs", ARG_INT, offsetof(plan_opts, num_envs), 0, 1, 1 << 20, "envs inserting per step"},
+    {"obs-shape", ARG_STR, offsetof(plan_opts, obs_shape), 64, 0, 0, "one stored observation (one frame when stacking), e.g. 84x84 or 4"},
+    {"obs-dtype", ARG_STR, offsetof(plan_opts, obs_dtype), 16, 0, 0, "uint8 or float32"},
+    {"frame-stack", ARG_INT, offsetof(plan_opts, frame_stack), 0, 1, 16, "frames per observation"},
+    {"prioritized", ARG_BOOL, offsetof(plan_opts, prioritized), 0, 0, 1, "with a priority sum tree"},
+    {"mem-budget", ARG_BYTES, offsetof(plan_opts, mem_budget), 0, 0, 0, "the budget to check against"},
+};
+
+/* Elements of "84x84" / "4" / "3,84,84"; -1 if malformed. */
+static int64_t shape_elems(const char *s) {
+    int64_t n = 1;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        long long d = strtoll(p, &end, 10);
+        if (end == p || d < 1 || d > (1 << 24)) return -1;
+        n *= d;
+        if (n > ((int64_t)1 << 40)) return -1;
+        p = end;
+        if (*p == 'x' || *p == ',') p++;
+        else if (*p) return -1;
+    }
+    return p == s ? -1 : n;
+}
+
+static int cmd_plan(int argc, char **argv) {
+    plan_opts o = {1000000, 0, 1, 4, 0, "84x84", "uint8"};
+    int n = (int)(sizeof plan_specs / sizeof plan_specs[0]);
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: cudarl plan [flags]: the replay buffer's memory plan, without training\n"
+                   "\nflags:\n");
+            args_print_help(plan_specs, n, &o);
+            return 0;
+        }
+    arg_result r;
+    if (args_parse(plan_specs, n, &o, argc, argv, "plan", 0, &r) != 0) return EXIT_USAGE;
+    int64_t elems = shape_elems(o.obs_shape);
+    if (elems < 0) {
+        fprintf(stderr, "cudarl plan: --obs-shape '%s' is not a shape; write it as 84x84 or 4\n",
+                o.obs_shape);
+        return EXIT_USAGE;
+    }
+    int u8 = !strcmp(o.obs_dtype, "uint8");
+    if (!u8 && strcmp(o.obs_dtype, "float32")) {
+        fprintf(stderr, "cudarl plan: --obs-dtype '%s' is not uint8 or float32\n", o.obs_dtype);
+        return EXIT_USAGE;
+    }
+    cudarl_replay_request rq = {o.buffer_size, o.num_envs, elems, u8, o.frame_stack,
+                                o.prioritized, 0, o.mem_budget};
+    char report[4096];
+    cudarl_status s = cudarl_replay_plan_report(&rq, report, sizeof report);
+    fputs(report, stdout);
+    if (s != CUDARL_OK) {
+        fprintf(stderr, "cudarl plan: %s\n", cudarl_last_error());
+        return s == CUDARL_ERR_OUT_OF_MEMORY ? EXIT_FAILURE : EXIT_USAGE;
+    }
+    printf("fits\n");
+    return 0;
+}
+
 static int cmd_info(int argc, char **argv) {
     if (argc > 0) {
         fprintf(stderr, "cudarl info: takes no arguments, got '%s'\n", argv[0]);
@@ -350,6 +422,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("cudarl %s\n", CUDARL_VERSION_STRING);
         return 0;
@@ -358,7 +431,7 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "cudarl: unknown command '%s'; commands: train, eval, info (cudarl --help)\n",
+    fprintf(stderr, "cudarl: unknown command '%s'; commands: train, eval, plan, info (cudarl --help)\n",
             cmd);
     return EXIT_USAGE;
 }

@@ -142,6 +142,11 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     cr_plan pl;
     CR_TRY(plan_memory(d, &pl));
     cr_plan_print(&pl, "DQN (host)");
+    /* refuse a plan over the budget before allocating anything */
+    cudarl_replay_request rq = {cfg->buffer_size, d->N, d->D, 0, 1, cfg->prioritized,
+                                (int64_t)pl.offsets[D_REPLAY], cfg->mem_budget};
+    char report[2048];
+    CR_TRY(cudarl_replay_plan_report(&rq, report, sizeof report));
     CR_TRY(ctx->ops->arena_alloc(ctx, &d->mem, &pl));
     carve(d);
     cr_philox_state init;

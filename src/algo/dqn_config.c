@@ -82,5 +82,6 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
     REQUIRE(c->threads >= 0 && c->threads <= 1024, "--threads must be between 0 and 1024, got %d",
             c->threads);
     REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
+    REQUIRE(c->mem_budget >= 0, "--mem-budget must be >= 0 (0: what the device can give)");
     return CUDARL_OK;
 }

@@ -1,0 +1,65 @@
+/* The replay buffer's memory plan as a person reads it, checked against a budget before
+ * anything is allocated. */
+#include <stdio.h>
+#include <string.h>
+
+#include "replay/replay.h"
+
+static void append(char *buf, size_t cap, const char *fmt, const char *a, const char *b) {
+    size_t n = strlen(buf);
+    if (n < cap) snprintf(buf + n, cap - n, fmt, a, b);
+}
+
+cudarl_status cudarl_replay_plan_report(const cudarl_replay_request *r, char *report,
+                                        size_t cap) {
+    report[0] = 0;
+    if (r->num_envs < 1 || r->buffer_size < 1)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--buffer-size and --num-envs must be >= 1");
+    cr_replay_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.capacity = r->buffer_size / r->num_envs * r->num_envs;
+    spec.num_envs = r->num_envs;
+    spec.frame_elems = r->frame_elems;
+    spec.dtype = r->uint8_frames ? CR_REPLAY_UINT8 : CR_REPLAY_FLOAT32;
+    spec.stack = r->frame_stack;
+    spec.prioritized = r->prioritized;
+    spec.alpha = 0.6f, spec.beta0 = 0.4f, spec.beta_steps = 1;
+    CR_TRY(cr_replay_spec_check(&spec));
+    cr_plan pl;
+    cr_plan_init(&pl);
+    CR_TRY(cr_replay_plan(&spec, &pl));
+    int64_t budget = r->mem_budget;
+    const char *budget_from = "--mem-budget";
+    if (budget <= 0) budget = cr_host_available_bytes(0), budget_from = "available host memory";
+    char a[32], b[32];
+    snprintf(a, sizeof a, "%zu", cr_replay_bytes_per_transition(&spec));
+    append(report, cap, "replay plan: %s bytes per transition (%s)\n", a,
+           spec.stack > 1 ? "one frame stored once; stacks rebuilt at sample time"
+                          : "one observation stored once; next = the following slot");
+    for (int i = 0; i < pl.count; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "  %-14s", pl.names[i]);
+        append(report, cap, "%s %s\n", line, cr_format_bytes(pl.sizes[i], a, sizeof a));
+    }
+    int64_t total = (int64_t)pl.total + r->other_bytes;
+    double naive = (double)spec.capacity * 2.0 * spec.stack * (double)spec.frame_elems * 4.0;
+    snprintf(b, sizeof b, "%.2f GB", naive / 1e9);
+    append(report, cap, "  (stored naively - obs and next_obs as float32 stacks - it would be %s%s)\n",
+           b, "");
+    snprintf(a, sizeof a, "%lld", (long long)spec.capacity);
+    append(report, cap, "  transitions     %s%s\n", a, "");
+    if (r->other_bytes > 0)
+        append(report, cap, "  other buffers   %s%s\n",
+               cr_format_bytes((size_t)r->other_bytes, a, sizeof a), "");
+    append(report, cap, "  total           %s against a budget of %s\n",
+           cr_format_bytes((size_t)total, a, sizeof a),
+           budget > 0 ? cr_format_bytes((size_t)budget, b, sizeof b) : "(unknown)");
+    if (budget <= 0 || total <= budget) return CUDARL_OK;
+    int64_t room = budget - r->other_bytes;
+    int64_t fit = room > 0 ? cr_replay_max_capacity(&spec, (size_t)room) : 0;
+    return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "the memory plan needs %s (replay: %lld transitions "
+                   "x %zu bytes) but the budget (%s) is %s; the largest --buffer-size that fits "
+                   "is %lld, or raise --mem-budget", cr_format_bytes((size_t)total, a, sizeof a),
+                   (long long)spec.capacity, cr_replay_bytes_per_transition(&spec), budget_from,
+                   cr_format_bytes((size_t)budget, b, sizeof b), (long long)fit);
+}
