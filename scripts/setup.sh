@@ -16,8 +16,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if [ "${CUDARL_SKIP_PYTHON:-0}" != 1 ] &&
-   ! python3 -c 'import gymnasium, safetensors, numpy' 2>/dev/null; then
-  echo "setup: installing gymnasium safetensors numpy (pip)" >&2
-  python3 -m pip install -q gymnasium safetensors numpy 2>&1 | grep -v -i "warning" >&2 || true
-  python3 -c 'import gymnasium, safetensors, numpy'
+   ! python3 -c 'import gymnasium, safetensors, numpy, tensorboard' 2>/dev/null; then
+  echo "setup: installing gymnasium safetensors numpy tensorboard (pip)" >&2
+  python3 -m pip install -q gymnasium safetensors numpy tensorboard 2>&1 |
+    grep -v -i "warning" >&2 || true
+  python3 -c 'import gymnasium, safetensors, numpy, tensorboard'
 fi

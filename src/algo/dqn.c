@@ -14,6 +14,7 @@
 #include "replay/replay.h"
 #include "runtime/checkpoint.h"
 #include "runtime/safetensors.h"
+#include "runtime/tensorboard.h"
 
 #define DQN_STREAM_EXPLORE (1ull << 40)
 #define DQN_STREAM_REPLAY ((1ull << 40) + 1)
@@ -47,6 +48,7 @@ typedef struct cr_dqn {
     /* logging */
     char run_dir[512];
     FILE *csv;
+    cr_tb_writer tb;
     double loop_start, last_progress, loss_sum, q_sum;
     int64_t loss_count, solved_step, last_log_episodes;
     double solved_seconds, solved_unix;
@@ -241,7 +243,13 @@ static void log_row(cr_dqn *d, int64_t iteration) {
         if (isnan(v[i])) fputs(",", d->csv);
         else fprintf(d->csv, ",%.9g", v[i]);
     }
-    fprintf(d->csv, ",%.0f,%.6f\n", elapsed > 0 ? (double)d->global_step / elapsed : 0, elapsed);
+    double sps = elapsed > 0 ? (double)d->global_step / elapsed : 0;
+    fprintf(d->csv, ",%.0f,%.6f\n", sps, elapsed);
+    static const char *const tags[8] = {"charts/episodic_return", "charts/episodic_length",
+        "charts/mean_return_100", "charts/episodes", "charts/epsilon", "losses/td_loss",
+        "losses/q_values", "charts/SPS"};
+    double tv[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], sps};
+    cr_tb_scalars(&d->tb, d->global_step, tags, tv, 8);
     l->iter_episodes = 0, l->iter_return_sum = 0, l->iter_length_sum = 0;
     d->loss_sum = d->q_sum = 0, d->loss_count = 0;
 }
@@ -348,6 +356,7 @@ cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
         s = cr_run_open(d->cfg.runs_dir, d->cfg.run_name, sizeof d->cfg.run_name, d->cfg.env_id,
                         "dqn", d->cfg.seed, -1, dqn_csv_header, d->run_dir, sizeof d->run_dir,
                         &d->csv);
+    if (s == CUDARL_OK) s = cr_tb_open(&d->tb, d->run_dir);
     d->tty = isatty(STDERR_FILENO);
     if (s == CUDARL_OK) {
         CR_INFO("training DQN on %s: %d env(s), buffer %lld, batch %d, %zu parameters, run %s",
@@ -372,6 +381,7 @@ cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
         }
     }
     if (d->csv) fclose(d->csv);
+    cr_tb_close(&d->tb);
     if (d->mem.base) ctx->ops->arena_free(ctx, &d->mem);
     free(d);
     return s;
