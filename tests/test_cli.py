@@ -179,8 +179,10 @@ def tensor_difference(a_path, b_path):
 
 
 def no_temp_files(run_dir, allowed=("metrics.csv", "model.safetensors")):
+    """Only the run's files: metrics.csv, the checkpoint, and TensorBoard event files."""
     check(f"no temp files left in {run_dir}")
-    left = sorted(set(os.listdir(run_dir)) - set(allowed))
+    left = sorted(f for f in set(os.listdir(run_dir)) - set(allowed)
+                  if not (f.startswith("events.out.tfevents.") and f.endswith(".cudarl")))
     if left:
         fail(f"no temp files in {run_dir}", f"only {', '.join(allowed)}", f"  got also: {left}")
 

@@ -13,6 +13,7 @@
 
 #include "algo/ppo_internal.h"
 #include "algo/run.h"
+#include "runtime/tensorboard.h"
 #include "core/nvtx.h"
 
 /* ---- memory plan ------------------------------------------------------------------------ */
@@ -129,6 +130,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
 void cr_ppo_free(cr_ppo *p) {
     if (p->csv) fclose(p->csv);
     p->csv = NULL;
+    cr_tb_close(&p->tb);
     if (p->ctx && p->mem.base) p->ctx->ops->arena_free(p->ctx, &p->mem);
 }
 
@@ -264,6 +266,14 @@ static void log_iteration(cr_ppo *p, float lr, double elapsed) {
     }
     double sps = elapsed > 0 ? (double)((p->rep_iteration - p->start_iteration) * p->batch) / elapsed : 0;
     fprintf(p->csv, ",%.0f,%.6f\n", sps, elapsed);
+    static const char *const tags[14] = {"charts/episodic_return", "charts/episodic_length",
+        "charts/mean_return_100", "charts/episodes", "charts/learning_rate", "losses/value_loss",
+        "losses/policy_loss", "losses/entropy", "losses/old_approx_kl", "losses/approx_kl",
+        "losses/clipfrac", "losses/explained_variance", "losses/grad_norm", "charts/SPS"};
+    double tv[14];
+    memcpy(tv, vals, sizeof vals);
+    tv[13] = sps;
+    cr_tb_scalars(&p->tb, p->rep_step, tags, tv, 14);
 }
 
 static void progress(cr_ppo *p, double elapsed, int final) {
@@ -296,7 +306,7 @@ static cudarl_status open_run_dir(cr_ppo *p, int resuming) {
     CR_TRY(cr_run_open(p->cfg.runs_dir, p->cfg.run_name, sizeof p->cfg.run_name, p->cfg.env_id,
                        "ppo", p->cfg.seed, resuming ? p->iteration : -1, csv_header, p->run_dir,
                        sizeof p->run_dir, &p->csv));
-    return CUDARL_OK;
+    return cr_tb_open(&p->tb, p->run_dir); /* a resumed run adds a file; TensorBoard merges */
 }
 
 static cudarl_status save_checkpoint(cr_ppo *p) {

@@ -7,6 +7,7 @@
 #include "env/env.h"
 #include "nn/actor_critic.h"
 #include "ops/backend.h"
+#include "runtime/tensorboard.h"
 
 /* Streams of the seed's Philox key: envs use 0 .. N-1, these sit far above. */
 #define CR_STREAM_SAMPLER (1ull << 40)
@@ -74,6 +75,7 @@ typedef struct cr_ppo {
     /* outputs */
     char run_dir[512];
     FILE *csv;
+    cr_tb_writer tb;
     double loop_start, last_progress;
     size_t bytes_after_setup, bytes_at_end; /* device memory in use (CUDA) */
     cr_ppo_profile prof;
