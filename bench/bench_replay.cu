@@ -1,0 +1,169 @@
+// Replay buffer, CUDA twin: GPU time of insert (1,024 envs, one 84x84 uint8 frame each) and of
+// sampling 32 and 1,024 stacked transitions (stack 4), uniform and prioritized, in a full
+// 1M-capacity buffer. Each figure is the median of many cudaEvent-timed calls on the context's
+// stream (one call between two events: GPU time incl. the gaps between its kernels).
+// Usage: bench_replay [capacity] [reps]     (defaults 1048576 200; capacity a multiple of 1024)
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "ops/backend.h"
+#include "ops/cuda/cuda_backend.h"
+#include "replay/replay_cuda.h"
+}
+
+#define CK(x)                                                                          \
+    do {                                                                               \
+        cudaError_t e_ = (x);                                                          \
+        if (e_ != cudaSuccess) {                                                       \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                   \
+        }                                                                              \
+    } while (0)
+#define OK(x)                                                                          \
+    do {                                                                               \
+        if ((x) != CUDARL_OK) {                                                        \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudarl_last_error()); \
+            exit(1);                                                                   \
+        }                                                                              \
+    } while (0)
+
+static const int E = 1024, FE = 84 * 84, K = 4, MAXB = 1024;
+
+template <typename F> static double median_us(cudaStream_t st, int reps, F f) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    std::vector<float> t;
+    for (int r = 0; r < reps + 5; r++) {
+        CK(cudaEventRecord(a, st));
+        f();
+        CK(cudaEventRecord(b, st));
+        CK(cudaEventSynchronize(b));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        if (r >= 5) t.push_back(ms); // warm-up excluded
+    }
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    std::sort(t.begin(), t.end());
+    return 1000.0 * t[t.size() / 2];
+}
+
+static void run(cudarl_ctx *ctx, int64_t capacity, int prio, int reps) {
+    cr_replay_spec sp = {};
+    sp.capacity = capacity, sp.num_envs = E, sp.frame_elems = FE, sp.dtype = CR_REPLAY_UINT8;
+    sp.stack = K, sp.prioritized = prio, sp.alpha = 0.6f, sp.beta0 = 0.4f, sp.beta_steps = 100000;
+    cr_plan plan;
+    cr_plan_init(&plan);
+    int i_obs = cr_plan_add(&plan, "obs", (size_t)E * FE);
+    int i_fin = cr_plan_add(&plan, "fin", (size_t)E * FE);
+    int i_term = cr_plan_add(&plan, "term", E);
+    int i_trunc = cr_plan_add(&plan, "trunc", E);
+    int i_act = cr_plan_add(&plan, "act", E * 4);
+    int i_rew = cr_plan_add(&plan, "rew", E * 4);
+    int i_bo = cr_plan_add(&plan, "b.obs", (size_t)MAXB * K * FE);
+    int i_bn = cr_plan_add(&plan, "b.next", (size_t)MAXB * K * FE);
+    int i_ba = cr_plan_add(&plan, "b.act", MAXB * 4);
+    int i_br = cr_plan_add(&plan, "b.rew", MAXB * 4);
+    int i_bt = cr_plan_add(&plan, "b.term", MAXB);
+    int i_bu = cr_plan_add(&plan, "b.trunc", MAXB);
+    int i_bi = cr_plan_add(&plan, "b.idx", MAXB * 8);
+    int i_bw = cr_plan_add(&plan, "b.w", MAXB * 4);
+    int i_td = cr_plan_add(&plan, "td", MAXB * 4);
+    int i_s = cr_plan_add(&plan, "stream", sizeof(cr_rng_stream));
+    int first = plan.count;
+    OK(cr_replay_cuda_plan(&sp, MAXB, &plan));
+    size_t replay_bytes = 0;
+    for (int i = first; i < plan.count; i++) replay_bytes += plan.sizes[i];
+    cr_arena arena;
+    OK(ctx->ops->arena_alloc(ctx, &arena, &plan));
+    cr_replay_cuda rc;
+    OK(cr_replay_cuda_init(ctx, &rc, &sp, MAXB, &arena, first));
+    auto G = [&](int i) { return cr_arena_get(&arena, i); };
+    cudaStream_t st = (cudaStream_t)ctx->stream;
+    CK(cudaMemsetAsync(G(i_obs), 77, (size_t)E * FE, st));
+    CK(cudaMemsetAsync(G(i_fin), 99, (size_t)E * FE, st));
+    cr_rng_stream s;
+    cr_rng_stream_seed(&s, 1, 2);
+    ctx->ops->copy_from_host(ctx, G(i_s), &s, sizeof s);
+    std::vector<uint8_t> term(E), trunc(E);
+    // Fill the ring (and wrap it once) with episodes of varied lengths.
+    int64_t steps = capacity / E + 64;
+    for (int64_t t = 0; t < steps; t++) {
+        for (int e = 0; e < E; e++) {
+            int64_t c = (t + e * 7) % (50 + e % 37);
+            term[e] = c == 0;
+            trunc[e] = c == 1 && e % 5 == 0;
+        }
+        ctx->ops->copy_from_host(ctx, G(i_term), term.data(), E);
+        ctx->ops->copy_from_host(ctx, G(i_trunc), trunc.data(), E);
+        cr_replay_cuda_insert(ctx, &rc, G(i_obs), (int32_t *)G(i_act), (float *)G(i_rew),
+                              (uint8_t *)G(i_term), (uint8_t *)G(i_trunc), G(i_fin));
+    }
+    CK(cudaMemsetAsync(G(i_term), 0, E, st));
+    CK(cudaMemsetAsync(G(i_trunc), 0, E, st));
+    CK(cudaStreamSynchronize(st));
+    double ins = median_us(st, reps, [&] {
+        cr_replay_cuda_insert(ctx, &rc, G(i_obs), (int32_t *)G(i_act), (float *)G(i_rew),
+                              (uint8_t *)G(i_term), (uint8_t *)G(i_trunc), G(i_fin));
+    });
+    cr_replay_batch out = {G(i_bo), G(i_bn), (int32_t *)G(i_ba), (float *)G(i_br),
+                           (uint8_t *)G(i_bt), (uint8_t *)G(i_bu), (int64_t *)G(i_bi),
+                           (float *)G(i_bw)};
+    cr_rng_stream *ds = (cr_rng_stream *)G(i_s);
+    double su[2], sprio[2] = {0, 0}, upd = 0;
+    int Bs[2] = {32, 1024};
+    for (int j = 0; j < 2; j++) {
+        int B = Bs[j];
+        su[j] = median_us(st, reps, [&] { OK(cr_replay_cuda_sample_uniform(ctx, &rc, ds, B, &out)); });
+        if (prio)
+            sprio[j] = median_us(st, reps, [&] {
+                OK(cr_replay_cuda_sample_prioritized(ctx, &rc, ds, B, 1000, &out));
+            });
+    }
+    if (prio) {
+        CK(cudaMemsetAsync(G(i_td), 0, MAXB * 4, st));
+        upd = median_us(st, reps, [&] {
+            OK(cr_replay_cuda_update_priorities(ctx, &rc, (int64_t *)G(i_bi), (float *)G(i_td),
+                                                MAXB, 1e-3f));
+        });
+    }
+    if (cr_replay_cuda_errors(ctx, &rc)) fprintf(stderr, "device error bits set\n");
+    char p32[32] = "-", p1k[32] = "-", pu[32] = "-";
+    if (prio) {
+        snprintf(p32, sizeof p32, "%.1f", sprio[0]);
+        snprintf(p1k, sizeof p1k, "%.1f", sprio[1]);
+        snprintf(pu, sizeof pu, "%.1f", upd);
+    }
+    printf("| %s | %lld | %.2f GB | %.1f us (%.1fM/s) | %.1f | %.1f | %s | %s | %s |\n",
+           prio ? "prioritized" : "uniform", (long long)capacity, replay_bytes / 1e9, ins,
+           E / ins, su[0], su[1], p32, p1k, pu);
+    fflush(stdout);
+    ctx->ops->arena_free(ctx, &arena);
+}
+
+int main(int argc, char **argv) {
+    int64_t capacity = argc > 1 ? atoll(argv[1]) : 1048576;
+    int reps = argc > 2 ? atoi(argv[2]) : 200;
+    cudarl_ctx ctx;
+    if (cr_cuda_ctx_init(&ctx, 0) != CUDARL_OK) {
+        fprintf(stderr, "bench_replay needs a CUDA GPU: %s\n", cudarl_last_error());
+        return 1;
+    }
+    printf("replay buffer (CUDA): %d envs, 84x84 uint8 frames, stack %d; GPU time, median of %d\n\n",
+           E, K, reps);
+    printf("| buffer | capacity | device bytes | insert 1,024 | uniform 32 (us) | uniform 1,024 "
+           "(us) | prio 32 (us) | prio 1,024 (us) | update 1,024 (us) |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    run(&ctx, capacity, 0, reps);
+    run(&ctx, capacity, 1, reps);
+    printf("\ntargets (issue 5): insert >= 50M transitions/s (<= 20.5 us per 1,024); sample 32 "
+           "<= 10 us; 1,024 <= 30 us\n");
+    cr_cuda_ctx_free(&ctx);
+    return 0;
+}
