@@ -8,10 +8,12 @@ if(CUDARL_HAVE_CUDA)
   target_compile_options(test_ops_cuda PRIVATE ${CUDARL_C_WARNINGS})
   target_link_libraries(test_ops_cuda PRIVATE cudarl)
   foreach(group memory linear tanh rng categorical episodes gae gather ppo_loss optim graph
-                noalloc)
+                noalloc ppo_fused)
     add_test(NAME test_ops_cuda_${group} COMMAND test_ops_cuda ${group})
     set_tests_properties(test_ops_cuda_${group} PROPERTIES LABELS gpu)
   endforeach()
+  # noalloc reads device-wide free memory (cudaMemGetInfo): nothing else may run beside it
+  set_tests_properties(test_ops_cuda_noalloc PROPERTIES RUN_SERIAL TRUE)
   add_test(NAME test_ops_cuda_graph_sync_debug COMMAND test_ops_cuda graph)
   set_tests_properties(test_ops_cuda_graph_sync_debug PROPERTIES LABELS gpu
                        ENVIRONMENT CUDARL_SYNC_DEBUG=1)

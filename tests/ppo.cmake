@@ -3,4 +3,6 @@ cudarl_test(test_ppo_learn SOURCES test_ppo_learn.c LABELS "cpu;slow"
             ARGS ${CMAKE_CURRENT_BINARY_DIR}/learn-runs)
 if(CUDARL_HAVE_CUDA)
   cudarl_test(test_ppo_cuda SOURCES test_ppo_cuda.c LABELS gpu ARGS ${CMAKE_CURRENT_BINARY_DIR}/cuda-runs)
+  # reads device-wide free memory (cudaMemGetInfo): other GPU tests must not run beside it
+  set_tests_properties(test_ppo_cuda PROPERTIES RUN_SERIAL TRUE)
 endif()

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "nn/actor_critic.h"
 #include "ops/backend.h"
 #include "ops/cuda/cuda_backend.h"
 
@@ -92,6 +93,14 @@ static const tolerance tolerances[] = {
      "the step size comes through pow in double, whose last ulp may differ from glibc's"},
     {"adam.t", EXACT, 0, 0, "an integer"},
     {"graph", EXACT, 0, 0, "a replay runs the same kernels on the same data"},
+    {"fused.grad", NORM, 0, 1e-4,
+     "fused kernels (3xTF32 products, per-thread and per-block partial sums) against cuBLAS or "
+     "the CPU: each product errs by ~2^-20 relative and the B-row sums in another order"},
+    {"fused.stats", CLOSE, 1e-6, 1e-5,
+     "means in double of per-row floats whose logits and values differ by rounding from the "
+     "other path's"},
+    {"fused.repeat", EXACT, 0, 0,
+     "the same fused op on the same inputs: fixed grid, fixed summation order, no atomics"},
 };
 
 static const tolerance *tolerance_of(const char *name) {
@@ -1052,6 +1061,159 @@ static void test_noalloc(void) {
     end_case();
 }
 
+/* ---- fused PPO minibatch gradients ---------------------------------------------------------- */
+
+/* The CleanRL actor-critic (hidden 64, A = 2) with weights of the orthogonal init's scale
+ * (uniform, so nothing is degenerate), non-zero biases and a critic / actor head of gain 1 (so
+ * the logits are far from uniform). Host memory. */
+static float *fused_params(const cr_ac_layout *L) {
+    float *p = host(F(L->num_params));
+    for (int i = 0; i < CR_AC_NUM_TENSORS; i++) {
+        const cr_param_tensor *t = &L->t[i];
+        float a = t->ndim == 2 ? sqrtf(3.0f) * (t->shape[0] == 64 ? sqrtf(2.0f) : 1.0f) /
+                                     sqrtf((float)t->shape[1])
+                               : 0.1f;
+        for (size_t k = 0; k < t->count; k++)
+            p[t->offset + k] = -a + 2 * a * cr_philox_uniform(&prng);
+    }
+    return p;
+}
+
+/* ppo_minibatch_grads against the unfused CUDA ops (cr_mlp_forward, ppo_loss, cr_mlp_backward:
+ * what ppo.c runs without it) and against the CPU backend, on one random minibatch whose
+ * old_logp and old values are set from the model's own outputs so that the policy ratio and the
+ * value change fall on both sides of the clip range (1e-4 away from its bounds). */
+static void ppo_fused_case(int B, int D, int norm_adv, int clip_vloss) {
+    CASE("fused B=%d D=%d norm_adv=%d clip_vloss=%d", B, D, norm_adv, clip_vloss);
+    const int A = 2, Hd = 64;
+    const float clip = 0.2f;
+    cr_ppo_loss_params p = {clip, 0.01f, 0.5f, clip_vloss, norm_adv};
+    cr_ac_layout L;
+    cr_ac_layout_init(&L, D, Hd, A);
+    const size_t P = L.num_params;
+    float *params = fused_params(&L);
+    float *obs = uniform_floats((size_t)B * D, -2, 2), *adv = uniform_floats(B, -2, 2);
+    float *ret = uniform_floats(B, -1, 1);
+    int32_t *act = random_ints((size_t)B, A);
+
+    /* CPU reference: the forward gives the model's logp and value, then the perturbed data. */
+    cr_mlp_view a_cpu = cr_ac_actor(&L, params), c_cpu = cr_ac_critic(&L, params);
+    float *grads_cpu = host_floats(P);
+    cr_mlp_view ga_cpu = cr_ac_actor(&L, grads_cpu), gc_cpu = cr_ac_critic(&L, grads_cpu);
+    cr_mlp_cache ca = cr_mlp_cache_carve(host(F(cr_mlp_cache_floats(B, Hd))), B, Hd);
+    cr_mlp_cache cc = cr_mlp_cache_carve(host(F(cr_mlp_cache_floats(B, Hd))), B, Hd);
+    float *logits = host_floats((size_t)B * A), *value = host_floats(B);
+    cr_mlp_forward(&cpu, &a_cpu, obs, logits, &ca, B);
+    cr_mlp_forward(&cpu, &c_cpu, obs, value, &cc, B);
+    float *logp = host_floats(B), *ent = host_floats(B), *old_logp = host_floats(B);
+    float *old_v = host_floats(B);
+    cr_cpu_categorical_logp_entropy(logits, act, logp, ent, B, A);
+    for (int b = 0; b < B; b++) {
+        float lr, d;
+        do {
+            float r = -0.4f + 0.8f * cr_philox_uniform(&prng);
+            old_logp[b] = logp[b] - r;
+            lr = logp[b] - old_logp[b];
+        } while (fabs(exp(lr) - (1.0 - clip)) < 1e-4 || fabs(exp(lr) - (1.0 + clip)) < 1e-4);
+        do {
+            old_v[b] = value[b] - (-0.5f + cr_philox_uniform(&prng));
+            d = value[b] - old_v[b];
+        } while (fabsf(fabsf(d) - clip) < 1e-4f);
+    }
+    float *dl = host_floats((size_t)B * A), *dv = host_floats(B);
+    cr_ppo_stats_acc acc_cpu = start_acc(), acc0 = acc_cpu;
+    cpu.ops->ppo_loss(&cpu, logits, act, old_logp, adv, value, old_v, ret, &p, dl, dv, &acc_cpu,
+                      B, A);
+    cr_mlp_backward(&cpu, &a_cpu, &ga_cpu, obs, dl, &ca, B);
+    cr_mlp_backward(&cpu, &c_cpu, &gc_cpu, obs, dv, &cc, B);
+
+    /* The same minibatch on the GPU. */
+    float *d_params = dev_copy(params, F(P)), *d_obs = dev_copy(obs, F((size_t)B * D));
+    float *d_old_logp = dev_copy(old_logp, F(B)), *d_adv = dev_copy(adv, F(B));
+    float *d_old_v = dev_copy(old_v, F(B)), *d_ret = dev_copy(ret, F(B));
+    int32_t *d_act = dev_copy(act, (size_t)B * 4);
+    cr_mlp_view actor = cr_ac_actor(&L, d_params), critic = cr_ac_critic(&L, d_params);
+    CHECK_MSG(cr_ppo_fused_supported(gpu.ops, &actor, &critic),
+              "the CUDA backend does not offer ppo_minibatch_grads for D=%d (CUDARL_FUSED=0?)", D);
+
+    /* unfused CUDA path */
+    float *d_gu = dev_out(F(P));
+    cr_mlp_view ga = cr_ac_actor(&L, d_gu), gc = cr_ac_critic(&L, d_gu);
+    cr_mlp_cache dca = cr_mlp_cache_carve(dev(F(cr_mlp_cache_floats(B, Hd))), B, Hd);
+    cr_mlp_cache dcc = cr_mlp_cache_carve(dev(F(cr_mlp_cache_floats(B, Hd))), B, Hd);
+    float *d_l = dev_out(F((size_t)B * A)), *d_v = dev_out(F(B));
+    float *d_dl = dev_out(F((size_t)B * A)), *d_dv = dev_out(F(B));
+    cr_ppo_stats_acc *d_acc_u = dev_copy(&acc0, sizeof acc0);
+    cr_mlp_forward(&gpu, &actor, d_obs, d_l, &dca, B);
+    cr_mlp_forward(&gpu, &critic, d_obs, d_v, &dcc, B);
+    gpu.ops->ppo_loss(&gpu, d_l, d_act, d_old_logp, d_adv, d_v, d_old_v, d_ret, &p, d_dl, d_dv,
+                      d_acc_u, B, A);
+    cr_mlp_backward(&gpu, &actor, &ga, d_obs, d_dl, &dca, B);
+    cr_mlp_backward(&gpu, &critic, &gc, d_obs, d_dv, &dcc, B);
+    float *grads_u = fetch(d_gu, F(P));
+    cr_ppo_stats_acc acc_u;
+    down(&acc_u, d_acc_u, sizeof acc_u);
+
+    /* fused, twice, outputs (and the scratch) poisoned before each run; the second run is
+     * captured into a graph and replayed (the op allocates nothing and never waits) */
+    size_t sb = gpu.ops->ppo_minibatch_scratch_bytes(B, P);
+    void *d_scratch = dev(sb);
+    float *d_gf = dev(F(P));
+    cr_mlp_view gfa = cr_ac_actor(&L, d_gf), gfc = cr_ac_critic(&L, d_gf);
+    cr_ppo_stats_acc *d_acc_f = dev(sizeof acc0);
+    float *grads_f[2];
+    cr_ppo_stats_acc acc_f[2];
+    for (int k = 0; k < 2; k++) {
+        poison(d_gf, F(P));
+        poison(d_scratch, sb);
+        up(d_acc_f, &acc0, sizeof acc0);
+        void *graph = NULL;
+        if (k == 1) CHECK_OK(gpu.ops->graph_begin(&gpu));
+        gpu.ops->ppo_minibatch_grads(&gpu, &actor, &critic, &gfa, &gfc, d_obs, d_act, d_old_logp,
+                                     d_adv, d_old_v, d_ret, &p, d_acc_f, d_scratch, B, A);
+        if (k == 1) {
+            CHECK_OK(gpu.ops->graph_end(&gpu, &graph));
+            gpu.ops->graph_launch(&gpu, graph);
+        }
+        grads_f[k] = fetch(d_gf, F(P));
+        down(&acc_f[k], d_acc_f, sizeof acc_f[k]);
+        if (graph) gpu.ops->graph_free(graph);
+    }
+
+    double got[ACC_VALUES], got2[ACC_VALUES], want_u[ACC_VALUES], want_c[ACC_VALUES];
+    acc_values(&acc_f[0], got);
+    acc_values(&acc_f[1], got2);
+    acc_values(&acc_u, want_u);
+    acc_values(&acc_cpu, want_c);
+    char base[96];
+    snprintf(base, sizeof base, "%.90s", case_name);
+    for (int i = 0; i < CR_AC_NUM_TENSORS; i++) {
+        const cr_param_tensor *t = &L.t[i];
+        CASE("%s, %s vs unfused CUDA", base, t->name);
+        compare_f32("fused.grad", grads_f[0] + t->offset, grads_u + t->offset, t->count);
+        CASE("%s, %s vs CPU", base, t->name);
+        compare_f32("fused.grad", grads_f[0] + t->offset, grads_cpu + t->offset, t->count);
+    }
+    CASE("%s, stats vs unfused CUDA", base);
+    compare_f64("fused.stats", got, want_u, ACC_VALUES);
+    CASE("%s, stats vs CPU", base);
+    compare_f64("fused.stats", got, want_c, ACC_VALUES);
+    CASE("%s, second run (graph)", base);
+    compare_ints("fused.repeat", grads_f[1], grads_f[0], P, 4);
+    compare_ints("fused.repeat", got2, got, ACC_VALUES, 8);
+    printf("  %s: ok\n", base);
+    end_case();
+}
+
+static void test_ppo_fused(void) {
+    ppo_fused_case(1, 4, 1, 1);      /* B = 1: the std is taken as 0, one partial tile */
+    ppo_fused_case(37, 4, 1, 1);     /* less than a tile */
+    ppo_fused_case(37, 11, 0, 0);    /* obs_dim padded to 16 */
+    ppo_fused_case(4096, 4, 1, 1);   /* 32 tiles, one per block */
+    ppo_fused_case(4096, 6, 1, 0);
+    ppo_fused_case(262144, 4, 1, 1); /* every block loops over tiles */
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static void open_contexts(void) {
@@ -1074,7 +1236,7 @@ int main(int argc, char **argv) {
         {"rng", test_rng},         {"categorical", test_categorical},
         {"episodes", test_episodes}, {"gae", test_gae},         {"gather", test_gather},
         {"ppo_loss", test_ppo_loss}, {"optim", test_optim},     {"graph", test_graph},
-        {"noalloc", test_noalloc},
+        {"noalloc", test_noalloc}, {"ppo_fused", test_ppo_fused},
     };
     int known = argc < 2;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0] && !known; i++)

@@ -23,7 +23,21 @@ enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_ADAM_T, M_LR, M_ENV, M_OBS, M_FI
        M_TERM, M_TRUNC, M_DONE, M_LAST_VALUES, M_LOGITS, M_U, M_MB_IDX, M_PERM_SCRATCH, M_MB_OBS,
        M_MB_LOGP, M_MB_ADV, M_MB_RET, M_MB_VAL, M_MB_ACT, M_MB_LOGITS, M_MB_VALUE, M_MB_DLOGITS,
        M_MB_DVALUE, M_CACHE_A, M_CACHE_C, M_METRICS, M_SAMPLER, M_SHUFFLER, M_EP_RETURN,
-       M_EP_LENGTH, M_COUNT };
+       M_EP_LENGTH, M_FUSED_SCRATCH, M_COUNT };
+
+/* Whether the update's minibatches go through the backend's fused op (ppo_minibatch_grads):
+ * the backend has it (the CUDA backend unless CUDARL_FUSED=0) and the MLPs' shapes are its. */
+static int fused_update(const cr_ppo *p, const cudarl_ctx *ctx) {
+    const cr_ac_layout *l = &p->layout;
+    cr_mlp_view a, c;
+    memset(&a, 0, sizeof a);
+    memset(&c, 0, sizeof c);
+    a.dims[0] = c.dims[0] = l->obs_dim;
+    a.dims[1] = a.dims[2] = c.dims[1] = c.dims[2] = l->hidden;
+    a.dims[3] = l->num_actions, c.dims[3] = 1;
+    a.act = c.act = CR_ACT_TANH;
+    return cr_ppo_fused_supported(ctx->ops, &a, &c);
+}
 
 static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
     size_t P = p->layout.num_params, TN = (size_t)p->batch, F = sizeof(float);
@@ -45,6 +59,8 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
         {"cache.critic", cache}, {"metrics", sizeof(cr_ppo_metrics)},
         {"rng.sampler", sizeof(cr_rng_stream)}, {"rng.shuffle", sizeof(cr_rng_stream)},
         {"episode.return", N * 8}, {"episode.length", N * 8},
+        {"fused.scratch",
+         fused_update(p, ctx) ? ctx->ops->ppo_minibatch_scratch_bytes(p->mb, P) : 0},
     };
     cr_plan_init(pl);
     for (int i = 0; i < M_COUNT; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
@@ -78,6 +94,8 @@ static void carve_memory(cr_ppo *p) {
     p->acc = &p->metrics->acc, p->log = &p->metrics->log;
     p->sampler = cr_arena_get(a, M_SAMPLER), p->shuffler = cr_arena_get(a, M_SHUFFLER);
     p->ep_return = cr_arena_get(a, M_EP_RETURN), p->ep_length = cr_arena_get(a, M_EP_LENGTH);
+    p->fused = fused_update(p, p->ctx);
+    p->fused_scratch = p->fused ? cr_arena_get(a, M_FUSED_SCRATCH) : NULL;
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
@@ -193,14 +211,21 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
     cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
     cr_mlp_view g_actor = cr_ac_actor(&p->layout, p->grads);
     cr_mlp_view g_critic = cr_ac_critic(&p->layout, p->grads);
-    cr_mlp_forward(ctx, &actor, p->mb_obs, p->mb_logits, &p->cache_actor, mb);
-    cr_mlp_forward(ctx, &critic, p->mb_obs, p->mb_value, &p->cache_critic, mb);
     cr_ppo_loss_params lp = {(float)p->cfg.clip_coef, (float)p->cfg.ent_coef,
                              (float)p->cfg.vf_coef, p->cfg.clip_vloss, p->cfg.norm_adv};
-    o->ppo_loss(ctx, p->mb_logits, p->mb_act, p->mb_logp, p->mb_adv, p->mb_value, p->mb_val,
-                p->mb_ret, &lp, p->mb_dlogits, p->mb_dvalue, p->acc, mb, p->A);
-    cr_mlp_backward(ctx, &actor, &g_actor, p->mb_obs, p->mb_dlogits, &p->cache_actor, mb);
-    cr_mlp_backward(ctx, &critic, &g_critic, p->mb_obs, p->mb_dvalue, &p->cache_critic, mb);
+    if (p->fused) {
+        /* forward, loss and backward of both MLPs in the backend's fused kernels */
+        o->ppo_minibatch_grads(ctx, &actor, &critic, &g_actor, &g_critic, p->mb_obs, p->mb_act,
+                               p->mb_logp, p->mb_adv, p->mb_val, p->mb_ret, &lp, p->acc,
+                               p->fused_scratch, mb, p->A);
+    } else {
+        cr_mlp_forward(ctx, &actor, p->mb_obs, p->mb_logits, &p->cache_actor, mb);
+        cr_mlp_forward(ctx, &critic, p->mb_obs, p->mb_value, &p->cache_critic, mb);
+        o->ppo_loss(ctx, p->mb_logits, p->mb_act, p->mb_logp, p->mb_adv, p->mb_value, p->mb_val,
+                    p->mb_ret, &lp, p->mb_dlogits, p->mb_dvalue, p->acc, mb, p->A);
+        cr_mlp_backward(ctx, &actor, &g_actor, p->mb_obs, p->mb_dlogits, &p->cache_actor, mb);
+        cr_mlp_backward(ctx, &critic, &g_critic, p->mb_obs, p->mb_dvalue, &p->cache_critic, mb);
+    }
     o->clip_grad_norm(ctx, p->grads, p->layout.num_params, p->cfg.max_grad_norm, p->acc);
     o->adam_step(ctx, p->params, p->grads, p->adam_m, p->adam_v, p->layout.num_params, p->lr,
                  0.9f, 0.999f, 1e-5f, p->adam_t);

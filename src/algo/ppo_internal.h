@@ -62,6 +62,8 @@ typedef struct cr_ppo {
     int32_t *mb_act;                              /* (mb) */
     float *mb_logits, *mb_value, *mb_dlogits, *mb_dvalue; /* (mb, A), (mb), (mb, A), (mb) */
     cr_mlp_cache cache_actor, cache_critic;       /* max(mb, N) rows */
+    int fused;                                    /* the backend's ppo_minibatch_grads is used */
+    void *fused_scratch;                          /* its scratch (NULL when not fused) */
     cr_ppo_metrics *metrics;
     cr_ppo_stats_acc *acc;                        /* &metrics->acc */
     cr_episode_log *log;                          /* &metrics->log */

@@ -28,14 +28,8 @@ typedef struct cr_ac_layout {
     size_t num_params;
 } cr_ac_layout;
 
-typedef enum cr_activation { CR_ACT_TANH = 0, CR_ACT_RELU } cr_activation;
-
-/* One MLP's view into a parameter (or gradient) buffer: layers 0, 1, 2. */
-typedef struct cr_mlp_view {
-    float *w[3], *b[3];
-    int dims[4];       /* in, hidden 1, hidden 2, out */
-    cr_activation act; /* after layers 0 and 1 */
-} cr_mlp_view;
+/* cr_activation and cr_mlp_view (one MLP's view into a parameter buffer) are in
+ * ops/backend.h, whose ppo_minibatch_grads op takes them. */
 
 /* Activations an MLP keeps for its backward pass, for up to max_rows rows (backend memory). */
 typedef struct cr_mlp_cache {

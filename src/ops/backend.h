@@ -29,6 +29,16 @@ struct cudarl_ctx {
     uint64_t host_syncs;     /* copies to the host so far: each waits for the device */
 };
 
+typedef enum cr_activation { CR_ACT_TANH = 0, CR_ACT_RELU } cr_activation;
+
+/* One MLP's view into a parameter (or gradient) buffer: layers 0, 1, 2 (nn/actor_critic.h
+ * makes them; defined here because ppo_minibatch_grads takes them). */
+typedef struct cr_mlp_view {
+    float *w[3], *b[3];
+    int dims[4];       /* in, hidden 1, hidden 2, out */
+    cr_activation act; /* after layers 0 and 1 */
+} cr_mlp_view;
+
 /* Sums the PPO loss statistics of the minibatches of one iteration (backend memory). */
 typedef struct cr_ppo_stats_acc {
     double sum[7];   /* loss, pg_loss, v_loss, entropy, old_approx_kl, approx_kl, clipfrac */
@@ -118,7 +128,43 @@ struct cr_backend {
     void (*event_wait)(cudarl_ctx *ctx, void *event);
     /* optional: the device's fp32 peak (FLOP/s) and memory bandwidth (bytes/s) */
     void (*peaks)(cudarl_ctx *ctx, double *flops, double *bytes_per_s);
+    /* optional (NULL where absent; the CUDA backend drops it when CUDARL_FUSED=0 at context
+     * init): one PPO minibatch's gradients in fused kernels. Computes exactly what
+     *   mlp_forward(actor), mlp_forward(critic), ppo_loss, mlp_backward(actor, critic)
+     * computes (within float rounding): g_actor and g_critic overwritten (not accumulated), and
+     * the 7 loss statistics, count and last_approx_kl added into acc as ppo_loss adds them.
+     * obs (B, D), action, old_logp, adv, old_value, returns (B); B >= 1, A = actor->dims[3].
+     * Only for the shapes cr_ppo_fused_supported accepts; scratch: ppo_minibatch_scratch_bytes
+     * (B, num_params) bytes of backend memory (num_params: both MLPs' parameters together).
+     * Asynchronous, allocates nothing, graph-capturable, bitwise repeatable. */
+    void (*ppo_minibatch_grads)(cudarl_ctx *ctx, const cr_mlp_view *actor,
+                                const cr_mlp_view *critic, const cr_mlp_view *g_actor,
+                                const cr_mlp_view *g_critic, const float *obs,
+                                const int32_t *action, const float *old_logp, const float *adv,
+                                const float *old_value, const float *returns,
+                                const cr_ppo_loss_params *p, cr_ppo_stats_acc *acc,
+                                void *scratch, int B, int A);
+    size_t (*ppo_minibatch_scratch_bytes)(int B, size_t num_params);
 };
+
+/* Shapes the fused PPO kernels are built for: tanh MLPs with hidden width 64 (both layers),
+ * 1 <= obs_dim <= 16, the same obs_dim for both, 2 actions (actor out) and 1 value. */
+#define CR_FUSED_HIDDEN 64
+#define CR_FUSED_MAX_OBS 16
+static inline int cr_ppo_fused_shape_ok(const cr_mlp_view *actor, const cr_mlp_view *critic) {
+    const int *a = actor->dims, *c = critic->dims;
+    return actor->act == CR_ACT_TANH && critic->act == CR_ACT_TANH && a[0] >= 1 &&
+           a[0] <= CR_FUSED_MAX_OBS && c[0] == a[0] && a[1] == CR_FUSED_HIDDEN &&
+           a[2] == CR_FUSED_HIDDEN && c[1] == CR_FUSED_HIDDEN && c[2] == CR_FUSED_HIDDEN &&
+           a[3] == 2 && c[3] == 1;
+}
+
+/* Whether the backend has the fused op and it takes these shapes (else: the unfused ops). */
+static inline int cr_ppo_fused_supported(const cr_backend *o, const cr_mlp_view *actor,
+                                         const cr_mlp_view *critic) {
+    return o->ppo_minibatch_grads != NULL && o->ppo_minibatch_scratch_bytes != NULL &&
+           cr_ppo_fused_shape_ok(actor, critic);
+}
 
 /* The CPU backend (always built). */
 extern const cr_backend cr_backend_cpu;

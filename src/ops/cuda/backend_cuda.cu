@@ -39,6 +39,8 @@ int cr_cuda_refuse_in_capture(cudarl_ctx *ctx, const char *op) {
 
 // ---- contexts ---------------------------------------------------------------------------
 
+static const cr_backend *unfused_table(void); // the table without the fused PPO op (below)
+
 // Releases what cr_cuda_ctx_init created (any subset of it) and the impl itself.
 static void release(cr_cuda_impl *im, cudaStream_t stream) {
     if (!im) return;
@@ -111,6 +113,12 @@ cudarl_status cr_cuda_ctx_init(cudarl_ctx *ctx, int device_index) {
     ctx->kind = CUDARL_DEVICE_CUDA;
     ctx->device_index = device_index;
     ctx->ops = &cr_backend_cuda;
+    // CUDARL_FUSED=0 (read here, at context init) is the escape hatch that turns the fused PPO
+    // minibatch op (ppo_fused.cu) off: this context's table then lacks ppo_minibatch_grads and
+    // PPO runs the unfused ops. It is also off where the fused kernels cannot run.
+    const char *fused = getenv("CUDARL_FUSED");
+    if ((fused && fused[0] == '0') || !cr_cuda_ppo_fused_setup(im, prop.multiProcessorCount))
+        ctx->ops = unfused_table();
     ctx->stream = stream;
     ctx->impl = im;
     return CUDARL_OK;
@@ -244,7 +252,7 @@ static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 41 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 43 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -286,4 +294,23 @@ extern "C" const cr_backend cr_backend_cuda = {
     .event_done = cr_cuda_event_done,
     .event_wait = cr_cuda_event_wait,
     .peaks = peaks,
+    .ppo_minibatch_grads = cr_cuda_ppo_minibatch_grads,
+    .ppo_minibatch_scratch_bytes = cr_cuda_ppo_minibatch_scratch_bytes,
 };
+
+// The table without the fused PPO op, for contexts opened with CUDARL_FUSED=0 or on a device
+// where the fused kernels cannot run: callers then take the unfused ops (forward, ppo_loss,
+// backward). Filled from cr_backend_cuda on first use.
+static cr_backend cuda_unfused;
+
+static const cr_backend *unfused_table(void) {
+    static int filled;
+    if (!filled) {
+        cuda_unfused = cr_backend_cuda;
+        cuda_unfused.name = "cuda (unfused)";
+        cuda_unfused.ppo_minibatch_grads = NULL;
+        cuda_unfused.ppo_minibatch_scratch_bytes = NULL;
+        filled = 1;
+    }
+    return &cuda_unfused;
+}

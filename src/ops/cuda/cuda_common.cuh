@@ -63,6 +63,7 @@ struct cr_cuda_impl {
     int sync_debug;           // CUDARL_SYNC_DEBUG=1 at init
     int capturing;            // between graph_begin and graph_end
     const char *capture_error; // the first op that cannot be in a graph, met while capturing
+    int fused_grid_cap[4];     // ppo_fused.cu: most blocks of each fused kernel (occupancy x SMs)
 };
 
 // Inside a capture, an op that cannot be captured (it waits for the device or reads pageable
@@ -161,6 +162,20 @@ void cr_cuda_ppo_loss(cudarl_ctx *ctx, const float *logits, const int32_t *actio
                       const float *old_logp, const float *adv, const float *value,
                       const float *old_value, const float *returns, const cr_ppo_loss_params *p,
                       float *dlogits, float *dvalue, cr_ppo_stats_acc *acc, int B, int A);
+// scratch->adv_mean, adv_denom = mean and unbiased std + 1e-8 of adv (B) (ppo_loss's first pass)
+void cr_cuda_ppo_adv_stats(cudarl_ctx *ctx, const float *adv, int B);
+// ppo_fused.cu
+// Sets the fused kernels' shared memory limits and grid caps (im->fused_grid_cap) for a device
+// of `sms` SMs; returns 0 when they cannot run there (then the op must not be offered).
+int cr_cuda_ppo_fused_setup(cr_cuda_impl *im, int sms);
+size_t cr_cuda_ppo_minibatch_scratch_bytes(int B, size_t num_params);
+void cr_cuda_ppo_minibatch_grads(cudarl_ctx *ctx, const cr_mlp_view *actor,
+                                 const cr_mlp_view *critic, const cr_mlp_view *g_actor,
+                                 const cr_mlp_view *g_critic, const float *obs,
+                                 const int32_t *action, const float *old_logp, const float *adv,
+                                 const float *old_value, const float *returns,
+                                 const cr_ppo_loss_params *p, cr_ppo_stats_acc *acc,
+                                 void *scratch, int B, int A);
 // optim.cu
 void cr_cuda_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
                             cr_ppo_stats_acc *acc);

@@ -11,34 +11,12 @@
 // sum spelled as a _rn intrinsic (no FMA contraction), so the value path (dvalue, v_loss) is the
 // CPU's bit for bit and the policy path differs only by CUDA's expf/logf ulps.
 #include "ops/cuda/cuda_common.cuh"
-#include "ops/cuda/categorical_device.cuh"
+#include "ops/cuda/ppo_loss_device.cuh"
 
 #define PPO_THREADS 256
 #define PPO_STATS 6 // pg_loss, v_loss, entropy, old_approx_kl, approx_kl, clipfrac sums
 
 static_assert(PPO_STATS <= CR_CUDA_PARTIAL_WIDTH, "partials too narrow");
-
-// d max(a, b) / da (PyTorch: 1, 0 or 1/2 on a tie).
-__device__ __forceinline__ float dmax_da(float a, float b) {
-    return a > b ? 1.0f : a < b ? 0.0f : 0.5f;
-}
-
-// The value term of one row: its loss (before 0.5 and the mean) and d loss / d value.
-__device__ __forceinline__ float value_term(float v, float v_old, float ret, float clip,
-                                            int clip_vloss, float *dv) {
-    float du = __fsub_rn(v, ret), lu = __fmul_rn(du, du);
-    if (!clip_vloss) {
-        *dv = __fmul_rn(2.0f, du);
-        return lu;
-    }
-    float d = __fsub_rn(v, v_old);
-    float dc = d < -clip ? -clip : d > clip ? clip : d;
-    float dcv = __fsub_rn(__fadd_rn(v_old, dc), ret), lc = __fmul_rn(dcv, dcv);
-    float pass = (d >= -clip && d <= clip) ? 1.0f : 0.0f;
-    *dv = __fadd_rn(__fmul_rn(__fmul_rn(dmax_da(lu, lc), 2.0f), du),
-                    __fmul_rn(__fmul_rn(__fmul_rn(dmax_da(lc, lu), 2.0f), dcv), pass));
-    return lu > lc ? lu : lc;
-}
 
 // scratch->adv_mean, adv_denom = mean and unbiased std + 1e-8 of adv (B), in double; with
 // B = 1 the std is 0 (PyTorch would give NaN). Over many blocks (a single block would walk all
@@ -83,51 +61,24 @@ ppo_rows_kernel(const float *__restrict__ logits, const int32_t *__restrict__ ac
                 cr_cuda_scratch *scratch, int B, int A) {
     __shared__ double sh[PPO_STATS * PPO_THREADS];
     const float clip = p.clip_coef, inv_b = 1.0f / (float)B;
-    const float lo = 1.0f - clip, hi = 1.0f + clip;
     double adv_mean = 0.0, adv_denom = 1.0;
     if (p.norm_adv) adv_mean = scratch->adv_mean, adv_denom = scratch->adv_denom;
     double sums[PPO_STATS] = {0, 0, 0, 0, 0, 0};
     for (int b = blockIdx.x * PPO_THREADS + threadIdx.x; b < B; b += gridDim.x * PPO_THREADS) {
-        const float *l = logits + (size_t)b * A;
-        float *dl = dlogits + (size_t)b * A;
-        // log-softmax and entropy as the CPU computes them; s is cr_row_sum_exp's sum
-        float m = cr_row_max(l, A);
-        float s = 0.0f, el = 0.0f;
-        for (int j = 0; j < A; j++) {
-            float lm = l[j] - m, e = expf(lm);
-            s = __fadd_rn(s, e);
-            el = __fadd_rn(el, __fmul_rn(e, lm));
-        }
-        const int act = action[b];
-        float log_s = logf(s), ent = __fsub_rn(log_s, __fdiv_rn(el, s));
-        float logp = cr_row_logp(l, act, m, s);
-
-        float logratio = logp - old_logp[b], ratio = expf(logratio);
-        float a = p.norm_adv ? (float)(((double)adv[b] - adv_mean) / adv_denom) : adv[b];
-        float rc = ratio < lo ? lo : ratio > hi ? hi : ratio;
-        float pg1 = __fmul_rn(-a, ratio), pg2 = __fmul_rn(-a, rc);
-        float pass = (ratio >= lo && ratio <= hi) ? 1.0f : 0.0f;
-        float dratio = __fadd_rn(__fmul_rn(dmax_da(pg1, pg2), -a),
-                                 __fmul_rn(__fmul_rn(dmax_da(pg2, pg1), -a), pass));
-        float g_logp = __fmul_rn(__fmul_rn(dratio, ratio), inv_b);
-        float g_ent = __fmul_rn(p.ent_coef, inv_b);
-        for (int j = 0; j < A; j++) {
-            float lp = (l[j] - m) - log_s, pj = expf(lp);
-            float onehot = j == act ? 1.0f : 0.0f;
-            dl[j] = __fadd_rn(__fmul_rn(g_logp, __fsub_rn(onehot, pj)),
-                              __fmul_rn(__fmul_rn(g_ent, pj), __fadd_rn(lp, ent)));
-        }
-
+        float st[5];
+        float a = cr_ppo_norm_adv(adv[b], p.norm_adv, adv_mean, adv_denom);
+        cr_ppo_policy_row(logits + (size_t)b * A, A, action[b], old_logp[b], a, clip, p.ent_coef,
+                          inv_b, dlogits + (size_t)b * A, st);
         float dv;
-        float vl = value_term(value[b], old_value[b], returns[b], clip, p.clip_vloss, &dv);
-        dvalue[b] = __fmul_rn(__fmul_rn(__fmul_rn(p.vf_coef, 0.5f), dv), inv_b);
+        float vl = cr_ppo_value_term(value[b], old_value[b], returns[b], clip, p.clip_vloss, &dv);
+        dvalue[b] = cr_ppo_dvalue(p.vf_coef, dv, inv_b);
 
-        sums[0] += pg1 > pg2 ? pg1 : pg2;
+        sums[0] += st[0];
         sums[1] += vl;
-        sums[2] += ent;
-        sums[3] += -logratio;
-        sums[4] += (ratio - 1.0f) - logratio;
-        sums[5] += fabsf(ratio - 1.0f) > clip ? 1.0 : 0.0;
+        sums[2] += st[1];
+        sums[3] += st[2];
+        sums[4] += st[3];
+        sums[5] += st[4];
     }
     cr_block_sum<PPO_STATS, PPO_THREADS>(sums, sh);
     if (threadIdx.x == 0)
@@ -143,16 +94,21 @@ ppo_finish_kernel(const cr_cuda_scratch *scratch, int blocks, float ent_coef, fl
     for (int k = threadIdx.x; k < blocks; k += PPO_THREADS)
         for (int j = 0; j < PPO_STATS; j++) sums[j] += scratch->partial[k][j];
     cr_block_sum<PPO_STATS, PPO_THREADS>(sums, sh);
-    if (threadIdx.x != 0) return;
-    double pg_loss = sums[0] / B, v_loss = __dmul_rn(0.5, sums[1]) / B, entropy = sums[2] / B;
-    double old_approx_kl = sums[3] / B, approx_kl = sums[4] / B, clipfrac = sums[5] / B;
-    double loss = __dadd_rn(__dsub_rn(pg_loss, __dmul_rn((double)ent_coef, entropy)),
-                            __dmul_rn((double)vf_coef, v_loss));
-    acc->sum[0] += loss, acc->sum[1] += pg_loss, acc->sum[2] += v_loss;
-    acc->sum[3] += entropy, acc->sum[4] += old_approx_kl, acc->sum[5] += approx_kl;
-    acc->sum[6] += clipfrac;
-    acc->count += 1;
-    acc->last_approx_kl = approx_kl;
+    if (threadIdx.x == 0) cr_ppo_acc_add(sums, ent_coef, vf_coef, acc, B);
+}
+
+// scratch->adv_mean, adv_denom of adv (B): four launches (two passes of partials + finish).
+void cr_cuda_ppo_adv_stats(cudarl_ctx *ctx, const float *adv, int B) {
+    cudaStream_t st = cr_stream(ctx);
+    cr_cuda_scratch *scratch = cr_impl(ctx)->scratch;
+    int ab = (B + 4 * PPO_THREADS - 1) / (4 * PPO_THREADS);
+    if (ab > CR_CUDA_MAX_PARTIALS) ab = CR_CUDA_MAX_PARTIALS;
+    for (int pass = 0; pass < 2; pass++) {
+        adv_partial_kernel<<<ab, PPO_THREADS, 0, st>>>(adv, B, scratch, pass);
+        CR_CUDA_LAUNCHED(ctx);
+        adv_finish_kernel<<<1, PPO_THREADS, 0, st>>>(B, ab, scratch, pass);
+        CR_CUDA_LAUNCHED(ctx);
+    }
 }
 
 void cr_cuda_ppo_loss(cudarl_ctx *ctx, const float *logits, const int32_t *action,
@@ -162,16 +118,7 @@ void cr_cuda_ppo_loss(cudarl_ctx *ctx, const float *logits, const int32_t *actio
     if (B <= 0) return;
     cudaStream_t st = cr_stream(ctx);
     cr_cuda_scratch *scratch = cr_impl(ctx)->scratch;
-    if (p->norm_adv) {
-        int ab = (B + 4 * PPO_THREADS - 1) / (4 * PPO_THREADS);
-        if (ab > CR_CUDA_MAX_PARTIALS) ab = CR_CUDA_MAX_PARTIALS;
-        for (int pass = 0; pass < 2; pass++) {
-            adv_partial_kernel<<<ab, PPO_THREADS, 0, st>>>(adv, B, scratch, pass);
-            CR_CUDA_LAUNCHED(ctx);
-            adv_finish_kernel<<<1, PPO_THREADS, 0, st>>>(B, ab, scratch, pass);
-            CR_CUDA_LAUNCHED(ctx);
-        }
-    }
+    if (p->norm_adv) cr_cuda_ppo_adv_stats(ctx, adv, B);
     int blocks = (B + PPO_THREADS - 1) / PPO_THREADS;
     if (blocks > CR_CUDA_MAX_PARTIALS) blocks = CR_CUDA_MAX_PARTIALS;
     ppo_rows_kernel<<<blocks, PPO_THREADS, 0, st>>>(logits, action, old_logp, adv, value,
