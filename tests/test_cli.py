@@ -580,6 +580,11 @@ def test_eval(work):
 
 def test_dqn_plan(work):
     U, R = 2, 1
+    for var in ("CUDARL_SYNC_DEBUG", "CUDARL_FUSED"):
+        env = env_with("warn")
+        env[var] = "yes"
+        expect_error(f"a bad {var} value is refused", ["info"], work, U,
+                     [f"{var}='yes'", "0 or 1"], env=env)
     check("cudarl plan: 1M Atari-shaped transitions (84x84 uint8, stacks of 4) fit in <= 7.1 GB")
     r = run_ok("plan", ["plan", "--buffer-size", "1000000", "--obs-shape", "84x84",
                         "--frame-stack", "4", "--mem-budget", "32GiB"], work)

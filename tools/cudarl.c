@@ -409,6 +409,15 @@ static int check_environment(void) {
                         "or debug, or unset it\n", v);
         return -1;
     }
+    static const char *const flags[] = {"CUDARL_SYNC_DEBUG", "CUDARL_FUSED"};
+    for (int i = 0; i < 2; i++) {
+        v = getenv(flags[i]);
+        if (v && *v && strcmp(v, "0") && strcmp(v, "1")) {
+            fprintf(stderr, "cudarl: %s='%s' is not 0 or 1; set it to 0 or 1, or unset it\n",
+                    flags[i], v);
+            return -1;
+        }
+    }
     return 0;
 }
 
