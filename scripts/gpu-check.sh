@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build from source (-j16), run the gpu-labelled tests and the CPU
 # suite that needs no Gymnasium, run the benchmarks side by side with their peers, print a table.
-# Usage (from the repo root there): scripts/gpu-check.sh [bench ...]   benches: ppo_cpu
+# Usage (from the repo root there): scripts/gpu-check.sh [bench ...]
+#   benches: ppo_cpu (CPU PPO vs the PyTorch peer on 2 cores), ppo_gpu (GPU PPO vs the peer),
+#            train_gpu (one profiled GPU run), replay (the replay buffer on the GPU),
+#            mlp_fused (the dev/cuda kernel lab)
 # Needs cJSON: the .deb files in .debs/ (apt-get download libcjson1 libcjson-dev) are unpacked
 # into /tmp/deps when the machine has no libcjson-dev.
 set -uo pipefail
@@ -47,6 +50,14 @@ for b in "$@"; do
   train_gpu)
     build-gpu/cudarl train --device cuda --profile --runs-dir /tmp/tg 2>&1 | tail -16 | tee "$OUT/train_gpu.txt"
     add "cudarl train --device cuda --profile" "$(grep 'steps/s' "$OUT/train_gpu.txt" | head -1)"
+    ;;
+  replay)
+    "$(find build-gpu -name bench_replay -type f | head -1)" 2>&1 | tee "$OUT/bench_replay.txt"
+    add "replay buffer (GPU)" "see the table above"
+    ;;
+  mlp_fused)
+    dev/cuda/run_mlp_fused.sh 2>&1 | tee "$OUT/mlp_fused.txt" | tail -30
+    add "fused MLP kernel lab" "see the table above"
     ;;
   *) add "$b" "unknown benchmark" ;;
   esac
