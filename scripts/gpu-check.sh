@@ -53,7 +53,9 @@ for b in "$@"; do
     ;;
   replay)
     "$(find build-gpu -name bench_replay -type f | head -1)" 2>&1 | tee "$OUT/bench_replay.txt"
-    add "replay buffer (GPU)" "see the table above"
+    PYTHONUNBUFFERED=1 python3 bench/peers/replay_peers.py --json "$OUT/replay_peers.json" 2>&1 |
+      tee "$OUT/replay_peers.txt"
+    add "replay buffer (GPU) and its peers" "see the tables above"
     ;;
   mlp_fused)
     dev/cuda/run_mlp_fused.sh 2>&1 | tee "$OUT/mlp_fused.txt" | tail -30
