@@ -161,13 +161,6 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     return CUDARL_OK;
 }
 
-static double recent_mean(const cr_episode_log *l) {
-    int64_t n = l->episodes < CR_RECENT_EPISODES ? l->episodes : CR_RECENT_EPISODES;
-    double s = 0;
-    for (int64_t i = 0; i < n; i++) s += l->recent[i];
-    return n ? s / (double)n : NAN;
-}
-
 /* One gradient step on a replay minibatch; returns the loss stats in d->loss_sum/q_sum. */
 static cudarl_status train_step(cr_dqn *d) {
     cudarl_ctx *ctx = d->ctx;
@@ -234,7 +227,7 @@ static void log_row(cr_dqn *d, int64_t iteration) {
     double duration = d->cfg.exploration_fraction * (double)d->cfg.total_timesteps;
     double v[7] = {l->iter_episodes ? l->iter_return_sum / (double)l->iter_episodes : NAN,
                    l->iter_episodes ? l->iter_length_sum / (double)l->iter_episodes : NAN,
-                   recent_mean(l), (double)l->episodes,
+                   cr_episode_log_recent_mean(l), (double)l->episodes,
                    cr_linear_schedule(d->cfg.start_e, d->cfg.end_e, duration, (double)d->global_step),
                    d->loss_count ? d->loss_sum / (double)d->loss_count : NAN,
                    d->loss_count ? d->q_sum / (double)d->loss_count : NAN};
@@ -259,7 +252,7 @@ static void progress(cr_dqn *d, int final) {
     double now = cr_time_now(), elapsed = now - d->loop_start;
     if (!final && now - d->last_progress < (d->tty ? 0.1 : 1.0)) return;
     d->last_progress = now;
-    double sps = elapsed > 0 ? (double)d->global_step / elapsed : 0, m = recent_mean(d->log);
+    double sps = elapsed > 0 ? (double)d->global_step / elapsed : 0, m = cr_episode_log_recent_mean(d->log);
     char ms[32] = "-";
     if (!isnan(m)) snprintf(ms, sizeof ms, "%.1f", m);
     fprintf(stderr, "%sstep %9lld/%lld  SPS %9.0f  return(100) %6s  ETA %5.1fs%s",
@@ -331,7 +324,7 @@ static cudarl_status dqn_loop(cr_dqn *d) {
                 before / c->target_network_frequency)
                 cr_cpu_polyak(d->target, d->online, d->layout.num_params, c->tau);
         }
-        double m = recent_mean(d->log);
+        double m = cr_episode_log_recent_mean(d->log);
         if (d->solved_step < 0 && d->log->episodes >= CR_RECENT_EPISODES &&
             m >= d->env_info->solved_return) {
             d->solved_step = d->global_step;
@@ -370,7 +363,7 @@ cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
             memset(summary, 0, sizeof *summary);
             summary->global_step = summary->run_steps = d->global_step;
             summary->episodes = d->log->episodes;
-            summary->mean_return_100 = recent_mean(d->log);
+            summary->mean_return_100 = cr_episode_log_recent_mean(d->log);
             summary->train_seconds = secs;
             summary->sps = secs > 0 ? (double)d->global_step / secs : 0;
             summary->solved_step = d->solved_step;

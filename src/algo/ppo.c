@@ -152,15 +152,6 @@ void cr_ppo_free(cr_ppo *p) {
     if (p->ctx && p->mem.base) p->ctx->ops->arena_free(p->ctx, &p->mem);
 }
 
-double cr_ppo_recent_mean(const cr_ppo *p) {
-    const cr_episode_log *l = &p->h_log;
-    int64_t n = l->episodes < CR_RECENT_EPISODES ? l->episodes : CR_RECENT_EPISODES;
-    if (n == 0) return NAN;
-    double s = 0;
-    for (int64_t i = 0; i < n; i++) s += l->recent[i];
-    return s / (double)n;
-}
-
 /* ---- rollout ---------------------------------------------------------------------------- */
 
 static void rollout(cr_ppo *p) {
@@ -279,7 +270,7 @@ static void log_iteration(cr_ppo *p, float lr, double elapsed) {
     const cr_episode_log *l = &p->h_log;
     double ep_ret = l->iter_episodes ? l->iter_return_sum / (double)l->iter_episodes : NAN;
     double ep_len = l->iter_episodes ? l->iter_length_sum / (double)l->iter_episodes : NAN;
-    double vals[] = {ep_ret, ep_len, cr_ppo_recent_mean(p), (double)l->episodes, lr,
+    double vals[] = {ep_ret, ep_len, cr_episode_log_recent_mean(&p->h_log), (double)l->episodes, lr,
                      acc.sum[2] / c, acc.sum[1] / c, acc.sum[3] / c, acc.sum[4] / c,
                      acc.sum[5] / c, acc.sum[6] / c, explained_variance(p->h_metrics.value_stats),
                      acc.grad_norm_sum / c};
@@ -313,7 +304,7 @@ static void progress(cr_ppo *p, double elapsed, int final) {
     int64_t done_steps = (p->rep_iteration - p->start_iteration) * p->batch;
     double sps = elapsed > 0 ? (double)done_steps / elapsed : 0;
     double remaining = sps > 0 ? (double)(p->num_iterations - p->rep_iteration) * p->batch / sps : 0;
-    double mean = cr_ppo_recent_mean(p);
+    double mean = cr_episode_log_recent_mean(&p->h_log);
     char m[32];
     if (isnan(mean)) snprintf(m, sizeof m, "-");
     else snprintf(m, sizeof m, "%.1f", mean);
@@ -466,7 +457,7 @@ static void report_iteration(cr_ppo *p, int64_t iteration, int64_t step, float l
     if (ctx->ops->bytes_in_use && iteration == p->start_iteration + 1)
         p->bytes_after_setup = ctx->ops->bytes_in_use(ctx);
     double elapsed = cr_time_now() - p->loop_start;
-    double mean = cr_ppo_recent_mean(p);
+    double mean = cr_episode_log_recent_mean(&p->h_log);
     if (p->solved_step < 0 && p->h_log.episodes >= CR_RECENT_EPISODES &&
         mean >= p->env_info->solved_return) {
         p->solved_step = step;
@@ -621,7 +612,7 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
             summary->global_step = p.global_step;
             summary->run_steps = p.global_step - start_step;
             summary->episodes = p.h_log.episodes;
-            summary->mean_return_100 = cr_ppo_recent_mean(&p);
+            summary->mean_return_100 = cr_episode_log_recent_mean(&p.h_log);
             summary->train_seconds = secs;
             summary->sps = secs > 0 ? (double)(p.global_step - start_step) / secs : 0;
             summary->solved_step = p.solved_step;

@@ -93,9 +93,6 @@ void cr_ppo_free(cr_ppo *p);
  * backward, clip, Adam at the learning rate in p->lr. Stats accumulate into p->acc. */
 void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx);
 
-/* Mean return of the last min(100, episodes) episodes; NaN when none finished. */
-double cr_ppo_recent_mean(const cr_ppo *p);
-
 /* Writes the whole training state to `path` atomically (safetensors). */
 cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path);
 /* Restores the training state from `path` into an initialised trainer of the same shapes. */

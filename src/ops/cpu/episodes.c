@@ -1,4 +1,6 @@
 /* Episode bookkeeping: running returns and lengths, and the log of finished episodes. */
+#include <math.h>
+
 #include "ops/cpu/ops_cpu.h"
 
 void cr_cpu_episodes_record(const float *reward, const uint8_t *done, double *ep_return,
@@ -15,4 +17,12 @@ void cr_cpu_episodes_record(const float *reward, const uint8_t *done, double *ep
         ep_return[i] = 0;
         ep_length[i] = 0;
     }
+}
+
+double cr_episode_log_recent_mean(const cr_episode_log *log) {
+    int64_t n = log->episodes < CR_RECENT_EPISODES ? log->episodes : CR_RECENT_EPISODES;
+    if (n == 0) return NAN;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += log->recent[i];
+    return s / (double)n;
 }

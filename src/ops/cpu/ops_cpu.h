@@ -141,6 +141,9 @@ typedef struct cr_episode_log {
  * order, pushes the return into the log and restarts that env's sums. ep_return, ep_length (N). */
 void cr_cpu_episodes_record(const float *reward, const uint8_t *done, double *ep_return,
                             int64_t *ep_length, cr_episode_log *log, int N);
+/* Mean return of the last min(100, episodes) finished episodes of `log` (a host copy); NaN
+ * when none has finished. */
+double cr_episode_log_recent_mean(const cr_episode_log *log);
 
 
 /* out[0..5) += n, sum y, sum y^2, sum d, sum d^2 over y = returns, d = returns - values (n each),
