@@ -74,6 +74,39 @@ void cudarl_info(char *buf, size_t cap);
 /* Names of the built-in environments, NULL-terminated (static storage). */
 const char *const *cudarl_env_names(void);
 
+/* The element type of an env's observations. */
+typedef enum cudarl_obs_dtype {
+    CUDARL_OBS_F32 = 0, /* float32 features (CartPole's state) */
+    CUDARL_OBS_U8 = 1,  /* uint8 pixels or binary channels, scaled to [0, 1] by the network */
+} cudarl_obs_dtype;
+
+/* One environment as a table of functions over ONE env's state: what a built-in env and a user's
+ * C env both provide. cudarl batches it (N states side by side, stepped on CPU threads), does the
+ * step counting, the truncation at max_episode_steps and the same-step autoreset, and keeps the
+ * final observation of each episode; the env only knows how to start an episode and take a step.
+ *
+ * Rules for the functions: they touch only `state` and the outputs they are given (no globals, no
+ * allocation, no locks), and draw randomness only from an RNG kept inside `state` that `seed`
+ * initialises; then N envs may be stepped by any number of threads and a run is reproducible.
+ * Observations are written in the layout obs_shape (channels first for images), obs_dtype. */
+typedef struct cudarl_env_def {
+    const char *id;             /* "CartPole-v1"; unique among registered envs */
+    int obs_rank;               /* 1 (features) or 3 (C, H, W) */
+    int obs_shape[3];           /* dims; unused trailing dims are 1 */
+    cudarl_obs_dtype obs_dtype;
+    int num_actions;            /* discrete actions 0 .. num_actions-1 */
+    int max_episode_steps;      /* truncation by the batch; 0: the env never truncates */
+    double solved_return;       /* mean return over 100 episodes that counts as solved */
+    size_t state_bytes;         /* bytes of one env's state (the batch aligns each to 64) */
+    /* Seeds env number `index` of a batch seeded with `seed` (its own RNG stream); no reset. */
+    void (*seed)(void *state, uint64_t seed, uint64_t index);
+    /* Starts a new episode from the env's RNG and writes its first observation. */
+    void (*reset)(void *state, void *obs);
+    /* Takes `action` (checked in range by the batch); writes the next observation, the reward and
+     * whether the episode terminated (a terminal state of the MDP, not a time limit). */
+    void (*step)(void *state, int32_t action, void *obs, float *reward, uint8_t *terminated);
+} cudarl_env_def;
+
 /* ---- PPO --------------------------------------------------------------------------- */
 
 /* PPO hyperparameters: CleanRL's ppo.py names and meanings. */
