@@ -4,7 +4,8 @@
 # Usage (from the repo root there): scripts/gpu-check.sh [bench ...]
 #   benches: ppo_cpu (CPU PPO vs the PyTorch peer on 2 cores), ppo_gpu (GPU PPO vs the peer),
 #            train_gpu (one profiled GPU run), replay (the replay buffer on the GPU),
-#            mlp_fused (the dev/cuda kernel lab)
+#            mlp_fused (the dev/cuda kernel lab), profile_big (a profiled run at the benchmark's
+#            65,536 envs x 16 steps)
 # Needs cJSON: the .deb files in .debs/ (apt-get download libcjson1 libcjson-dev) are unpacked
 # into /tmp/deps when the machine has no libcjson-dev.
 set -uo pipefail
@@ -50,6 +51,12 @@ for b in "$@"; do
   train_gpu)
     build-gpu/cudarl train --device cuda --profile --runs-dir /tmp/tg 2>&1 | tail -16 | tee "$OUT/train_gpu.txt"
     add "cudarl train --device cuda --profile" "$(grep 'steps/s' "$OUT/train_gpu.txt" | head -1)"
+    ;;
+  profile_big)
+    build-gpu/cudarl train --device cuda --profile --runs-dir /tmp/tg --num-envs 65536 \
+      --num-steps 16 --num-minibatches 4 --update-epochs 4 --learning-rate 5e-3 --ent-coef 0 \
+      --total-timesteps 100000000 2>&1 | tail -16 | tee "$OUT/profile_big.txt"
+    add "train --profile, 65,536 envs x 16" "$(grep 'steps/s' "$OUT/profile_big.txt" | head -1)"
     ;;
   replay)
     "$(find build-gpu -name bench_replay -type f | head -1)" 2>&1 | tee "$OUT/bench_replay.txt"

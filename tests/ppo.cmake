@@ -6,3 +6,7 @@ if(CUDARL_HAVE_CUDA)
   # reads device-wide free memory (cudaMemGetInfo): other GPU tests must not run beside it
   set_tests_properties(test_ppo_cuda PROPERTIES RUN_SERIAL TRUE)
 endif()
+if(CUDARL_HAVE_CUDA)
+  # the fused one-kernel rollout against the CPU backend's op-by-op rollout
+  cudarl_test(test_ppo_rollout_cuda SOURCES test_ppo_rollout_cuda.c LABELS gpu)
+endif()

@@ -15,6 +15,9 @@
 #include "algo/run.h"
 #include "runtime/tensorboard.h"
 #include "core/nvtx.h"
+#ifdef CUDARL_WITH_CUDA
+#include "algo/ppo_rollout_cuda.h"
+#endif
 
 /* ---- memory plan ------------------------------------------------------------------------ */
 
@@ -23,20 +26,41 @@ enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_ADAM_T, M_LR, M_ENV, M_OBS, M_FI
        M_TERM, M_TRUNC, M_DONE, M_LAST_VALUES, M_LOGITS, M_U, M_MB_IDX, M_PERM_SCRATCH, M_MB_OBS,
        M_MB_LOGP, M_MB_ADV, M_MB_RET, M_MB_VAL, M_MB_ACT, M_MB_LOGITS, M_MB_VALUE, M_MB_DLOGITS,
        M_MB_DVALUE, M_CACHE_A, M_CACHE_C, M_METRICS, M_SAMPLER, M_SHUFFLER, M_EP_RETURN,
-       M_EP_LENGTH, M_FUSED_SCRATCH, M_COUNT };
+       M_EP_LENGTH, M_FUSED_SCRATCH, M_FIN_RETURN, M_FIN_LENGTH, M_COUNT };
+
+/* Views with the MLPs' shapes only (no buffer), for the shape checks of the fused kernels. */
+static void shape_views(const cr_ppo *p, cr_mlp_view *a, cr_mlp_view *c) {
+    const cr_ac_layout *l = &p->layout;
+    memset(a, 0, sizeof *a);
+    memset(c, 0, sizeof *c);
+    a->dims[0] = c->dims[0] = l->obs_dim;
+    a->dims[1] = a->dims[2] = c->dims[1] = c->dims[2] = l->hidden;
+    a->dims[3] = l->num_actions, c->dims[3] = 1;
+    a->act = c->act = CR_ACT_TANH;
+}
 
 /* Whether the update's minibatches go through the backend's fused op (ppo_minibatch_grads):
  * the backend has it (the CUDA backend unless CUDARL_FUSED=0) and the MLPs' shapes are its. */
 static int fused_update(const cr_ppo *p, const cudarl_ctx *ctx) {
-    const cr_ac_layout *l = &p->layout;
     cr_mlp_view a, c;
-    memset(&a, 0, sizeof a);
-    memset(&c, 0, sizeof c);
-    a.dims[0] = c.dims[0] = l->obs_dim;
-    a.dims[1] = a.dims[2] = c.dims[1] = c.dims[2] = l->hidden;
-    a.dims[3] = l->num_actions, c.dims[3] = 1;
-    a.act = c.act = CR_ACT_TANH;
+    shape_views(p, &a, &c);
     return cr_ppo_fused_supported(ctx->ops, &a, &c);
+}
+
+/* Whether the rollout runs as one fused kernel (ppo_rollout_cuda.cu): CUDA, CartPole, the fused
+ * shapes, and CUDARL_FUSED not 0 (the same switch as the fused update). */
+static int fused_rollout(const cr_ppo *p, const cudarl_ctx *ctx) {
+#ifdef CUDARL_WITH_CUDA
+    if (ctx->kind != CUDARL_DEVICE_CUDA || strcmp(p->env_info->id, "CartPole-v1") != 0 ||
+        !fused_update(p, ctx))
+        return 0;
+    cr_mlp_view a, c;
+    shape_views(p, &a, &c);
+    return cr_ppo_rollout_cuda_shape_ok(&a, &c);
+#else
+    (void)p, (void)ctx;
+    return 0;
+#endif
 }
 
 static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
@@ -61,6 +85,8 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
         {"episode.return", N * 8}, {"episode.length", N * 8},
         {"fused.scratch",
          fused_update(p, ctx) ? ctx->ops->ppo_minibatch_scratch_bytes(p->mb, P) : 0},
+        {"rollout.fin_return", fused_rollout(p, ctx) ? TN * 8 : 0},
+        {"rollout.fin_length", fused_rollout(p, ctx) ? TN * 4 : 0},
     };
     cr_plan_init(pl);
     for (int i = 0; i < M_COUNT; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
@@ -96,6 +122,9 @@ static void carve_memory(cr_ppo *p) {
     p->ep_return = cr_arena_get(a, M_EP_RETURN), p->ep_length = cr_arena_get(a, M_EP_LENGTH);
     p->fused = fused_update(p, p->ctx);
     p->fused_scratch = p->fused ? cr_arena_get(a, M_FUSED_SCRATCH) : NULL;
+    p->fused_rollout = fused_rollout(p, p->ctx);
+    p->fin_return = p->fused_rollout ? cr_arena_get(a, M_FIN_RETURN) : NULL;
+    p->fin_length = p->fused_rollout ? cr_arena_get(a, M_FIN_LENGTH) : NULL;
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
@@ -154,14 +183,29 @@ void cr_ppo_free(cr_ppo *p) {
 
 /* ---- rollout ---------------------------------------------------------------------------- */
 
-static void rollout(cr_ppo *p) {
+#ifdef CUDARL_WITH_CUDA
+/* The T steps of env, policy, sampling and episode sums as one kernel (ppo_rollout_cuda.cu). */
+static void rollout_steps_fused(cr_ppo *p) {
+    cr_ppo_rollout_args a = {
+        .actor = cr_ac_actor(&p->layout, p->params), .critic = cr_ac_critic(&p->layout, p->params),
+        .env = p->env.cartpole, .cur_obs = p->cur_obs, .sampler = p->sampler, .T = p->T,
+        .N = p->N, .obs = p->obs, .final_obs = p->final_obs, .actions = p->actions,
+        .logp = p->logp, .values = p->values, .rewards = p->rewards,
+        .final_values = p->final_values, .terminated = p->terminated, .truncated = p->truncated,
+        .done = p->done, .last_values = p->last_values, .ep_return = p->ep_return,
+        .ep_length = p->ep_length, .fin_return = p->fin_return, .fin_length = p->fin_length,
+        .log = p->log};
+    cr_ppo_rollout_cuda(p->ctx, &a);
+}
+#endif
+
+/* The T steps with the backend's ops, one op at a time: the reference of the fused kernel. */
+static void rollout_steps(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     const size_t N = (size_t)p->N, D = (size_t)p->D;
     cr_mlp_view actor = cr_ac_actor(&p->layout, p->params);
     cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
-    o->zero(ctx, &p->log->iter_episodes, sizeof *p->log - offsetof(cr_episode_log, iter_episodes));
-    o->zero(ctx, p->metrics->value_stats, sizeof p->metrics->value_stats);
     for (int t = 0; t < p->T; t++) {
         size_t row = (size_t)t * N;
         float *obs_t = p->obs + row * D, *final_t = p->final_obs + row * D;
@@ -178,6 +222,19 @@ static void rollout(cr_ppo *p) {
                            p->log, p->N);
     }
     cr_mlp_forward(ctx, &critic, p->cur_obs, p->last_values, &p->cache_critic, p->N);
+}
+
+void cr_ppo_rollout(cr_ppo *p) {
+    cudarl_ctx *ctx = p->ctx;
+    const cr_backend *o = ctx->ops;
+    o->zero(ctx, &p->log->iter_episodes, sizeof *p->log - offsetof(cr_episode_log, iter_episodes));
+    o->zero(ctx, p->metrics->value_stats, sizeof p->metrics->value_stats);
+#ifdef CUDARL_WITH_CUDA
+    if (p->fused_rollout)
+        rollout_steps_fused(p);
+    else
+#endif
+        rollout_steps(p);
     o->bootstrap_values(ctx, p->values, p->final_values, p->last_values, p->done, p->next_values,
                         p->T, p->N);
     o->gae(ctx, p->rewards, p->values, p->next_values, p->terminated, p->done,
@@ -539,7 +596,7 @@ static void iterate(cr_ppo *p, cr_metric_pipe *m, float lr, void **g_rollout, vo
     } else {
         ctx->ops->copy_from_host(ctx, p->lr, &lr, sizeof lr);
     }
-    run_phase(p, rollout, g_rollout);
+    run_phase(p, cr_ppo_rollout, g_rollout);
     p->global_step += p->batch;
     phase_end(p, CR_PHASE_ROLLOUT);
     CR_RANGE_PUSH("update");

@@ -64,6 +64,9 @@ typedef struct cr_ppo {
     cr_mlp_cache cache_actor, cache_critic;       /* max(mb, N) rows */
     int fused;                                    /* the backend's ppo_minibatch_grads is used */
     void *fused_scratch;                          /* its scratch (NULL when not fused) */
+    int fused_rollout;                            /* the rollout is one kernel (CUDA, CartPole) */
+    double *fin_return;                           /* (T, N) its episode returns (else NULL) */
+    int32_t *fin_length;                          /* (T, N) */
     cr_ppo_metrics *metrics;
     cr_ppo_stats_acc *acc;                        /* &metrics->acc */
     cr_episode_log *log;                          /* &metrics->log */
@@ -89,6 +92,9 @@ typedef struct cr_ppo {
 /* Plans, allocates and seeds a trainer for `cfg` on `ctx` (weights, envs, RNG streams). */
 cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *cfg);
 void cr_ppo_free(cr_ppo *p);
+/* One rollout: T steps of every env into the rollout buffers, then GAE and value statistics;
+ * the episode log's per-iteration fields restart. Fused into one kernel when p->fused_rollout. */
+void cr_ppo_rollout(cr_ppo *p);
 /* One minibatch step on rollout rows idx (mb of them, backend memory): gather, forward, loss,
  * backward, clip, Adam at the learning rate in p->lr. Stats accumulate into p->acc. */
 void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx);

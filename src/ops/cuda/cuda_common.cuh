@@ -142,6 +142,8 @@ void cr_cuda_tanh_backward(cudarl_ctx *ctx, const float *y, const float *dy, flo
 void cr_cuda_uniform(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n);
 void cr_cuda_permutation(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n, void *scratch);
 size_t cr_cuda_permutation_scratch_bytes(int n);
+// Moves the stream's offset n words on (after a kernel that drew them itself).
+void cr_cuda_rng_advance(cudarl_ctx *ctx, cr_rng_stream *s, uint64_t n);
 // categorical.cu
 void cr_cuda_categorical_sample(cudarl_ctx *ctx, const float *logits, const float *u,
                                 int32_t *action, float *logp, int B, int A);
@@ -150,6 +152,11 @@ void cr_cuda_categorical_argmax(cudarl_ctx *ctx, const float *logits, int32_t *a
 // episodes.cu
 void cr_cuda_episodes_record(cudarl_ctx *ctx, const float *reward, const uint8_t *done,
                              double *ep_return, int64_t *ep_length, cr_episode_log *log, int N);
+// The episodes that ended at elements i of done (n) with their returns fin_ret (n) and lengths
+// fin_len (n) already summed (rows whose done is 0 are not read), pushed to the log in index
+// order: what episodes_record does over the steps of a rollout, flattened (T, N) -> (T N).
+void cr_cuda_episodes_log_finished(cudarl_ctx *ctx, const uint8_t *done, const double *fin_ret,
+                                   const int32_t *fin_len, cr_episode_log *log, int n);
 // gae.cu
 void cr_cuda_bootstrap_values(cudarl_ctx *ctx, const float *values, const float *final_values,
                               const float *last_values, const uint8_t *done, float *next_values,

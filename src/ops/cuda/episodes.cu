@@ -24,14 +24,22 @@ static __device__ void block_range(int N, int *begin, int *end) {
     *end = min(N, *begin + per);
 }
 
+// Pass 1. Running sums (fin_ret == NULL): adds each env's reward to its running return and
+// length and counts the envs that ended. Given episodes (fin_ret, fin_len set): element i that
+// ended holds its episode's return and length already.
 __global__ void __launch_bounds__(EP_THREADS)
 episodes_count_kernel(const float *__restrict__ reward, const uint8_t *__restrict__ done,
-                      double *ep_return, int64_t *ep_length, cr_cuda_scratch *scratch, int N) {
+                      double *ep_return, int64_t *ep_length, const double *__restrict__ fin_ret,
+                      const int32_t *__restrict__ fin_len, cr_cuda_scratch *scratch, int N) {
     __shared__ double sh[3 * EP_THREADS];
     int begin, end;
     block_range(N, &begin, &end);
     double v[3] = {0.0, 0.0, 0.0}; // count, return sum, length sum
     for (int i = begin + threadIdx.x; i < end; i += EP_THREADS) {
+        if (fin_ret) {
+            if (done[i]) v[0] += 1.0, v[1] += fin_ret[i], v[2] += (double)fin_len[i];
+            continue;
+        }
         double ret = ep_return[i] + (double)reward[i];
         int64_t len = ep_length[i] + 1;
         ep_return[i] = ret, ep_length[i] = len;
@@ -60,7 +68,8 @@ episodes_offsets_kernel(cr_cuda_scratch *scratch, int blocks, cr_episode_log *lo
 
 __global__ void __launch_bounds__(EP_THREADS)
 episodes_push_kernel(const uint8_t *__restrict__ done, double *ep_return, int64_t *ep_length,
-                     const cr_cuda_scratch *scratch, cr_episode_log *log, int N) {
+                     const double *__restrict__ fin_ret, const cr_cuda_scratch *scratch,
+                     cr_episode_log *log, int N) {
     __shared__ typename ep_scan_t::TempStorage tmp;
     int begin, end;
     block_range(N, &begin, &end);
@@ -74,26 +83,37 @@ episodes_push_kernel(const uint8_t *__restrict__ done, double *ep_return, int64_
         if (ended) {
             int64_t r = rank0 + rank;
             if (r >= total - CR_RECENT_EPISODES) /* only the last 100 survive in the ring */
-                log->recent[(before + r) % CR_RECENT_EPISODES] = ep_return[i];
-            ep_return[i] = 0.0, ep_length[i] = 0;
+                log->recent[(before + r) % CR_RECENT_EPISODES] = fin_ret ? fin_ret[i] : ep_return[i];
+            if (!fin_ret) ep_return[i] = 0.0, ep_length[i] = 0;
         }
         rank0 += count;
     }
 }
 
-void cr_cuda_episodes_record(cudarl_ctx *ctx, const float *reward, const uint8_t *done,
-                             double *ep_return, int64_t *ep_length, cr_episode_log *log, int N) {
+static void episodes_passes(cudarl_ctx *ctx, const float *reward, const uint8_t *done,
+                            double *ep_return, int64_t *ep_length, const double *fin_ret,
+                            const int32_t *fin_len, cr_episode_log *log, int N) {
     if (N <= 0) return;
     cudaStream_t st = cr_stream(ctx);
     cr_cuda_scratch *scratch = cr_impl(ctx)->scratch;
     int blocks = (N + 4 * EP_THREADS - 1) / (4 * EP_THREADS);
     if (blocks > CR_CUDA_MAX_PARTIALS) blocks = CR_CUDA_MAX_PARTIALS;
     episodes_count_kernel<<<blocks, EP_THREADS, 0, st>>>(reward, done, ep_return, ep_length,
-                                                         scratch, N);
+                                                         fin_ret, fin_len, scratch, N);
     CR_CUDA_LAUNCHED(ctx);
     episodes_offsets_kernel<<<1, 32, 0, st>>>(scratch, blocks, log);
     CR_CUDA_LAUNCHED(ctx);
-    episodes_push_kernel<<<blocks, EP_THREADS, 0, st>>>(done, ep_return, ep_length, scratch, log,
-                                                        N);
+    episodes_push_kernel<<<blocks, EP_THREADS, 0, st>>>(done, ep_return, ep_length, fin_ret,
+                                                        scratch, log, N);
     CR_CUDA_LAUNCHED(ctx);
+}
+
+void cr_cuda_episodes_record(cudarl_ctx *ctx, const float *reward, const uint8_t *done,
+                             double *ep_return, int64_t *ep_length, cr_episode_log *log, int N) {
+    episodes_passes(ctx, reward, done, ep_return, ep_length, NULL, NULL, log, N);
+}
+
+void cr_cuda_episodes_log_finished(cudarl_ctx *ctx, const uint8_t *done, const double *fin_ret,
+                                   const int32_t *fin_len, cr_episode_log *log, int n) {
+    episodes_passes(ctx, NULL, done, NULL, NULL, fin_ret, fin_len, log, n);
 }

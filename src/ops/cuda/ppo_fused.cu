@@ -80,32 +80,6 @@ __device__ __forceinline__ float tanh_grad(float y, float dy) {
     return __fmul_rn(dy, __fsub_rn(1.0f, __fmul_rn(y, y)));
 }
 
-// 2 / d for d in [2, e^19 + 1]: __fdiv_rn's fast path without its slow-path guard (the lab
-// checks all 2^32 inputs of the tanh below against cr_tanhf_device: the same bits).
-__device__ __forceinline__ float two_over(float d) {
-    float r;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
-    float e = fmaf(-d, r, 1.0f);
-    r = fmaf(r, e, r);
-    float q = __fmul_rn(r, 2.0f);
-    float rem = fmaf(-d, q, 2.0f);
-    return fmaf(r, rem, q);
-}
-
-// cr_tanhf_device with two_over in place of __fdiv_rn.
-__device__ __forceinline__ float tanh_fast(float x) {
-    float ax = fabsf(x);
-    float z = __fmul_rn(x, x);
-    float q = fmaf(-5.70498872745e-3f, z, 2.06390887954e-2f);
-    q = fmaf(q, z, -5.37397155531e-2f);
-    q = fmaf(q, z, 1.33314422036e-1f);
-    q = fmaf(q, z, -3.33332819422e-1f);
-    float small = fmaf(__fmul_rn(q, z), ax, ax);
-    float e = cr_exp_small_device(__fmul_rn(2.0f, ax > 9.5f ? 9.5f : ax));
-    float big = __fsub_rn(1.0f, two_over(__fadd_rn(e, 1.0f)));
-    return copysignf(ax < 0.625f ? small : big, x);
-}
-
 // Position of w1[n][k] (GEMM a) or w1[k][n] (GEMM c) in the mma fragment order.
 __device__ __forceinline__ int frag_index(int n, int k) {
     return (((k >> 3) * 8 + (n >> 3)) * 32 + (n & 7) * 4 + (k & 3)) * 2 + ((k >> 2) & 1);
@@ -259,9 +233,9 @@ ppo_fused_kernel(cr_mlp_view m, const float *__restrict__ x, RowArgs ra,
             for (int c = 0; c < 8; c++) {
                 int j = 8 * cg + c;
                 float bj = sm[L::B1 + j];
-                st4(sm + L::H1T + j * LD + 4 * rg, tanh_fast(__fadd_rn(s[c][0], bj)),
-                    tanh_fast(__fadd_rn(s[c][1], bj)), tanh_fast(__fadd_rn(s[c][2], bj)),
-                    tanh_fast(__fadd_rn(s[c][3], bj)));
+                st4(sm + L::H1T + j * LD + 4 * rg, cr_tanhf_fast_device(__fadd_rn(s[c][0], bj)),
+                    cr_tanhf_fast_device(__fadd_rn(s[c][1], bj)), cr_tanhf_fast_device(__fadd_rn(s[c][2], bj)),
+                    cr_tanhf_fast_device(__fadd_rn(s[c][3], bj)));
             }
         }
         __syncthreads();
@@ -289,7 +263,7 @@ ppo_fused_kernel(cr_mlp_view m, const float *__restrict__ x, RowArgs ra,
         for (int c = 0; c < 8; c++) {
             float bj = sm[L::B2 + 8 * cg + c];
 #pragma unroll
-            for (int a = 0; a < 4; a++) h2[a][c] = tanh_fast(__fadd_rn(h2[a][c], bj));
+            for (int a = 0; a < 4; a++) h2[a][c] = cr_tanhf_fast_device(__fadd_rn(h2[a][c], bj));
         }
         float ov[4][O];
 #pragma unroll

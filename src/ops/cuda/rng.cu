@@ -55,18 +55,20 @@ __global__ void perm_keys_kernel(const cr_rng_stream *s, uint32_t *keys, int32_t
     });
 }
 
-__global__ void advance_kernel(cr_rng_stream *s, int n) { s->offset += (uint64_t)n; }
+__global__ void advance_kernel(cr_rng_stream *s, uint64_t n) { s->offset += n; }
 
-static void advance(cudarl_ctx *ctx, cr_rng_stream *s, int n) {
+static void advance(cudarl_ctx *ctx, cr_rng_stream *s, uint64_t n) {
     advance_kernel<<<1, 1, 0, cr_stream(ctx)>>>(s, n);
     CR_CUDA_LAUNCHED(ctx);
 }
+
+void cr_cuda_rng_advance(cudarl_ctx *ctx, cr_rng_stream *s, uint64_t n) { advance(ctx, s, n); }
 
 void cr_cuda_uniform(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n) {
     if (n <= 0) return;
     uniform_kernel<<<rng_blocks(n), CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(s, u, n);
     CR_CUDA_LAUNCHED(ctx);
-    advance(ctx, s, n);
+    advance(ctx, s, (uint64_t)n);
 }
 
 // The scratch of a permutation of n: keys in, keys out, values in (n words each), then CUB's
@@ -108,5 +110,5 @@ void cr_cuda_permutation(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + l.temp, temp_bytes, keys, keys_out, values,
                                                perm, n, 0, 32, cr_stream(ctx)));
     CR_CUDA_LAUNCHED(ctx);
-    advance(ctx, s, n);
+    advance(ctx, s, (uint64_t)n);
 }

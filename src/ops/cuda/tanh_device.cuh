@@ -41,4 +41,30 @@ __device__ __forceinline__ float cr_tanhf_device(float x) {
     return copysignf(ax < 0.625f ? small : big, x);
 }
 
+// 2 / d for d in [2, e^19 + 1]: __fdiv_rn's fast path without its slow-path guard (the lab
+// checks all 2^32 inputs of the tanh below against cr_tanhf_device: the same bits).
+__device__ __forceinline__ float cr_two_over_device(float d) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+    float e = fmaf(-d, r, 1.0f);
+    r = fmaf(r, e, r);
+    float q = __fmul_rn(r, 2.0f);
+    float rem = fmaf(-d, q, 2.0f);
+    return fmaf(r, rem, q);
+}
+
+// cr_tanhf_device, bit for bit, with cr_two_over_device in place of __fdiv_rn.
+__device__ __forceinline__ float cr_tanhf_fast_device(float x) {
+    float ax = fabsf(x);
+    float z = __fmul_rn(x, x);
+    float q = fmaf(-5.70498872745e-3f, z, 2.06390887954e-2f);
+    q = fmaf(q, z, -5.37397155531e-2f);
+    q = fmaf(q, z, 1.33314422036e-1f);
+    q = fmaf(q, z, -3.33332819422e-1f);
+    float small = fmaf(__fmul_rn(q, z), ax, ax);
+    float e = cr_exp_small_device(__fmul_rn(2.0f, ax > 9.5f ? 9.5f : ax));
+    float big = __fsub_rn(1.0f, cr_two_over_device(__fadd_rn(e, 1.0f)));
+    return copysignf(ax < 0.625f ? small : big, x);
+}
+
 #endif

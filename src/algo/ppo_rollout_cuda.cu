@@ -1,0 +1,200 @@
+// PPO's rollout on CartPole-v1 in one kernel: one thread per env runs all T steps with its env
+// state in registers and both networks' weights in shared memory.
+//
+// Why: the unfused rollout is ~15 launches a step (three GEMMs and their epilogues per network
+// evaluation, three evaluations, sampling, the env, three episode passes), each of which writes
+// its 64-wide activations to memory for the next to read back. Here the activations never leave
+// registers: h1 (64) stays in registers while h2 is produced four units at a time and folded
+// straight into the output layer, so a step costs its FLOPs (~9 K FMA and 256 tanh per env) and
+// ~60 bytes of stores. Four independent accumulators per thread keep the FMA pipe busy even when
+// a small N puts only a few warps on each SM.
+//
+// What it computes is ppo.c's unfused rollout (the backend ops composed), with these
+// differences, all within rounding: sums are taken in another order than cuBLAS's (fp32 FMA
+// chains of length 4 and 64), the tanh is cr_tanhf_fast_device (the same bits as the ops' tanh),
+// and the sampling, env step and uniform draws are the very same code and words (the sampler's
+// word t N + n feeds env n at step t, as ops->uniform does). The episode log is filled by one
+// pass over the (T, N) flags afterwards, in (t, n) order: what T calls of episodes_record do.
+#include "ops/cuda/cuda_common.cuh"
+#include "ops/cuda/categorical_device.cuh"
+#include "ops/cuda/tanh_device.cuh"
+
+extern "C" {
+#include "algo/ppo_rollout_cuda.h"
+}
+#include "env/cartpole_step.h"
+
+namespace {
+
+constexpr int I = CR_CARTPOLE_OBS_DIM, H = CR_FUSED_HIDDEN, A = 2;
+constexpr int THREADS = 64; // small blocks spread a small N over more SMs
+
+// Shared-memory layout (floats) of one MLP I -> H -> H -> O; W1 first so its rows are 16-byte
+// aligned for float4 loads.
+template <int O> struct Mlp {
+    static constexpr int W1 = 0, W0 = W1 + H * H, B0 = W0 + H * I, B1 = B0 + H, W2 = B1 + H,
+                         B2 = W2 + O * H, size = (B2 + O + 3) / 4 * 4;
+};
+constexpr int ACTOR = 0, CRITIC = Mlp<A>::size, SMEM_FLOATS = CRITIC + Mlp<1>::size;
+
+template <int O> __device__ void load_mlp(float *sm, const cr_mlp_view &m) {
+    using L = Mlp<O>;
+    for (int k = threadIdx.x; k < H * H; k += blockDim.x) sm[L::W1 + k] = m.w[1][k];
+    for (int k = threadIdx.x; k < H * I; k += blockDim.x) sm[L::W0 + k] = m.w[0][k];
+    for (int k = threadIdx.x; k < H; k += blockDim.x) {
+        sm[L::B0 + k] = m.b[0][k];
+        sm[L::B1 + k] = m.b[1][k];
+    }
+    for (int k = threadIdx.x; k < O * H; k += blockDim.x) sm[L::W2 + k] = m.w[2][k];
+    for (int k = threadIdx.x; k < O; k += blockDim.x) sm[L::B2 + k] = m.b[2][k];
+}
+
+// out (O) = the MLP at sm (layout Mlp<O>) applied to x (I). Not inlined: inlined four times
+// (actor, and the critic on obs, final obs and last obs) ptxas spilled ~3 KB a thread; as a
+// call it needs no spills, and __launch_bounds__(64, 8) fits 8 blocks (16 warps) on an SM.
+template <int O>
+__device__ __noinline__ void mlp_forward(const float *sm, const float (&x)[I], float (&out)[O]) {
+    using L = Mlp<O>;
+    float h1[H];
+#pragma unroll
+    for (int j = 0; j < H; j++) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int k = 0; k < I; k++) acc = fmaf(x[k], sm[L::W0 + j * I + k], acc);
+        h1[j] = cr_tanhf_fast_device(__fadd_rn(acc, sm[L::B0 + j]));
+    }
+#pragma unroll
+    for (int o = 0; o < O; o++) out[o] = 0.0f;
+#pragma unroll 1
+    for (int j = 0; j < H; j += 4) { // four units of h2 at a time, each folded into out
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int k = 0; k < H; k += 4) {
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                float4 w = *reinterpret_cast<const float4 *>(sm + L::W1 + (j + q) * H + k);
+                acc[q] = fmaf(h1[k], w.x, acc[q]);
+                acc[q] = fmaf(h1[k + 1], w.y, acc[q]);
+                acc[q] = fmaf(h1[k + 2], w.z, acc[q]);
+                acc[q] = fmaf(h1[k + 3], w.w, acc[q]);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            float h2 = cr_tanhf_fast_device(__fadd_rn(acc[q], sm[L::B1 + j + q]));
+#pragma unroll
+            for (int o = 0; o < O; o++) out[o] = fmaf(h2, sm[L::W2 + o * H + j + q], out[o]);
+        }
+    }
+#pragma unroll
+    for (int o = 0; o < O; o++) out[o] = __fadd_rn(out[o], sm[L::B2 + o]);
+}
+
+__device__ __forceinline__ float critic_value(const float *sm, const float (&x)[I]) {
+    float v[1];
+    mlp_forward<1>(sm + CRITIC, x, v);
+    return v[0];
+}
+
+// Word w of the stream as ops->uniform turns it into a float in [0, 1).
+__device__ __forceinline__ float stream_uniform(const cr_rng_stream &s, uint64_t w) {
+    uint64_t block = w / 4;
+    uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), s.stream[0], s.stream[1]};
+    uint32_t key[2] = {s.key[0], s.key[1]};
+    uint32_t out[4];
+    cr_philox4x32_10_hd(ctr, key, out);
+    return (float)(out[w % 4] >> 8) * (1.0f / 16777216.0f);
+}
+
+// action ~ softmax(l) with uniform u and its log-probability: categorical_sample_kernel's rule.
+__device__ __forceinline__ int sample(const float (&l)[A], float u, float *logp) {
+    float m = cr_row_max(l, A), s = cr_row_sum_exp(l, m, A);
+    float target = u * s, c = 0.0f;
+    int a = -1, last = 0;
+    for (int j = 0; j < A && a < 0; j++) {
+        float e = expf(l[j] - m);
+        if (e > 0.0f) last = j;
+        c += e;
+        if (target < c) a = j;
+    }
+    if (a < 0) a = last;
+    *logp = cr_row_logp(l, a, m, s);
+    return a;
+}
+
+__global__ void __launch_bounds__(THREADS, 8)
+rollout_kernel(const cr_ppo_rollout_args a) {
+    __shared__ __align__(16) float sm[SMEM_FLOATS];
+    load_mlp<A>(sm + ACTOR, a.actor);
+    load_mlp<1>(sm + CRITIC, a.critic);
+    __syncthreads();
+    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    const int N = a.N;
+    if (n >= N) return;
+
+    const cr_rng_stream sampler = *a.sampler;
+    double s[I];
+    for (int k = 0; k < I; k++) s[k] = a.env.state[(size_t)n * I + k];
+    int32_t elapsed = a.env.elapsed[n];
+    cr_philox_state rng = a.env.rng[n];
+    float x[I];
+    for (int k = 0; k < I; k++) x[k] = a.cur_obs[(size_t)n * I + k];
+    double ep_ret = a.ep_return[n];
+    int64_t ep_len = a.ep_length[n];
+
+    for (int t = 0; t < a.T; t++) {
+        const size_t r = (size_t)t * N + n;
+        *reinterpret_cast<float4 *>(a.obs + r * I) = make_float4(x[0], x[1], x[2], x[3]);
+        float logits[A];
+        mlp_forward<A>(sm + ACTOR, x, logits);
+        a.values[r] = critic_value(sm, x);
+        float logp;
+        int32_t action = sample(logits, stream_uniform(sampler, sampler.offset + r), &logp);
+        a.actions[r] = action;
+        a.logp[r] = logp;
+
+        float next[I], fin[I], reward;
+        uint8_t term, trunc;
+        int ended = cr_cartpole_step_one(s, &elapsed, &rng, action, next, &reward, &term, &trunc,
+                                         fin);
+        a.rewards[r] = reward;
+        a.terminated[r] = term, a.truncated[r] = trunc, a.done[r] = (uint8_t)ended;
+        ep_ret += (double)reward; // the order of episodes_record: return, then length
+        ep_len += 1;
+        float fv = 0.0f;
+        if (ended) {
+            *reinterpret_cast<float4 *>(a.final_obs + r * I) =
+                make_float4(fin[0], fin[1], fin[2], fin[3]);
+            fv = critic_value(sm, fin);
+            a.fin_return[r] = ep_ret, a.fin_length[r] = (int32_t)ep_len;
+            ep_ret = 0.0, ep_len = 0;
+        }
+        a.final_values[r] = fv;
+        for (int k = 0; k < I; k++) x[k] = next[k];
+    }
+    a.last_values[n] = critic_value(sm, x);
+
+    for (int k = 0; k < I; k++) {
+        a.env.state[(size_t)n * I + k] = s[k];
+        a.cur_obs[(size_t)n * I + k] = x[k];
+    }
+    a.env.elapsed[n] = elapsed;
+    a.env.rng[n] = rng;
+    a.ep_return[n] = ep_ret, a.ep_length[n] = ep_len;
+}
+
+} // namespace
+
+int cr_ppo_rollout_cuda_shape_ok(const cr_mlp_view *actor, const cr_mlp_view *critic) {
+    return cr_ppo_fused_shape_ok(actor, critic) && actor->dims[0] == I;
+}
+
+void cr_ppo_rollout_cuda(cudarl_ctx *ctx, const cr_ppo_rollout_args *a) {
+    CUDARL_ASSERT(cr_ppo_rollout_cuda_shape_ok(&a->actor, &a->critic) && a->T >= 1 && a->N >= 1);
+    unsigned blocks = (unsigned)((a->N + THREADS - 1) / THREADS);
+    rollout_kernel<<<blocks, THREADS, 0, cr_stream(ctx)>>>(*a);
+    CR_CUDA_LAUNCHED(ctx);
+    cr_cuda_rng_advance(ctx, a->sampler, (uint64_t)a->T * (uint64_t)a->N);
+    cr_cuda_episodes_log_finished(ctx, a->done, a->fin_return, a->fin_length, a->log,
+                                  a->T * a->N);
+}

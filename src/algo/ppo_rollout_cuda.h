@@ -1,0 +1,47 @@
+/* PPO's rollout on CartPole-v1 as ONE CUDA kernel (ppo_rollout_cuda.cu): for T steps, per env,
+ * policy and value forward, sampling, the env step, the bootstrap value of a finished episode's
+ * last observation and the episode sums, with the weights in shared memory and the env's state
+ * in registers. It computes what ppo.c's unfused rollout computes with the backend's ops (that
+ * composition, on the CPU backend, is its reference; tests/test_ppo_rollout_cuda.c holds them
+ * together). */
+#ifndef CUDARL_PPO_ROLLOUT_CUDA_H
+#define CUDARL_PPO_ROLLOUT_CUDA_H
+
+#include <stdint.h>
+
+#include "env/cartpole.h"
+#include "ops/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Everything the fused rollout reads and writes; every pointer is device memory. */
+typedef struct cr_ppo_rollout_args {
+    cr_mlp_view actor, critic;       /* tanh 4 -> 64 -> 64 -> 2 and 4 -> 64 -> 64 -> 1 */
+    cr_cartpole env;                 /* N envs: state, elapsed, rng (carved from device memory) */
+    float *cur_obs;                  /* (N, 4) in: the current observations; out: after T steps */
+    cr_rng_stream *sampler;          /* the action sampler's stream; advanced by T N words */
+    int T, N;
+    float *obs, *final_obs;          /* (T, N, 4); final_obs rows only where done */
+    int32_t *actions;                /* (T, N) */
+    float *logp, *values, *rewards;  /* (T, N) */
+    float *final_values;             /* (T, N) V(final_obs) where done, else 0 */
+    uint8_t *terminated, *truncated, *done; /* (T, N) */
+    float *last_values;              /* (N) V(cur_obs) after the last step */
+    double *ep_return;               /* (N) running episode returns, carried across calls */
+    int64_t *ep_length;              /* (N) */
+    double *fin_return;              /* (T, N) scratch: the return of the episode ending there */
+    int32_t *fin_length;             /* (T, N) scratch: its length */
+    cr_episode_log *log;             /* finished episodes are pushed here, in (t, n) order */
+} cr_ppo_rollout_args;
+
+/* Whether the fused rollout takes these networks (the shapes of cr_ppo_fused_shape_ok, 4 obs). */
+int cr_ppo_rollout_cuda_shape_ok(const cr_mlp_view *actor, const cr_mlp_view *critic);
+/* Queues the rollout on the context's stream (graph-capturable, allocates nothing). */
+void cr_ppo_rollout_cuda(cudarl_ctx *ctx, const cr_ppo_rollout_args *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
