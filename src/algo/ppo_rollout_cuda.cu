@@ -15,6 +15,8 @@
 // and the sampling, env step and uniform draws are the very same code and words (the sampler's
 // word t N + n feeds env n at step t, as ops->uniform does). The episode log is filled by one
 // pass over the (T, N) flags afterwards, in (t, n) order: what T calls of episodes_record do.
+#include <stdlib.h>
+
 #include "ops/cuda/cuda_common.cuh"
 #include "ops/cuda/categorical_device.cuh"
 #include "ops/cuda/tanh_device.cuh"
@@ -27,7 +29,7 @@ extern "C" {
 namespace {
 
 constexpr int I = CR_CARTPOLE_OBS_DIM, H = CR_FUSED_HIDDEN, A = 2;
-constexpr int THREADS = 64; // small blocks spread a small N over more SMs
+constexpr int ENVS_PER_BLOCK = 32, THREADS = 2 * ENVS_PER_BLOCK; // an actor and a critic warp
 
 // Shared-memory layout (floats) of one MLP I -> H -> H -> O; W1 first so its rows are 16-byte
 // aligned for float4 loads.
@@ -53,7 +55,7 @@ template <int O> __device__ void load_mlp(float *sm, const cr_mlp_view &m) {
 // (actor, and the critic on obs, final obs and last obs) ptxas spilled ~3 KB a thread; as a
 // call it needs no spills, and __launch_bounds__(64, 8) fits 8 blocks (16 warps) on an SM.
 template <int O>
-__device__ __noinline__ void mlp_forward(const float *sm, const float (&x)[I], float (&out)[O]) {
+__device__ __forceinline__ void mlp_forward_body(const float *sm, const float (&x)[I], float (&out)[O]) {
     using L = Mlp<O>;
     float h1[H];
 #pragma unroll
@@ -90,9 +92,22 @@ __device__ __noinline__ void mlp_forward(const float *sm, const float (&x)[I], f
     for (int o = 0; o < O; o++) out[o] = __fadd_rn(out[o], sm[L::B2 + o]);
 }
 
-__device__ __forceinline__ float critic_value(const float *sm, const float (&x)[I]) {
+template <int O>
+__device__ __noinline__ void mlp_forward_call(const float *sm, const float (&x)[I], float (&out)[O]) {
+    mlp_forward_body<O>(sm, x, out);
+}
+
+template <bool INL, int O>
+__device__ __forceinline__ void mlp_forward(const float *sm, const float (&x)[I], float (&out)[O]) {
+    if constexpr (INL)
+        mlp_forward_body<O>(sm, x, out);
+    else
+        mlp_forward_call<O>(sm, x, out);
+}
+
+template <bool INL> __device__ __forceinline__ float critic_value(const float *sm, const float (&x)[I]) {
     float v[1];
-    mlp_forward<1>(sm + CRITIC, x, v);
+    mlp_forward<INL, 1>(sm + CRITIC, x, v);
     return v[0];
 }
 
@@ -122,58 +137,87 @@ __device__ __forceinline__ int sample(const float (&l)[A], float u, float *logp)
     return a;
 }
 
-__global__ void __launch_bounds__(THREADS, 8)
+// Block b: envs 32 b .. 32 b + 31, lane l of both warps on env 32 b + l. Warp 0 evaluates the
+// actor, warp 1 the critic (and V of final observations), so each thread runs one network a
+// step and twice as many warps hide each other's latency; the logits cross over through shared
+// memory (double-buffered by step parity: one barrier a step suffices, since a warp cannot
+// write a buffer again before the other has passed the barrier after reading it). Both warps
+// then sample and step the env, each on its own copy of the env's state: the same code on the
+// same inputs, so the copies never differ; warp 0 writes the env's outputs, warp 1 the values.
+template <int MINB, bool INL>
+__global__ void __launch_bounds__(THREADS, MINB)
 rollout_kernel(const cr_ppo_rollout_args a) {
     __shared__ __align__(16) float sm[SMEM_FLOATS];
+    __shared__ float logits_sm[2][ENVS_PER_BLOCK][A];
     load_mlp<A>(sm + ACTOR, a.actor);
     load_mlp<1>(sm + CRITIC, a.critic);
     __syncthreads();
-    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    const int lane = threadIdx.x % ENVS_PER_BLOCK;
+    const bool actor = threadIdx.x < ENVS_PER_BLOCK; // warp-uniform
+    const int n = blockIdx.x * ENVS_PER_BLOCK + lane;
     const int N = a.N;
-    if (n >= N) return;
+    const bool live = n < N; // dead lanes still meet every barrier
 
     const cr_rng_stream sampler = *a.sampler;
-    double s[I];
-    for (int k = 0; k < I; k++) s[k] = a.env.state[(size_t)n * I + k];
-    int32_t elapsed = a.env.elapsed[n];
-    cr_philox_state rng = a.env.rng[n];
-    float x[I];
-    for (int k = 0; k < I; k++) x[k] = a.cur_obs[(size_t)n * I + k];
-    double ep_ret = a.ep_return[n];
-    int64_t ep_len = a.ep_length[n];
+    double s[I] = {0.0, 0.0, 0.0, 0.0};
+    int32_t elapsed = 0;
+    cr_philox_state rng = {};
+    float x[I] = {0.0f, 0.0f, 0.0f, 0.0f};
+    double ep_ret = 0.0;
+    int64_t ep_len = 0;
+    if (live) {
+        for (int k = 0; k < I; k++) s[k] = a.env.state[(size_t)n * I + k];
+        elapsed = a.env.elapsed[n];
+        rng = a.env.rng[n];
+        for (int k = 0; k < I; k++) x[k] = a.cur_obs[(size_t)n * I + k];
+        ep_ret = a.ep_return[n];
+        ep_len = a.ep_length[n];
+    }
 
     for (int t = 0; t < a.T; t++) {
         const size_t r = (size_t)t * N + n;
-        *reinterpret_cast<float4 *>(a.obs + r * I) = make_float4(x[0], x[1], x[2], x[3]);
-        float logits[A];
-        mlp_forward<A>(sm + ACTOR, x, logits);
-        a.values[r] = critic_value(sm, x);
-        float logp;
-        int32_t action = sample(logits, stream_uniform(sampler, sampler.offset + r), &logp);
-        a.actions[r] = action;
-        a.logp[r] = logp;
-
+        float (&lg)[A] = logits_sm[t & 1][lane];
+        if (actor) {
+            float l[A];
+            mlp_forward<INL, A>(sm + ACTOR, x, l);
+            for (int j = 0; j < A; j++) lg[j] = l[j];
+            if (live)
+                *reinterpret_cast<float4 *>(a.obs + r * I) = make_float4(x[0], x[1], x[2], x[3]);
+        } else if (live) {
+            a.values[r] = critic_value<INL>(sm, x);
+        }
+        __syncthreads();
+        if (!live) continue;
+        float l[A], logp;
+        for (int j = 0; j < A; j++) l[j] = lg[j];
+        int32_t action = sample(l, stream_uniform(sampler, sampler.offset + r), &logp);
         float next[I], fin[I], reward;
         uint8_t term, trunc;
         int ended = cr_cartpole_step_one(s, &elapsed, &rng, action, next, &reward, &term, &trunc,
                                          fin);
-        a.rewards[r] = reward;
-        a.terminated[r] = term, a.truncated[r] = trunc, a.done[r] = (uint8_t)ended;
         ep_ret += (double)reward; // the order of episodes_record: return, then length
         ep_len += 1;
-        float fv = 0.0f;
-        if (ended) {
-            *reinterpret_cast<float4 *>(a.final_obs + r * I) =
-                make_float4(fin[0], fin[1], fin[2], fin[3]);
-            fv = critic_value(sm, fin);
-            a.fin_return[r] = ep_ret, a.fin_length[r] = (int32_t)ep_len;
-            ep_ret = 0.0, ep_len = 0;
+        if (actor) {
+            a.actions[r] = action;
+            a.logp[r] = logp;
+            a.rewards[r] = reward;
+            a.terminated[r] = term, a.truncated[r] = trunc, a.done[r] = (uint8_t)ended;
+            if (ended) {
+                *reinterpret_cast<float4 *>(a.final_obs + r * I) =
+                    make_float4(fin[0], fin[1], fin[2], fin[3]);
+                a.fin_return[r] = ep_ret, a.fin_length[r] = (int32_t)ep_len;
+            }
+        } else {
+            a.final_values[r] = ended ? critic_value<INL>(sm, fin) : 0.0f;
         }
-        a.final_values[r] = fv;
+        if (ended) ep_ret = 0.0, ep_len = 0;
         for (int k = 0; k < I; k++) x[k] = next[k];
     }
-    a.last_values[n] = critic_value(sm, x);
-
+    if (!live) return;
+    if (!actor) {
+        a.last_values[n] = critic_value<INL>(sm, x);
+        return;
+    }
     for (int k = 0; k < I; k++) {
         a.env.state[(size_t)n * I + k] = s[k];
         a.cur_obs[(size_t)n * I + k] = x[k];
@@ -191,8 +235,20 @@ int cr_ppo_rollout_cuda_shape_ok(const cr_mlp_view *actor, const cr_mlp_view *cr
 
 void cr_ppo_rollout_cuda(cudarl_ctx *ctx, const cr_ppo_rollout_args *a) {
     CUDARL_ASSERT(cr_ppo_rollout_cuda_shape_ok(&a->actor, &a->critic) && a->T >= 1 && a->N >= 1);
-    unsigned blocks = (unsigned)((a->N + THREADS - 1) / THREADS);
-    rollout_kernel<<<blocks, THREADS, 0, cr_stream(ctx)>>>(*a);
+    unsigned blocks = (unsigned)((a->N + ENVS_PER_BLOCK - 1) / ENVS_PER_BLOCK);
+    static int variant = -1; /* EXPERIMENT: CUDARL_ROLLOUT_VARIANT */
+    if (variant < 0) {
+        const char *v = getenv("CUDARL_ROLLOUT_VARIANT");
+        variant = v ? atoi(v) : 0;
+    }
+    if (variant == 1)
+        rollout_kernel<6, true><<<blocks, THREADS, 0, cr_stream(ctx)>>>(*a);
+    else if (variant == 2)
+        rollout_kernel<8, true><<<blocks, THREADS, 0, cr_stream(ctx)>>>(*a);
+    else if (variant == 3)
+        rollout_kernel<4, true><<<blocks, THREADS, 0, cr_stream(ctx)>>>(*a);
+    else
+        rollout_kernel<8, false><<<blocks, THREADS, 0, cr_stream(ctx)>>>(*a);
     CR_CUDA_LAUNCHED(ctx);
     cr_cuda_rng_advance(ctx, a->sampler, (uint64_t)a->T * (uint64_t)a->N);
     cr_cuda_episodes_log_finished(ctx, a->done, a->fin_return, a->fin_length, a->log,
