@@ -697,6 +697,35 @@ static void gather_case(int src_rows, int rows, size_t row_bytes, size_t offset)
     end_case();
 }
 
+/* gather_rows_many over `count` arrays whose row sizes and offsets cycle through the lists below
+ * (16-byte, 4-byte and byte words all occur), against the CPU's. */
+static void gather_many_case(int src_rows, int rows, int count) {
+    static const size_t sizes[] = {16, 4, 12, 1, 32, 17, 4, 8};
+    static const size_t offsets[] = {0, 4, 0, 1, 16, 0, 3, 0};
+    CASE("gather_rows_many: %d arrays, rows=%d of %d", count, rows, src_rows);
+    int32_t *idx = random_ints((size_t)rows, src_rows);
+    int32_t *d_idx = dev_copy(idx, (size_t)rows * 4);
+    cr_gather_item h[CR_GATHER_MAX], d[CR_GATHER_MAX];
+    unsigned char *want[CR_GATHER_MAX], *d_dst[CR_GATHER_MAX];
+    size_t db[CR_GATHER_MAX];
+    for (int k = 0; k < count; k++) {
+        size_t rb = sizes[k], off = offsets[k], sb = (size_t)src_rows * rb + off;
+        db[k] = (size_t)rows * rb + off;
+        unsigned char *src = host(sb);
+        want[k] = host(db[k]);
+        for (size_t i = 0; i < sb; i++) src[i] = (unsigned char)cr_philox_next_u32(&prng);
+        memset(want[k], 0xFF, db[k]);
+        unsigned char *d_src = dev_copy(src, sb);
+        d_dst[k] = dev_out(db[k]);
+        h[k] = (cr_gather_item){src + off, want[k] + off, rb};
+        d[k] = (cr_gather_item){d_src + off, d_dst[k] + off, rb};
+    }
+    cpu.ops->gather_rows_many(&cpu, idx, rows, count, h);
+    gpu.ops->gather_rows_many(&gpu, d_idx, rows, count, d);
+    for (int k = 0; k < count; k++) compare_ints("gather_many", fetch(d_dst[k], db[k]), want[k], db[k], 1);
+    end_case();
+}
+
 static void test_gather(void) {
     static const size_t row_bytes[] = {4, 12, 16, 17, 256, 1};
     for (size_t k = 0; k < sizeof row_bytes / sizeof row_bytes[0]; k++) {
@@ -705,6 +734,9 @@ static void test_gather(void) {
         gather_case(1000, 333, row_bytes[k], 4);
         gather_case(500, 129, row_bytes[k], 1);
     }
+    gather_many_case(1, 1, 1);
+    gather_many_case(1000, 777, 6);
+    gather_many_case(4096, 4000, CR_GATHER_MAX);
 }
 
 /* ---- PPO loss ------------------------------------------------------------------------------- */

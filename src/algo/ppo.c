@@ -248,12 +248,12 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     int mb = p->mb;
-    o->gather_rows(ctx, p->obs, idx, p->mb_obs, mb, (size_t)p->D * sizeof(float));
-    o->gather_rows(ctx, p->actions, idx, p->mb_act, mb, sizeof(int32_t));
-    o->gather_rows(ctx, p->logp, idx, p->mb_logp, mb, sizeof(float));
-    o->gather_rows(ctx, p->adv, idx, p->mb_adv, mb, sizeof(float));
-    o->gather_rows(ctx, p->returns, idx, p->mb_ret, mb, sizeof(float));
-    o->gather_rows(ctx, p->values, idx, p->mb_val, mb, sizeof(float));
+    const cr_gather_item rows[6] = {
+        {p->obs, p->mb_obs, (size_t)p->D * sizeof(float)}, {p->actions, p->mb_act, sizeof(int32_t)},
+        {p->logp, p->mb_logp, sizeof(float)},               {p->adv, p->mb_adv, sizeof(float)},
+        {p->returns, p->mb_ret, sizeof(float)},             {p->values, p->mb_val, sizeof(float)},
+    };
+    o->gather_rows_many(ctx, idx, mb, 6, rows);
 
     cr_mlp_view actor = cr_ac_actor(&p->layout, p->params);
     cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);

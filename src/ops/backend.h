@@ -39,6 +39,14 @@ typedef struct cr_mlp_view {
     cr_activation act; /* after layers 0 and 1 */
 } cr_mlp_view;
 
+/* One array of a gather_rows_many: rows of row_bytes bytes from src to dst (backend memory). */
+#define CR_GATHER_MAX 8
+typedef struct cr_gather_item {
+    const void *src;
+    void *dst;
+    size_t row_bytes;
+} cr_gather_item;
+
 /* Sums the PPO loss statistics of the minibatches of one iteration (backend memory). */
 typedef struct cr_ppo_stats_acc {
     double sum[7];   /* loss, pg_loss, v_loss, entropy, old_approx_kl, approx_kl, clipfrac */
@@ -97,6 +105,10 @@ struct cr_backend {
                         double *out);
     void (*gather_rows)(cudarl_ctx *ctx, const void *src, const int32_t *idx, void *dst,
                         int rows, size_t row_bytes);
+    /* gather_rows for `count` (<= CR_GATHER_MAX) arrays at once over the same idx (rows): one
+     * pass (one launch on CUDA) instead of count */
+    void (*gather_rows_many)(cudarl_ctx *ctx, const int32_t *idx, int rows, int count,
+                             const cr_gather_item *items);
     void (*ppo_loss)(cudarl_ctx *ctx, const float *logits, const int32_t *action,
                      const float *old_logp, const float *adv, const float *value,
                      const float *old_value, const float *returns, const cr_ppo_loss_params *p,

@@ -104,6 +104,13 @@ static void cpu_gather_rows(cudarl_ctx *ctx, const void *src, const int32_t *idx
     for (int r = 0; r < rows; r++) memcpy(d + (size_t)r * row_bytes, s + (size_t)idx[r] * row_bytes, row_bytes);
 }
 
+static void cpu_gather_rows_many(cudarl_ctx *ctx, const int32_t *idx, int rows, int count,
+                                 const cr_gather_item *items) {
+    CUDARL_ASSERT(0 <= count && count <= CR_GATHER_MAX);
+    for (int k = 0; k < count; k++)
+        cpu_gather_rows(ctx, items[k].src, idx, items[k].dst, rows, items[k].row_bytes);
+}
+
 static void cpu_ppo_loss(cudarl_ctx *ctx, const float *logits, const int32_t *action,
                          const float *old_logp, const float *adv, const float *value,
                          const float *old_value, const float *returns,
@@ -155,6 +162,7 @@ const cr_backend cr_backend_cpu = {
     .gae = cpu_gae,
     .value_stats = cpu_value_stats,
     .gather_rows = cpu_gather_rows,
+    .gather_rows_many = cpu_gather_rows_many,
     .ppo_loss = cpu_ppo_loss,
     .clip_grad_norm = cpu_clip_grad_norm,
     .adam_step = cpu_adam_step,

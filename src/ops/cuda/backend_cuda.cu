@@ -6,7 +6,6 @@
 
 #include "ops/cuda/cuda_common.cuh"
 #include "ops/cuda/meminfo.h"
-#include "ops/cuda/value_stats.h"
 
 // cuBLAS's own default workspace is 32 MiB on Hopper and 4 MiB before it (cuBLAS docs,
 // cublasSetWorkspace); ours replaces it so that no GEMM allocates inside a graph capture.
@@ -215,11 +214,6 @@ void cr_cuda_host_free_pinned(void *p) {
 
 // ---- ops that live in files of their own ------------------------------------------------
 
-static void value_stats(cudarl_ctx *ctx, const float *values, const float *returns, int n,
-                        double *out) {
-    cr_cuda_value_stats(values, returns, n, out, ctx->stream);
-    CR_CUDA_LAUNCHED(ctx);
-}
 
 static size_t bytes_in_use(cudarl_ctx *ctx) { return cr_cuda_bytes_in_use(); }
 
@@ -252,7 +246,7 @@ static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 43 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 44 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -275,8 +269,9 @@ extern "C" const cr_backend cr_backend_cuda = {
     .episodes_record = cr_cuda_episodes_record,
     .bootstrap_values = cr_cuda_bootstrap_values,
     .gae = cr_cuda_gae,
-    .value_stats = value_stats,
+    .value_stats = cr_cuda_value_stats,
     .gather_rows = cr_cuda_gather_rows,
+    .gather_rows_many = cr_cuda_gather_rows_many,
     .ppo_loss = cr_cuda_ppo_loss,
     .clip_grad_norm = cr_cuda_clip_grad_norm,
     .adam_step = cr_cuda_adam_step,

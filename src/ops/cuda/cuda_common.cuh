@@ -127,6 +127,8 @@ void cr_cuda_copy_from_host(cudarl_ctx *ctx, void *dst, const void *src, size_t 
 void cr_cuda_copy(cudarl_ctx *ctx, void *dst, const void *src, size_t bytes);
 void cr_cuda_zero(cudarl_ctx *ctx, void *dst, size_t bytes);
 void cr_cuda_sync(cudarl_ctx *ctx);
+void cr_cuda_gather_rows_many(cudarl_ctx *ctx, const int32_t *idx, int rows, int count,
+                              const cr_gather_item *items);
 void cr_cuda_gather_rows(cudarl_ctx *ctx, const void *src, const int32_t *idx, void *dst,
                          int rows, size_t row_bytes);
 // linear.cu
@@ -157,6 +159,9 @@ void cr_cuda_episodes_record(cudarl_ctx *ctx, const float *reward, const uint8_t
 // order: what episodes_record does over the steps of a rollout, flattened (T, N) -> (T N).
 void cr_cuda_episodes_log_finished(cudarl_ctx *ctx, const uint8_t *done, const double *fin_ret,
                                    const int32_t *fin_len, cr_episode_log *log, int n);
+// value_stats.cu
+void cr_cuda_value_stats(cudarl_ctx *ctx, const float *values, const float *returns, int n,
+                         double *out);
 // gae.cu
 void cr_cuda_bootstrap_values(cudarl_ctx *ctx, const float *values, const float *final_values,
                               const float *last_values, const uint8_t *done, float *next_values,

@@ -123,3 +123,49 @@ void cr_cuda_gather_rows(cudarl_ctx *ctx, const void *src, const int32_t *idx, v
     else if (align % 4 == 0) gather_as<uint32_t>(ctx, src, idx, dst, rows, row_bytes);
     else gather_as<unsigned char>(ctx, src, idx, dst, rows, row_bytes);
 }
+
+// gather_rows of up to CR_GATHER_MAX arrays in one launch: thread r reads idx[r] once and copies
+// row r of every array (16-byte words where an array's rows and bases allow, else 4-byte words,
+// else bytes).
+struct gather_many_args {
+    cr_gather_item items[CR_GATHER_MAX];
+    int width[CR_GATHER_MAX]; // bytes a word: 16, 4 or 1
+    int count;
+};
+
+__global__ void gather_rows_many_kernel(const int32_t *__restrict__ idx, int rows,
+                                        const gather_many_args a) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    size_t from = (size_t)idx[r];
+    for (int k = 0; k < a.count; k++) {
+        const cr_gather_item &it = a.items[k];
+        size_t bytes = it.row_bytes;
+        const unsigned char *s = (const unsigned char *)it.src + from * bytes;
+        unsigned char *d = (unsigned char *)it.dst + (size_t)r * bytes;
+        if (a.width[k] == 16)
+            for (size_t w = 0; w < bytes / 16; w++) ((uint4 *)d)[w] = ((const uint4 *)s)[w];
+        else if (a.width[k] == 4)
+            for (size_t w = 0; w < bytes / 4; w++) ((uint32_t *)d)[w] = ((const uint32_t *)s)[w];
+        else
+            for (size_t w = 0; w < bytes; w++) d[w] = s[w];
+    }
+}
+
+void cr_cuda_gather_rows_many(cudarl_ctx *ctx, const int32_t *idx, int rows, int count,
+                              const cr_gather_item *items) {
+    CUDARL_ASSERT(0 <= count && count <= CR_GATHER_MAX);
+    if (rows <= 0 || count == 0) return;
+    gather_many_args a;
+    memset(&a, 0, sizeof a);
+    a.count = count;
+    for (int k = 0; k < count; k++) {
+        a.items[k] = items[k];
+        uintptr_t align = (uintptr_t)items[k].src | (uintptr_t)items[k].dst |
+                          (uintptr_t)items[k].row_bytes;
+        a.width[k] = align % 16 == 0 ? 16 : align % 4 == 0 ? 4 : 1;
+    }
+    gather_rows_many_kernel<<<cr_cuda_blocks((size_t)rows, CR_CUDA_THREADS), CR_CUDA_THREADS, 0,
+                              cr_stream(ctx)>>>(idx, rows, a);
+    CR_CUDA_LAUNCHED(ctx);
+}

@@ -19,35 +19,36 @@
 static_assert(PPO_STATS <= CR_CUDA_PARTIAL_WIDTH, "partials too narrow");
 
 // scratch->adv_mean, adv_denom = mean and unbiased std + 1e-8 of adv (B), in double; with
-// B = 1 the std is 0 (PyTorch would give NaN). Over many blocks (a single block would walk all
-// B rows): pass 0 sums x, pass 1 sums (x - mean)^2, each block into partial[block][pass]; the
-// finish kernel adds the block sums in block order, so the result repeats exactly.
+// B = 1 the std is 0 (PyTorch would give NaN). One pass over many blocks (a single block would
+// walk all B rows): each block sums x and x^2 in double into partial[block][0..1]; the finish
+// kernel adds the block sums in a fixed order (the result repeats exactly) and takes
+// var = (sum x^2 - (sum x)^2 / B) / (B - 1). Each x^2 of a float is exact in double, so this
+// differs from the CPU's two passes only by double rounding scaled by mean^2 / var, ~1e-14 for
+// advantages (which are centred near 0); the saved pass is two launches a minibatch.
 __global__ void __launch_bounds__(PPO_THREADS)
-adv_partial_kernel(const float *__restrict__ adv, int B, cr_cuda_scratch *scratch, int pass) {
-    __shared__ double sh[PPO_THREADS];
-    double m = pass ? scratch->adv_mean : 0.0;
-    double v[1] = {0.0};
+adv_partial_kernel(const float *__restrict__ adv, int B, cr_cuda_scratch *scratch) {
+    __shared__ double sh[2 * PPO_THREADS];
+    double v[2] = {0.0, 0.0};
     for (int b = blockIdx.x * PPO_THREADS + threadIdx.x; b < B; b += gridDim.x * PPO_THREADS) {
-        double d = (double)adv[b] - m;
-        v[0] += pass ? d * d : d;
+        double x = (double)adv[b];
+        v[0] += x, v[1] += x * x;
     }
-    cr_block_sum<1, PPO_THREADS>(v, sh);
-    if (threadIdx.x == 0) scratch->partial[blockIdx.x][pass] = v[0];
+    cr_block_sum<2, PPO_THREADS>(v, sh);
+    if (threadIdx.x == 0) scratch->partial[blockIdx.x][0] = v[0], scratch->partial[blockIdx.x][1] = v[1];
 }
 
 __global__ void __launch_bounds__(PPO_THREADS)
-adv_finish_kernel(int B, int blocks, cr_cuda_scratch *scratch, int pass) {
-    __shared__ double sh[PPO_THREADS];
-    double v[1] = {0.0};
-    for (int k = threadIdx.x; k < blocks; k += PPO_THREADS) v[0] += scratch->partial[k][pass];
-    cr_block_sum<1, PPO_THREADS>(v, sh);
+adv_finish_kernel(int B, int blocks, cr_cuda_scratch *scratch) {
+    __shared__ double sh[2 * PPO_THREADS];
+    double v[2] = {0.0, 0.0};
+    for (int k = threadIdx.x; k < blocks; k += PPO_THREADS)
+        v[0] += scratch->partial[k][0], v[1] += scratch->partial[k][1];
+    cr_block_sum<2, PPO_THREADS>(v, sh);
     if (threadIdx.x != 0) return;
-    if (pass == 0) {
-        scratch->adv_mean = v[0] / B;
-    } else {
-        double std = B > 1 ? sqrt(v[0] / (B - 1)) : 0.0;
-        scratch->adv_denom = std + 1e-8;
-    }
+    double mean = v[0] / B, ss = v[1] - v[0] * mean;
+    double std = B > 1 ? sqrt((ss > 0.0 ? ss : 0.0) / (B - 1)) : 0.0;
+    scratch->adv_mean = mean;
+    scratch->adv_denom = std + 1e-8;
 }
 
 // Rows b of the minibatch, one per thread (grid-stride): dlogits, dvalue, and the block's sums
@@ -97,18 +98,16 @@ ppo_finish_kernel(const cr_cuda_scratch *scratch, int blocks, float ent_coef, fl
     if (threadIdx.x == 0) cr_ppo_acc_add(sums, ent_coef, vf_coef, acc, B);
 }
 
-// scratch->adv_mean, adv_denom of adv (B): four launches (two passes of partials + finish).
+// scratch->adv_mean, adv_denom of adv (B): two launches (partials, finish).
 void cr_cuda_ppo_adv_stats(cudarl_ctx *ctx, const float *adv, int B) {
     cudaStream_t st = cr_stream(ctx);
     cr_cuda_scratch *scratch = cr_impl(ctx)->scratch;
     int ab = (B + 4 * PPO_THREADS - 1) / (4 * PPO_THREADS);
     if (ab > CR_CUDA_MAX_PARTIALS) ab = CR_CUDA_MAX_PARTIALS;
-    for (int pass = 0; pass < 2; pass++) {
-        adv_partial_kernel<<<ab, PPO_THREADS, 0, st>>>(adv, B, scratch, pass);
-        CR_CUDA_LAUNCHED(ctx);
-        adv_finish_kernel<<<1, PPO_THREADS, 0, st>>>(B, ab, scratch, pass);
-        CR_CUDA_LAUNCHED(ctx);
-    }
+    adv_partial_kernel<<<ab, PPO_THREADS, 0, st>>>(adv, B, scratch);
+    CR_CUDA_LAUNCHED(ctx);
+    adv_finish_kernel<<<1, PPO_THREADS, 0, st>>>(B, ab, scratch);
+    CR_CUDA_LAUNCHED(ctx);
 }
 
 void cr_cuda_ppo_loss(cudarl_ctx *ctx, const float *logits, const int32_t *action,

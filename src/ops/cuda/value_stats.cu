@@ -1,33 +1,49 @@
-// The sums behind explained variance (twin of src/ops/cpu/value_stats.c): one block, a fixed
-// reduction order, so the result does not depend on scheduling (no float atomics).
-#include <cuda_runtime.h>
+// The sums behind explained variance (twin of src/ops/cpu/value_stats.c) over many blocks: each
+// block sums its grid-stride slice in double into the context's partials, and one block adds the
+// partials in a fixed order (the block count is a function of n), so the result does not depend
+// on scheduling and no float atomics are used. (One block walking all of a 1M-row rollout took
+// 0.27 ms, a tenth of the fused rollout itself.)
+#include "ops/cuda/cuda_common.cuh"
 
-#include "ops/cuda/value_stats.h"
+#define VS_THREADS 256
+#define VS_PER_THREAD 8 // elements a thread aims at before another block is added
 
-#define VS_THREADS 512
-
-__global__ void value_stats_kernel(const float *values, const float *returns, int n, double *out) {
-    __shared__ double sh[4][VS_THREADS];
-    double sy = 0, syy = 0, sd = 0, sdd = 0;
-    for (int i = threadIdx.x; i < n; i += VS_THREADS) {
+__global__ void __launch_bounds__(VS_THREADS)
+value_stats_partial_kernel(const float *__restrict__ values, const float *__restrict__ returns,
+                           int n, cr_cuda_scratch *scratch) {
+    __shared__ double sh[4 * VS_THREADS];
+    double v[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int i = blockIdx.x * VS_THREADS + threadIdx.x; i < n; i += gridDim.x * VS_THREADS) {
         double y = returns[i], d = (double)returns[i] - (double)values[i];
-        sy += y, syy += y * y, sd += d, sdd += d * d;
+        v[0] += y, v[1] += y * y, v[2] += d, v[3] += d * d;
     }
-    sh[0][threadIdx.x] = sy, sh[1][threadIdx.x] = syy, sh[2][threadIdx.x] = sd;
-    sh[3][threadIdx.x] = sdd;
-    __syncthreads();
-    for (int stride = VS_THREADS / 2; stride > 0; stride /= 2) {
-        if (threadIdx.x < stride)
-            for (int k = 0; k < 4; k++) sh[k][threadIdx.x] += sh[k][threadIdx.x + stride];
-        __syncthreads();
-    }
+    cr_block_sum<4, VS_THREADS>(v, sh);
+    if (threadIdx.x == 0)
+        for (int k = 0; k < 4; k++) scratch->partial[blockIdx.x][k] = v[k];
+}
+
+__global__ void __launch_bounds__(VS_THREADS)
+value_stats_finish_kernel(const cr_cuda_scratch *scratch, int blocks, int n, double *out) {
+    __shared__ double sh[4 * VS_THREADS];
+    double v[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int b = threadIdx.x; b < blocks; b += VS_THREADS)
+        for (int k = 0; k < 4; k++) v[k] += scratch->partial[b][k];
+    cr_block_sum<4, VS_THREADS>(v, sh);
     if (threadIdx.x == 0) {
         out[0] += n;
-        for (int k = 0; k < 4; k++) out[k + 1] += sh[k][0];
+        for (int k = 0; k < 4; k++) out[k + 1] += v[k];
     }
 }
 
-extern "C" void cr_cuda_value_stats(const float *values, const float *returns, int n, double *out,
-                                    void *stream) {
-    value_stats_kernel<<<1, VS_THREADS, 0, (cudaStream_t)stream>>>(values, returns, n, out);
+void cr_cuda_value_stats(cudarl_ctx *ctx, const float *values, const float *returns, int n,
+                         double *out) {
+    if (n <= 0) return;
+    cudaStream_t st = cr_stream(ctx);
+    cr_cuda_scratch *scratch = cr_impl(ctx)->scratch;
+    int blocks = (n + VS_THREADS * VS_PER_THREAD - 1) / (VS_THREADS * VS_PER_THREAD);
+    if (blocks > CR_CUDA_MAX_PARTIALS) blocks = CR_CUDA_MAX_PARTIALS;
+    value_stats_partial_kernel<<<blocks, VS_THREADS, 0, st>>>(values, returns, n, scratch);
+    CR_CUDA_LAUNCHED(ctx);
+    value_stats_finish_kernel<<<1, VS_THREADS, 0, st>>>(scratch, blocks, n, out);
+    CR_CUDA_LAUNCHED(ctx);
 }
