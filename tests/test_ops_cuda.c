@@ -722,7 +722,7 @@ static void gather_many_case(int src_rows, int rows, int count) {
     }
     cpu.ops->gather_rows_many(&cpu, idx, rows, count, h);
     gpu.ops->gather_rows_many(&gpu, d_idx, rows, count, d);
-    for (int k = 0; k < count; k++) compare_ints("gather_many", fetch(d_dst[k], db[k]), want[k], db[k], 1);
+    for (int k = 0; k < count; k++) compare_ints("gather", fetch(d_dst[k], db[k]), want[k], db[k], 1);
     end_case();
 }
 

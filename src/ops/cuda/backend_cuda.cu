@@ -24,6 +24,7 @@ void cr_cuda_after_launch(cudarl_ctx *ctx, const char *file, int line) {
     const cr_cuda_impl *im = cr_impl(ctx);
     if (im->sync_debug && !im->capturing) {
         e = cudaStreamSynchronize(cr_stream(ctx));
+        if (e == cudaSuccess && im->side) e = cudaStreamSynchronize(im->side);
         if (e != cudaSuccess)
             cr_cuda_fail("launch (CUDARL_SYNC_DEBUG=1)", cudaGetErrorString(e), file, line);
     }
@@ -46,6 +47,9 @@ static void release(cr_cuda_impl *im, cudaStream_t stream) {
     if (im->blas) cublasDestroy(im->blas);
     if (im->blas_workspace) cudaFree(im->blas_workspace);
     if (im->scratch) cudaFree(im->scratch);
+    if (im->fork) cudaEventDestroy(im->fork);
+    if (im->join) cudaEventDestroy(im->join);
+    if (im->side) cudaStreamDestroy(im->side);
     if (stream) cudaStreamDestroy(stream);
     free(im);
 }
@@ -90,6 +94,11 @@ cudarl_status cr_cuda_ctx_init(cudarl_ctx *ctx, int device_index) {
         what = "cudaMalloc (cuBLAS workspace)";
     else if ((e = cr_cuda_malloc((void **)&im->scratch, sizeof *im->scratch)) != cudaSuccess)
         what = "cudaMalloc (scratch)";
+    else if ((e = cudaStreamCreateWithFlags(&im->side, cudaStreamNonBlocking)) != cudaSuccess)
+        what = "cudaStreamCreateWithFlags (side stream)";
+    else if ((e = cudaEventCreateWithFlags(&im->fork, cudaEventDisableTiming)) != cudaSuccess ||
+             (e = cudaEventCreateWithFlags(&im->join, cudaEventDisableTiming)) != cudaSuccess)
+        what = "cudaEventCreateWithFlags";
     if (what) {
         release(im, stream);
         return cuda_failed(what, e, device_index);

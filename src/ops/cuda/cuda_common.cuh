@@ -64,6 +64,8 @@ struct cr_cuda_impl {
     int capturing;            // between graph_begin and graph_end
     const char *capture_error; // the first op that cannot be in a graph, met while capturing
     int fused_grid_cap[4];     // ppo_fused.cu: most blocks of each fused kernel (occupancy x SMs)
+    cudaStream_t side;         // a second stream for ops that fork independent kernels
+    cudaEvent_t fork, join;    // (timing disabled) to fork onto `side` and join back
 };
 
 // Inside a capture, an op that cannot be captured (it waits for the device or reads pageable

@@ -504,10 +504,10 @@ cudaError_t setup_one(int sms, int *grid_cap) {
 }
 
 template <int K>
-void launch(cudarl_ctx *ctx, int G, const cr_mlp_view &m, const float *obs, const RowArgs &ra,
-            float *partial, double *stats, int B, int D) {
+void launch(cudarl_ctx *ctx, cudaStream_t st, int G, const cr_mlp_view &m, const float *obs,
+            const RowArgs &ra, float *partial, double *stats, int B, int D) {
     auto *k = Kernel<K>::f;
-    k<<<G, THREADS, Kernel<K>::bytes, cr_stream(ctx)>>>(m, obs, ra, partial, stats, B, D);
+    k<<<G, THREADS, Kernel<K>::bytes, st>>>(m, obs, ra, partial, stats, B, D);
     CR_CUDA_LAUNCHED(ctx);
 }
 
@@ -558,18 +558,26 @@ void cr_cuda_ppo_minibatch_grads(cudarl_ctx *ctx, const cr_mlp_view *actor,
     const int ka = small ? K_A4 : K_A16, kc = small ? K_C4 : K_C16;
     int Ga = Gb < im->fused_grid_cap[ka] ? Gb : im->fused_grid_cap[ka];
     int Gc = Gb < im->fused_grid_cap[kc] ? Gb : im->fused_grid_cap[kc];
-    if (small) {
-        launch<K_A4>(ctx, Ga, *actor, obs, ra, part_a, stats_a, B, D);
-        launch<K_C4>(ctx, Gc, *critic, obs, ra, part_c, stats_c, B, D);
-    } else {
-        launch<K_A16>(ctx, Ga, *actor, obs, ra, part_a, stats_a, B, D);
-        launch<K_C16>(ctx, Gc, *critic, obs, ra, part_c, stats_c, B, D);
-    }
+    // The critic's kernel and reduction run on the side stream, forked from and joined back to
+    // the context's stream (inside a capture: two branches of the graph). Each fused kernel
+    // holds 2 blocks an SM; run one after the other, the second waited for the first's last
+    // tiles and launch, while side by side its blocks take SMs as the first's retire.
     cudaStream_t st = cr_stream(ctx);
+    CUDA_CHECK(cudaEventRecord(im->fork, st));
+    CUDA_CHECK(cudaStreamWaitEvent(im->side, im->fork, 0));
+    if (small) {
+        launch<K_A4>(ctx, st, Ga, *actor, obs, ra, part_a, stats_a, B, D);
+        launch<K_C4>(ctx, im->side, Gc, *critic, obs, ra, part_c, stats_c, B, D);
+    } else {
+        launch<K_A16>(ctx, st, Ga, *actor, obs, ra, part_a, stats_a, B, D);
+        launch<K_C16>(ctx, im->side, Gc, *critic, obs, ra, part_c, stats_c, B, D);
+    }
     reduce_grads_kernel<<<(la.n + 31) / 32, 256, 0, st>>>(part_a, *g_actor, Ga, D, ACTIONS);
     CR_CUDA_LAUNCHED(ctx);
-    reduce_grads_kernel<<<(lc.n + 31) / 32, 256, 0, st>>>(part_c, *g_critic, Gc, D, 1);
+    reduce_grads_kernel<<<(lc.n + 31) / 32, 256, 0, im->side>>>(part_c, *g_critic, Gc, D, 1);
     CR_CUDA_LAUNCHED(ctx);
+    CUDA_CHECK(cudaEventRecord(im->join, im->side));
+    CUDA_CHECK(cudaStreamWaitEvent(st, im->join, 0));
     finish_stats_kernel<<<1, THREADS, 0, st>>>(stats_a, Ga, stats_c, Gc, p->ent_coef,
                                                p->vf_coef, acc, B);
     CR_CUDA_LAUNCHED(ctx);
