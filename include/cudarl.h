@@ -71,7 +71,9 @@ void cudarl_info(char *buf, size_t cap);
 
 /* ---- environments ------------------------------------------------------------------ */
 
-/* Names of the built-in environments, NULL-terminated (static storage). */
+/* Names of the registered environments, NULL-terminated: the built-ins, then those added by
+ * cudarl_env_register in the order they were added (static storage; the array stays valid, and
+ * grows in place, as envs are registered). */
 const char *const *cudarl_env_names(void);
 
 /* The element type of an env's observations. */
@@ -106,6 +108,19 @@ typedef struct cudarl_env_def {
      * whether the episode terminated (a terminal state of the MDP, not a time limit). */
     void (*step)(void *state, int32_t action, void *obs, float *reward, uint8_t *terminated);
 } cudarl_env_def;
+
+#define CUDARL_ENV_ID_MAX 64   /* bytes of an id, with its terminating NUL */
+#define CUDARL_ENV_MAX 64      /* registered envs, built-ins included */
+
+/* Adds a C environment to the registry, under def->id, next to the built-ins: it then appears
+ * in cudarl_env_names(), and cudarl finds it by id and steps batches of it on CPU threads.
+ * Every field is checked; a bad one returns CUDARL_ERR_INVALID_ARG with a message naming it and
+ * the fix (a duplicate id too), a full registry CUDARL_ERR_OUT_OF_MEMORY. The registry copies
+ * *def and its id (static storage), so `def` may be freed after the call; the functions it
+ * points to must stay loaded for the life of the process. Registered envs stay registered.
+ * Register at start-up, before other threads look envs up: registration is serialised, lookups
+ * do not wait for it. */
+cudarl_status cudarl_env_register(const cudarl_env_def *def);
 
 /* ---- PPO --------------------------------------------------------------------------- */
 

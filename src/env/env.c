@@ -1,19 +1,191 @@
-/* The registry of built-in environments. */
+/* The registry of environments: the built-in defs, then the ones users register, each with the
+ * cr_env_info the trainers read derived from it.
+ *
+ * Storage is static and sized up front (CUDARL_ENV_MAX entries): a registered def is copied into
+ * a slot, its id into the slot's own buffer, and the names array points at those ids, so the
+ * array cudarl_env_names returns stays valid and NULL-terminated as it grows. Registration is
+ * serialised by a mutex; a lookup reads the count with acquire and never locks. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "env/cartpole.h"
 #include "env/env.h"
 
-static const cr_env_info env_table[] = {
-    {"CartPole-v1", CR_CARTPOLE_OBS_DIM, CR_CARTPOLE_NUM_ACTIONS, CR_CARTPOLE_MAX_STEPS, 475.0},
+/* The built-in envs, and whether cr_env_batch can run each (it steps CartPole only; an env
+ * without a batch twin is stepped by the pool, env_pool.h). */
+static const struct {
+    const cudarl_env_def *def;
+    int batched;
+} builtins[] = {
+    {&cr_cartpole_def, 1},
 };
+#define NUM_BUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
-static const char *const env_names[] = {"CartPole-v1", NULL};
+typedef struct env_entry {
+    cudarl_env_def def;         /* a copy; def.id points at id below */
+    char id[CUDARL_ENV_ID_MAX];
+    cr_env_info info;
+    int batched;
+} env_entry;
 
-const cr_env_info *cr_env_find(const char *id) {
-    for (size_t i = 0; i < sizeof env_table / sizeof env_table[0]; i++)
-        if (!strcmp(env_table[i].id, id)) return &env_table[i];
+static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER; /* serialises registering */
+static atomic_int registry_count;                 /* entries published (release, when complete) */
+static env_entry registry[CUDARL_ENV_MAX];
+static const char *registry_names[CUDARL_ENV_MAX + 1]; /* entries' ids, then NULL (zero-filled) */
+
+size_t cr_env_def_obs_elems(const cudarl_env_def *def) {
+    size_t n = 1;
+    for (int k = 0; k < def->obs_rank && k < 3; k++) n *= (size_t)def->obs_shape[k];
+    return n;
+}
+
+size_t cr_env_def_obs_bytes(const cudarl_env_def *def) {
+    return cr_env_def_obs_elems(def) * (def->obs_dtype == CUDARL_OBS_U8 ? 1 : sizeof(float));
+}
+
+/* Fills the next entry from a def already checked, and publishes it. The caller holds the lock
+ * (or runs the one-time init). */
+static void registry_append(const cudarl_env_def *def, int batched) {
+    int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
+    env_entry *e = &registry[n];
+    e->def = *def;
+    snprintf(e->id, sizeof e->id, "%s", def->id);
+    e->def.id = e->id;
+    for (int k = def->obs_rank; k < 3; k++) e->def.obs_shape[k] = 1; /* 0 was allowed */
+    e->info = (cr_env_info){e->id, (int)cr_env_def_obs_elems(def), def->num_actions,
+                            def->max_episode_steps, def->solved_return, &e->def};
+    e->batched = batched;
+    registry_names[n] = e->id;
+    atomic_store_explicit(&registry_count, n + 1, memory_order_release);
+}
+
+static void registry_init(void) {
+    for (int i = 0; i < NUM_BUILTINS; i++) {
+        CUDARL_ASSERT(cr_env_def_check(builtins[i].def) == CUDARL_OK); /* a built-in is valid */
+        registry_append(builtins[i].def, builtins[i].batched);
+    }
+}
+
+static int registry_size(void) {
+    pthread_once(&registry_once, registry_init);
+    return atomic_load_explicit(&registry_count, memory_order_acquire);
+}
+
+static const env_entry *registry_lookup(const char *id) {
+    int n = registry_size();
+    if (!id) return NULL;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(registry[i].id, id)) return &registry[i];
     return NULL;
 }
 
-const char *const *cudarl_env_names(void) { return env_names; }
+const cr_env_info *cr_env_find(const char *id) {
+    const env_entry *e = registry_lookup(id);
+    return e && e->batched ? &e->info : NULL;
+}
+
+const cudarl_env_def *cr_env_def_find(const char *id) {
+    const env_entry *e = registry_lookup(id);
+    return e ? &e->def : NULL;
+}
+
+const char *const *cudarl_env_names(void) {
+    registry_size();
+    return registry_names;
+}
+
+#define REQUIRE(cond, ...)                                             \
+    do {                                                               \
+        if (!(cond)) return cr_fail(CUDARL_ERR_INVALID_ARG, __VA_ARGS__); \
+    } while (0)
+
+/* The id: 1 .. CUDARL_ENV_ID_MAX-1 printable characters without spaces (it is typed after
+ * --env-id and stored in checkpoints). */
+static cudarl_status check_id(const char *id) {
+    REQUIRE(id, "the env's id is NULL; give the env a name such as \"Chain-v0\"");
+    size_t len = strnlen(id, CUDARL_ENV_ID_MAX);
+    REQUIRE(len > 0, "the env's id is empty; give the env a name such as \"Chain-v0\"");
+    REQUIRE(len < CUDARL_ENV_ID_MAX, "the env's id '%.16s...' is longer than %d characters; use "
+            "a shorter name", id, CUDARL_ENV_ID_MAX - 1);
+    for (const char *c = id; *c; c++)
+        REQUIRE(*c > ' ' && *c < 127, "the env's id '%s' contains character %d at position %d; "
+                "use printable ASCII without spaces (letters, digits, '-', '_', '.', '/')", id,
+                (unsigned char)*c, (int)(c - id));
+    return CUDARL_OK;
+}
+
+/* obs_rank, obs_shape (used dims >= 1; unused ones 1, or 0 as a zero-filled initializer leaves
+ * them, which the registry stores as 1) and obs_dtype; an observation's elements fit an int. */
+static cudarl_status check_obs(const cudarl_env_def *d) {
+    REQUIRE(d->obs_rank == 1 || d->obs_rank == 3, "env '%s': obs_rank is %d; use 1 for a "
+            "feature vector or 3 for an image (C, H, W)", d->id, d->obs_rank);
+    int64_t elems = 1;
+    for (int k = 0; k < 3; k++) {
+        int dim = d->obs_shape[k];
+        if (k < d->obs_rank) {
+            REQUIRE(dim >= 1, "env '%s': obs_shape[%d] is %d; every dim of a rank-%d observation "
+                    "must be >= 1", d->id, k, dim, d->obs_rank);
+            elems *= dim;
+            REQUIRE(elems <= INT32_MAX, "env '%s': an observation of obs_shape (%d, %d, %d) has "
+                    "more than %d elements; use a smaller one", d->id, d->obs_shape[0],
+                    d->obs_shape[1], d->obs_shape[2], INT32_MAX);
+        } else {
+            REQUIRE(dim == 1 || dim == 0, "env '%s': obs_shape[%d] is %d but obs_rank is %d; "
+                    "set unused trailing dims to 1", d->id, k, dim, d->obs_rank);
+        }
+    }
+    REQUIRE(d->obs_dtype == CUDARL_OBS_F32 || d->obs_dtype == CUDARL_OBS_U8, "env '%s': "
+            "obs_dtype is %d; use CUDARL_OBS_F32 or CUDARL_OBS_U8", d->id, (int)d->obs_dtype);
+    return CUDARL_OK;
+}
+
+cudarl_status cr_env_def_check(const cudarl_env_def *d) {
+    REQUIRE(d, "the def is NULL; pass a filled cudarl_env_def");
+    CR_TRY(check_id(d->id));
+    CR_TRY(check_obs(d));
+    REQUIRE(d->num_actions >= 1, "env '%s': num_actions is %d; a discrete env needs at least 1 "
+            "action (actions are 0 .. num_actions-1)", d->id, d->num_actions);
+    REQUIRE(d->max_episode_steps >= 0, "env '%s': max_episode_steps is %d; use the time limit "
+            "in steps, or 0 for none", d->id, d->max_episode_steps);
+    REQUIRE(isfinite(d->solved_return), "env '%s': solved_return is not finite; use the mean "
+            "return over 100 episodes that counts as solved", d->id);
+    REQUIRE(d->state_bytes > 0, "env '%s': state_bytes is 0; use the size of one env's state "
+            "struct (sizeof)", d->id);
+    REQUIRE(d->state_bytes <= ((size_t)1 << 30), "env '%s': state_bytes is %zu, more than 1 GiB "
+            "per env; keep large read-only data outside the state", d->id, d->state_bytes);
+    REQUIRE(d->seed, "env '%s': seed is NULL; give a function that seeds the RNG inside one "
+            "env's state", d->id);
+    REQUIRE(d->reset, "env '%s': reset is NULL; give a function that starts an episode and "
+            "writes its first observation", d->id);
+    REQUIRE(d->step, "env '%s': step is NULL; give a function that takes an action and writes "
+            "the next observation, reward and terminated", d->id);
+    return CUDARL_OK;
+}
+
+cudarl_status cudarl_env_register(const cudarl_env_def *def) {
+    cudarl_status s = cr_env_def_check(def);
+    if (s != CUDARL_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", cudarl_last_error());
+        return cr_fail(s, "cudarl_env_register: %s", why);
+    }
+    registry_size();
+    pthread_mutex_lock(&registry_lock);
+    int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
+    if (registry_lookup(def->id))
+        s = cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_env_register: an env named '%s' is already "
+                    "registered; give this one another id (e.g. a new version suffix, -v1)",
+                    def->id);
+    else if (n == CUDARL_ENV_MAX)
+        s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "cudarl_env_register: env '%s': the registry is "
+                    "full (%d envs, CUDARL_ENV_MAX); register fewer envs", def->id,
+                    CUDARL_ENV_MAX);
+    else
+        registry_append(def, 0);
+    pthread_mutex_unlock(&registry_lock);
+    return s;
+}

@@ -1,9 +1,14 @@
-/* Batched environments: the registry of built-in envs and the interface the trainers use.
+/* Batched environments: the registry of envs and the interface the trainers use.
  *
  * Every env is a struct of its state plus one Philox stream per env (no globals), stepping N
  * envs at once into caller-owned slices. Same-step autoreset: when env i ends (terminated or
  * truncated), final_obs[i] receives the last observation of the episode and obs[i] the first
- * observation of the next one; terminated and truncated stay distinct. */
+ * observation of the next one; terminated and truncated stay distinct.
+ *
+ * The registry (env.c) holds every env as a cudarl_env_def (cudarl.h): the built-ins, then the
+ * envs users add with cudarl_env_register. Any def can be stepped on CPU threads by the pool
+ * (env_pool.h). The batch below (cr_env_batch, with its CUDA twin) steps CartPole only, so
+ * cr_env_find answers only for the envs it can run. */
 #ifndef CUDARL_ENV_H
 #define CUDARL_ENV_H
 
@@ -13,16 +18,34 @@
 #include "env/cartpole.h"
 #include "ops/backend.h"
 
+/* What the trainers need to know of an env: derived from its def by the registry. */
 typedef struct cr_env_info {
     const char *id;          /* "CartPole-v1" */
-    int obs_dim;             /* floats per observation */
+    int obs_dim;             /* elements per observation (the product of the def's obs_shape) */
     int num_actions;         /* discrete actions */
     int max_episode_steps;   /* truncation limit */
     double solved_return;    /* the conventional "solved" threshold of the mean return */
+    const cudarl_env_def *def; /* the registered def it was derived from */
 } cr_env_info;
 
-/* The built-in env named `id`, or NULL. */
+/* The env named `id` that cr_env_batch can run (today CartPole-v1), or NULL. Registered envs
+ * without a batch twin are found by cr_env_def_find. */
 const cr_env_info *cr_env_find(const char *id);
+
+/* The registered env named `id` (built-in or added by cudarl_env_register), or NULL. The def
+ * lives in the registry's static storage for the life of the process. */
+const cudarl_env_def *cr_env_def_find(const char *id);
+/* Checks every field of `def` as cudarl_env_register does (not the uniqueness of its id); the
+ * message names the first bad field and the fix. */
+cudarl_status cr_env_def_check(const cudarl_env_def *def);
+/* Elements of one observation of `def`: the product of its obs_rank used dims. */
+size_t cr_env_def_obs_elems(const cudarl_env_def *def);
+/* Bytes of one observation of `def` (elements times the size of its dtype). */
+size_t cr_env_def_obs_bytes(const cudarl_env_def *def);
+
+/* CartPole-v1 as a def (cartpole_def.c): the per-env code of cartpole_step.h, so that a pool of
+ * it steps bit for bit as cr_cartpole_step does for the same seed and actions. */
+extern const cudarl_env_def cr_cartpole_def;
 
 /* A batch of N envs whose state lives in the context's backend memory (device memory on
  * CUDA), stepped on the CPU or by the CUDA twin accordingly. */
