@@ -16,9 +16,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if [ "${CUDARL_SKIP_PYTHON:-0}" != 1 ] &&
-   ! python3 -c 'import gymnasium, safetensors, numpy, tensorboard' 2>/dev/null; then
-  echo "setup: installing gymnasium safetensors numpy tensorboard (pip)" >&2
-  python3 -m pip install -q gymnasium safetensors numpy tensorboard 2>&1 |
+   ! python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar' 2>/dev/null; then
+  echo "setup: installing gymnasium safetensors numpy tensorboard minatar (pip)" >&2
+  python3 -m pip install -q gymnasium safetensors numpy tensorboard minatar==1.0.15 2>&1 |
     grep -v -i "warning" >&2 || true
-  python3 -c 'import gymnasium, safetensors, numpy, tensorboard'
+  python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar'
 fi

@@ -1,0 +1,31 @@
+/* MinAtar/SpaceInvaders-v1 as a cudarl env def: thin wrappers over the per-env code of
+ * minatar_space_invaders_step.h (the rules, and what each channel and action means). */
+#include "env/minatar.h"
+#include "env/minatar_space_invaders_step.h"
+
+static void space_invaders_seed(void *state, uint64_t seed, uint64_t index) {
+    cr_minatar_space_invaders_seed(state, seed, index);
+}
+
+static void space_invaders_reset(void *state, void *obs) {
+    cr_minatar_space_invaders_reset(state, obs);
+}
+
+static void space_invaders_step(void *state, int32_t action, void *obs, float *reward,
+                                uint8_t *terminated) {
+    cr_minatar_space_invaders_step(state, action, obs, reward, terminated);
+}
+
+const cudarl_env_def cr_minatar_space_invaders_def = {
+    .id = "MinAtar/SpaceInvaders-v1",
+    .obs_rank = 3,
+    .obs_shape = {CR_SPACE_INVADERS_CHANNELS, CR_MINATAR_SIZE, CR_MINATAR_SIZE},
+    .obs_dtype = CUDARL_OBS_U8,
+    .num_actions = CR_SPACE_INVADERS_NUM_ACTIONS,
+    .max_episode_steps = 0, /* minatar registers no time limit */
+    .solved_return = 30.0, /* see minatar.h */
+    .state_bytes = sizeof(cr_minatar_space_invaders_state),
+    .seed = space_invaders_seed,
+    .reset = space_invaders_reset,
+    .step = space_invaders_step,
+};
