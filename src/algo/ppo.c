@@ -23,7 +23,7 @@
 
 enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_ADAM_T, M_LR, M_ENV, M_OBS, M_FINAL_OBS, M_CUR_OBS,
        M_ACTIONS, M_LOGP, M_REWARDS, M_VALUES, M_FINAL_VALUES, M_NEXT_VALUES, M_ADV, M_RETURNS,
-       M_TERM, M_TRUNC, M_DONE, M_LAST_VALUES, M_LOGITS, M_U, M_MB_IDX, M_PERM_SCRATCH, M_MB_OBS,
+       M_TERM, M_TRUNC, M_DONE, M_LAST_VALUES, M_LOGITS, M_U, M_MB_IDX, M_MB_OBS,
        M_MB_LOGP, M_MB_ADV, M_MB_RET, M_MB_VAL, M_MB_ACT, M_MB_LOGITS, M_MB_VALUE, M_MB_DLOGITS,
        M_MB_DVALUE, M_CACHE_A, M_CACHE_C, M_METRICS, M_SAMPLER, M_SHUFFLER, M_EP_RETURN,
        M_EP_LENGTH, M_FUSED_SCRATCH, M_FIN_RETURN, M_FIN_LENGTH, M_COUNT };
@@ -76,7 +76,7 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
         {"rollout.next_values", TN * F}, {"rollout.adv", TN * F}, {"rollout.returns", TN * F},
         {"rollout.terminated", TN}, {"rollout.truncated", TN}, {"rollout.done", TN},
         {"last_values", N * F}, {"logits", N * A * F}, {"u", N * F}, {"mb.idx", TN * 4},
-        {"perm.scratch", ctx->ops->permutation_scratch_bytes(p->batch)}, {"mb.obs", mb * D * F},
+        {"mb.obs", mb * D * F},
         {"mb.logp", mb * F}, {"mb.adv", mb * F}, {"mb.ret", mb * F}, {"mb.val", mb * F},
         {"mb.act", mb * 4}, {"mb.logits", mb * A * F}, {"mb.value", mb * F},
         {"mb.dlogits", mb * A * F}, {"mb.dvalue", mb * F}, {"cache.actor", cache},
@@ -108,7 +108,6 @@ static void carve_memory(cr_ppo *p) {
     p->truncated = cr_arena_get(a, M_TRUNC), p->done = cr_arena_get(a, M_DONE);
     p->last_values = cr_arena_get(a, M_LAST_VALUES), p->logits = cr_arena_get(a, M_LOGITS);
     p->u = cr_arena_get(a, M_U), p->mb_idx = cr_arena_get(a, M_MB_IDX);
-    p->perm_scratch = cr_arena_get(a, M_PERM_SCRATCH);
     p->mb_obs = cr_arena_get(a, M_MB_OBS), p->mb_logp = cr_arena_get(a, M_MB_LOGP);
     p->mb_adv = cr_arena_get(a, M_MB_ADV), p->mb_ret = cr_arena_get(a, M_MB_RET);
     p->mb_val = cr_arena_get(a, M_MB_VAL), p->mb_act = cr_arena_get(a, M_MB_ACT);
@@ -289,7 +288,7 @@ static void update(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
     ctx->ops->zero(ctx, p->acc, sizeof *p->acc);
     for (int epoch = 0; epoch < p->cfg.update_epochs; epoch++) {
-        ctx->ops->permutation(ctx, p->shuffler, p->mb_idx, p->batch, p->perm_scratch);
+        ctx->ops->permutation(ctx, p->shuffler, p->mb_idx, p->batch);
         for (int start = 0; start < p->batch; start += p->mb)
             cr_ppo_update_minibatch(p, p->mb_idx + start);
         if (p->cfg.target_kl > 0) {

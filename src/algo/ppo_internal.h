@@ -57,7 +57,6 @@ typedef struct cr_ppo {
     float *last_values;                           /* (N) */
     float *logits, *u;                            /* (N, A), (N) */
     int32_t *mb_idx;                              /* (batch) a permutation of the rows */
-    void *perm_scratch;
     float *mb_obs, *mb_logp, *mb_adv, *mb_ret, *mb_val; /* (mb, D), (mb) ... */
     int32_t *mb_act;                              /* (mb) */
     float *mb_logits, *mb_value, *mb_dlogits, *mb_dvalue; /* (mb, A), (mb), (mb, A), (mb) */

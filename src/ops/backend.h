@@ -80,10 +80,9 @@ struct cr_backend {
     void (*relu_backward)(cudarl_ctx *ctx, const float *y, const float *dy, float *dx, size_t n);
     /* random numbers: the stream's position lives in backend memory and advances by n */
     void (*uniform)(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n);
-    /* perm (n) = 0..n-1 sorted by the stream's next n words (stable); scratch of
-     * permutation_scratch_bytes(n) bytes of backend memory */
-    void (*permutation)(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n, void *scratch);
-    size_t (*permutation_scratch_bytes)(int n);
+    /* perm (n) = a pseudo-random permutation of 0..n-1 (core/shuffle.h), keyed by the stream's
+     * next CR_SHUFFLE_ROUNDS words */
+    void (*permutation)(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n);
     /* policy */
     void (*categorical_sample)(cudarl_ctx *ctx, const float *logits, const float *u,
                                int32_t *action, float *logp, int B, int A);

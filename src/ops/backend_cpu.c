@@ -59,9 +59,8 @@ static void cpu_uniform(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n) {
     cr_cpu_uniform(s, u, n);
 }
 
-static void cpu_permutation(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n,
-                            void *scratch) {
-    cr_cpu_permutation(s, perm, n, scratch);
+static void cpu_permutation(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n) {
+    cr_cpu_permutation(s, perm, n);
 }
 
 static void cpu_episodes_record(cudarl_ctx *ctx, const float *reward, const uint8_t *done,
@@ -154,7 +153,6 @@ const cr_backend cr_backend_cpu = {
     .relu_backward = cpu_relu_backward,
     .uniform = cpu_uniform,
     .permutation = cpu_permutation,
-    .permutation_scratch_bytes = cr_cpu_permutation_scratch_bytes,
     .episodes_record = cpu_episodes_record,
     .categorical_sample = cpu_categorical_sample,
     .categorical_argmax = cpu_categorical_argmax,

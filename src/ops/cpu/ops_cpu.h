@@ -121,10 +121,9 @@ void cr_cpu_bootstrap_values(const float *values, const float *final_values,
 
 /* u (n) = the stream's next n words as floats in [0, 1) (24 bits), advancing it by n. */
 void cr_cpu_uniform(cr_rng_stream *s, float *u, int n);
-/* perm (n) = 0..n-1 stably sorted by the stream's next n words, advancing it by n; scratch holds
- * cr_cpu_permutation_scratch_bytes(n) bytes. */
-void cr_cpu_permutation(cr_rng_stream *s, int32_t *perm, int n, void *scratch);
-size_t cr_cpu_permutation_scratch_bytes(int n);
+/* perm (n) = a pseudo-random permutation of 0..n-1: the Feistel shuffle of core/shuffle.h keyed
+ * by the stream's next CR_SHUFFLE_ROUNDS words (the stream advances by that many). */
+void cr_cpu_permutation(cr_rng_stream *s, int32_t *perm, int n);
 
 
 #define CR_RECENT_EPISODES 100

@@ -1,6 +1,7 @@
 /* Random numbers from stream positions in backend memory: uniforms and permutations. */
 #include <string.h>
 
+#include "core/shuffle.h"
 #include "ops/cpu/ops_cpu.h"
 
 /* words (n) = the stream's next n words, advancing it by n (one Philox block per 4 words). */
@@ -27,25 +28,12 @@ void cr_cpu_uniform(cr_rng_stream *s, float *u, int n) {
     }
 }
 
-size_t cr_cpu_permutation_scratch_bytes(int n) { return (size_t)n * 3 * sizeof(uint32_t); }
-
-/* perm = 0..n-1 stably sorted by the stream's next n words: LSD radix sort, 8 bits a pass,
- * which is what the GPU twin's stable radix sort computes too. */
-void cr_cpu_permutation(cr_rng_stream *s, int32_t *perm, int n, void *scratch) {
-    uint32_t *keys = scratch, *keys2 = keys + n, *idx2 = keys2 + n;
-    uint32_t *idx = (uint32_t *)perm;
-    next_words(s, keys, n);
-    for (int i = 0; i < n; i++) idx[i] = (uint32_t)i;
-    for (int shift = 0; shift < 32; shift += 8) {
-        size_t count[257] = {0};
-        for (int i = 0; i < n; i++) count[((keys[i] >> shift) & 255) + 1]++;
-        for (int d = 0; d < 256; d++) count[d + 1] += count[d];
-        for (int i = 0; i < n; i++) {
-            size_t at = count[(keys[i] >> shift) & 255]++;
-            keys2[at] = keys[i];
-            idx2[at] = idx[i];
-        }
-        memcpy(keys, keys2, (size_t)n * sizeof *keys);
-        memcpy(idx, idx2, (size_t)n * sizeof *idx);
-    }
+/* perm (n): the shuffle (core/shuffle.h) keyed by the stream's next CR_SHUFFLE_ROUNDS words. */
+void cr_cpu_permutation(cr_rng_stream *s, int32_t *perm, int n) {
+    CUDARL_ASSERT(n >= 0);
+    if (n == 0) return;
+    uint32_t keys[CR_SHUFFLE_ROUNDS];
+    next_words(s, keys, CR_SHUFFLE_ROUNDS);
+    cr_shuffle sh = cr_shuffle_make((uint32_t)n, keys);
+    for (int i = 0; i < n; i++) perm[i] = (int32_t)cr_shuffle_at(&sh, (uint32_t)i);
 }

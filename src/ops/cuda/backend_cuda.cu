@@ -255,7 +255,7 @@ static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 44 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 43 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -272,7 +272,6 @@ extern "C" const cr_backend cr_backend_cuda = {
     .tanh_backward = cr_cuda_tanh_backward,
     .uniform = cr_cuda_uniform,
     .permutation = cr_cuda_permutation,
-    .permutation_scratch_bytes = cr_cuda_permutation_scratch_bytes,
     .categorical_sample = cr_cuda_categorical_sample,
     .categorical_argmax = cr_cuda_categorical_argmax,
     .episodes_record = cr_cuda_episodes_record,

@@ -144,8 +144,7 @@ void cr_cuda_linear_backward(cudarl_ctx *ctx, const float *dy, const float *x, c
 void cr_cuda_tanh_backward(cudarl_ctx *ctx, const float *y, const float *dy, float *dx, size_t n);
 // rng.cu
 void cr_cuda_uniform(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n);
-void cr_cuda_permutation(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n, void *scratch);
-size_t cr_cuda_permutation_scratch_bytes(int n);
+void cr_cuda_permutation(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n);
 // Moves the stream's offset n words on (after a kernel that drew them itself).
 void cr_cuda_rng_advance(cudarl_ctx *ctx, cr_rng_stream *s, uint64_t n);
 // categorical.cu

@@ -7,14 +7,10 @@
 // (n / 4 + 2) and threads past the end return. Every thread reads the offset; a second one-thread
 // kernel advances it afterwards, which the stream orders after the first.
 //
-// The permutation sorts (key = word, value = index) pairs with CUB's LSD radix sort, which is
-// stable, so equal keys keep index order exactly as the CPU's LSD radix sort does.
-#include <cub/device/device_radix_sort.cuh>
-
+// The permutation is the Feistel shuffle of core/shuffle.h, the CPU's code, one thread per
+// element.
+#include "core/shuffle.h"
 #include "ops/cuda/cuda_common.cuh"
-
-// Byte alignment of the pieces of the permutation scratch.
-#define PERM_ALIGN 256
 
 // Thread blocks for one thread per Philox block that n words can touch, whatever the offset.
 static unsigned rng_blocks(int n) {
@@ -47,12 +43,23 @@ __global__ void uniform_kernel(const cr_rng_stream *s, float *u, int n) {
     });
 }
 
-// keys (n) = words, values (n) = 0..n-1.
-__global__ void perm_keys_kernel(const cr_rng_stream *s, uint32_t *keys, int32_t *values, int n) {
-    stream_words(s, n, [keys, values](int i, uint32_t word) {
-        keys[i] = word;
-        values[i] = i;
-    });
+// perm (n): the shuffle of core/shuffle.h keyed by the stream's words offset .. offset + 15 (each
+// thread draws them itself: five Philox blocks, cheaper than a shared-memory handoff).
+__global__ void permutation_kernel(const cr_rng_stream *s, int32_t *perm, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint32_t keys[CR_SHUFFLE_ROUNDS];
+    uint64_t first = s->offset;
+    for (int r = 0; r < CR_SHUFFLE_ROUNDS; r++) {
+        uint64_t w = first + (uint64_t)r, block = w / 4;
+        uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), s->stream[0], s->stream[1]};
+        uint32_t key[2] = {s->key[0], s->key[1]};
+        uint32_t out[4];
+        cr_philox4x32_10_hd(ctr, key, out);
+        keys[r] = out[w % 4];
+    }
+    cr_shuffle sh = cr_shuffle_make((uint32_t)n, keys);
+    perm[i] = (int32_t)cr_shuffle_at(&sh, (uint32_t)i);
 }
 
 __global__ void advance_kernel(cr_rng_stream *s, uint64_t n) { s->offset += n; }
@@ -71,44 +78,10 @@ void cr_cuda_uniform(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n) {
     advance(ctx, s, (uint64_t)n);
 }
 
-// The scratch of a permutation of n: keys in, keys out, values in (n words each), then CUB's
-// temporary storage; each piece PERM_ALIGN-aligned.
-typedef struct perm_layout {
-    size_t keys_out, values_in, temp, temp_bytes, total;
-} perm_layout;
-
-static size_t align_up(size_t x) { return (x + PERM_ALIGN - 1) / PERM_ALIGN * PERM_ALIGN; }
-
-static perm_layout layout_of(int n) {
-    perm_layout l;
-    size_t words = align_up((size_t)n * sizeof(uint32_t));
-    l.keys_out = words;
-    l.values_in = 2 * words;
-    l.temp = 3 * words;
-    l.temp_bytes = 0;
-    // A size query: with NULL storage CUB only computes the bytes it needs (for this device's
-    // architecture); it enqueues no work.
-    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(NULL, l.temp_bytes, (const uint32_t *)NULL,
-                                               (uint32_t *)NULL, (const int32_t *)NULL,
-                                               (int32_t *)NULL, n));
-    l.total = l.temp + align_up(l.temp_bytes);
-    return l;
-}
-
-size_t cr_cuda_permutation_scratch_bytes(int n) { return n > 0 ? layout_of(n).total : 0; }
-
-void cr_cuda_permutation(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n,
-                         void *scratch) {
+void cr_cuda_permutation(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n) {
     if (n <= 0) return;
-    perm_layout l = layout_of(n);
-    unsigned char *base = (unsigned char *)scratch;
-    uint32_t *keys = (uint32_t *)base, *keys_out = (uint32_t *)(base + l.keys_out);
-    int32_t *values = (int32_t *)(base + l.values_in);
-    perm_keys_kernel<<<rng_blocks(n), CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(s, keys, values, n);
+    permutation_kernel<<<cr_cuda_blocks((size_t)n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0,
+                         cr_stream(ctx)>>>(s, perm, n);
     CR_CUDA_LAUNCHED(ctx);
-    size_t temp_bytes = l.temp_bytes;
-    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + l.temp, temp_bytes, keys, keys_out, values,
-                                               perm, n, 0, 32, cr_stream(ctx)));
-    CR_CUDA_LAUNCHED(ctx);
-    advance(ctx, s, (uint64_t)n);
+    advance(ctx, s, CR_SHUFFLE_ROUNDS);
 }
