@@ -870,7 +870,7 @@ static void adam_case(size_t n, int64_t t0, int steps) {
 }
 
 static void test_optim(void) {
-    static const size_t sizes[] = {1, 1000, 9000, (1u << 20) + 3};
+    static const size_t sizes[] = {1, 1000, 9000, 65536, 65537, (1u << 20) + 3}; /* both paths */
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         clip_case(sizes[i], 0.5, 0);
         clip_case(sizes[i], 1e9, 0);

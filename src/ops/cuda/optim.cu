@@ -53,11 +53,46 @@ __global__ void scale_kernel(float *g, size_t n, const cr_cuda_scratch *scratch)
         g[i] = __fmul_rn(g[i], c);
 }
 
+// Small n (the PPO MLPs have ~9 K parameters): the three launches above in one block - the sum
+// of squares in a fixed order, the norm and coefficient by thread 0, then the scaling - since at
+// this size each launch costs more than its work.
+#define SMALL_THREADS 1024
+#define SMALL_N 65536
+
+__global__ void __launch_bounds__(SMALL_THREADS)
+clip_small_kernel(float *g, size_t n, double max_norm, cr_cuda_scratch *scratch,
+                  cr_ppo_stats_acc *acc) {
+    __shared__ double sh[SMALL_THREADS];
+    __shared__ double coef_sh;
+    double v[1] = {0.0};
+    for (size_t i = threadIdx.x; i < n; i += SMALL_THREADS) {
+        double x = (double)g[i];
+        v[0] += x * x;
+    }
+    cr_block_sum<1, SMALL_THREADS>(v, sh);
+    if (threadIdx.x == 0) {
+        double norm = sqrt(v[0]);
+        coef_sh = max_norm / (norm + 1e-6);
+        scratch->clip_coef = coef_sh;
+        acc->grad_norm_sum += norm;
+    }
+    __syncthreads();
+    const double coef = coef_sh;
+    if (coef >= 1.0) return;
+    const float c = (float)coef;
+    for (size_t i = threadIdx.x; i < n; i += SMALL_THREADS) g[i] = __fmul_rn(g[i], c);
+}
+
 void cr_cuda_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
                             cr_ppo_stats_acc *acc) {
     if (!n) return; // norm 0: coef >= 1, and adding 0 to the sum changes nothing
     cudaStream_t st = cr_stream(ctx);
     cr_cuda_scratch *scratch = cr_impl(ctx)->scratch;
+    if (n <= SMALL_N) {
+        clip_small_kernel<<<1, SMALL_THREADS, 0, st>>>(g, n, max_norm, scratch, acc);
+        CR_CUDA_LAUNCHED(ctx);
+        return;
+    }
     size_t want = (n + NORM_THREADS * NORM_PER_THREAD - 1) / (NORM_THREADS * NORM_PER_THREAD);
     int blocks = want > CR_CUDA_MAX_PARTIALS ? CR_CUDA_MAX_PARTIALS : (int)want;
     sum_squares_kernel<<<blocks, NORM_THREADS, 0, st>>>(g, n, scratch);
@@ -69,13 +104,18 @@ void cr_cuda_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_norm
 }
 
 // *t += 1; the step size and sqrt of the second bias correction for the new t.
-__global__ void adam_prepare_kernel(int64_t *t, const float *lr, float b1, float b2,
-                                    cr_cuda_scratch *scratch) {
+__device__ void adam_prepare(int64_t *t, const float *lr, float b1, float b2,
+                             cr_cuda_scratch *scratch) {
     int64_t step = *t + 1;
     *t = step;
     double bc1 = 1.0 - pow((double)b1, (double)step), bc2 = 1.0 - pow((double)b2, (double)step);
     scratch->adam_step = (float)((double)*lr / bc1);
     scratch->adam_bc2_sqrt = (float)sqrt(bc2);
+}
+
+__global__ void adam_prepare_kernel(int64_t *t, const float *lr, float b1, float b2,
+                                    cr_cuda_scratch *scratch) {
+    adam_prepare(t, lr, b1, b2, scratch);
 }
 
 //   m = b1 m + c1 g;  v = b2 v + c2 g^2;  p -= step * m / (sqrt(v) / bc2_sqrt + eps)
@@ -96,10 +136,36 @@ __global__ void adam_kernel(float *__restrict__ p, const float *__restrict__ g,
     }
 }
 
+// Small n: adam_prepare_kernel's work by thread 0, then adam_kernel's loop, in one block (the
+// same roundings, so the same bits).
+__global__ void __launch_bounds__(SMALL_THREADS)
+adam_small_kernel(float *__restrict__ p, const float *__restrict__ g, float *__restrict__ m,
+                  float *__restrict__ v, size_t n, int64_t *t, const float *lr, float b1,
+                  float b2, float c1, float c2, float eps, cr_cuda_scratch *scratch) {
+    if (threadIdx.x == 0) adam_prepare(t, lr, b1, b2, scratch);
+    __syncthreads();
+    const float step = scratch->adam_step, bc2_sqrt = scratch->adam_bc2_sqrt;
+    for (size_t i = threadIdx.x; i < n; i += SMALL_THREADS) {
+        float gi = g[i];
+        float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(c1, gi));
+        float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(c2, __fmul_rn(gi, gi)));
+        m[i] = mi;
+        v[i] = vi;
+        float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2_sqrt), eps);
+        p[i] = __fsub_rn(p[i], __fmul_rn(step, __fdiv_rn(mi, denom)));
+    }
+}
+
 void cr_cuda_adam_step(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
                        const float *lr, float b1, float b2, float eps, int64_t *t) {
     cudaStream_t st = cr_stream(ctx);
     cr_cuda_scratch *scratch = cr_impl(ctx)->scratch;
+    if (n > 0 && n <= SMALL_N) {
+        adam_small_kernel<<<1, SMALL_THREADS, 0, st>>>(p, g, m, v, n, t, lr, b1, b2, 1.0f - b1,
+                                                       1.0f - b2, eps, scratch);
+        CR_CUDA_LAUNCHED(ctx);
+        return;
+    }
     adam_prepare_kernel<<<1, 1, 0, st>>>(t, lr, b1, b2, scratch);
     CR_CUDA_LAUNCHED(ctx);
     if (!n) return;
