@@ -1,6 +1,7 @@
 /* The fused CUDA rollout (src/algo/ppo_rollout_cuda.cu) against its reference, the rollout the
  * CPU backend computes op by op, and against the unfused CUDA rollout, from the same seed: three
- * trainers with identical weights, env states and sampler streams each run three rollouts
+ * trainers with identical weights, env states and sampler streams (every 7th env placed near the
+ * 500-step limit, so truncations occur) each run three rollouts
  * (so the state carried between calls - env, running episode sums, sampler offset - is checked
  * too), and every rollout buffer is compared.
  *
@@ -56,6 +57,8 @@ static void fetch(cr_ppo *p, host_rollout *h) {
 /* Compares rollout `got` with the reference `want`; env n is compared up to step limit[n]
  * (exclusive), the first step whose action differed in any earlier rollout or in this one.
  * Returns the number of envs whose actions have differed so far. */
+static long truncations; /* bootstrapped rows compared */
+
 static int compare(const char *what, int rollout, const host_rollout *want, const host_rollout *got,
                    int *limit) {
     int diverged = 0;
@@ -87,11 +90,14 @@ static int compare(const char *what, int rollout, const host_rollout *want, cons
                       "%s: flags", name);
             CHECK_CLOSE(name, got->values[r], want->values[r], 2e-5, 0);
             CHECK_CLOSE(name, got->logp[r], want->logp[r], 2e-5, 0);
-            if (want->done[r]) {
+            if (want->done[r])
                 for (int k = 0; k < 4; k++)
                     CHECK_MSG(want->final_obs[r * 4 + k] == got->final_obs[r * 4 + k],
                               "%s: final_obs[%d]", name, k);
+            /* the fused kernel evaluates V(final obs) only where GAE uses it: truncations */
+            if (want->truncated[r] && !want->terminated[r]) {
                 CHECK_CLOSE(name, got->final_values[r], want->final_values[r], 2e-5, 0);
+                truncations++;
             }
             if (end == T_STEPS) {
                 CHECK_CLOSE(name, got->adv[r], want->adv[r], 1e-4, 0);
@@ -134,6 +140,14 @@ int main(void) {
     CHECK_OK(cr_ppo_init(&fused, gpu, &cfg));
     CHECK_OK(cr_ppo_init(&unfused, gpu, &cfg));
     CHECK_MSG(fused.fused_rollout, "the CUDA trainer does not use the fused rollout (CUDARL_FUSED=0?)");
+    /* Every 7th env starts 480-499 steps into its episode, so episodes are truncated (those
+     * bootstrap from V(final obs)) and some terminate on their last step (both flags). */
+    static int32_t elapsed[N_ENVS];
+    for (int n = 0; n < N_ENVS; n++) elapsed[n] = n % 7 == 0 ? 480 + n % 20 : 0;
+    cr_ppo *all[3] = {&ref, &fused, &unfused};
+    for (int k = 0; k < 3; k++)
+        all[k]->ctx->ops->copy_from_host(all[k]->ctx, all[k]->env.cartpole.elapsed, elapsed,
+                                         sizeof elapsed);
     unfused.fused_rollout = 0;
 
     static host_rollout want, got;
@@ -155,6 +169,9 @@ int main(void) {
     }
     CHECK_MSG(episodes > N_ENVS, "only %d episodes ended: the test would not cover autoreset",
               episodes);
+    printf("truncated rows whose bootstrap values were compared: %ld\n", truncations);
+    CHECK_MSG(truncations > 20, "only %ld truncations: the bootstrap values went untested",
+              truncations);
     cr_ppo_free(&ref);
     cr_ppo_free(&fused);
     cr_ppo_free(&unfused);

@@ -195,7 +195,9 @@ rollout_kernel(const cr_ppo_rollout_args a) {
                 a.fin_return[r] = ep_ret, a.fin_length[r] = (int32_t)ep_len;
             }
         } else {
-            a.final_values[r] = ended ? critic_value(sm, fin) : 0.0f;
+            // V(final obs) only bootstraps a truncation: GAE selects 0 for a terminated step
+            // whatever next_values holds, so terminated rows get 0 and skip the evaluation.
+            a.final_values[r] = trunc && !term ? critic_value(sm, fin) : 0.0f;
         }
         if (ended) ep_ret = 0.0, ep_len = 0;
         for (int k = 0; k < I; k++) x[k] = next[k];

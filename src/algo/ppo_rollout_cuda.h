@@ -26,7 +26,8 @@ typedef struct cr_ppo_rollout_args {
     float *obs, *final_obs;          /* (T, N, 4); final_obs rows only where done */
     int32_t *actions;                /* (T, N) */
     float *logp, *values, *rewards;  /* (T, N) */
-    float *final_values;             /* (T, N) V(final_obs) where done, else 0 */
+    float *final_values;             /* (T, N) V(final_obs) where truncated and not terminated
+                                      * (the only rows GAE bootstraps from), else 0 */
     uint8_t *terminated, *truncated, *done; /* (T, N) */
     float *last_values;              /* (N) V(cur_obs) after the last step */
     double *ep_return;               /* (N) running episode returns, carried across calls */
