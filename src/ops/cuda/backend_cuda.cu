@@ -94,6 +94,8 @@ cudarl_status cr_cuda_ctx_init(cudarl_ctx *ctx, int device_index) {
         what = "cudaMalloc (cuBLAS workspace)";
     else if ((e = cr_cuda_malloc((void **)&im->scratch, sizeof *im->scratch)) != cudaSuccess)
         what = "cudaMalloc (scratch)";
+    else if ((e = cudaMemset(im->scratch, 0, sizeof *im->scratch)) != cudaSuccess)
+        what = "cudaMemset (scratch)";
     else if ((e = cudaStreamCreateWithFlags(&im->side, cudaStreamNonBlocking)) != cudaSuccess)
         what = "cudaStreamCreateWithFlags (side stream)";
     else if ((e = cudaEventCreateWithFlags(&im->fork, cudaEventDisableTiming)) != cudaSuccess ||

@@ -53,6 +53,7 @@ struct cr_cuda_scratch {
     double clip_coef;           // clip_grad_norm: max_norm / (norm + 1e-6)
     float adam_step;            // adam_step: lr / (1 - b1^t)
     float adam_bc2_sqrt;        // adam_step: sqrt(1 - b2^t)
+    unsigned adam_blocks_done;  // adam_step: blocks finished (0 between launches)
 };
 
 struct cr_cuda_impl {

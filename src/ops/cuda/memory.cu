@@ -138,7 +138,9 @@ __global__ void gather_rows_many_kernel(const int32_t *__restrict__ idx, int row
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rows) return;
     size_t from = (size_t)idx[r];
-    for (int k = 0; k < a.count; k++) {
+#pragma unroll
+    for (int k = 0; k < CR_GATHER_MAX; k++) { // unrolled: the rows' loads go out together
+        if (k >= a.count) break;
         const cr_gather_item &it = a.items[k];
         size_t bytes = it.row_bytes;
         const unsigned char *s = (const unsigned char *)it.src + from * bytes;

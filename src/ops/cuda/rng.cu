@@ -43,21 +43,24 @@ __global__ void uniform_kernel(const cr_rng_stream *s, float *u, int n) {
     });
 }
 
-// perm (n): the shuffle of core/shuffle.h keyed by the stream's words offset .. offset + 15 (each
-// thread draws them itself: five Philox blocks, cheaper than a shared-memory handoff).
+// perm (n): the shuffle of core/shuffle.h keyed by the stream's words offset .. offset + 15.
+// The first CR_SHUFFLE_ROUNDS threads of each block draw one key each into shared memory (a
+// select, not an indexed array, picks the word of the Philox block, so nothing goes to local
+// memory); then every thread computes its element.
 __global__ void permutation_kernel(const cr_rng_stream *s, int32_t *perm, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    uint32_t keys[CR_SHUFFLE_ROUNDS];
-    uint64_t first = s->offset;
-    for (int r = 0; r < CR_SHUFFLE_ROUNDS; r++) {
-        uint64_t w = first + (uint64_t)r, block = w / 4;
+    __shared__ uint32_t keys[CR_SHUFFLE_ROUNDS];
+    if (threadIdx.x < CR_SHUFFLE_ROUNDS) {
+        uint64_t w = s->offset + threadIdx.x, block = w / 4;
         uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), s->stream[0], s->stream[1]};
         uint32_t key[2] = {s->key[0], s->key[1]};
         uint32_t out[4];
         cr_philox4x32_10_hd(ctr, key, out);
-        keys[r] = out[w % 4];
+        int k = (int)(w % 4);
+        keys[threadIdx.x] = k == 0 ? out[0] : k == 1 ? out[1] : k == 2 ? out[2] : out[3];
     }
+    __syncthreads();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
     cr_shuffle sh = cr_shuffle_make((uint32_t)n, keys);
     perm[i] = (int32_t)cr_shuffle_at(&sh, (uint32_t)i);
 }
