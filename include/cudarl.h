@@ -149,6 +149,13 @@ typedef struct cudarl_ppo_config {
     int hidden;        /* hidden width of both MLPs (64) */
     int threads;       /* CPU worker threads; 0 = all cores */
     cudarl_device_kind device;
+    /* Where the envs step: CUDARL_DEVICE_CUDA on the GPU (envs with a CUDA twin: CartPole-v1),
+     * CUDARL_DEVICE_CPU on a pool of env_threads threads (any registered env), AUTO: the GPU
+     * when both the device and the env allow it, else the CPU. */
+    cudarl_device_kind env_device;
+    int env_threads;   /* threads stepping CPU envs; 0 = all cores */
+    int env_groups;    /* CPU envs in this many groups, stepped while the policy runs on another
+                        * (1: the synchronous schedule); 0 = 2 with a GPU policy, else 1 */
     int checkpoint_every; /* iterations between checkpoints; 0 = only at the end */
     int quiet;            /* no progress line */
     int profile;          /* time each phase (synchronising after it) and print a table */
@@ -252,6 +259,35 @@ cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
 /* Plays `episodes` greedy (argmax) episodes of the policy in `path`; mean and std of return. */
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
                                  double *mean, double *std);
+
+/* ---- export ------------------------------------------------------------------------ */
+
+#define CUDARL_ONNX_OPSET 17     /* the ai.onnx opset of every exported model */
+#define CUDARL_ONNX_IR_VERSION 8 /* the IR version that goes with opset 17 */
+#define CUDARL_ONNX_MAX_BATCH 16777216
+
+/* How a policy is exported to ONNX. */
+typedef struct cudarl_onnx_options {
+    int64_t batch;                /* rows of the input: 0 = dynamic (dim "batch"), else fixed,
+                                     1 .. CUDARL_ONNX_MAX_BATCH (TensorRT on DLA needs it fixed) */
+    cudarl_obs_dtype input_dtype; /* F32: input `obs` float32, as the policy takes it; U8: input
+                                     `obs` uint8, scaled in the graph by Cast + Div(255) */
+    int argmax_action;            /* nonzero: add output `action` (int64 [batch]), the argmax
+                                     of the logits or Q-values (the greedy action) */
+} cudarl_onnx_options;
+
+/* Dynamic batch, float32 input, no `action` output. */
+void cudarl_onnx_options_default(cudarl_onnx_options *opt);
+
+/* Writes the policy in `checkpoint` (a model.safetensors of cudarl train) to `onnx_path` as an
+ * ONNX model (opset CUDARL_ONNX_OPSET) for onnxruntime or TensorRT: input `obs` [batch, obs_dim];
+ * a PPO checkpoint gives outputs `logits` [batch, actions] and `value` [batch, 1], a DQN one
+ * `q_values` [batch, actions]. Weights are stored as they are (float32). The file is written
+ * atomically (temp file, fsync, rename). `opt` NULL means the defaults. A bad option returns
+ * CUDARL_ERR_INVALID_ARG, a bad checkpoint _IO/_FORMAT/_MISMATCH, an unwritable path _IO. All
+ * memory is host memory, freed before returning. */
+cudarl_status cudarl_policy_export_onnx(const char *checkpoint, const char *onnx_path,
+                                        const cudarl_onnx_options *opt);
 
 #ifdef __cplusplus
 }

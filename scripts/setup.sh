@@ -8,6 +8,9 @@ command -v cmake >/dev/null || need_apt+=(cmake)
 command -v cc >/dev/null || need_apt+=(build-essential)
 command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
 [ -f /usr/include/cjson/cJSON.h ] || need_apt+=(libcjson-dev)
+command -v protoc-c >/dev/null || need_apt+=(protobuf-c-compiler)
+[ -f /usr/include/protobuf-c/protobuf-c.h ] || need_apt+=(libprotobuf-c-dev)
+[ -f /usr/include/png.h ] || need_apt+=(libpng-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} (apt-get)" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -16,9 +19,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if [ "${CUDARL_SKIP_PYTHON:-0}" != 1 ] &&
-   ! python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar' 2>/dev/null; then
-  echo "setup: installing gymnasium safetensors numpy tensorboard minatar (pip)" >&2
-  python3 -m pip install -q gymnasium safetensors numpy tensorboard minatar==1.0.15 2>&1 |
+   ! python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime' 2>/dev/null; then
+  echo "setup: installing gymnasium safetensors numpy tensorboard minatar onnx onnxruntime (pip)" >&2
+  python3 -m pip install -q gymnasium safetensors numpy tensorboard minatar==1.0.15 onnx \
+    onnxruntime 2>&1 |
     grep -v -i "warning" >&2 || true
-  python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar'
+  python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime'
 fi

@@ -272,10 +272,24 @@ def test_bad_input(work):
                  ["--num-minibatches 3", "does not divide", f"pick a divisor of {BATCH}"])
     expect_error("unknown --env-id lists the known ones", train("--env-id", "Foo-v0"), work, U,
                  ["'Foo-v0'", "not a known environment", "CartPole-v1"])
+    expect_error("--env-device gpu is not a device name", train("--env-device", "gpu"), work, U,
+                 ["--env-device", "cpu, cuda or auto"])
+    expect_error("--env-device cuda for an env without a CUDA twin",
+                 train("--env-id", "CartPolePixels-v1", "--env-device", "cuda"), work, U,
+                 ["CartPolePixels-v1"])
+    expect_error("--env-device cuda with --device cpu",
+                 train("--device", "cpu", "--env-device", "cuda"), work, U,
+                 ["--env-device cuda", "--device cuda"])
+    expect_error("--env-threads -1 is out of range", train("--env-threads", "-1"), work, U,
+                 ["--env-threads", "must be between 0"])
+    expect_error("--env-groups beyond the envs", train("--env-groups", "20", "--num-envs", "16"),
+                 work, U, ["--env-groups 20", "--num-envs 16"])
+    expect_error("an image env with the MLP policy", train("--env-id", "MinAtar/Breakout-v1"),
+                 work, U, ["MinAtar/Breakout-v1", "uint8 image observations", "MLP"])
     expect_error("unknown --algo lists the available ones", train("--algo", "sac"), work, U,
                  ["--algo 'sac'", "not available", "choose: ppo or dqn"])
     expect_error("unknown command", ["trian"], work, U,
-                 ["'trian'", "train, eval, plan, info", "--help"])
+                 ["'trian'", "train, eval, plan, export, render, info", "--help"])
     check("no command prints the usage to stderr and exits 2")
     r = run([], work)
     if r.rc != U or "usage:" not in r.err or r.out:

@@ -9,6 +9,8 @@
 
 #include "args.h"
 #include "cudarl.h"
+#include "export.h"
+#include "render.h"
 
 enum { EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
 
@@ -44,6 +46,9 @@ static const arg_spec train_specs[] = {
     {"hidden", ARG_INT, CFG(hidden), 0, 1, 4096, "hidden width of actor and critic MLPs"},
     {"device", ARG_DEVICE, CFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
     {"threads", ARG_INT, CFG(threads), 0, 0, 1024, "CPU threads for the ops (0: all cores)"},
+    {"env-device", ARG_DEVICE, CFG(env_device), 0, 0, 0, "where envs step: cpu (threads), cuda (CartPole's twin) or auto"},
+    {"env-threads", ARG_INT, CFG(env_threads), 0, 0, 1024, "threads stepping CPU envs (0: all cores)"},
+    {"env-groups", ARG_INT, CFG(env_groups), 0, 0, 31, "CPU env groups stepped while the policy runs on another (0: 2 on a GPU, else 1)"},
     {"run-name", ARG_STR, CFG(run_name), 128, 0, 0, "run folder name; empty: <env>__ppo__<seed>__<unix time>"},
     {"runs-dir", ARG_STR, CFG(runs_dir), 256, 0, 0, "where run folders go"},
     {"checkpoint-every", ARG_INT, CFG(checkpoint_every), 0, 0, 1 << 30, "iterations between checkpoints (0: at the end)"},
@@ -55,7 +60,8 @@ static const arg_spec train_specs[] = {
 
 /* Flags a resumed run may change; the others come from the checkpoint. */
 static const char *const resume_overridable[] = {"total-timesteps", "device", "threads", "quiet", "profile",
-                                                 "checkpoint-every", "resume", "algo", NULL};
+                                                 "checkpoint-every", "resume", "algo",
+                                                 "env-device", "env-threads", "env-groups", NULL};
 
 static void on_sigint(int sig) {
     (void)sig;
@@ -72,6 +78,8 @@ static void usage(FILE *f) {
             "  cudarl train --algo dqn [flags]       DQN with the replay buffer (CPU for now)\n"
             "  cudarl eval PATH [--episodes N]       mean and std of the greedy policy's return\n"
             "  cudarl plan [flags]                   a replay buffer's memory plan, no training\n"
+            "  cudarl export PATH --onnx FILE        the policy as an ONNX model (TensorRT, DLA)\n"
+            "  cudarl render --out DIR [flags]       a pixel env's observations as PNG files\n"
             "  cudarl info                           build options and devices\n"
             "  cudarl <command> --help               the flags of a command, with defaults\n",
             CUDARL_VERSION_STRING);
@@ -121,6 +129,8 @@ static int apply_resume(train_opts *o, const arg_result *r) {
     saved.device = o->cfg.device, saved.threads = o->cfg.threads, saved.quiet = o->cfg.quiet;
     saved.profile = o->cfg.profile;
     saved.checkpoint_every = o->cfg.checkpoint_every;
+    saved.env_device = o->cfg.env_device, saved.env_threads = o->cfg.env_threads;
+    saved.env_groups = o->cfg.env_groups;
     o->cfg = saved;
     return 0;
 }
@@ -432,6 +442,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
+    if (!strcmp(cmd, "export")) return cudarl_cmd_export(argc - 2, argv + 2);
+    if (!strcmp(cmd, "render")) return cudarl_cmd_render(argc - 2, argv + 2);
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("cudarl %s\n", CUDARL_VERSION_STRING);
         return 0;
@@ -440,7 +452,9 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "cudarl: unknown command '%s'; commands: train, eval, plan, info (cudarl --help)\n",
+    fprintf(stderr,
+            "cudarl: unknown command '%s'; commands: train, eval, plan, export, render, info "
+            "(cudarl --help)\n",
             cmd);
     return EXIT_USAGE;
 }

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "env/cartpole.h"
+#include "env/cartpole_pixels.h"
+#include "env/minatar.h"
 #include "env/env.h"
 
 /* The built-in envs, and whether cr_env_batch can run each (it steps CartPole only; an env
@@ -21,6 +23,12 @@ static const struct {
     int batched;
 } builtins[] = {
     {&cr_cartpole_def, 1},
+    {&cr_cartpole_pixels_def, 0},
+    {&cr_minatar_breakout_def, 0},
+    {&cr_minatar_asterix_def, 0},
+    {&cr_minatar_freeway_def, 0},
+    {&cr_minatar_seaquest_def, 0},
+    {&cr_minatar_space_invaders_def, 0},
 };
 #define NUM_BUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
@@ -86,6 +94,11 @@ static const env_entry *registry_lookup(const char *id) {
 const cr_env_info *cr_env_find(const char *id) {
     const env_entry *e = registry_lookup(id);
     return e && e->batched ? &e->info : NULL;
+}
+
+const cr_env_info *cr_env_info_find(const char *id) {
+    const env_entry *e = registry_lookup(id);
+    return e ? &e->info : NULL;
 }
 
 const cudarl_env_def *cr_env_def_find(const char *id) {

@@ -32,6 +32,8 @@ typedef struct cr_env_info {
  * without a batch twin are found by cr_env_def_find. */
 const cr_env_info *cr_env_find(const char *id);
 
+/* What the trainers need to know of any registered env named `id` (batched or not), or NULL. */
+const cr_env_info *cr_env_info_find(const char *id);
 /* The registered env named `id` (built-in or added by cudarl_env_register), or NULL. The def
  * lives in the registry's static storage for the life of the process. */
 const cudarl_env_def *cr_env_def_find(const char *id);

@@ -1,0 +1,484 @@
+/* ONNX export: a checkpoint's MLP policy as an ONNX model (the graph is in onnx_export.h), built
+ * from protobuf-c messages of the vendored ONNX schema, packed once and written atomically. */
+#include "runtime/onnx_export.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "env/env.h"
+#include "nn/actor_critic.h"
+#include "nn/qnet.h"
+#include "onnx.pb-c.h"
+#include "runtime/checkpoint.h"
+
+/* Opset 17 (ONNX 1.12, IR version 8): every op used here (Gemm-13, Tanh-13, Relu-14, Cast-13,
+ * Div-14, ArgMax-13) has the same meaning in opsets 14 to 18, and 17 is the newest that the
+ * TensorRT releases of JetPack 5 (8.5) parse, and onnxruntime since 1.13; a fixed opset keeps
+ * one checkpoint's model byte-identical whichever onnx release the schema came from. */
+_Static_assert(CUDARL_ONNX_OPSET == 17 &&
+                   CUDARL_ONNX_IR_VERSION == ONNX__VERSION__IR_VERSION_2021_7_30,
+               "opset 17 goes with IR version 8 (onnx/helper.py VERSION_TABLE)");
+
+/* ---- the policy in a checkpoint --------------------------------------------------------- */
+
+/* Which network a checkpoint holds, its shape, and its run metadata for the model's doc. */
+typedef struct onnx_policy {
+    int is_dqn;
+    int obs_dim, h1, h2, num_actions;
+    cr_ac_layout ac;  /* PPO: critic.* then actor.*, 6 tensors each */
+    cr_qnet_layout q; /* DQN: network.*, 6 tensors */
+} onnx_policy;
+
+/* A positive integer of the checkpoint's metadata. */
+static cudarl_status meta_int(const cr_st_file *f, const char *path, const char *key, int *out) {
+    const char *v = cr_st_meta(f, key);
+    char *end = NULL;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || errno || *end || end == v || x < 1 || x > 1 << 20)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': metadata '%s' is %.32s, expected a "
+                       "positive integer; the file is damaged", path, key, v ? v : "missing");
+    *out = (int)x;
+    return CUDARL_OK;
+}
+
+/* Checks the checkpoint as cudarl eval does (format, version, tensors against the shapes its
+ * metadata describes) and reads which network it holds. */
+static cudarl_status policy_read(const cr_st_file *f, const char *path, onnx_policy *p) {
+    memset(p, 0, sizeof *p);
+    const char *fmt = cr_st_meta(f, "format"), *algo = cr_st_meta(f, "algo");
+    p->is_dqn = algo && !strcmp(algo, "dqn");
+    int is_ppo = algo && !strcmp(algo, "ppo");
+    if (fmt && !strcmp(fmt, CR_CHECKPOINT_FORMAT) && !p->is_dqn && !is_ppo)
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' holds a network of algo '%.32s', "
+                       "which cudarl export does not know; export a checkpoint of cudarl train "
+                       "--algo ppo (actor-critic MLP) or --algo dqn (Q-network MLP)", path,
+                       algo ? algo : "(missing)");
+    CR_TRY(cr_checkpoint_check_format(f, path, p->is_dqn ? "dqn" : "ppo"));
+    CR_TRY(meta_int(f, path, "obs_dim", &p->obs_dim));
+    CR_TRY(meta_int(f, path, "num_actions", &p->num_actions));
+    CR_TRY(meta_int(f, path, p->is_dqn ? "hidden1" : "hidden", &p->h1));
+    p->h2 = p->h1;
+    if (p->is_dqn) CR_TRY(meta_int(f, path, "hidden2", &p->h2));
+    if (p->is_dqn) cr_qnet_layout_init(&p->q, p->obs_dim, p->h1, p->h2, p->num_actions);
+    else cr_ac_layout_init(&p->ac, p->obs_dim, p->h1, p->num_actions);
+    return CUDARL_OK;
+}
+
+/* ---- the graph ---------------------------------------------------------------------------- */
+
+/* Room for the largest graph: PPO with a uint8 input and the argmax (13 nodes, 13 initializers,
+ * 9 attributes, 39 node input/output names, 1 input and 3 outputs). Overflow is a bug here. */
+enum { G_NODES = 16, G_ATTRS = 16, G_NAMES = 64, G_INITS = 16, G_VALUES = 4, G_META = 4,
+       G_STRINGS = 4096 };
+
+/* Every message of one model, in one struct (no allocation but the packed bytes). Strings point
+ * into `strings`, the layouts' tensor names, literals or the checkpoint's memory; protobuf-c
+ * only reads them. */
+typedef struct onnx_graph {
+    Onnx__ModelProto model;
+    Onnx__OperatorSetIdProto opset, *opsets[1];
+    Onnx__GraphProto graph;
+    Onnx__NodeProto node[G_NODES], *nodes[G_NODES];
+    Onnx__AttributeProto attr[G_ATTRS], *attrs[G_ATTRS];
+    int nattrs;
+    char *names[G_NAMES];
+    int nnames;
+    Onnx__TensorProto init[G_INITS], *inits[G_INITS];
+    int64_t init_dims[G_INITS][2];
+    float init_float[G_INITS]; /* the value of a scalar initializer */
+    Onnx__ValueInfoProto value[G_VALUES], *inputs[G_VALUES], *outputs[G_VALUES];
+    Onnx__TypeProto type[G_VALUES];
+    Onnx__TypeProto__Tensor tensor_type[G_VALUES];
+    Onnx__TensorShapeProto shape[G_VALUES];
+    Onnx__TensorShapeProto__Dimension dim[G_VALUES][2], *dims[G_VALUES][2];
+    int nvalues;
+    Onnx__StringStringEntryProto meta[G_META], *metas[G_META];
+    char strings[G_STRINGS];
+    size_t used;
+} onnx_graph;
+
+/* A formatted copy in the graph's string pool. Strings from the checkpoint must be passed with
+ * a precision (%.64s) so that no file can overflow the pool. */
+static char *g_str(onnx_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *g_str(onnx_graph *g, const char *fmt, ...) {
+    char *s = g->strings + g->used;
+    size_t room = G_STRINGS - g->used;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(s, room, fmt, ap);
+    va_end(ap);
+    CUDARL_ASSERT(n >= 0 && (size_t)n < room);
+    g->used += (size_t)n + 1;
+    return s;
+}
+
+/* Appends node `op` named `name` reading in[0, nin) and writing `out`. */
+static Onnx__NodeProto *g_node(onnx_graph *g, const char *op, const char *name, const char *out,
+                               int nin, const char *const *in) {
+    CUDARL_ASSERT(g->graph.n_node < G_NODES && g->nnames + nin + 1 <= G_NAMES);
+    Onnx__NodeProto *n = &g->node[g->graph.n_node];
+    onnx__node_proto__init(n);
+    n->name = (char *)name;
+    n->op_type = (char *)op;
+    n->input = &g->names[g->nnames];
+    for (int i = 0; i < nin; i++) g->names[g->nnames++] = (char *)in[i];
+    n->n_input = (size_t)nin;
+    n->output = &g->names[g->nnames];
+    g->names[g->nnames++] = (char *)out;
+    n->n_output = 1;
+    g->nodes[g->graph.n_node++] = n;
+    return n;
+}
+
+/* Adds integer attribute `name` = v to `n`, the node added last (its attributes are contiguous). */
+static void g_attr_int(onnx_graph *g, Onnx__NodeProto *n, const char *name, int64_t v) {
+    CUDARL_ASSERT(g->nattrs < G_ATTRS && n == g->nodes[g->graph.n_node - 1]);
+    Onnx__AttributeProto *a = &g->attr[g->nattrs];
+    onnx__attribute_proto__init(a);
+    a->name = (char *)name;
+    a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    a->has_i = 1, a->i = v;
+    g->attrs[g->nattrs] = a;
+    if (n->n_attribute == 0) n->attribute = &g->attrs[g->nattrs];
+    n->n_attribute++;
+    g->nattrs++;
+}
+
+/* Adds a float32 initializer `name` of `ndim` (1 or 2) dims whose little-endian bytes are
+ * data[0, nbytes) (the checkpoint's memory: safetensors and ONNX raw_data are both
+ * little-endian, so the bytes go across as they are). */
+static void g_init_tensor(onnx_graph *g, const char *name, int ndim, const int *shape,
+                          const void *data, size_t nbytes) {
+    CUDARL_ASSERT(g->graph.n_initializer < G_INITS && ndim >= 1 && ndim <= 2);
+    size_t i = g->graph.n_initializer;
+    Onnx__TensorProto *t = &g->init[i];
+    onnx__tensor_proto__init(t);
+    t->name = (char *)name;
+    t->has_data_type = 1, t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    size_t count = 1;
+    for (int d = 0; d < ndim; d++) g->init_dims[i][d] = shape[d], count *= (size_t)shape[d];
+    CUDARL_ASSERT(nbytes == count * sizeof(float));
+    t->n_dims = (size_t)ndim, t->dims = g->init_dims[i];
+    t->has_raw_data = 1;
+    t->raw_data.len = nbytes;
+    t->raw_data.data = (uint8_t *)data;
+    g->inits[g->graph.n_initializer++] = t;
+}
+
+/* Adds a float32 scalar initializer (float_data: protobuf writes it little-endian on any host). */
+static void g_init_scalar(onnx_graph *g, const char *name, float v) {
+    CUDARL_ASSERT(g->graph.n_initializer < G_INITS);
+    size_t i = g->graph.n_initializer;
+    Onnx__TensorProto *t = &g->init[i];
+    onnx__tensor_proto__init(t);
+    t->name = (char *)name;
+    t->has_data_type = 1, t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    g->init_float[i] = v;
+    t->n_float_data = 1, t->float_data = &g->init_float[i];
+    g->inits[g->graph.n_initializer++] = t;
+}
+
+/* A graph input or output `name` of element type `elem` and shape [batch] (width 0) or
+ * [batch, width]; batch 0 is the symbolic dim "batch". */
+static Onnx__ValueInfoProto *g_value(onnx_graph *g, const char *name, int32_t elem,
+                                     int64_t batch, int64_t width) {
+    CUDARL_ASSERT(g->nvalues < G_VALUES);
+    int k = g->nvalues++;
+    Onnx__TensorShapeProto__Dimension *d = g->dim[k];
+    for (int j = 0; j < 2; j++) {
+        onnx__tensor_shape_proto__dimension__init(&d[j]);
+        g->dims[k][j] = &d[j];
+    }
+    if (batch > 0) {
+        d[0].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        d[0].dim_value = batch;
+    } else {
+        d[0].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+        d[0].dim_param = (char *)CR_ONNX_BATCH_PARAM;
+    }
+    d[1].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    d[1].dim_value = width;
+    onnx__tensor_shape_proto__init(&g->shape[k]);
+    g->shape[k].n_dim = width > 0 ? 2 : 1;
+    g->shape[k].dim = g->dims[k];
+    onnx__type_proto__tensor__init(&g->tensor_type[k]);
+    g->tensor_type[k].has_elem_type = 1, g->tensor_type[k].elem_type = elem;
+    g->tensor_type[k].shape = &g->shape[k];
+    onnx__type_proto__init(&g->type[k]);
+    g->type[k].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    g->type[k].tensor_type = &g->tensor_type[k];
+    onnx__value_info_proto__init(&g->value[k]);
+    g->value[k].name = (char *)name;
+    g->value[k].type = &g->type[k];
+    return &g->value[k];
+}
+
+static void g_output(onnx_graph *g, const char *name, int32_t elem, int64_t batch, int64_t width) {
+    g->outputs[g->graph.n_output++] = g_value(g, name, elem, batch, width);
+}
+
+/* Appends an MLP of three Linear layers (t: weight and bias of PyTorch's layers 0, 2 and 4 under
+ * `prefix`) with activation `act` ("Tanh" or "Relu") after the first two, reading `x`; the last
+ * layer writes `out`. Nodes are named as PyTorch's modules: actor.0 (Gemm), actor.1 (Tanh), ... */
+static cudarl_status g_mlp(onnx_graph *g, const cr_st_file *f, const cr_param_tensor *t,
+                           const char *prefix, const char *act, const char *x, const char *out) {
+    for (int k = 0; k < 3; k++) {
+        const cr_param_tensor *w = &t[2 * k], *b = &t[2 * k + 1];
+        cr_st_tensor tw, tb;
+        CR_TRY(cr_st_find(f, w->name, &tw));
+        CR_TRY(cr_st_find(f, b->name, &tb));
+        g_init_tensor(g, w->name, 2, w->shape, tw.data, tw.nbytes);
+        g_init_tensor(g, b->name, 1, b->shape, tb.data, tb.nbytes);
+        const char *y = k == 2 ? out : g_str(g, "%s.%d.output", prefix, 2 * k);
+        Onnx__NodeProto *n = g_node(g, "Gemm", g_str(g, "%s.%d", prefix, 2 * k), y, 3,
+                                    (const char *const[]){x, w->name, b->name});
+        g_attr_int(g, n, "transB", 1);
+        if (k == 2) break;
+        x = g_str(g, "%s.%d.output", prefix, 2 * k + 1);
+        g_node(g, act, g_str(g, "%s.%d", prefix, 2 * k + 1), x, 1, (const char *const[]){y});
+    }
+    return CUDARL_OK;
+}
+
+/* The input `obs` and, for a uint8 input, its scaling to [0, 1]; returns the name of the
+ * float32 observations the networks read. */
+static const char *g_input(onnx_graph *g, const onnx_policy *p, const cudarl_onnx_options *opt) {
+    int u8 = opt->input_dtype == CUDARL_OBS_U8;
+    int32_t elem = u8 ? ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 : ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    g->inputs[g->graph.n_input++] = g_value(g, CR_ONNX_INPUT, elem, opt->batch, p->obs_dim);
+    if (!u8) return CR_ONNX_INPUT;
+    Onnx__NodeProto *cast = g_node(g, "Cast", "obs.cast", "obs.float", 1,
+                                   (const char *const[]){CR_ONNX_INPUT});
+    g_attr_int(g, cast, "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+    g_init_scalar(g, "obs.divisor", 255.0f);
+    g_node(g, "Div", "obs.scale", "obs.scaled", 2,
+           (const char *const[]){"obs.float", "obs.divisor"});
+    return "obs.scaled";
+}
+
+/* The checkpoint's metadata value of `key`, or "?" (for the doc string; already checked). */
+static const char *meta_or(const cr_st_file *f, const char *key) {
+    const char *v = cr_st_meta(f, key);
+    return v ? v : "?";
+}
+
+/* The model around the graph: IR version, opset, producer, doc string and metadata. */
+static void g_model(onnx_graph *g, const cr_st_file *f, const onnx_policy *p,
+                    const cudarl_onnx_options *opt) {
+    const char *env = meta_or(f, "env_id"), *run = meta_or(f, "run_name");
+    const char *step = meta_or(f, "global_step");
+    int u8 = opt->input_dtype == CUDARL_OBS_U8;
+    char batch[32];
+    if (opt->batch > 0) snprintf(batch, sizeof batch, "%lld", (long long)opt->batch);
+    else snprintf(batch, sizeof batch, "%s", CR_ONNX_BATCH_PARAM);
+    const char *input = u8 ? "uint8 observations, divided by 255 in the graph"
+                           : "float32 observations, as the env gives them";
+    const char *action = opt->argmax_action ? " (output action)" : "";
+    if (p->is_dqn)
+        g->model.doc_string = g_str(
+            g, "cudarl %s export of a DQN policy for %.64s (run '%.128s', %.24s env steps): "
+            "CleanRL's Q-network, a ReLU MLP %d-%d-%d-%d giving q_values [%s, %d]. Input obs "
+            "[%s, %d]: %s. The greedy action is argmax(q_values)%s.", CUDARL_VERSION_STRING, env,
+            run, step, p->obs_dim, p->h1, p->h2, p->num_actions, batch, p->num_actions, batch,
+            p->obs_dim, input, action);
+    else
+        g->model.doc_string = g_str(
+            g, "cudarl %s export of a PPO policy for %.64s (run '%.128s', %.24s env steps): "
+            "CleanRL's actor-critic, a tanh MLP %d-%d-%d-%d actor giving logits [%s, %d] and a "
+            "tanh MLP %d-%d-%d-1 critic giving value [%s, 1]. Input obs [%s, %d]: %s. The greedy "
+            "action is argmax(logits)%s; sampling softmax(logits) gives the stochastic policy.",
+            CUDARL_VERSION_STRING, env, run, step, p->obs_dim, p->h1, p->h1, p->num_actions,
+            batch, p->num_actions, p->obs_dim, p->h1, p->h1, batch, batch, p->obs_dim, input,
+            action);
+    static const char *const keys[G_META] = {"algo", "env_id", "run_name", "global_step"};
+    const char *values[G_META] = {p->is_dqn ? "dqn" : "ppo", env, run, step};
+    for (int i = 0; i < G_META; i++) {
+        onnx__string_string_entry_proto__init(&g->meta[i]);
+        g->meta[i].key = (char *)keys[i];
+        g->meta[i].value = g_str(g, "%.128s", values[i]);
+        g->metas[i] = &g->meta[i];
+    }
+    g->model.n_metadata_props = G_META, g->model.metadata_props = g->metas;
+    g->model.has_ir_version = 1, g->model.ir_version = CUDARL_ONNX_IR_VERSION;
+    onnx__operator_set_id_proto__init(&g->opset);
+    g->opset.domain = (char *)""; /* the default domain, ai.onnx */
+    g->opset.has_version = 1, g->opset.version = CUDARL_ONNX_OPSET;
+    g->opsets[0] = &g->opset;
+    g->model.n_opset_import = 1, g->model.opset_import = g->opsets;
+    g->model.producer_name = (char *)"cudarl";
+    g->model.producer_version = (char *)CUDARL_VERSION_STRING;
+    g->model.graph = &g->graph;
+}
+
+/* Builds every message of the policy's model into *g. */
+static cudarl_status graph_build(onnx_graph *g, const cr_st_file *f, const onnx_policy *p,
+                                 const cudarl_onnx_options *opt) {
+    memset(g, 0, sizeof *g);
+    onnx__model_proto__init(&g->model);
+    onnx__graph_proto__init(&g->graph);
+    g->graph.node = g->nodes, g->graph.initializer = g->inits;
+    g->graph.input = g->inputs, g->graph.output = g->outputs;
+    g->graph.name = (char *)(p->is_dqn ? "cudarl_dqn_policy" : "cudarl_ppo_policy");
+    const char *x = g_input(g, p, opt);
+    const char *scores = p->is_dqn ? CR_ONNX_Q_VALUES : CR_ONNX_LOGITS;
+    const int32_t f32 = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    if (p->is_dqn) {
+        CR_TRY(g_mlp(g, f, p->q.t, "network", "Relu", x, CR_ONNX_Q_VALUES));
+        g_output(g, CR_ONNX_Q_VALUES, f32, opt->batch, p->num_actions);
+    } else {
+        CR_TRY(g_mlp(g, f, p->ac.t + 6, "actor", "Tanh", x, CR_ONNX_LOGITS));
+        CR_TRY(g_mlp(g, f, p->ac.t, "critic", "Tanh", x, CR_ONNX_VALUE));
+        g_output(g, CR_ONNX_LOGITS, f32, opt->batch, p->num_actions);
+        g_output(g, CR_ONNX_VALUE, f32, opt->batch, 1);
+    }
+    if (opt->argmax_action) {
+        Onnx__NodeProto *n = g_node(g, "ArgMax", "action.argmax", CR_ONNX_ACTION, 1,
+                                    (const char *const[]){scores});
+        g_attr_int(g, n, "axis", 1);
+        g_attr_int(g, n, "keepdims", 0);
+        g_output(g, CR_ONNX_ACTION, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, opt->batch, 0);
+    }
+    g_model(g, f, p, opt);
+    return CUDARL_OK;
+}
+
+static cudarl_status options_check(const cudarl_onnx_options *opt) {
+    if (opt->batch < 0 || opt->batch > CUDARL_ONNX_MAX_BATCH)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "ONNX export: batch %lld is out of range; give 1 to "
+                       "%d for a fixed batch, or 0 for a dynamic one", (long long)opt->batch,
+                       CUDARL_ONNX_MAX_BATCH);
+    if (opt->input_dtype != CUDARL_OBS_F32 && opt->input_dtype != CUDARL_OBS_U8)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "ONNX export: input dtype %d is not "
+                       "CUDARL_OBS_F32 or CUDARL_OBS_U8", (int)opt->input_dtype);
+    return CUDARL_OK;
+}
+
+/* Warns when a uint8 input is asked for a policy of an env with float observations: the model
+ * then computes the policy of obs / 255, which is only right for pixel-trained policies. */
+static void warn_input_dtype(const cr_st_file *f, const cudarl_onnx_options *opt) {
+    const char *env = cr_st_meta(f, "env_id");
+    const cudarl_env_def *def = env ? cr_env_def_find(env) : NULL;
+    if (opt->input_dtype == CUDARL_OBS_U8 && def && def->obs_dtype == CUDARL_OBS_F32)
+        CR_WARN("ONNX export: uint8 input for a policy of %s, whose observations are float32: "
+                "the model divides its input by 255 before the policy sees it", env);
+}
+
+cudarl_status cr_onnx_model_pack(const char *checkpoint, const cudarl_onnx_options *opt,
+                                 uint8_t **bytes, size_t *len) {
+    *bytes = NULL, *len = 0;
+    CR_TRY(options_check(opt));
+    cr_st_file *f;
+    CR_TRY(cr_st_open(&f, checkpoint));
+    onnx_policy p;
+    onnx_graph g;
+    cudarl_status s = policy_read(f, checkpoint, &p);
+    if (s == CUDARL_OK) s = graph_build(&g, f, &p, opt);
+    if (s == CUDARL_OK) {
+        warn_input_dtype(f, opt);
+        size_t n = onnx__model_proto__get_packed_size(&g.model);
+        *bytes = malloc(n ? n : 1);
+        if (!*bytes) {
+            char b[32];
+            s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "cannot allocate %s of host memory for the "
+                        "ONNX model of '%s'", cr_format_bytes(n, b, sizeof b), checkpoint);
+        } else {
+            *len = onnx__model_proto__pack(&g.model, *bytes);
+            CUDARL_ASSERT(*len == n);
+        }
+    }
+    cr_st_close(f); /* the initializers point into it: only after packing */
+    return s;
+}
+
+/* ---- the file ----------------------------------------------------------------------------- */
+
+/* fsync()s the directory holding `path`, so that a rename into it survives a crash; an errno. */
+static int fsync_parent_dir(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    int err = fsync(fd) == 0 ? 0 : errno;
+    close(fd);
+    return err == EINVAL ? 0 : err; /* EINVAL: this file system cannot sync directories */
+}
+
+/* Writes bytes[0, len) to `path` as checkpoints are written: `<path>.tmp.<pid>` in the same
+ * directory, fsync, rename over `path`, fsync the directory. On failure the temp file is removed
+ * and `path` is untouched. */
+static cudarl_status write_atomic(const char *path, const uint8_t *bytes, size_t len) {
+    char tmp[4096];
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "cannot write ONNX model '%.80s...': the path is "
+                       "longer than %zu bytes; use a shorter one", path, sizeof tmp - 32);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return cr_fail(CUDARL_ERR_IO, "cannot write ONNX model '%s': cannot create '%s': %s; "
+                       "check that the directory exists and is writable", path, tmp,
+                       strerror(errno));
+    const char *step = NULL, *hint = "check that the disk is not full";
+    int err = 0;
+    for (size_t done = 0; done < len && !step;) {
+        ssize_t w = write(fd, bytes + done, len - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) step = "writing", err = w < 0 ? errno : EIO;
+        else done += (size_t)w;
+    }
+    if (!step && fsync(fd) != 0) step = "syncing", err = errno;
+    if (close(fd) != 0 && !step) step = "closing", err = errno;
+    if (!step && rename(tmp, path) != 0) {
+        step = "renaming", err = errno;
+        hint = "check that the path is not a directory and that its directory is writable";
+    }
+    if (step) {
+        remove(tmp);
+        return cr_fail(CUDARL_ERR_IO, "cannot write ONNX model '%s': %s '%s' failed: %s; %s", path,
+                       step, tmp, strerror(err ? err : EIO), hint);
+    }
+    err = fsync_parent_dir(path);
+    if (err)
+        return cr_fail(CUDARL_ERR_IO, "ONNX model '%s' was written but syncing its directory "
+                       "failed: %s; it may not survive a crash — check the file system", path,
+                       strerror(err));
+    return CUDARL_OK;
+}
+
+void cudarl_onnx_options_default(cudarl_onnx_options *opt) {
+    memset(opt, 0, sizeof *opt);
+    opt->batch = 0;
+    opt->input_dtype = CUDARL_OBS_F32;
+    opt->argmax_action = 0;
+}
+
+cudarl_status cudarl_policy_export_onnx(const char *checkpoint, const char *onnx_path,
+                                        const cudarl_onnx_options *opt) {
+    if (!checkpoint || !onnx_path || !*onnx_path)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "ONNX export needs a checkpoint and an output "
+                       "path, got %s", !checkpoint ? "no checkpoint" : "no output path");
+    cudarl_onnx_options defaults;
+    cudarl_onnx_options_default(&defaults);
+    if (!opt) opt = &defaults;
+    struct stat a, b;
+    if (stat(checkpoint, &a) == 0 && stat(onnx_path, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "the ONNX output '%s' is the checkpoint itself, "
+                       "which writing would destroy; give another path, e.g. policy.onnx",
+                       onnx_path);
+    uint8_t *bytes;
+    size_t len;
+    CR_TRY(cr_onnx_model_pack(checkpoint, opt, &bytes, &len));
+    cudarl_status s = write_atomic(onnx_path, bytes, len);
+    free(bytes);
+    return s;
+}

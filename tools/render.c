@@ -1,0 +1,294 @@
+/* cudarl render: steps one env of a pixel env (obs uint8 (C, H, W), e.g. CartPolePixels-v1)
+ * under a uniformly random policy and writes each observation as an 8-bit grayscale PNG, so a
+ * person can look at what a policy sees.
+ *
+ * Files: <out>/obs_000000.png is the observation of the first reset, obs_<t>.png the one after
+ * step t, for t < --steps (so --steps N writes N files and takes N-1 steps). An observation after
+ * an episode ended is the next episode's first (same-step autoreset), so a frame stack shows its
+ * reset padding there. Each image holds the C channels side by side, channel 0 (for a frame stack
+ * the oldest frame) at the left, separated by 1-px white columns: W = C * w + C - 1, H = h, the
+ * pixel values as the env wrote them. A tEXt chunk names the writer (Software: cudarl <version>)
+ * and the env, seed and step (Description).
+ *
+ * Built without libpng (cmake/render.cmake did not find it), the command exists but fails,
+ * saying which package to install. */
+#include "render.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "cudarl.h"
+
+enum { EXIT_USAGE = 2 };
+
+#ifndef CUDARL_HAVE_PNG
+
+int cudarl_cmd_render(int argc, char **argv) {
+    (void)argc, (void)argv;
+    fprintf(stderr, "cudarl render: this cudarl was built without libpng, which writing PNG files "
+                    "needs; install libpng-dev (Debian/Ubuntu: apt-get install libpng-dev, or run "
+                    "scripts/setup.sh) and rebuild\n");
+    return EXIT_FAILURE;
+}
+
+#else
+
+#include <png.h>
+#include <setjmp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "env/env.h"
+#include "env/env_pool.h"
+
+#define MAX_STEPS 100000
+#define SEPARATOR 255 /* intensity of the columns between channels */
+#define POLICY_STREAM (UINT64_C(1) << 63) /* the policy's Philox stream: no env's (env i uses i) */
+
+typedef struct render_opts {
+    char env_id[CUDARL_ENV_ID_MAX];
+    uint64_t seed;
+    int steps;
+    char out[PATH_MAX];
+} render_opts;
+
+static const arg_spec render_specs[] = {
+    {"env-id", ARG_STR, offsetof(render_opts, env_id), CUDARL_ENV_ID_MAX, 0, 0, "environment with pixel observations (uint8 (C, H, W))"},
+    {"seed", ARG_U64, offsetof(render_opts, seed), 0, 0, 1e18, "seed of the env and of the random policy"},
+    {"steps", ARG_INT, offsetof(render_opts, steps), 0, 1, MAX_STEPS, "observations to write: the reset's, then one per step"},
+    {"out", ARG_STR, offsetof(render_opts, out), PATH_MAX, 0, 0, "folder for the PNG files (created if missing)"},
+};
+#define N_RENDER_SPECS ((int)(sizeof render_specs / sizeof render_specs[0]))
+
+/* Whether `d` has pixel observations: rank 3, uint8. */
+static int is_pixel_env(const cudarl_env_def *d) {
+    return d->obs_rank == 3 && d->obs_dtype == CUDARL_OBS_U8;
+}
+
+/* "A, B" of the registered envs with pixel observations, into buf. */
+static void pixel_env_list(char *buf, size_t cap) {
+    buf[0] = 0;
+    for (const char *const *n = cudarl_env_names(); *n; n++)
+        if (is_pixel_env(cr_env_def_find(*n)))
+            snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", buf[0] ? ", " : "", *n);
+}
+
+/* The env of --env-id if it has pixel observations; else prints why and returns NULL. */
+static const cudarl_env_def *find_pixel_env(const char *id) {
+    char list[512];
+    pixel_env_list(list, sizeof list);
+    const cudarl_env_def *d = cr_env_def_find(id);
+    if (!d) {
+        fprintf(stderr, "cudarl render: --env-id '%s' is not a known environment; envs with pixel "
+                        "observations: %s\n", id, list);
+        return NULL;
+    }
+    if (!is_pixel_env(d)) {
+        fprintf(stderr, "cudarl render: env '%s' has no pixel observations (its observations "
+                        "are %s of rank %d, not uint8 (C, H, W)); choose one of: %s\n", id,
+                d->obs_dtype == CUDARL_OBS_U8 ? "uint8" : "float32", d->obs_rank, list);
+        return NULL;
+    }
+    return d;
+}
+
+/* Creates folder `path` and its missing parents (mkdir -p). */
+static int make_dirs(const char *path) {
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *c = p + 1; *c; c++) {
+        if (*c != '/') continue;
+        *c = 0;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) return -1;
+        *c = '/';
+    }
+    if (mkdir(p, 0777) != 0 && errno != EEXIST) return -1;
+    struct stat st;
+    if (stat(p, &st) != 0) return -1;
+    if (!S_ISDIR(st.st_mode)) return errno = ENOTDIR, -1;
+    return 0;
+}
+
+/* Makes sure files can be created in folder `dir` (creating it), by creating and removing one;
+ * else prints why and returns -1. */
+static int check_out_dir(const char *dir) {
+    char probe[PATH_MAX + 32];
+    int fd = -1;
+    if (make_dirs(dir) == 0) {
+        snprintf(probe, sizeof probe, "%s/.cudarl-render-XXXXXX", dir);
+        fd = mkstemp(probe);
+    }
+    if (fd < 0) {
+        fprintf(stderr, "cudarl render: cannot write PNG files to --out '%s': %s; choose a folder "
+                        "you can write to\n", dir, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
+/* libpng's error callback: keep the message for write_png and jump back to it. */
+static void png_on_error(png_structp png, png_const_charp msg) {
+    char *why = png_get_error_ptr(png);
+    snprintf(why, 256, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+static void png_on_warning(png_structp png, png_const_charp msg) {
+    (void)png, (void)msg;
+}
+
+/* Encodes the 8-bit grayscale image rows (h, w) into open file `f` with text chunks
+ * Software and Description; 0, or -1 with libpng's message in why (256 bytes). The setjmp is
+ * here, where no local changes after it. */
+static int png_encode(FILE *f, png_bytep *rows, int w, int h, const char *description,
+                      char *why) {
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, why, png_on_error,
+                                              png_on_warning);
+    if (!png) return snprintf(why, 256, "libpng could not start"), -1;
+    png_infop info = png_create_info_struct(png);
+    if (!info || setjmp(png_jmpbuf(png))) {
+        if (!info) snprintf(why, 256, "libpng could not start");
+        png_destroy_write_struct(&png, info ? &info : NULL);
+        return -1;
+    }
+    png_text text[2] = {{0}, {0}};
+    text[0].compression = text[1].compression = PNG_TEXT_COMPRESSION_NONE;
+    text[0].key = (png_charp) "Software";
+    text[0].text = (png_charp) "cudarl " CUDARL_VERSION_STRING;
+    text[1].key = (png_charp) "Description";
+    text[1].text = (png_charp)description;
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_GRAY,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_set_text(png, info, text, 2);
+    png_set_rows(png, info, rows);
+    png_write_png(png, info, PNG_TRANSFORM_IDENTITY, NULL);
+    png_destroy_write_struct(&png, &info);
+    return 0;
+}
+
+/* Writes the image (h, w) of `pixels` to `path`; 0, or prints why and returns -1. */
+static int write_png(const char *path, uint8_t *pixels, int w, int h, png_bytep *rows,
+                     const char *description) {
+    char why[256] = "";
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "cudarl render: cannot create '%s': %s\n", path, strerror(errno));
+        return -1;
+    }
+    for (int y = 0; y < h; y++) rows[y] = pixels + (size_t)y * (size_t)w;
+    int rc = png_encode(f, rows, w, h, description, why);
+    if (fclose(f) != 0 && rc == 0) rc = -1, snprintf(why, sizeof why, "%s", strerror(errno));
+    if (rc != 0) fprintf(stderr, "cudarl render: cannot write '%s': %s\n", path, why);
+    return rc;
+}
+
+/* Lays the C channels of obs (C, h, w) side by side into image (h, W). */
+static void tile_channels(const uint8_t *obs, int c, int h, int w, uint8_t *image) {
+    int width = c * w + c - 1;
+    memset(image, SEPARATOR, (size_t)width * (size_t)h);
+    for (int k = 0; k < c; k++)
+        for (int y = 0; y < h; y++)
+            memcpy(image + (size_t)y * (size_t)width + (size_t)k * (size_t)(w + 1),
+                   obs + ((size_t)k * (size_t)h + (size_t)y) * (size_t)w, (size_t)w);
+}
+
+/* The buffers of one run: the pool's outputs for one env, the image and its row pointers. */
+typedef struct render_buffers {
+    uint8_t *obs, *final_obs, *image; /* (C, h, w), (C, h, w), (h, W) */
+    png_bytep *rows;                  /* (h) */
+    float reward;
+    uint8_t terminated, truncated;
+} render_buffers;
+
+/* Resets env 0 of `pool` and steps it, writing the files; 0 done, -1 failed (said why). */
+static int render_steps(const render_opts *o, const cudarl_env_def *d, cr_env_pool *pool,
+                        render_buffers *b, int *episodes) {
+    int c = d->obs_shape[0], h = d->obs_shape[1], w = d->obs_shape[2];
+    cr_env_pool_outputs out = {b->obs, &b->reward, &b->terminated, &b->truncated, b->final_obs};
+    cr_env_pool_set_outputs(pool, &out);
+    cr_env_pool_reset(pool, o->seed);
+    cr_philox_state policy;
+    cr_philox_seed(&policy, o->seed, POLICY_STREAM);
+    for (int t = 0; t < o->steps; t++) {
+        if (t > 0) {
+            int32_t action = (int32_t)(cr_philox_next_u32(&policy) % (uint32_t)d->num_actions);
+            cr_env_pool_step(pool, &action);
+            *episodes += b->terminated | b->truncated;
+        }
+        char path[PATH_MAX + 32], description[256];
+        snprintf(path, sizeof path, "%s/obs_%06d.png", o->out, t);
+        snprintf(description, sizeof description, "%s seed %llu step %d, %d episodes ended: "
+                 "observation (%d, %d, %d), channels left to right", d->id,
+                 (unsigned long long)o->seed, t, *episodes, c, h, w);
+        tile_channels(b->obs, c, h, w, b->image);
+        if (write_png(path, b->image, c * w + c - 1, h, b->rows, description) != 0) return -1;
+    }
+    return 0;
+}
+
+/* Runs one env of `d` as configured; 0 done, 1 failed. */
+static int render_run(const render_opts *o, const cudarl_env_def *d) {
+    int c = d->obs_shape[0], h = d->obs_shape[1], w = d->obs_shape[2];
+    size_t obs_bytes = cr_env_def_obs_bytes(d), width = (size_t)(c * w + c - 1);
+    render_buffers b = {malloc(obs_bytes), malloc(obs_bytes), malloc(width * (size_t)h),
+                        malloc(sizeof(png_bytep) * (size_t)h), 0, 0, 0};
+    cr_env_pool pool;
+    cr_env_pool_config cfg = {.num_envs = 1, .num_threads = 1};
+    int rc = EXIT_FAILURE, episodes = 0;
+    if (!b.obs || !b.final_obs || !b.image || !b.rows)
+        fprintf(stderr, "cudarl render: out of memory for one observation (%zu bytes)\n",
+                obs_bytes);
+    else if (cr_env_pool_init(&pool, d, &cfg, NULL) != CUDARL_OK)
+        fprintf(stderr, "cudarl render: cannot start env '%s': %s\n", d->id, cudarl_last_error());
+    else {
+        if (render_steps(o, d, &pool, &b, &episodes) == 0) {
+            printf("cudarl render: wrote %d PNG files (%zu x %d: the %d channels of each "
+                   "observation side by side, channel 0 at the left) to %s; %d episodes ended\n",
+                   o->steps, width, h, c, o->out, episodes);
+            rc = 0;
+        }
+        cr_env_pool_free(&pool);
+    }
+    free(b.obs);
+    free(b.final_obs);
+    free(b.image);
+    free(b.rows);
+    return rc;
+}
+
+int cudarl_cmd_render(int argc, char **argv) {
+    render_opts o = {"CartPolePixels-v1", 1, 100, ""};
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: cudarl render --out DIR [flags]\n\nSteps one env under a random "
+                   "policy and writes each observation as a PNG file:\nDIR/obs_000000.png after "
+                   "the reset, then obs_000001.png .. after each step (--steps files).\nAn image "
+                   "holds the observation's channels side by side, channel 0 (for a frame stack\n"
+                   "the oldest frame) at the left, with 1-px white columns between them.\n\n"
+                   "flags:\n");
+            args_print_help(render_specs, N_RENDER_SPECS, &o);
+            return 0;
+        }
+    arg_result r;
+    if (args_parse(render_specs, N_RENDER_SPECS, &o, argc, argv, "render", 0, &r) != 0)
+        return EXIT_USAGE;
+    if (!o.out[0]) {
+        fprintf(stderr, "cudarl render: where should the PNG files go? add --out DIR\n");
+        return EXIT_USAGE;
+    }
+    const cudarl_env_def *d = find_pixel_env(o.env_id);
+    if (!d || check_out_dir(o.out) != 0) return EXIT_USAGE;
+    return render_run(&o, d);
+}
+
+#endif
