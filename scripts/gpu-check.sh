@@ -5,7 +5,8 @@
 #   benches: ppo_cpu (CPU PPO vs the PyTorch peer on 2 cores), ppo_gpu (GPU PPO vs the peer),
 #            train_gpu (one profiled GPU run), replay (the replay buffer on the GPU),
 #            mlp_fused (the dev/cuda kernel lab), profile_big (a profiled run at the benchmark's
-#            65,536 envs x 16 steps)
+#            65,536 envs x 16 steps), env_cpu (CartPole on CPU threads + GPU learner, per thread
+#            count), conv (the cuDNN convolutions on the Nature-CNN trunk)
 # Needs cJSON: the .deb files in .debs/ (apt-get download libcjson1 libcjson-dev) are unpacked
 # into /tmp/deps when the machine has no libcjson-dev.
 set -uo pipefail
@@ -57,6 +58,28 @@ for b in "$@"; do
       --num-steps 16 --num-minibatches 4 --update-epochs 4 --learning-rate 5e-3 --ent-coef 0 \
       --total-timesteps 100000000 2>&1 | tail -16 | tee "$OUT/profile_big.txt"
     add "train --profile, 65,536 envs x 16" "$(grep 'steps/s' "$OUT/profile_big.txt" | head -1)"
+    ;;
+  env_cpu)
+    # envs on CPU threads, the policy and learner on the GPU (issue 4): the pool alone, then
+    # PPO end to end per thread count, then the synchronous schedule against two groups
+    build-gpu/bench/bench_env_pool --threads 1,4,8,16 --envs 65536 --seconds 0.5 2>&1 |
+      tee "$OUT/bench_env_pool.txt" | tail -8
+    PA="--device cuda --env-device cpu --num-envs 65536 --num-steps 16 --num-minibatches 4
+        --update-epochs 4 --learning-rate 5e-3 --ent-coef 0 --total-timesteps 52428800 --profile
+        --runs-dir /tmp/envcpu"
+    for th in 1 4 8 16; do
+      echo "== --env-threads $th"
+      build-gpu/cudarl train $PA --env-threads $th 2>&1 | grep -E "rollout \(|update \(|host waiting|device idle|threads waiting|bottleneck|steps in|solved" |
+        tee -a "$OUT/env_cpu.txt"
+    done
+    echo "== --env-threads 16 --env-groups 1 (synchronous)"
+    build-gpu/cudarl train $PA --env-threads 16 --env-groups 1 2>&1 |
+      grep -E "rollout \(|device idle|threads waiting|steps in" | tee -a "$OUT/env_cpu.txt"
+    add "PPO, CartPole on CPU threads + GPU learner" "see the runs above ($OUT/env_cpu.txt)"
+    ;;
+  conv)
+    "$(find build-gpu -name bench_conv_cuda -type f | head -1)" 20 2>&1 | tee "$OUT/bench_conv.txt" | tail -30
+    add "cuDNN conv (Nature-CNN trunk)" "see the table above"
     ;;
   replay)
     "$(find build-gpu -name bench_replay -type f | head -1)" 2>&1 | tee "$OUT/bench_replay.txt"

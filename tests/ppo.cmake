@@ -10,3 +10,9 @@ if(CUDARL_HAVE_CUDA)
   # the fused one-kernel rollout against the CPU backend's op-by-op rollout
   cudarl_test(test_ppo_rollout_cuda SOURCES test_ppo_rollout_cuda.c LABELS gpu)
 endif()
+# envs on CPU threads (src/algo/ppo_pool.c) against the env batch, on the CPU and on the GPU
+cudarl_test(test_ppo_pool SOURCES test_ppo_pool.c LABELS cpu ARGS cpu)
+if(CUDARL_HAVE_CUDA)
+  add_test(NAME test_ppo_pool_cuda COMMAND test_ppo_pool cuda)
+  set_tests_properties(test_ppo_pool_cuda PROPERTIES LABELS gpu)
+endif()

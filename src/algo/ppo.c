@@ -52,7 +52,7 @@ static int fused_update(const cr_ppo *p, const cudarl_ctx *ctx) {
 static int fused_rollout(const cr_ppo *p, const cudarl_ctx *ctx) {
 #ifdef CUDARL_WITH_CUDA
     if (ctx->kind != CUDARL_DEVICE_CUDA || strcmp(p->env_info->id, "CartPole-v1") != 0 ||
-        !fused_update(p, ctx))
+        cr_ppo_pool_wanted(p) || !fused_update(p, ctx))
         return 0;
     cr_mlp_view a, c;
     shape_views(p, &a, &c);
@@ -69,7 +69,7 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
     size_t cache = cr_mlp_cache_floats(p->mb > p->N ? p->mb : p->N, p->layout.hidden) * F;
     const struct { const char *name; size_t bytes; } items[M_COUNT] = {
         {"params", P * F}, {"grads", P * F}, {"adam.m", P * F}, {"adam.v", P * F},
-        {"adam.t", 8}, {"lr", F}, {"env", cr_env_batch_bytes(p->env_info, p->N)},
+        {"adam.t", 8}, {"lr", F}, {"env", cr_ppo_pool_wanted(p) ? 0 : cr_env_batch_bytes(p->env_info, p->N)},
         {"rollout.obs", TN * D * F}, {"rollout.final_obs", TN * D * F}, {"obs", N * D * F},
         {"rollout.actions", TN * 4}, {"rollout.logp", TN * F}, {"rollout.rewards", TN * F},
         {"rollout.values", TN * F}, {"rollout.final_values", TN * F},
@@ -98,7 +98,7 @@ static void carve_memory(cr_ppo *p) {
     p->params = cr_arena_get(a, M_PARAMS), p->grads = cr_arena_get(a, M_GRADS);
     p->adam_m = cr_arena_get(a, M_ADAM_M), p->adam_v = cr_arena_get(a, M_ADAM_V);
     p->adam_t = cr_arena_get(a, M_ADAM_T), p->lr = cr_arena_get(a, M_LR);
-    cr_env_batch_init(&p->env, p->env_info, p->N, cr_arena_get(a, M_ENV));
+    if (!cr_ppo_pool_wanted(p)) cr_env_batch_init(&p->env, p->env_info, p->N, cr_arena_get(a, M_ENV));
     p->obs = cr_arena_get(a, M_OBS), p->final_obs = cr_arena_get(a, M_FINAL_OBS);
     p->cur_obs = cr_arena_get(a, M_CUR_OBS), p->actions = cr_arena_get(a, M_ACTIONS);
     p->logp = cr_arena_get(a, M_LOGP), p->rewards = cr_arena_get(a, M_REWARDS);
@@ -143,7 +143,8 @@ static cudarl_status seed_state(cr_ppo *p) {
     cr_rng_stream_seed(&shuffler, p->cfg.seed, CR_STREAM_SHUFFLE);
     ctx->ops->copy_from_host(ctx, p->sampler, &sampler, sizeof sampler);
     ctx->ops->copy_from_host(ctx, p->shuffler, &shuffler, sizeof shuffler);
-    cr_env_batch_reset(ctx, &p->env, p->cfg.seed, p->cur_obs);
+    if (p->pool) cr_ppo_pool_reset(p);
+    else cr_env_batch_reset(ctx, &p->env, p->cfg.seed, p->cur_obs);
     ctx->ops->sync(ctx);
     return CUDARL_OK;
 }
@@ -153,7 +154,10 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
     CR_TRY(cudarl_ppo_config_validate(cfg));
     p->ctx = ctx;
     p->cfg = *cfg;
-    p->env_info = cr_env_find(cfg->env_id);
+    p->env_info = cr_env_info_find(cfg->env_id);
+    if (cfg->env_device == CUDARL_DEVICE_CUDA && ctx->kind != CUDARL_DEVICE_CUDA)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-device cuda needs a CUDA device, and this "
+                       "run is on the CPU; use --env-device cpu or auto");
     p->T = cfg->num_steps, p->N = cfg->num_envs;
     p->D = p->env_info->obs_dim, p->A = p->env_info->num_actions;
     p->batch = p->T * p->N;
@@ -168,12 +172,18 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
     cr_plan_print(&pl, ctx->kind == CUDARL_DEVICE_CUDA ? "device" : "training (host)");
     CR_TRY(ctx->ops->arena_alloc(ctx, &p->mem, &pl));
     carve_memory(p);
-    cudarl_status s = seed_state(p);
+    cudarl_status s = cr_ppo_pool_wanted(p) ? cr_ppo_pool_init(p) : CUDARL_OK;
+    if (s != CUDARL_OK) {
+        cr_ppo_free(p);
+        return s;
+    }
+    s = seed_state(p);
     if (s != CUDARL_OK) cr_ppo_free(p);
     return s;
 }
 
 void cr_ppo_free(cr_ppo *p) {
+    cr_ppo_pool_free(p);
     if (p->csv) fclose(p->csv);
     p->csv = NULL;
     cr_tb_close(&p->tb);
@@ -233,6 +243,9 @@ void cr_ppo_rollout(cr_ppo *p) {
         rollout_steps_fused(p);
     else
 #endif
+    if (p->pool)
+        cr_ppo_pool_rollout_steps(p);
+    else
         rollout_steps(p);
     o->bootstrap_values(ctx, p->values, p->final_values, p->last_values, p->done, p->next_values,
                         p->T, p->N);
@@ -479,6 +492,24 @@ static void profile_print(const cr_ppo *p) {
                 total > 0 ? 100 * f->seconds[i] / total : 0);
     fprintf(stderr, "  host<->device synchronisations per iteration: %.1f\n",
             (double)(p->ctx->host_syncs - f->syncs_start) / it);
+    if (p->pool) {
+        /* the wait counters run from the loop's start: pro-rate them to an iteration */
+        int threads = cr_ppo_pool_threads(p), groups = cr_ppo_pool_groups(p);
+        double env = f->env_wait / it, idle = f->gpu_wait_cpu / it;
+        double thr = cr_ppo_pool_thread_wait(p) / threads / it;
+        double roll = f->seconds[CR_PHASE_ROLLOUT] / it;
+        fprintf(stderr, "  envs on %d CPU thread%s in %d group%s, per iteration:\n", threads,
+                threads == 1 ? "" : "s", groups, groups == 1 ? "" : "s");
+        fprintf(stderr, "    host waiting for env groups   %9.3f ms\n", 1e3 * env);
+        fprintf(stderr, "    device idle, waiting for envs %9.3f ms (%.1f%% of the rollout)\n",
+                1e3 * idle, roll > 0 ? 100 * idle / roll : 0);
+        fprintf(stderr, "    env threads waiting for the device %6.3f ms each (%.1f%% of the "
+                "rollout)\n", 1e3 * thr, roll > 0 ? 100 * thr / roll : 0);
+        if (p->ctx->kind == CUDARL_DEVICE_CUDA)
+            fprintf(stderr, "    %s\n", idle > thr ? "the envs are the bottleneck: more "
+                    "--env-threads (or cheaper envs) would speed this up" : "the device is the "
+                    "bottleneck (the threads wait for it longer than it waits for them)");
+    }
     double af, ab, cf, cb;
     mlp_flops(&p->layout, p->A, &af, &ab);
     mlp_flops(&p->layout, 1, &cf, &cb);
@@ -595,7 +626,10 @@ static void iterate(cr_ppo *p, cr_metric_pipe *m, float lr, void **g_rollout, vo
     } else {
         ctx->ops->copy_from_host(ctx, p->lr, &lr, sizeof lr);
     }
-    run_phase(p, cr_ppo_rollout, g_rollout);
+    if (p->pool) /* the host takes part in every step: nothing to capture */
+        cr_ppo_rollout(p);
+    else
+        run_phase(p, cr_ppo_rollout, g_rollout);
     p->global_step += p->batch;
     phase_end(p, CR_PHASE_ROLLOUT);
     CR_RANGE_PUSH("update");

@@ -53,11 +53,12 @@ static void host_state_transfer(host_state *h, cr_ppo *p, int to_host) {
     cudarl_ctx *ctx = p->ctx;
     size_t P = p->layout.num_params * 4, N = (size_t)p->N;
     const cr_cartpole *e = &p->env.cartpole;
+    size_t batch = p->pool ? 0 : N; /* envs on CPU threads keep their state in the pool */
     struct { void *dev; void *host; size_t bytes; } t[] = {
         {p->params, h->params, P}, {p->adam_m, h->m, P}, {p->adam_v, h->v, P},
-        {p->cur_obs, h->obs, N * (size_t)p->D * 4}, {e->state, h->env, N * 4 * 8},
+        {p->cur_obs, h->obs, N * (size_t)p->D * 4}, {e->state, h->env, batch * 4 * 8},
         {p->ep_return, h->ep_return, N * 8}, {p->ep_length, h->ep_length, N * 8},
-        {e->elapsed, h->elapsed, N * 4}, {e->rng, h->env_rng, N * sizeof(cr_philox_state)},
+        {e->elapsed, h->elapsed, batch * 4}, {e->rng, h->env_rng, batch * sizeof(cr_philox_state)},
         {p->sampler, &h->sampler, sizeof h->sampler}, {p->shuffler, &h->shuffler, sizeof h->shuffler},
         {p->log, &h->log, sizeof h->log}, {p->adam_t, &h->counters[C_ADAM_T], 8},
     };
@@ -88,6 +89,7 @@ static void add_config_meta(cr_st_writer *w, const cr_ppo *p) {
     cr_st_add_meta(w, "algo", "ppo");
     cr_st_add_meta(w, "policy", "mlp");
     cr_st_add_meta(w, "env_id", c->env_id);
+    cr_st_add_meta(w, "env_device", p->pool ? "cpu" : "cuda-batch");
     cr_st_add_meta(w, "run_name", c->run_name);
     meta_int(w, "obs_dim", p->D);
     meta_int(w, "num_actions", p->A);
@@ -133,7 +135,12 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     cr_st_writer_init(w);
     add_config_meta(w, p);
     /* 8-byte types first, so every tensor stays aligned */
-    cr_st_add_tensor(w, "state.env", CR_ST_F64, 2, s_n4, h.env);
+    void *pool_states = NULL;
+    int32_t *pool_elapsed = NULL;
+    size_t pool_bytes = 0;
+    if (p->pool) cr_ppo_pool_state(p, &pool_states, &pool_bytes, &pool_elapsed);
+    int64_t s_pool[1] = {(int64_t)pool_bytes};
+    if (!p->pool) cr_st_add_tensor(w, "state.env", CR_ST_F64, 2, s_n4, h.env);
     cr_st_add_tensor(w, "state.episode_return", CR_ST_F64, 1, s_n, h.ep_return);
     cr_st_add_tensor(w, "state.episode_length", CR_ST_I64, 1, s_n, h.ep_length);
     cr_st_add_tensor(w, "state.recent_returns", CR_ST_F64, 1, s_rec, h.log.recent);
@@ -150,8 +157,13 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
         cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, shape, h.v + t->offset);
     }
     cr_st_add_tensor(w, "state.obs", CR_ST_F32, 2, s_obs, h.obs);
-    cr_st_add_tensor(w, "state.env_elapsed", CR_ST_I32, 1, s_n, h.elapsed);
-    cr_st_add_tensor(w, "state.env_rng", CR_ST_U32, 2, s_rng, h.env_rng);
+    if (p->pool) { /* the pool's env states, byte for byte (a def's state has no pointers) */
+        cr_st_add_tensor(w, "state.pool_elapsed", CR_ST_I32, 1, s_n, pool_elapsed);
+        cr_st_add_tensor(w, "state.pool_states", CR_ST_U8, 1, s_pool, pool_states);
+    } else {
+        cr_st_add_tensor(w, "state.env_elapsed", CR_ST_I32, 1, s_n, h.elapsed);
+        cr_st_add_tensor(w, "state.env_rng", CR_ST_U32, 2, s_rng, h.env_rng);
+    }
     cr_st_add_tensor(w, "state.rng_sampler", CR_ST_U32, 1, s_st, &h.sampler);
     cudarl_status s = cr_st_add_tensor(w, "state.rng_shuffle", CR_ST_U32, 1, s_st, &h.shuffler);
     if (s == CUDARL_OK) s = cr_st_write_atomic(w, path);
@@ -191,11 +203,18 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     (void)P;
     double ep_sums[3];
     memset(&h.log, 0, sizeof h.log);
+    void *pool_states = NULL;
+    int32_t *pool_elapsed = NULL;
+    size_t pool_bytes = 0;
+    if (p->pool) cr_ppo_pool_state(p, &pool_states, &pool_bytes, &pool_elapsed);
+    size_t batch = p->pool ? 0 : N;
     struct { const char *name; cr_st_dtype dtype; void *dst; size_t bytes; } t[] = {
         {"state.counters", CR_ST_I64, h.counters, sizeof h.counters},
-        {"state.env", CR_ST_F64, h.env, N * 4 * 8},
-        {"state.env_elapsed", CR_ST_I32, h.elapsed, N * 4},
-        {"state.env_rng", CR_ST_U32, h.env_rng, N * sizeof(cr_philox_state)},
+        {p->pool ? "state.pool_states" : "state.env", p->pool ? CR_ST_U8 : CR_ST_F64,
+         p->pool ? pool_states : h.env, p->pool ? pool_bytes : N * 4 * 8},
+        {p->pool ? "state.pool_elapsed" : "state.env_elapsed", CR_ST_I32,
+         p->pool ? (void *)pool_elapsed : (void *)h.elapsed, N * 4},
+        {"state.env_rng", CR_ST_U32, h.env_rng, batch * sizeof(cr_philox_state)},
         {"state.obs", CR_ST_F32, h.obs, N * (size_t)p->D * 4},
         {"state.episode_return", CR_ST_F64, h.ep_return, N * 8},
         {"state.episode_length", CR_ST_I64, h.ep_length, N * 8},
@@ -205,7 +224,8 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
         {"state.rng_shuffle", CR_ST_U32, &h.shuffler, sizeof h.shuffler},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0] && s == CUDARL_OK; i++)
-        s = read_raw(f, path, t[i].name, t[i].dtype, t[i].dst, t[i].bytes);
+        if (t[i].bytes) s = read_raw(f, path, t[i].name, t[i].dtype, t[i].dst, t[i].bytes);
+    if (s == CUDARL_OK && p->pool) cr_ppo_pool_set_obs(p, h.obs);
     if (s == CUDARL_OK) {
         h.log.episodes = (int64_t)ep_sums[0];
         h.log.iter_return_sum = ep_sums[1], h.log.iter_length_sum = ep_sums[2];
@@ -221,7 +241,15 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
 /* Refuses a checkpoint whose model or env batch differs from this run's. */
 static cudarl_status check_shape(const cr_ppo *p, const cr_st_file *f, const char *path) {
     CR_TRY(cr_checkpoint_check_format(f, path, "ppo"));
-    const char *env = cr_st_meta(f, "env_id");
+    const char *env = cr_st_meta(f, "env_id"), *where = cr_st_meta(f, "env_device");
+    const char *here = p->pool ? "cpu" : "cuda-batch";
+    if (!where) where = "cuda-batch"; /* written before envs could step on CPU threads */
+    if (strcmp(where, here))
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' has its envs stepped %s but this "
+                       "run steps them %s; resume with --env-device %s", path,
+                       strcmp(where, "cpu") ? "by the env batch" : "on CPU threads",
+                       p->pool ? "on CPU threads" : "by the env batch",
+                       strcmp(where, "cpu") ? "cuda (or the device the run had)" : "cpu");
     if (!env || strcmp(env, p->cfg.env_id))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is for env '%s' but this run is %s; "
                        "pass --env-id %s", path, env ? env : "?", p->cfg.env_id, env ? env : "?");

@@ -30,6 +30,7 @@ void cudarl_ppo_config_default(cudarl_ppo_config *c, const char *env_id) {
     c->hidden = 64;
     c->threads = 1; /* one core is as fast as two at this model size, and never spin-waits */
     c->device = CUDARL_DEVICE_AUTO;
+    c->env_device = CUDARL_DEVICE_AUTO;
     c->checkpoint_every = 0;
 }
 
@@ -61,13 +62,34 @@ static cudarl_status validate_run_name(const char *name) {
 }
 
 cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
-    if (!cr_env_find(c->env_id)) {
-        char list[256] = "";
+    const cudarl_env_def *def = cr_env_def_find(c->env_id);
+    if (!def) {
+        char list[512] = "";
         for (const char *const *n = cudarl_env_names(); *n; n++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", *n == cudarl_env_names()[0] ? "" : ", ", *n);
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-id '%s' is not a known environment; choose "
                                                "one of: %s", c->env_id, list);
     }
+    REQUIRE(def->obs_dtype == CUDARL_OBS_F32,
+            "--env-id %s has uint8 image observations of %dx%dx%d; PPO's policy is an MLP over "
+            "float features, so train a feature env (CartPole-v1, or your own registered env) "
+            "until the convolutional policies arrive", c->env_id, def->obs_shape[0],
+            def->obs_shape[1], def->obs_shape[2]);
+    REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
+                c->env_device == CUDARL_DEVICE_CUDA,
+            "--env-device must be cpu, cuda or auto");
+    REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_env_find(c->env_id),
+            "--env-device cuda: %s has no CUDA twin (only CartPole-v1 does); use --env-device "
+            "cpu, which steps it on CPU threads", c->env_id);
+    REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,
+            "--env-device cuda needs the GPU: use --device cuda (or auto) with it");
+    REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,
+            "--env-threads must be between 0 (all cores) and 1024, got %d", c->env_threads);
+    REQUIRE(c->env_groups >= 0 && c->env_groups <= 31,
+            "--env-groups must be between 0 (auto) and 31, got %d", c->env_groups);
+    REQUIRE(c->env_groups <= c->num_envs,
+            "--env-groups %d is more than --num-envs %d; each group needs an env",
+            c->env_groups, c->num_envs);
     REQUIRE(c->num_envs >= 1 && c->num_envs <= (1 << 22),
             "--num-envs must be between 1 and 4194304, got %d", c->num_envs);
     REQUIRE(c->num_steps >= 1 && c->num_steps <= (1 << 16),

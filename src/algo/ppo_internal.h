@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "env/env.h"
+#include "env/env_pool.h"
 #include "nn/actor_critic.h"
 #include "ops/backend.h"
 #include "runtime/tensorboard.h"
@@ -27,6 +28,11 @@ enum { CR_PHASE_ROLLOUT, CR_PHASE_UPDATE, CR_PHASE_METRICS, CR_PHASE_LOG, CR_PHA
 /* --profile: wall time per phase (the device is synchronised at each phase boundary). */
 typedef struct cr_ppo_profile {
     double seconds[CR_PHASE_COUNT];
+    double gpu_wait_cpu;   /* CPU envs: seconds the device sat idle while the host waited for
+                            * an env group (an idle stream at the start of the wait) */
+    double cpu_wait_gpu;   /* CPU envs: seconds env threads waited for actions, summed over
+                            * threads (read from cr_ppo_pool at the end) */
+    double env_wait;       /* CPU envs: seconds the host waited for env groups in all */
     double mark;           /* time of the last phase boundary */
     int64_t iterations;
     uint64_t syncs_start;  /* ctx->host_syncs when the loop began */
@@ -83,6 +89,9 @@ typedef struct cr_ppo {
     double loop_start, last_progress;
     size_t bytes_after_setup, bytes_at_end; /* device memory in use (CUDA) */
     cr_ppo_profile prof;
+
+    /* envs on CPU threads (env_pool mode, ppo_pool.c); NULL otherwise */
+    struct cr_ppo_pool *pool;
     int64_t solved_step;
     double solved_seconds, solved_unix;
     int tty;
@@ -94,6 +103,22 @@ void cr_ppo_free(cr_ppo *p);
 /* One rollout: T steps of every env into the rollout buffers, then GAE and value statistics;
  * the episode log's per-iteration fields restart. Fused into one kernel when p->fused_rollout. */
 void cr_ppo_rollout(cr_ppo *p);
+/* Envs on CPU threads (ppo_pool.c): whether cfg asks for them on ctx; set up (pool, pinned
+ * buffers, events) and reset from the seed into p->cur_obs; the rollout's T steps through it;
+ * the threads' total wait for the device (seconds); teardown. */
+int cr_ppo_pool_wanted(const cr_ppo *p);
+cudarl_status cr_ppo_pool_init(cr_ppo *p);
+void cr_ppo_pool_reset(cr_ppo *p);
+void cr_ppo_pool_rollout_steps(cr_ppo *p);
+double cr_ppo_pool_thread_wait(const cr_ppo *p);
+int cr_ppo_pool_threads(const cr_ppo *p);
+int cr_ppo_pool_groups(const cr_ppo *p);
+/* Sets the current observations (N, D) the next step starts from (a resumed checkpoint's). */
+void cr_ppo_pool_set_obs(cr_ppo *p, const float *obs);
+void cr_ppo_pool_free(cr_ppo *p);
+/* The env states as bytes for a checkpoint: states (N, stride) and elapsed (N). */
+void cr_ppo_pool_state(cr_ppo *p, void **states, size_t *bytes, int32_t **elapsed);
+
 /* One minibatch step on rollout rows idx (mb of them, backend memory): gather, forward, loss,
  * backward, clip, Adam at the learning rate in p->lr. Stats accumulate into p->acc. */
 void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx);

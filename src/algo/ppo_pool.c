@@ -1,0 +1,226 @@
+/* PPO's rollout with the envs on CPU threads (env_pool.h) and the policy wherever the context
+ * computes: the heterogeneous split of DESIGN.md.
+ *
+ * The N envs are split into G groups. Each step, group by group, the host waits for the
+ * group's envs (step_wait), queues on the stream: the copies of its outputs to the rollout
+ * buffers, V(final obs) and the episode sums for the step just taken, then the copy of its
+ * observations, the policy and value forward, sampling, the copy of its actions back, and an
+ * event; then it hands the group to the threads (step_begin), whose hook waits for that event
+ * (cudaEventSynchronize: the threads wait on the GPU, not by polling). While the threads step
+ * group A, the stream runs the policy of group B: neither side idles when both take as long.
+ *
+ * Every host buffer the stream copies from or into is pinned. A copy queued before a group's
+ * event has run when the threads pass the hook, so the threads never overwrite observations
+ * or outputs before the stream has read them, and never read actions before they have landed.
+ *
+ * The sampler draws the words of group g at step t after those of the groups before it, so
+ * every env gets word t N + n whatever G is: with the same ops, G groups give the trajectories
+ * of one group, and one group those of the envs' CUDA twin (the synchronous schedule). */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/ppo_internal.h"
+#include "core/nvtx.h"
+
+typedef struct cr_ppo_pool {
+    cr_env_pool pool;
+    const cudarl_env_def *def;
+    int groups;
+    /* pinned host buffers the threads write and the stream reads (or the reverse) */
+    float *obs, *final_obs;          /* (N, D) */
+    float *reward;                   /* (N) */
+    uint8_t *terminated, *truncated, *done; /* (N) */
+    int32_t *actions;                /* (N) */
+    void *event[CR_ENV_POOL_MAX_GROUPS]; /* the group's actions are on the host (NULL: no events) */
+    struct hook_arg { struct cr_ppo_pool *pp; cudarl_ctx *ctx; } hook_arg;
+    _Atomic uint64_t thread_wait_ns; /* threads' time in the hook, summed */
+} cr_ppo_pool;
+
+int cr_ppo_pool_wanted(const cr_ppo *p) {
+    const cudarl_ppo_config *c = &p->cfg;
+    if (c->env_device == CUDARL_DEVICE_CPU) return 1;
+    if (c->env_device == CUDARL_DEVICE_CUDA) return 0;
+    return cr_env_find(c->env_id) == NULL; /* auto: the batch (and its CUDA twin) if it has one */
+}
+
+static void before_step(void *arg, int group) {
+    struct hook_arg *h = arg;
+    double t0 = cr_time_now();
+    h->ctx->ops->event_wait(h->ctx, h->pp->event[group]);
+    uint64_t ns = (uint64_t)((cr_time_now() - t0) * 1e9);
+    atomic_fetch_add_explicit(&h->pp->thread_wait_ns, ns, memory_order_relaxed);
+}
+
+static cudarl_status pinned(cudarl_ctx *ctx, void **p, size_t bytes) {
+    if (ctx->ops->pinned_alloc) return ctx->ops->pinned_alloc(ctx, p, bytes);
+    *p = malloc(bytes);
+    return *p ? CUDARL_OK : cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", bytes);
+}
+
+static void unpin(cudarl_ctx *ctx, void *p) {
+    if (!p) return;
+    if (ctx->ops->pinned_free) ctx->ops->pinned_free(ctx, p);
+    else free(p);
+}
+
+void cr_ppo_pool_free(cr_ppo *p) {
+    cr_ppo_pool *pp = p->pool;
+    if (!pp) return;
+    cudarl_ctx *ctx = p->ctx;
+    if (pp->pool.lanes) cr_env_pool_free(&pp->pool);
+    for (int g = 0; g < pp->groups; g++)
+        if (pp->event[g]) ctx->ops->event_free(ctx, pp->event[g]);
+    unpin(ctx, pp->obs), unpin(ctx, pp->final_obs), unpin(ctx, pp->reward);
+    unpin(ctx, pp->terminated), unpin(ctx, pp->truncated), unpin(ctx, pp->done);
+    unpin(ctx, pp->actions);
+    free(pp);
+    p->pool = NULL;
+}
+
+cudarl_status cr_ppo_pool_init(cr_ppo *p) {
+    cudarl_ctx *ctx = p->ctx;
+    const cudarl_ppo_config *c = &p->cfg;
+    cr_ppo_pool *pp = calloc(1, sizeof *pp);
+    if (!pp) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the env pool");
+    p->pool = pp;
+    pp->def = cr_env_def_find(c->env_id);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = c->env_threads > 0 ? c->env_threads : (int)(cores > 0 ? cores : 1);
+    int gpu = ctx->kind == CUDARL_DEVICE_CUDA && ctx->ops->event_create;
+    pp->groups = c->env_groups > 0 ? c->env_groups : (gpu && p->N >= 2 ? 2 : 1);
+    cr_env_pool_config pc = {.num_envs = p->N, .num_threads = threads, .num_groups = pp->groups};
+    size_t N = (size_t)p->N, D = (size_t)p->D;
+    cudarl_status s = cr_env_pool_init(&pp->pool, pp->def, &pc, NULL);
+    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->obs, N * D * sizeof(float));
+    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->final_obs, N * D * sizeof(float));
+    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->reward, N * sizeof(float));
+    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->terminated, N);
+    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->truncated, N);
+    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->done, N);
+    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->actions, N * sizeof(int32_t));
+    pp->hook_arg.pp = pp, pp->hook_arg.ctx = ctx;
+    for (int g = 0; g < pp->groups && s == CUDARL_OK && gpu; g++) {
+        s = ctx->ops->event_create(ctx, &pp->event[g]);
+        if (s == CUDARL_OK) cr_env_pool_set_hook(&pp->pool, g, before_step, &pp->hook_arg);
+    }
+    if (s != CUDARL_OK) {
+        cr_ppo_pool_free(p);
+        return s;
+    }
+    cr_env_pool_outputs out = {pp->obs, pp->reward, pp->terminated, pp->truncated, pp->final_obs};
+    cr_env_pool_set_outputs(&pp->pool, &out);
+    CR_INFO("envs on the CPU: %d x %s on %d thread%s in %d group%s", p->N, pp->def->id,
+            threads, threads == 1 ? "" : "s", pp->groups, pp->groups == 1 ? "" : "s");
+    return CUDARL_OK;
+}
+
+void cr_ppo_pool_reset(cr_ppo *p) {
+    cr_ppo_pool *pp = p->pool;
+    cr_env_pool_reset(&pp->pool, p->cfg.seed);
+    p->ctx->ops->copy_from_host(p->ctx, p->cur_obs, pp->obs,
+                                (size_t)p->N * (size_t)p->D * sizeof(float));
+}
+
+void cr_ppo_pool_set_obs(cr_ppo *p, const float *obs) {
+    memcpy(p->pool->obs, obs, (size_t)p->N * (size_t)p->D * sizeof(float));
+}
+
+int cr_ppo_pool_threads(const cr_ppo *p) { return p->pool->pool.num_threads; }
+int cr_ppo_pool_groups(const cr_ppo *p) { return p->pool->groups; }
+
+double cr_ppo_pool_thread_wait(const cr_ppo *p) {
+    return p->pool ? (double)atomic_load(&p->pool->thread_wait_ns) * 1e-9 : 0.0;
+}
+
+void cr_ppo_pool_state(cr_ppo *p, void **states, size_t *bytes, int32_t **elapsed) {
+    cr_env_pool *pool = &p->pool->pool;
+    *states = pool->states;
+    *bytes = (size_t)pool->num_envs * pool->state_stride;
+    *elapsed = pool->elapsed;
+}
+
+/* Waits for group g's envs, counting the wait as the device's idle time when the stream had
+ * run dry by then (the last group's event done: nothing queued is left). */
+static void wait_group(cr_ppo *p, int g, int last_g) {
+    cr_ppo_pool *pp = p->pool;
+    double t0 = cr_time_now();
+    int idle = pp->event[last_g] && p->ctx->ops->event_done(p->ctx, pp->event[last_g]);
+    cr_env_pool_step_wait(&pp->pool, g);
+    double dt = cr_time_now() - t0;
+    p->prof.env_wait += dt;
+    if (idle) p->prof.gpu_wait_cpu += dt;
+}
+
+/* Queues what follows step t of envs [b, b + n): their outputs into the rollout rows, done,
+ * V(final obs) of the envs that ended, and the episode sums. */
+static void absorb(cr_ppo *p, int t, int b, int n) {
+    cr_ppo_pool *pp = p->pool;
+    cudarl_ctx *ctx = p->ctx;
+    const cr_backend *o = ctx->ops;
+    size_t r = (size_t)t * (size_t)p->N + (size_t)b, D = (size_t)p->D;
+    for (int i = b; i < b + n; i++) pp->done[i] = pp->terminated[i] | pp->truncated[i];
+    o->copy_from_host(ctx, p->rewards + r, pp->reward + b, (size_t)n * sizeof(float));
+    o->copy_from_host(ctx, p->terminated + r, pp->terminated + b, (size_t)n);
+    o->copy_from_host(ctx, p->truncated + r, pp->truncated + b, (size_t)n);
+    o->copy_from_host(ctx, p->done + r, pp->done + b, (size_t)n);
+    o->copy_from_host(ctx, p->final_obs + r * D, pp->final_obs + (size_t)b * D,
+                      (size_t)n * D * sizeof(float));
+    cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
+    cr_mlp_forward(ctx, &critic, p->final_obs + r * D, p->final_values + r, &p->cache_critic, n);
+    o->episodes_record(ctx, p->rewards + r, p->done + r, p->ep_return + b, p->ep_length + b,
+                       p->log, n);
+}
+
+/* Queues the policy of step t for envs [b, b + n) and the copy of their actions to the host. */
+static void act(cr_ppo *p, int t, int b, int n) {
+    cr_ppo_pool *pp = p->pool;
+    cudarl_ctx *ctx = p->ctx;
+    const cr_backend *o = ctx->ops;
+    size_t r = (size_t)t * (size_t)p->N + (size_t)b, D = (size_t)p->D, A = (size_t)p->A;
+    float *obs = p->obs + r * D;
+    o->copy_from_host(ctx, obs, pp->obs + (size_t)b * D, (size_t)n * D * sizeof(float));
+    cr_mlp_view actor = cr_ac_actor(&p->layout, p->params);
+    cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
+    cr_mlp_forward(ctx, &actor, obs, p->logits + (size_t)b * A, &p->cache_actor, n);
+    cr_mlp_forward(ctx, &critic, obs, p->values + r, &p->cache_critic, n);
+    o->uniform(ctx, p->sampler, p->u + b, n);
+    o->categorical_sample(ctx, p->logits + (size_t)b * A, p->u + b, p->actions + r,
+                          p->logp + r, n, p->A);
+    if (o->copy_to_host_async) {
+        o->copy_to_host_async(ctx, pp->actions + b, p->actions + r, (size_t)n * sizeof(int32_t));
+    } else {
+        o->copy_to_host(ctx, pp->actions + b, p->actions + r, (size_t)n * sizeof(int32_t));
+    }
+}
+
+void cr_ppo_pool_rollout_steps(cr_ppo *p) {
+    cr_ppo_pool *pp = p->pool;
+    cudarl_ctx *ctx = p->ctx;
+    const int G = pp->groups;
+    for (int t = 0; t < p->T; t++) {
+        for (int g = 0; g < G; g++) {
+            int b, e;
+            cr_env_pool_group_range(&pp->pool, g, &b, &e);
+            if (t > 0) {
+                wait_group(p, g, (g + G - 1) % G);
+                absorb(p, t - 1, b, e - b);
+            }
+            act(p, t, b, e - b);
+            if (pp->event[g]) ctx->ops->event_record(ctx, pp->event[g]);
+            CR_RANGE_PUSH("env group step");
+            cr_env_pool_step_begin(&pp->pool, g, pp->actions);
+            CR_RANGE_POP();
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        int b, e;
+        cr_env_pool_group_range(&pp->pool, g, &b, &e);
+        wait_group(p, g, (g + G - 1) % G);
+        absorb(p, p->T - 1, b, e - b);
+    }
+    ctx->ops->copy_from_host(ctx, p->cur_obs, pp->obs, (size_t)p->N * (size_t)p->D * sizeof(float));
+    cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
+    cr_mlp_forward(ctx, &critic, p->cur_obs, p->last_values, &p->cache_critic, p->N);
+}

@@ -1,0 +1,175 @@
+/* PPO's rollout with the envs on CPU threads (src/algo/ppo_pool.c) against the env batch, on the
+ * context given by argv[1] (cpu, or cuda for the gpu label):
+ *  1. The synchronous schedule (one group) gives the batch's rollout bit for bit: the same env
+ *     code, RNG words and ops on the same shapes. (On CUDA the batch runs unfused here, since
+ *     the fused rollout kernel sums in another order; test_ppo_rollout_cuda covers that one.)
+ *  2. Three uneven groups on 3 threads give it too on the CPU, where an op's row does not
+ *     depend on how many rows it is given; on CUDA, cuBLAS may pick other kernels for other
+ *     shapes, so there values and log-probabilities may differ by rounding (2e-5) and an action
+ *     may flip when a uniform falls within that of the softmax boundary (at most one env).
+ *  3. A checkpoint written after a rollout and loaded into a fresh trainer continues with the
+ *     same next rollout, bit for bit (env states, step counts, observations, RNG streams).
+ * Every 5th env starts 490-499 steps into its episode so that truncations occur. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/ppo_internal.h"
+#include "check.h"
+#include "cudarl.h"
+
+#define T_STEPS 32
+#define N_ENVS 301
+#define ROLLOUTS 3
+
+typedef struct rollout_copy {
+    float obs[T_STEPS * N_ENVS * 4], values[T_STEPS * N_ENVS], logp[T_STEPS * N_ENVS];
+    float rewards[T_STEPS * N_ENVS], adv[T_STEPS * N_ENVS], last_values[N_ENVS];
+    int32_t actions[T_STEPS * N_ENVS];
+    uint8_t terminated[T_STEPS * N_ENVS], truncated[T_STEPS * N_ENVS];
+    cr_episode_log log;
+} rollout_copy;
+
+static void fetch(cr_ppo *p, rollout_copy *h) {
+    cudarl_ctx *c = p->ctx;
+    const cr_backend *o = c->ops;
+    size_t tn = (size_t)T_STEPS * N_ENVS;
+    o->copy_to_host(c, h->obs, p->obs, tn * 4 * sizeof(float));
+    o->copy_to_host(c, h->values, p->values, tn * sizeof(float));
+    o->copy_to_host(c, h->logp, p->logp, tn * sizeof(float));
+    o->copy_to_host(c, h->rewards, p->rewards, tn * sizeof(float));
+    o->copy_to_host(c, h->adv, p->adv, tn * sizeof(float));
+    o->copy_to_host(c, h->last_values, p->last_values, N_ENVS * sizeof(float));
+    o->copy_to_host(c, h->actions, p->actions, tn * sizeof(int32_t));
+    o->copy_to_host(c, h->terminated, p->terminated, tn);
+    o->copy_to_host(c, h->truncated, p->truncated, tn);
+    o->copy_to_host(c, &h->log, p->log, sizeof h->log);
+}
+
+/* got == want bit for bit (tol 0), or within tol where actions agree so far (at most one env
+ * diverging). Returns the number of truncations seen. */
+static long compare(const char *what, const rollout_copy *want, const rollout_copy *got,
+                    double tol) {
+    int diverged = 0;
+    long truncations = 0;
+    for (int n = 0; n < N_ENVS; n++) {
+        for (int t = 0; t < T_STEPS; t++) {
+            size_t r = (size_t)t * N_ENVS + n;
+            char name[96];
+            snprintf(name, sizeof name, "%s (t %d, n %d)", what, t, n);
+            if (want->actions[r] != got->actions[r]) {
+                CHECK_MSG(tol > 0, "%s: action %d vs %d", name, got->actions[r], want->actions[r]);
+                diverged++;
+                break;
+            }
+            for (int k = 0; k < 4; k++)
+                CHECK_MSG(want->obs[r * 4 + k] == got->obs[r * 4 + k], "%s: obs[%d] %.9g vs %.9g",
+                          name, k, got->obs[r * 4 + k], want->obs[r * 4 + k]);
+            CHECK_MSG(want->rewards[r] == got->rewards[r] &&
+                          want->terminated[r] == got->terminated[r] &&
+                          want->truncated[r] == got->truncated[r],
+                      "%s: reward or flags", name);
+            truncations += want->truncated[r];
+            if (tol == 0) {
+                CHECK_MSG(want->values[r] == got->values[r] && want->logp[r] == got->logp[r] &&
+                              want->adv[r] == got->adv[r],
+                          "%s: value %.9g vs %.9g, logp %.9g vs %.9g, adv %.9g vs %.9g", name,
+                          got->values[r], want->values[r], got->logp[r], want->logp[r],
+                          got->adv[r], want->adv[r]);
+            } else {
+                CHECK_CLOSE(name, got->values[r], want->values[r], tol, 0);
+                CHECK_CLOSE(name, got->logp[r], want->logp[r], tol, 0);
+            }
+        }
+    }
+    CHECK_MSG(diverged <= 1, "%s: %d envs sampled other actions", what, diverged);
+    if (tol == 0 || diverged == 0) {
+        CHECK_MSG(want->log.episodes == got->log.episodes, "%s: episodes %lld vs %lld", what,
+                  (long long)got->log.episodes, (long long)want->log.episodes);
+        for (int k = 0; k < CR_RECENT_EPISODES; k++)
+            CHECK_MSG(want->log.recent[k] == got->log.recent[k], "%s: recent[%d]", what, k);
+    }
+    return truncations;
+}
+
+static void near_limit(cr_ppo *p) {
+    static int32_t elapsed[N_ENVS];
+    for (int n = 0; n < N_ENVS; n++) elapsed[n] = n % 5 == 0 ? 490 + n % 10 : 0;
+    if (p->pool) {
+        void *states;
+        size_t bytes;
+        int32_t *el;
+        cr_ppo_pool_state(p, &states, &bytes, &el);
+        memcpy(el, elapsed, sizeof elapsed);
+    } else {
+        p->ctx->ops->copy_from_host(p->ctx, p->env.cartpole.elapsed, elapsed, sizeof elapsed);
+    }
+}
+
+static void init(cr_ppo *p, cudarl_ctx *ctx, cudarl_device_kind env_device, int groups,
+                 int threads) {
+    cudarl_ppo_config cfg;
+    cudarl_ppo_config_default(&cfg, "CartPole-v1");
+    cfg.num_envs = N_ENVS, cfg.num_steps = T_STEPS, cfg.num_minibatches = 1;
+    cfg.total_timesteps = (int64_t)N_ENVS * T_STEPS * ROLLOUTS * 4;
+    cfg.seed = 11;
+    cfg.quiet = 1;
+    cfg.env_device = env_device, cfg.env_groups = groups, cfg.env_threads = threads;
+    CHECK_OK(cr_ppo_init(p, ctx, &cfg));
+    CHECK_MSG((p->pool != NULL) == (env_device == CUDARL_DEVICE_CPU), "pool mode %d",
+              p->pool != NULL);
+    p->fused_rollout = 0; /* the batch's op-by-op rollout: the same ops as the pool's */
+    near_limit(p);
+}
+
+int main(int argc, char **argv) {
+    int gpu = argc > 1 && !strcmp(argv[1], "cuda");
+    cudarl_ctx *ctx;
+    if (cudarl_ctx_init(&ctx, gpu ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_CPU, 0) != CUDARL_OK) {
+        fprintf(stderr, "FAIL: cannot open the context: %s\n", cudarl_last_error());
+        return 1;
+    }
+    cudarl_device_kind batch_device = gpu ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_AUTO;
+    static cr_ppo batch, sync1, grouped;
+    init(&batch, ctx, batch_device, 0, 0);
+    init(&sync1, ctx, CUDARL_DEVICE_CPU, 1, 2);
+    init(&grouped, ctx, CUDARL_DEVICE_CPU, 3, 3);
+    static rollout_copy want, got, mine;
+    long truncations = 0;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/test_ppo_pool_%d.safetensors", (int)getpid());
+    for (int r = 0; r < ROLLOUTS; r++) {
+        cr_ppo_rollout(&batch);
+        fetch(&batch, &want);
+        cr_ppo_rollout(&sync1);
+        fetch(&sync1, &mine);
+        truncations += compare("one group", &want, &mine, 0);
+        cr_ppo_rollout(&grouped);
+        fetch(&grouped, &got);
+        compare("three groups", &want, &got, gpu ? 2e-5 : 0);
+        if (r == 0) CHECK_OK(cr_ppo_checkpoint_save(&sync1, path));
+        if (r == 1) { /* a fresh trainer from the checkpoint continues as sync1 did */
+            static cr_ppo resumed;
+            init(&resumed, ctx, CUDARL_DEVICE_CPU, 1, 2);
+            resumed.num_iterations = 1000;
+            CHECK_OK(cr_ppo_checkpoint_load(&resumed, path));
+            cr_ppo_rollout(&resumed);
+            static rollout_copy again;
+            fetch(&resumed, &again);
+            compare("resumed from a checkpoint", &mine, &again, 0);
+            cr_ppo_free(&resumed);
+        }
+        printf("rollout %d: %lld episodes so far\n", r, (long long)want.log.episodes);
+    }
+    unlink(path);
+    CHECK_MSG(truncations >= 40, "only %ld truncations: the test would not cover them",
+              truncations);
+    cr_ppo_free(&batch);
+    cr_ppo_free(&sync1);
+    cr_ppo_free(&grouped);
+    cudarl_ctx_free(ctx);
+    printf("ok: envs on CPU threads match the env batch on %s (%ld truncations)\n",
+           gpu ? "cuda" : "cpu", truncations);
+    return 0;
+}
