@@ -7,16 +7,20 @@
 #            mlp_fused (the dev/cuda kernel lab), profile_big (a profiled run at the benchmark's
 #            65,536 envs x 16 steps), env_cpu (CartPole on CPU threads + GPU learner, per thread
 #            count), conv (the cuDNN convolutions on the Nature-CNN trunk)
-# Needs cJSON: the .deb files in .debs/ (apt-get download libcjson1 libcjson-dev) are unpacked
-# into /tmp/deps when the machine has no libcjson-dev.
+# Needs cJSON and protobuf-c (and libpng for cudarl render): the .deb files in .debs/ (apt-get
+# download libcjson1 libcjson-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-c1
+# libprotobuf32 libprotoc32 libpng-dev libpng16-16 zlib1g-dev) are unpacked into /tmp/deps when
+# the machine lacks them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 prefix=()
-if [ ! -f /usr/include/cjson/cJSON.h ]; then
+if [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/protobuf-c/protobuf-c.h ] ||
+   ! command -v protoc-c >/dev/null; then
   for f in .debs/*.deb; do dpkg -x "$f" /tmp/deps; done
   prefix=(-DCMAKE_PREFIX_PATH=/tmp/deps/usr)
   export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+  export PATH=/tmp/deps/usr/bin:$PATH
 fi
 summary=()
 add() { summary+=("$(printf '%-44s %s' "$1" "$2")"); }
