@@ -501,7 +501,7 @@ static void profile_print(const cr_ppo *p) {
         fprintf(stderr, "  envs on %d CPU thread%s in %d group%s, per iteration:\n", threads,
                 threads == 1 ? "" : "s", groups, groups == 1 ? "" : "s");
         fprintf(stderr, "    host waiting for env groups   %9.3f ms\n", 1e3 * env);
-        fprintf(stderr, "    device idle, waiting for envs %9.3f ms (%.1f%% of the rollout)\n",
+        fprintf(stderr, "    device idle, waiting for envs %9.3f ms (%.1f%% of the rollout; a lower bound: counted\n      only when its stream had run dry as the host began to wait)\n",
                 1e3 * idle, roll > 0 ? 100 * idle / roll : 0);
         fprintf(stderr, "    env threads waiting for the device %6.3f ms each (%.1f%% of the "
                 "rollout)\n", 1e3 * thr, roll > 0 ? 100 * thr / roll : 0);
