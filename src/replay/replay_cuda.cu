@@ -15,6 +15,11 @@ extern "C" {
 
 #define RC_TOUCH_PER_ENV 24 // leaves one env's insert may set: K + 1 retired + 3 admitted
 #define RC_BLOCK 1024       // the single-block kernels (insert bookkeeping, weights, updates)
+// rc->misc: [0] most attempts of a uniform draw, [1] error bits, [2..3] the widest sampling window
+// over the envs (uint64, kept by every insert), [4] blocks of a fused sample finished so far
+#define RC_MISC_WORDS 8
+#define RC_MISC_WMAX 2
+#define RC_MISC_DONE 4
 
 // ---- positions and validity (replay.c) ------------------------------------------------------
 
@@ -53,7 +58,8 @@ __device__ __forceinline__ uint32_t rc_word(const cr_rng_stream &s, uint64_t w) 
     uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), s.stream[0], s.stream[1]};
     uint32_t out[4];
     cr_philox4x32_10_hd(ctr, s.key, out);
-    return out[w % 4];
+    const int k = (int)(w % 4); // a select, not an indexed load: out stays in registers
+    return k == 0 ? out[0] : k == 1 ? out[1] : k == 2 ? out[2] : out[3];
 }
 
 // Refreshes the ancestors of leaves[0..count) level by level (every thread of the block calls
@@ -95,9 +101,10 @@ static size_t copy_unit(size_t frame_bytes, const void *a, const void *b, const 
 
 // ---- init -----------------------------------------------------------------------------------
 
-__global__ void k_init_state(cr_replay_state *st) {
+__global__ void k_init_state(cr_replay_state *st, uint32_t *misc) {
     st->num_valid = 0;
     st->max_priority = 1.0f;
+    *(unsigned long long *)(misc + RC_MISC_WMAX) = 1; // no env has a window yet: 1, as the draw's floor
 }
 
 static size_t align_up(size_t n) { return (n + CR_ARENA_ALIGN - 1) / CR_ARENA_ALIGN * CR_ARENA_ALIGN; }
@@ -105,7 +112,7 @@ static size_t align_up(size_t n) { return (n + CR_ARENA_ALIGN - 1) / CR_ARENA_AL
 static size_t scratch_bytes(const cr_replay_spec *sp, int max_batch) {
     return align_up((size_t)max_batch * sizeof(int64_t)) +
            align_up((size_t)sp->num_envs * RC_TOUCH_PER_ENV * sizeof(int64_t)) +
-           4 * sizeof(uint32_t);
+           RC_MISC_WORDS * sizeof(uint32_t);
 }
 
 extern "C" cudarl_status cr_replay_cuda_plan(const cr_replay_spec *spec, int max_batch,
@@ -154,9 +161,9 @@ extern "C" cudarl_status cr_replay_cuda_init(cudarl_ctx *ctx, cr_replay_cuda *rc
     if (rb->tree) CUDA_CHECK(cudaMemsetAsync(rb->tree, 0, 2 * (size_t)L * sizeof(float), st));
     CUDA_CHECK(cudaMemsetAsync(rb->heads, 0, (size_t)sp->num_envs * sizeof(int64_t), st));
     CUDA_CHECK(cudaMemsetAsync(rb->flags, 0, (size_t)sp->capacity, st));
-    CUDA_CHECK(cudaMemsetAsync(rc->misc, 0, 4 * sizeof(uint32_t), st));
+    CUDA_CHECK(cudaMemsetAsync(rc->misc, 0, RC_MISC_WORDS * sizeof(uint32_t), st));
     CUDA_CHECK(cudaMemsetAsync(rb->state, 0, sizeof(cr_replay_state), st)); // padding too
-    k_init_state<<<1, 1, 0, st>>>(rb->state);
+    k_init_state<<<1, 1, 0, st>>>(rb->state, rc->misc);
     CR_CUDA_LAUNCHED(ctx);
     return CUDARL_OK;
 }
@@ -187,7 +194,7 @@ __global__ void k_insert_frames(cr_replay rb, const U *obs, const U *final_obs,
 // order within it), the count of sampleable transitions, then the touched leaves' ancestors.
 __global__ void __launch_bounds__(RC_BLOCK)
 k_insert_meta(cr_replay rb, int64_t *touched, const int32_t *actions, const float *rewards,
-              const uint8_t *term, const uint8_t *trunc) {
+              const uint8_t *term, const uint8_t *trunc, uint32_t *misc) {
     __shared__ unsigned long long dvalid;
     __shared__ int ntouched;
     if (threadIdx.x == 0) dvalid = 0, ntouched = 0;
@@ -236,6 +243,18 @@ k_insert_meta(cr_replay rb, int64_t *touched, const int32_t *actions, const floa
     atomicAdd(&dvalid, (unsigned long long)my);
     __syncthreads();
     if (threadIdx.x == 0) rb.state->num_valid += (int64_t)dvalid;
+    // the widest window over the envs' new heads (at least 1), for the uniform draw
+    __shared__ unsigned long long wmax;
+    if (threadIdx.x == 0) wmax = 1;
+    __syncthreads();
+    unsigned long long wm = 1;
+    for (int e = threadIdx.x; e < rb.spec.num_envs; e += blockDim.x) {
+        int64_t n = rb.heads[e], w = n - rc_window_lo(rb, n);
+        if (w > (int64_t)wm) wm = (unsigned long long)w;
+    }
+    atomicMax(&wmax, wm);
+    __syncthreads();
+    if (threadIdx.x == 0) *(unsigned long long *)(misc + RC_MISC_WMAX) = wmax;
     if (rb.tree) rc_refresh(rb, touched, ntouched);
 }
 
@@ -262,7 +281,8 @@ extern "C" void cr_replay_cuda_insert(cudarl_ctx *ctx, cr_replay_cuda *rc, const
             rb, (const uint8_t *)obs, (const uint8_t *)final_obs, terminated, truncated, units);
     CR_CUDA_LAUNCHED(ctx);
     int threads = E < RC_BLOCK ? (E + 31) / 32 * 32 : RC_BLOCK;
-    k_insert_meta<<<1, threads, 0, st>>>(rb, rc->touched, actions, rewards, terminated, truncated);
+    k_insert_meta<<<1, threads, 0, st>>>(rb, rc->touched, actions, rewards, terminated, truncated,
+                                         rc->misc);
     CR_CUDA_LAUNCHED(ctx);
 }
 
@@ -338,60 +358,101 @@ __device__ __forceinline__ void rc_scalars(const cr_replay &rb, int64_t s, int b
 // ---- uniform sampling -----------------------------------------------------------------------
 
 #define RC_DRAW_THREADS 256
+#define RC_SAMPLE_THREADS 256
 
-// One thread per draw: the widest window (every block computes it), then attempts k = 0, 1, ...
-// until one is sampleable; the most attempts go to misc[0] (atomicMax: order-free).
-__global__ void __launch_bounds__(RC_DRAW_THREADS)
-k_uniform_draw(cr_replay rb, const cr_rng_stream *sp, int B, int64_t *slots, uint32_t *misc,
-               cr_replay_batch out) {
-    __shared__ long long wsh[RC_DRAW_THREADS];
-    long long wm = 1;
-    for (int e = threadIdx.x; e < rb.spec.num_envs; e += blockDim.x) {
-        int64_t n = rb.heads[e], w = n - rc_window_lo(rb, n);
-        if (w > wm) wm = w;
-    }
-    wsh[threadIdx.x] = wm;
-    __syncthreads();
-    for (int h = RC_DRAW_THREADS / 2; h > 0; h >>= 1) {
-        if ((int)threadIdx.x < h && wsh[threadIdx.x + h] > wsh[threadIdx.x])
-            wsh[threadIdx.x] = wsh[threadIdx.x + h];
-        __syncthreads();
-    }
-    const uint64_t wmax = (uint64_t)wsh[0];
-    int b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= B) return;
-    if (rb.state->num_valid == 0) {
-        slots[b] = -1;
-        if (b == 0) atomicOr(misc + 1, CR_REPLAY_CUDA_ERR_EMPTY);
-        return;
-    }
+// The whole uniform sample in one launch, a block per row b of the batch (three launches - a
+// draw kernel, k_gather and a one-thread stream advance - made 32 rows cost 18 us on an H200,
+// most of it launch gaps and one thread walking each stack's slots through dependent loads):
+//   thread 0 draws row b as the CPU's cr_replay_sample_uniform does: attempts k = 0, 1, ... of
+//   word pairs 2 (k B + b) until a sampleable slot, over the widest window of the envs (read
+//   from misc, kept by every insert, rather than a scan of every env's head);
+//   lanes of warps 0 and 1 test in parallel whether each of the K - 1 positions behind the obs
+//   and next_obs ends its episode's run (a ballot gives how far back the stack may reach), so
+//   the stack's K source slots come from one round of loads;
+//   the block copies the 2 K frames;
+//   the last block to finish (a ticket in misc) advances the stream by 2 B (1 + the most
+//   attempts of any row), as the CPU does.
+// The slots, scalars, frames and stream offset are the CPU's, bit for bit (test_replay_cuda).
+template <typename U>
+__global__ void __launch_bounds__(RC_SAMPLE_THREADS)
+k_uniform_sample(cr_replay rb, cr_rng_stream *sp, int B, int64_t *slots, uint32_t *misc,
+                 cr_replay_batch out, U *obs, U *next_obs, int64_t units) {
+    __shared__ int64_t slot_sh;
+    __shared__ int64_t src[2][CR_REPLAY_MAX_STACK];
+    __shared__ int zero_next;
+    const int b = blockIdx.x, K = rb.spec.stack;
     const cr_rng_stream s = *sp;
-    const uint64_t box = (uint64_t)rb.spec.num_envs * wmax;
-    uint64_t k = 0;
-    int64_t slot = -1;
-    for (;; k++) {
-        uint64_t w = s.offset + 2 * (k * (uint64_t)B + (uint64_t)b);
-        uint64_t x = (uint64_t)rc_word(s, w) << 32 | rc_word(s, w + 1);
-        uint64_t idx = __umul64hi(x, box);
-        int e = (int)(idx / wmax);
-        int64_t n = rb.heads[e], p = rc_window_lo(rb, n) + (int64_t)(idx % wmax);
-        if (rc_valid_at(rb, e, p, n)) {
-            slot = rc_slot_of(rb, e, p);
-            break;
+    if (threadIdx.x == 0) {
+        int64_t slot = -1;
+        if (rb.state->num_valid == 0) {
+            if (b == 0) atomicOr(misc + 1, CR_REPLAY_CUDA_ERR_EMPTY);
+        } else {
+            const uint64_t wmax = *(const unsigned long long *)(misc + RC_MISC_WMAX);
+            const uint64_t box = (uint64_t)rb.spec.num_envs * wmax;
+            uint64_t k = 0;
+            for (;; k++) {
+                uint64_t w = s.offset + 2 * (k * (uint64_t)B + (uint64_t)b);
+                uint64_t x = (uint64_t)rc_word(s, w) << 32 | rc_word(s, w + 1);
+                uint64_t idx = __umul64hi(x, box);
+                int e = (int)(idx / wmax);
+                int64_t n = rb.heads[e], p = rc_window_lo(rb, n) + (int64_t)(idx % wmax);
+                if (rc_valid_at(rb, e, p, n)) {
+                    slot = rc_slot_of(rb, e, p);
+                    break;
+                }
+            }
+            atomicMax(misc, (uint32_t)k);
+            rc_scalars(rb, slot, b, out);
+            if (out.weights) out.weights[b] = 1.0f;
+        }
+        slots[b] = slot;
+        slot_sh = slot;
+        zero_next = slot >= 0 && (rb.flags[slot] & CR_REPLAY_TERMINATED);
+    }
+    __syncthreads();
+    const int64_t slot = slot_sh;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (slot >= 0 && warp < 2) { // warp z: the stack of obs (z 0) or next_obs (z 1)
+        const int e = (int)(slot / rb.rows);
+        const int64_t q = slot % rb.rows, n = rb.heads[e];
+        const int64_t pos0 = q + (n - 1 - q) / rb.rows * rb.rows + warp;
+        // lane j < K - 1: does position pos0 - j start its episode (the walk stops there)?
+        int first = 0;
+        if (lane < K - 1) first = pos0 - lane <= 0 || rc_episode_first(rb, e, pos0 - lane);
+        unsigned stops = __ballot_sync(0xffffffffu, first);
+        int back = stops ? __ffs((int)stops) - 1 : K - 1; // how far back the stack reaches
+        if (lane < K) {
+            int j = K - 1 - lane; // src[lane] sits j positions behind pos0, clamped at the stop
+            src[warp][lane] = rc_slot_of(rb, e, pos0 - (j < back ? j : back));
         }
     }
-    atomicMax(misc, (uint32_t)k);
-    slots[b] = slot;
-    rc_scalars(rb, slot, b, out);
-    if (out.weights) out.weights[b] = 1.0f;
-}
-
-// s->offset += 2 B (1 + most attempts), as the CPU; resets the count for the next batch.
-__global__ void k_uniform_advance(cr_replay rb, cr_rng_stream *s, int B, uint32_t *misc) {
-    uint32_t k = misc[0];
-    misc[0] = 0;
-    if (rb.state->num_valid == 0) return;
-    s->offset += 2 * (uint64_t)B * ((uint64_t)k + 1);
+    __syncthreads();
+    if (slot >= 0) {
+        const U *frames = (const U *)rb.frames;
+        const int64_t per = (int64_t)K * units;
+        for (int z = 0; z < 2; z++) {
+            U *dst = z == 0 ? obs : next_obs;
+            if (!dst) continue;
+            dst += (int64_t)b * per;
+            const int zero = z == 1 && zero_next;
+            for (int k = 0; k < K; k++) {
+                const U *from = frames + src[z][k] * units;
+                U *to = dst + (int64_t)k * units;
+                for (int64_t j = threadIdx.x; j < units; j += blockDim.x)
+                    to[j] = zero ? rc_zero<U>() : from[j];
+            }
+        }
+    }
+    if (threadIdx.x == 0) {
+        __threadfence();
+        unsigned ticket = atomicAdd(misc + RC_MISC_DONE, 1u);
+        if (ticket == (unsigned)B - 1) { // every block has read the stream and drawn
+            __threadfence();
+            uint32_t k = atomicExch(misc, 0u);
+            misc[RC_MISC_DONE] = 0;
+            if (rb.state->num_valid != 0) sp->offset += 2 * (uint64_t)B * ((uint64_t)k + 1);
+        }
+    }
 }
 
 extern "C" cudarl_status cr_replay_cuda_sample_uniform(cudarl_ctx *ctx, cr_replay_cuda *rc,
@@ -401,12 +462,21 @@ extern "C" cudarl_status cr_replay_cuda_sample_uniform(cudarl_ctx *ctx, cr_repla
         return cr_fail(CUDARL_ERR_INVALID_ARG, "replay (cuda): batch size %d must be in [1, %d]",
                        batch, rc->max_batch);
     cudaStream_t st = cr_stream(ctx);
-    unsigned blocks = (unsigned)((batch + RC_DRAW_THREADS - 1) / RC_DRAW_THREADS);
-    k_uniform_draw<<<blocks, RC_DRAW_THREADS, 0, st>>>(rc->rb, s, batch, rc->slots, rc->misc,
-                                                       *out);
-    CR_CUDA_LAUNCHED(ctx);
-    launch_gather(ctx, rc, batch, out);
-    k_uniform_advance<<<1, 1, 0, st>>>(rc->rb, s, batch, rc->misc);
+    const cr_replay &rb = rc->rb;
+    size_t u = copy_unit(rb.frame_bytes, rb.frames, out->obs, out->next_obs);
+    int64_t units = (int64_t)(rb.frame_bytes / u);
+    if (u == 16)
+        k_uniform_sample<uint4><<<batch, RC_SAMPLE_THREADS, 0, st>>>(
+            rc->rb, s, batch, rc->slots, rc->misc, *out, (uint4 *)out->obs,
+            (uint4 *)out->next_obs, units);
+    else if (u == 4)
+        k_uniform_sample<uint32_t><<<batch, RC_SAMPLE_THREADS, 0, st>>>(
+            rc->rb, s, batch, rc->slots, rc->misc, *out, (uint32_t *)out->obs,
+            (uint32_t *)out->next_obs, units);
+    else
+        k_uniform_sample<uint8_t><<<batch, RC_SAMPLE_THREADS, 0, st>>>(
+            rc->rb, s, batch, rc->slots, rc->misc, *out, (uint8_t *)out->obs,
+            (uint8_t *)out->next_obs, units);
     CR_CUDA_LAUNCHED(ctx);
     return CUDARL_OK;
 }

@@ -31,7 +31,8 @@ typedef struct cr_replay_cuda {
     int max_batch;         /* largest batch the samplers take (sizes the scratch) */
     int64_t *slots;        /* (max_batch) the drawn slots (device scratch) */
     int64_t *touched;      /* (E * 24) leaves an insert set, compacted (device scratch) */
-    uint32_t *misc;        /* [0] most attempts of a uniform draw, [1] error bits (device) */
+    uint32_t *misc;        /* [0] most attempts of a uniform draw, [1] error bits, [2..3] the
+                            * widest sampling window, [4] a fused sample's finished blocks */
 } cr_replay_cuda;
 
 /* Appends cr_replay_plan(spec)'s items and then one scratch item ("replay.cuda_scratch") to plan;
