@@ -156,6 +156,8 @@ typedef struct cudarl_ppo_config {
     int env_threads;   /* threads stepping CPU envs; 0 = all cores */
     int env_groups;    /* CPU envs in this many groups, stepped while the policy runs on another
                         * (1: the synchronous schedule); 0 = 2 with a GPU policy, else 1 */
+    int async;         /* CPU envs on a GPU: collect the next rollout while the learner updates
+                        * on the last one (on a second stream), with the policy one update stale */
     int checkpoint_every; /* iterations between checkpoints; 0 = only at the end */
     int quiet;            /* no progress line */
     int profile;          /* time each phase (synchronising after it) and print a table */

@@ -76,6 +76,11 @@ for b in "$@"; do
       build-gpu/cudarl train $PA --env-threads $th 2>&1 | grep -E "rollout \(|update \(|host waiting|device idle|threads waiting|bottleneck|steps in|solved" |
         tee -a "$OUT/env_cpu.txt"
     done
+    for th in 8 16; do
+      echo "== --env-threads $th --async"
+      build-gpu/cudarl train $PA --env-threads $th --async 2>&1 |
+        grep -E "rollout \(|host waiting|device idle|threads waiting|steps in|solved" | tee -a "$OUT/env_cpu.txt"
+    done
     echo "== --env-threads 16 --env-groups 1 (synchronous)"
     build-gpu/cudarl train $PA --env-threads 16 --env-groups 1 2>&1 |
       grep -E "rollout \(|device idle|threads waiting|steps in" | tee -a "$OUT/env_cpu.txt"

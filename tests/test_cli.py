@@ -280,6 +280,10 @@ def test_bad_input(work):
     expect_error("--env-device cuda with --device cpu",
                  train("--device", "cpu", "--env-device", "cuda"), work, U,
                  ["--env-device cuda", "--device cuda"])
+    expect_error("--async without CPU envs", train("--async"), work, U,
+                 ["--async", "--env-device cpu"])
+    expect_error("--async on the CPU", train("--async", "--env-device", "cpu", "--device", "cpu"),
+                 work, U, ["--async needs a GPU", "--device cuda"])
     expect_error("--env-threads -1 is out of range", train("--env-threads", "-1"), work, U,
                  ["--env-threads", "must be between 0"])
     expect_error("--env-groups beyond the envs", train("--env-groups", "20", "--num-envs", "16"),

@@ -9,6 +9,7 @@
  *     may flip when a uniform falls within that of the softmax boundary (at most one env).
  *  3. A checkpoint written after a rollout and loaded into a fresh trainer continues with the
  *     same next rollout, bit for bit (env states, step counts, observations, RNG streams).
+ *  4. (cuda) --async, the learner on a second stream beside the next rollout, solves CartPole.
  * Every 5th env starts 490-499 steps into its episode so that truncations occur. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,21 @@ int main(int argc, char **argv) {
     cr_ppo_free(&batch);
     cr_ppo_free(&sync1);
     cr_ppo_free(&grouped);
+    if (gpu) { /* 4. --async (learner on a second stream, the policy one update stale) solves */
+        cudarl_ppo_config cfg;
+        cudarl_ppo_config_default(&cfg, "CartPole-v1");
+        cudarl_ppo_config_for_device(&cfg, CUDARL_DEVICE_CUDA);
+        cfg.env_device = CUDARL_DEVICE_CPU, cfg.env_threads = 4, cfg.async = 1;
+        cfg.num_envs = 4096, cfg.total_timesteps = 4 * 1000 * 1000;
+        cfg.quiet = 1;
+        snprintf(cfg.runs_dir, sizeof cfg.runs_dir, "/tmp/test_ppo_pool_async_%d", (int)getpid());
+        cudarl_train_summary sum;
+        CHECK_OK(cudarl_ppo_train(ctx, &cfg, NULL, &sum));
+        printf("--async: %.0f steps/s, mean of the last 100 %.1f, 475 at step %lld\n", sum.sps,
+               sum.mean_return_100, (long long)sum.solved_step);
+        CHECK_MSG(sum.solved_step >= 0, "--async never reached 475 (mean of the last 100 %.1f)",
+                  sum.mean_return_100);
+    }
     cudarl_ctx_free(ctx);
     printf("ok: envs on CPU threads match the env batch on %s (%ld truncations)\n",
            gpu ? "cuda" : "cpu", truncations);

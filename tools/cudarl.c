@@ -49,6 +49,7 @@ static const arg_spec train_specs[] = {
     {"env-device", ARG_DEVICE, CFG(env_device), 0, 0, 0, "where envs step: cpu (threads), cuda (CartPole's twin) or auto"},
     {"env-threads", ARG_INT, CFG(env_threads), 0, 0, 1024, "threads stepping CPU envs (0: all cores)"},
     {"env-groups", ARG_INT, CFG(env_groups), 0, 0, 31, "CPU env groups stepped while the policy runs on another (0: 2 on a GPU, else 1)"},
+    {"async", ARG_BOOL, CFG(async), 0, 0, 1, "CPU envs: next rollout while the learner updates (policy one update stale)"},
     {"run-name", ARG_STR, CFG(run_name), 128, 0, 0, "run folder name; empty: <env>__ppo__<seed>__<unix time>"},
     {"runs-dir", ARG_STR, CFG(runs_dir), 256, 0, 0, "where run folders go"},
     {"checkpoint-every", ARG_INT, CFG(checkpoint_every), 0, 0, 1 << 30, "iterations between checkpoints (0: at the end)"},

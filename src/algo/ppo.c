@@ -17,6 +17,7 @@
 #include "core/nvtx.h"
 #ifdef CUDARL_WITH_CUDA
 #include "algo/ppo_rollout_cuda.h"
+#include "ops/cuda/cuda_backend.h"
 #endif
 
 /* ---- memory plan ------------------------------------------------------------------------ */
@@ -26,7 +27,10 @@ enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_ADAM_T, M_LR, M_ENV, M_OBS, M_FI
        M_TERM, M_TRUNC, M_DONE, M_LAST_VALUES, M_LOGITS, M_U, M_MB_IDX, M_MB_OBS,
        M_MB_LOGP, M_MB_ADV, M_MB_RET, M_MB_VAL, M_MB_ACT, M_MB_LOGITS, M_MB_VALUE, M_MB_DLOGITS,
        M_MB_DVALUE, M_CACHE_A, M_CACHE_C, M_METRICS, M_SAMPLER, M_SHUFFLER, M_EP_RETURN,
-       M_EP_LENGTH, M_FUSED_SCRATCH, M_FIN_RETURN, M_FIN_LENGTH, M_COUNT };
+       M_EP_LENGTH, M_FUSED_SCRATCH, M_FIN_RETURN, M_FIN_LENGTH, M_ACT_PARAMS, M_ALT_OBS,
+       M_ALT_FINAL_OBS, M_ALT_ACTIONS, M_ALT_LOGP, M_ALT_REWARDS, M_ALT_VALUES,
+       M_ALT_FINAL_VALUES, M_ALT_NEXT_VALUES, M_ALT_ADV, M_ALT_RETURNS, M_ALT_TERM, M_ALT_TRUNC,
+       M_ALT_DONE, M_COUNT };
 
 /* Views with the MLPs' shapes only (no buffer), for the shape checks of the fused kernels. */
 static void shape_views(const cr_ppo *p, cr_mlp_view *a, cr_mlp_view *c) {
@@ -67,6 +71,7 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
     size_t P = p->layout.num_params, TN = (size_t)p->batch, F = sizeof(float);
     size_t N = (size_t)p->N, D = (size_t)p->D, A = (size_t)p->A, mb = (size_t)p->mb;
     size_t cache = cr_mlp_cache_floats(p->mb > p->N ? p->mb : p->N, p->layout.hidden) * F;
+    size_t A2 = p->cfg.async ? 1 : 0; /* the --async items' sizes are 0 otherwise */
     const struct { const char *name; size_t bytes; } items[M_COUNT] = {
         {"params", P * F}, {"grads", P * F}, {"adam.m", P * F}, {"adam.v", P * F},
         {"adam.t", 8}, {"lr", F}, {"env", cr_ppo_pool_wanted(p) ? 0 : cr_env_batch_bytes(p->env_info, p->N)},
@@ -87,6 +92,14 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
          fused_update(p, ctx) ? ctx->ops->ppo_minibatch_scratch_bytes(p->mb, P) : 0},
         {"rollout.fin_return", fused_rollout(p, ctx) ? TN * 8 : 0},
         {"rollout.fin_length", fused_rollout(p, ctx) ? TN * 4 : 0},
+        /* --async: the actor's weights and a second set of rollout buffers */
+        {"async.act_params", A2 * P * F}, {"async.obs", A2 * TN * D * F},
+        {"async.final_obs", A2 * TN * D * F}, {"async.actions", A2 * TN * 4},
+        {"async.logp", A2 * TN * F}, {"async.rewards", A2 * TN * F},
+        {"async.values", A2 * TN * F}, {"async.final_values", A2 * TN * F},
+        {"async.next_values", A2 * TN * F}, {"async.adv", A2 * TN * F},
+        {"async.returns", A2 * TN * F}, {"async.terminated", A2 * TN},
+        {"async.truncated", A2 * TN}, {"async.done", A2 * TN},
     };
     cr_plan_init(pl);
     for (int i = 0; i < M_COUNT; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
@@ -124,7 +137,32 @@ static void carve_memory(cr_ppo *p) {
     p->fused_rollout = fused_rollout(p, p->ctx);
     p->fin_return = p->fused_rollout ? cr_arena_get(a, M_FIN_RETURN) : NULL;
     p->fin_length = p->fused_rollout ? cr_arena_get(a, M_FIN_LENGTH) : NULL;
+    p->act_params = p->cfg.async ? cr_arena_get(a, M_ACT_PARAMS) : p->params;
+    if (p->cfg.async) {
+        cr_ppo_rollout_bufs *b = &p->alt;
+        memset(b, 0, sizeof *b);
+        b->obs = cr_arena_get(a, M_ALT_OBS), b->final_obs = cr_arena_get(a, M_ALT_FINAL_OBS);
+        b->actions = cr_arena_get(a, M_ALT_ACTIONS), b->logp = cr_arena_get(a, M_ALT_LOGP);
+        b->rewards = cr_arena_get(a, M_ALT_REWARDS), b->values = cr_arena_get(a, M_ALT_VALUES);
+        b->final_values = cr_arena_get(a, M_ALT_FINAL_VALUES);
+        b->next_values = cr_arena_get(a, M_ALT_NEXT_VALUES), b->adv = cr_arena_get(a, M_ALT_ADV);
+        b->returns = cr_arena_get(a, M_ALT_RETURNS), b->terminated = cr_arena_get(a, M_ALT_TERM);
+        b->truncated = cr_arena_get(a, M_ALT_TRUNC), b->done = cr_arena_get(a, M_ALT_DONE);
+    }
 }
+
+#ifdef CUDARL_WITH_CUDA
+/* --async: exchanges the rollout buffers with the second set. */
+static void swap_rollout_bufs(cr_ppo *p) {
+    cr_ppo_rollout_bufs *b = &p->alt, t = *b;
+#define SWAP_FIELD(f) (b->f = p->f, p->f = t.f)
+    SWAP_FIELD(obs), SWAP_FIELD(final_obs), SWAP_FIELD(actions), SWAP_FIELD(logp);
+    SWAP_FIELD(rewards), SWAP_FIELD(values), SWAP_FIELD(final_values), SWAP_FIELD(next_values);
+    SWAP_FIELD(adv), SWAP_FIELD(returns), SWAP_FIELD(terminated), SWAP_FIELD(truncated);
+    SWAP_FIELD(done), SWAP_FIELD(fin_return), SWAP_FIELD(fin_length);
+#undef SWAP_FIELD
+}
+#endif
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
@@ -143,10 +181,30 @@ static cudarl_status seed_state(cr_ppo *p) {
     cr_rng_stream_seed(&shuffler, p->cfg.seed, CR_STREAM_SHUFFLE);
     ctx->ops->copy_from_host(ctx, p->sampler, &sampler, sizeof sampler);
     ctx->ops->copy_from_host(ctx, p->shuffler, &shuffler, sizeof shuffler);
+    if (p->act_params != p->params)
+        ctx->ops->copy(ctx, p->act_params, p->params, p->layout.num_params * sizeof(float));
     if (p->pool) cr_ppo_pool_reset(p);
     else cr_env_batch_reset(ctx, &p->env, p->cfg.seed, p->cur_obs);
     ctx->ops->sync(ctx);
     return CUDARL_OK;
+}
+
+/* --async: the learner's context on the trainer's device and the three ordering events. */
+static cudarl_status async_init(cr_ppo *p) {
+#ifdef CUDARL_WITH_CUDA
+    cudarl_ctx *ctx = p->ctx;
+    if (ctx->kind != CUDARL_DEVICE_CUDA || !p->pool)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--async needs a CUDA device and --env-device cpu");
+    CR_TRY(cudarl_ctx_init(&p->learner, CUDARL_DEVICE_CUDA, ctx->device_index));
+    cudarl_ctx *l = p->learner;
+    CR_TRY(l->ops->event_create(l, &p->ev_rollout));
+    CR_TRY(l->ops->event_create(l, &p->ev_snapshot));
+    CR_TRY(l->ops->event_create(l, &p->ev_update));
+    CR_INFO("--async: the learner updates on a second stream while the next rollout runs");
+    return CUDARL_OK;
+#else
+    return cr_fail(CUDARL_ERR_UNSUPPORTED, "--async needs cudarl built with CUDA");
+#endif
 }
 
 cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *cfg) {
@@ -173,6 +231,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
     CR_TRY(ctx->ops->arena_alloc(ctx, &p->mem, &pl));
     carve_memory(p);
     cudarl_status s = cr_ppo_pool_wanted(p) ? cr_ppo_pool_init(p) : CUDARL_OK;
+    if (s == CUDARL_OK && cfg->async) s = async_init(p);
     if (s != CUDARL_OK) {
         cr_ppo_free(p);
         return s;
@@ -184,6 +243,13 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
 
 void cr_ppo_free(cr_ppo *p) {
     cr_ppo_pool_free(p);
+    if (p->learner) {
+        void *ev[3] = {p->ev_rollout, p->ev_snapshot, p->ev_update};
+        for (int i = 0; i < 3; i++)
+            if (ev[i]) p->learner->ops->event_free(p->learner, ev[i]);
+        cudarl_ctx_free(p->learner);
+        p->learner = NULL;
+    }
     if (p->csv) fclose(p->csv);
     p->csv = NULL;
     cr_tb_close(&p->tb);
@@ -196,7 +262,8 @@ void cr_ppo_free(cr_ppo *p) {
 /* The T steps of env, policy, sampling and episode sums as one kernel (ppo_rollout_cuda.cu). */
 static void rollout_steps_fused(cr_ppo *p) {
     cr_ppo_rollout_args a = {
-        .actor = cr_ac_actor(&p->layout, p->params), .critic = cr_ac_critic(&p->layout, p->params),
+        .actor = cr_ac_actor(&p->layout, p->act_params),
+        .critic = cr_ac_critic(&p->layout, p->act_params),
         .env = p->env.cartpole, .cur_obs = p->cur_obs, .sampler = p->sampler, .T = p->T,
         .N = p->N, .obs = p->obs, .final_obs = p->final_obs, .actions = p->actions,
         .logp = p->logp, .values = p->values, .rewards = p->rewards,
@@ -213,8 +280,8 @@ static void rollout_steps(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     const size_t N = (size_t)p->N, D = (size_t)p->D;
-    cr_mlp_view actor = cr_ac_actor(&p->layout, p->params);
-    cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
+    cr_mlp_view actor = cr_ac_actor(&p->layout, p->act_params);
+    cr_mlp_view critic = cr_ac_critic(&p->layout, p->act_params);
     for (int t = 0; t < p->T; t++) {
         size_t row = (size_t)t * N;
         float *obs_t = p->obs + row * D, *final_t = p->final_obs + row * D;
@@ -291,11 +358,14 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
                  0.9f, 0.999f, 1e-5f, p->adam_t);
 }
 
-static float current_lr(const cr_ppo *p) {
+/* The learning rate of iteration `it` (1-based). */
+static float lr_of(const cr_ppo *p, int64_t it) {
     if (!p->cfg.anneal_lr) return (float)p->cfg.learning_rate;
-    double frac = 1.0 - (double)(p->iteration - 1) / (double)p->num_iterations;
+    double frac = 1.0 - (double)(it - 1) / (double)p->num_iterations;
     return (float)(frac * p->cfg.learning_rate);
 }
+
+static float current_lr(const cr_ppo *p) { return lr_of(p, p->iteration); }
 
 static void update(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
@@ -492,6 +562,9 @@ static void profile_print(const cr_ppo *p) {
                 total > 0 ? 100 * f->seconds[i] / total : 0);
     fprintf(stderr, "  host<->device synchronisations per iteration: %.1f\n",
             (double)(p->ctx->host_syncs - f->syncs_start) / it);
+    if (p->learner)
+        fprintf(stderr, "  --async: each update runs beside the next rollout, so its time is "
+                "inside the rollout phase\n");
     if (p->pool) {
         /* the wait counters run from the loop's start: pro-rate them to an iteration */
         int threads = cr_ppo_pool_threads(p), groups = cr_ppo_pool_groups(p);
@@ -582,7 +655,8 @@ static void pipe_free(cudarl_ctx *ctx, cr_metric_pipe *m) {
 static void pipe_init(cr_ppo *p, cr_metric_pipe *m) {
     cudarl_ctx *ctx = p->ctx;
     memset(m, 0, sizeof *m);
-    if (!ctx->ops->event_create || p->cfg.profile) return;
+    if (!ctx->ops->event_create || p->cfg.profile || p->learner) return; /* --async: metrics
+                                                 * are read after the host waits for the update */
     size_t bytes = CR_METRIC_SLOTS * (sizeof(cr_ppo_metrics) + sizeof(float));
     if (ctx->ops->pinned_alloc(ctx, (void **)&m->slots, bytes) != CUDARL_OK) return;
     m->lr = (float *)(m->slots + CR_METRIC_SLOTS);
@@ -638,9 +712,50 @@ static void iterate(cr_ppo *p, cr_metric_pipe *m, float lr, void **g_rollout, vo
     phase_end(p, CR_PHASE_UPDATE);
 }
 
+#ifdef CUDARL_WITH_CUDA
+/* --async, learner side: the update of iteration `it`'s rollout (the buffers p points at now),
+ * queued on the learner's stream once that rollout is complete; the actor's weights are
+ * snapshotted first, so the rollout that runs beside this update acts one update stale. */
+static void async_learn(cr_ppo *p, int64_t it, void **g_update) {
+    cudarl_ctx *actor = p->ctx, *l = p->learner;
+    cr_cuda_stream_wait_event(l, p->ev_rollout);
+    float lr = lr_of(p, it);
+    l->ops->copy_from_host(l, p->lr, &lr, sizeof lr);
+    l->ops->copy(l, p->act_params, p->params, p->layout.num_params * sizeof(float));
+    l->ops->event_record(l, p->ev_snapshot);
+    p->ctx = l; /* the update's ops run on the learner's stream, scratch and handles */
+    if (p->cfg.target_kl <= 0) run_phase(p, update, &g_update[it & 1]);
+    else update(p);
+    p->ctx = actor;
+    l->ops->event_record(l, p->ev_update);
+}
+
+/* --async, one iteration: the update of the previous rollout on the learner's stream, and this
+ * iteration's rollout (envs on CPU threads, policy on the actor's stream) beside it, into the
+ * other set of buffers. The host waits for the update at the end, before the metrics. */
+static void iterate_async(cr_ppo *p, void **g_update) {
+    cudarl_ctx *actor = p->ctx;
+    if (p->cfg.profile) actor->ops->sync(actor), p->prof.mark = cr_time_now();
+    int learn = p->iteration > p->start_iteration + 1;
+    if (learn) {
+        async_learn(p, p->iteration - 1, g_update);
+        cr_cuda_stream_wait_event(actor, p->ev_snapshot);
+    }
+    swap_rollout_bufs(p);
+    CR_RANGE_PUSH("rollout (beside the update)");
+    cr_ppo_rollout(p);
+    actor->ops->event_record(actor, p->ev_rollout);
+    p->global_step += p->batch;
+    if (learn) p->learner->ops->event_wait(p->learner, p->ev_update);
+    phase_end(p, CR_PHASE_ROLLOUT);
+}
+#endif
+
 static cudarl_status train_loop(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
     void *g_rollout = NULL, *g_update = NULL;
+    void *g_update_async[2] = {NULL, NULL}; /* --async: one update graph per set of buffers */
+    (void)g_update_async;
     cudarl_status s = CUDARL_OK;
     p->loop_start = cr_time_now();
     p->start_iteration = p->iteration;
@@ -651,7 +766,12 @@ static cudarl_status train_loop(cr_ppo *p) {
     while (p->iteration < p->num_iterations && !stop_requested && s == CUDARL_OK) {
         p->iteration++;
         float lr = current_lr(p);
-        iterate(p, &m, lr, &g_rollout, &g_update);
+#ifdef CUDARL_WITH_CUDA
+        if (p->learner)
+            iterate_async(p, g_update_async);
+        else
+#endif
+            iterate(p, &m, lr, &g_rollout, &g_update);
         CR_RANGE_PUSH("metrics");
         if (m.on) {
             int k = (int)(p->iteration % CR_METRIC_SLOTS);
@@ -675,6 +795,14 @@ static cudarl_status train_loop(cr_ppo *p) {
         }
     }
     if (m.on) pipe_drain(p, &m, 1);
+#ifdef CUDARL_WITH_CUDA
+    if (p->learner && p->iteration > p->start_iteration && s == CUDARL_OK) {
+        /* the last rollout's update, so that every rollout is learned once */
+        async_learn(p, p->iteration, g_update_async);
+        p->learner->ops->event_wait(p->learner, p->ev_update);
+    }
+    if (p->learner) free_graphs(p->learner, g_update_async[0], g_update_async[1]);
+#endif
     if (ctx->ops->bytes_in_use) p->bytes_at_end = ctx->ops->bytes_in_use(ctx);
     pipe_free(ctx, &m);
     free_graphs(ctx, g_rollout, g_update);
@@ -686,6 +814,8 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
     cr_ppo p;
     cudarl_status s = cr_ppo_init(&p, ctx, cfg);
     if (s == CUDARL_OK && resume_path) s = cr_ppo_checkpoint_load(&p, resume_path);
+    if (s == CUDARL_OK && resume_path && p.act_params != p.params) /* --async's snapshot */
+        ctx->ops->copy(ctx, p.act_params, p.params, p.layout.num_params * sizeof(float));
     if (s == CUDARL_OK) s = open_run_dir(&p, resume_path != NULL);
     p.tty = isatty(STDERR_FILENO);
     if (s == CUDARL_OK) {

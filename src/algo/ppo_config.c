@@ -83,6 +83,11 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
             "cpu, which steps it on CPU threads", c->env_id);
     REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,
             "--env-device cuda needs the GPU: use --device cuda (or auto) with it");
+    REQUIRE(!c->async || c->env_device == CUDARL_DEVICE_CPU,
+            "--async overlaps envs stepped on CPU threads with the GPU learner: it needs "
+            "--env-device cpu");
+    REQUIRE(!c->async || c->device != CUDARL_DEVICE_CPU,
+            "--async needs a GPU (the learner runs on a second CUDA stream): use --device cuda");
     REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,
             "--env-threads must be between 0 (all cores) and 1024, got %d", c->env_threads);
     REQUIRE(c->env_groups >= 0 && c->env_groups <= 31,

@@ -38,6 +38,16 @@ typedef struct cr_ppo_profile {
     uint64_t syncs_start;  /* ctx->host_syncs when the loop began */
 } cr_ppo_profile;
 
+/* One rollout's buffers, swapped with --async's second set (cr_ppo's fields of the same names). */
+typedef struct cr_ppo_rollout_bufs {
+    float *obs, *final_obs;
+    int32_t *actions;
+    float *logp, *rewards, *values, *final_values, *next_values, *adv, *returns;
+    uint8_t *terminated, *truncated, *done;
+    double *fin_return;
+    int32_t *fin_length;
+} cr_ppo_rollout_bufs;
+
 typedef struct cr_ppo {
     cudarl_ctx *ctx;
     cudarl_ppo_config cfg;
@@ -52,6 +62,8 @@ typedef struct cr_ppo {
     /* backend memory (device memory on CUDA): everything the loop touches */
     cr_arena mem;
     float *params, *grads, *adam_m, *adam_v;      /* (P) each */
+    float *act_params;    /* (P) the weights the rollout acts with: params, or with --async a
+                           * snapshot taken before the update that runs beside the rollout */
     int64_t *adam_t;                              /* Adam's step count */
     float *lr;                                    /* this iteration's learning rate */
     cr_env_batch env;                             /* env states and their RNG streams */
@@ -92,6 +104,13 @@ typedef struct cr_ppo {
 
     /* envs on CPU threads (env_pool mode, ppo_pool.c); NULL otherwise */
     struct cr_ppo_pool *pool;
+
+    /* --async: the learner's own context (its stream, scratch and cuBLAS handle) on the same
+     * device, the rollout buffers the update reads while the next rollout fills the others,
+     * and the events that order the two streams (NULL/0 without --async) */
+    cudarl_ctx *learner;
+    cr_ppo_rollout_bufs alt;
+    void *ev_rollout, *ev_snapshot, *ev_update;
     int64_t solved_step;
     double solved_seconds, solved_unix;
     int tty;

@@ -167,7 +167,7 @@ static void absorb(cr_ppo *p, int t, int b, int n) {
     o->copy_from_host(ctx, p->done + r, pp->done + b, (size_t)n);
     o->copy_from_host(ctx, p->final_obs + r * D, pp->final_obs + (size_t)b * D,
                       (size_t)n * D * sizeof(float));
-    cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
+    cr_mlp_view critic = cr_ac_critic(&p->layout, p->act_params);
     cr_mlp_forward(ctx, &critic, p->final_obs + r * D, p->final_values + r, &p->cache_critic, n);
     o->episodes_record(ctx, p->rewards + r, p->done + r, p->ep_return + b, p->ep_length + b,
                        p->log, n);
@@ -181,8 +181,8 @@ static void act(cr_ppo *p, int t, int b, int n) {
     size_t r = (size_t)t * (size_t)p->N + (size_t)b, D = (size_t)p->D, A = (size_t)p->A;
     float *obs = p->obs + r * D;
     o->copy_from_host(ctx, obs, pp->obs + (size_t)b * D, (size_t)n * D * sizeof(float));
-    cr_mlp_view actor = cr_ac_actor(&p->layout, p->params);
-    cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
+    cr_mlp_view actor = cr_ac_actor(&p->layout, p->act_params);
+    cr_mlp_view critic = cr_ac_critic(&p->layout, p->act_params);
     cr_mlp_forward(ctx, &actor, obs, p->logits + (size_t)b * A, &p->cache_actor, n);
     cr_mlp_forward(ctx, &critic, obs, p->values + r, &p->cache_critic, n);
     o->uniform(ctx, p->sampler, p->u + b, n);
@@ -221,6 +221,6 @@ void cr_ppo_pool_rollout_steps(cr_ppo *p) {
         absorb(p, p->T - 1, b, e - b);
     }
     ctx->ops->copy_from_host(ctx, p->cur_obs, pp->obs, (size_t)p->N * (size_t)p->D * sizeof(float));
-    cr_mlp_view critic = cr_ac_critic(&p->layout, p->params);
+    cr_mlp_view critic = cr_ac_critic(&p->layout, p->act_params);
     cr_mlp_forward(ctx, &critic, p->cur_obs, p->last_values, &p->cache_critic, p->N);
 }

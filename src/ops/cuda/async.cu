@@ -45,3 +45,7 @@ void cr_cuda_event_wait(cudarl_ctx *ctx, void *event) {
     __atomic_fetch_add(&ctx->host_syncs, 1, __ATOMIC_RELAXED);
     CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)event));
 }
+
+void cr_cuda_stream_wait_event(cudarl_ctx *ctx, void *event) {
+    CUDA_CHECK(cudaStreamWaitEvent(cr_stream(ctx), (cudaEvent_t)event, 0));
+}

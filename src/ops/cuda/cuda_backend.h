@@ -50,6 +50,10 @@ void cr_cuda_graph_free(void *graph_exec);
 
 /* Page-locked host memory (host, pinned) for asynchronous copies; *p is NULL on failure. */
 cudarl_status cr_cuda_host_alloc_pinned(void **p, size_t bytes);
+/* Makes the work queued on ctx's stream after this call wait, on the device, for `event` (an
+ * event of any context of the same device, from the backend's event_create): how two contexts'
+ * streams order their work without the host waiting (PPO's --async). */
+void cr_cuda_stream_wait_event(cudarl_ctx *ctx, void *event);
 void cr_cuda_host_free_pinned(void *p);
 
 #ifdef __cplusplus
