@@ -291,6 +291,29 @@ void cudarl_onnx_options_default(cudarl_onnx_options *opt);
 cudarl_status cudarl_policy_export_onnx(const char *checkpoint, const char *onnx_path,
                                         const cudarl_onnx_options *opt);
 
+/* ---- precision --------------------------------------------------------------------- */
+
+/* What matmuls and convolutions compute in and activations are stored in (`--precision`).
+ * Under every precision the master weights, the weight gradients, Adam's state and every
+ * accumulation are float32, and losses, advantages, returns, GAE, softmax and reductions stay
+ * float32; FP16 adds dynamic loss scaling. docs/precision.md has the table and the reasons. */
+typedef enum cudarl_precision {
+    CUDARL_PRECISION_FP32 = 0, /* everything float32 (the default; the CPU runs only this) */
+    CUDARL_PRECISION_TF32,     /* matmul/conv inputs rounded to TF32 on tensor cores */
+    CUDARL_PRECISION_BF16,     /* matmul/conv in bfloat16, activations stored bfloat16 */
+    CUDARL_PRECISION_FP16,     /* matmul/conv in float16, activations float16, loss scaling */
+} cudarl_precision;
+
+#define CUDARL_PRECISION_COUNT 4
+
+/* The flag spelling of `p` ("fp32", "tf32", "bf16", "fp16"); "?" for a value out of range.
+ * Static storage. */
+const char *cudarl_precision_name(cudarl_precision p);
+/* Reads a --precision value (lower case, as cudarl_precision_name writes it) into *out. Any
+ * other string returns CUDARL_ERR_INVALID_ARG with a message listing the choices; *out is then
+ * left as it was. */
+cudarl_status cudarl_precision_parse(const char *s, cudarl_precision *out);
+
 #ifdef __cplusplus
 }
 #endif
