@@ -399,20 +399,6 @@ cudarl_status cr_onnx_model_pack(const char *checkpoint, const cudarl_onnx_optio
 
 /* ---- the file ----------------------------------------------------------------------------- */
 
-/* fsync()s the directory holding `path`, so that a rename into it survives a crash; an errno. */
-static int fsync_parent_dir(const char *path) {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return errno;
-    int err = fsync(fd) == 0 ? 0 : errno;
-    close(fd);
-    return err == EINVAL ? 0 : err; /* EINVAL: this file system cannot sync directories */
-}
-
 /* Writes bytes[0, len) to `path` as checkpoints are written: `<path>.tmp.<pid>` in the same
  * directory, fsync, rename over `path`, fsync the directory. On failure the temp file is removed
  * and `path` is untouched. */
@@ -446,7 +432,7 @@ static cudarl_status write_atomic(const char *path, const uint8_t *bytes, size_t
         return cr_fail(CUDARL_ERR_IO, "cannot write ONNX model '%s': %s '%s' failed: %s; %s", path,
                        step, tmp, strerror(err ? err : EIO), hint);
     }
-    err = fsync_parent_dir(path);
+    err = cr_fsync_parent_dir(path);
     if (err)
         return cr_fail(CUDARL_ERR_IO, "ONNX model '%s' was written but syncing its directory "
                        "failed: %s; it may not survive a crash — check the file system", path,

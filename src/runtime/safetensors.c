@@ -280,20 +280,6 @@ static int writer_write_all(const cr_st_writer *w, FILE *fp, const char *header,
     return 1;
 }
 
-/* fsync()s the directory holding `path`, so that a rename into it survives a crash; an errno. */
-static int fsync_parent_dir(const char *path) {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return errno;
-    int err = fsync(fd) == 0 ? 0 : errno;
-    close(fd);
-    return err == EINVAL ? 0 : err; /* EINVAL: this file system cannot sync directories */
-}
-
 cudarl_status cr_st_write_atomic(const cr_st_writer *w, const char *path) {
     if (w->status != CUDARL_OK)
         return cr_fail(w->status, "not writing checkpoint '%s': an earlier add failed: %s", path,
@@ -331,7 +317,7 @@ cudarl_status cr_st_write_atomic(const cr_st_writer *w, const char *path) {
         return cr_fail(CUDARL_ERR_IO, "cannot write checkpoint '%s': %s '%s' failed: %s; %s", path,
                        step, tmp, strerror(err ? err : EIO), hint);
     }
-    err = fsync_parent_dir(path);
+    err = cr_fsync_parent_dir(path);
     if (err)
         return cr_fail(CUDARL_ERR_IO, "checkpoint '%s' was written but syncing its directory "
                        "failed: %s; it may not survive a crash — check the file system", path,

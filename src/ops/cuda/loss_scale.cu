@@ -11,6 +11,7 @@
 // ticket counter (no block takes a ticket), so the next adam_step finds the scratch as the last
 // one left it. tests/test_loss_scale_cuda.c holds a clean adam_step_if to adam_step bit for bit,
 // so the two bodies cannot drift apart unnoticed.
+#include "ops/cuda/adam_device.cuh"
 #include "ops/cuda/cuda_common.cuh"
 
 extern "C" {
@@ -67,42 +68,14 @@ __global__ void adam_if_prepare_kernel(const cr_loss_scale_state *s, int64_t *t,
     scratch->adam_bc2_sqrt = (float)sqrt(bc2);
 }
 
-// optim.cu's adam_kernel behind `found_inf == 0` (see there for the ticket that stores t + 1).
+// optim.cu's adam_kernel behind `found_inf == 0`: the same cr_adam_block (adam_device.cuh).
 __global__ void adam_if_kernel(const cr_loss_scale_state *s, float *__restrict__ p,
                                const float *__restrict__ g, float *__restrict__ m,
                                float *__restrict__ v, size_t n, int64_t *t, const float *lr,
                                float b1, float b2, float c1, float c2, float eps,
                                cr_cuda_scratch *scratch) {
     if (s->found_inf != 0.0f) return; // the same in every thread of every block
-    __shared__ float step_sh, bc2_sqrt_sh;
-    __shared__ int64_t t_sh;
-    if (threadIdx.x == 0) {
-        int64_t next = *t + 1;
-        double bc1 = 1.0 - pow((double)b1, (double)next), bc2 = 1.0 - pow((double)b2, (double)next);
-        step_sh = (float)((double)*lr / bc1);
-        bc2_sqrt_sh = (float)sqrt(bc2);
-        t_sh = next;
-    }
-    __syncthreads();
-    const float step = step_sh, bc2_sqrt = bc2_sqrt_sh;
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        float gi = g[i];
-        float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(c1, gi));
-        float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(c2, __fmul_rn(gi, gi)));
-        m[i] = mi;
-        v[i] = vi;
-        float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2_sqrt), eps);
-        p[i] = __fsub_rn(p[i], __fmul_rn(step, __fdiv_rn(mi, denom)));
-    }
-    if (threadIdx.x == 0) {
-        unsigned ticket = atomicAdd(&scratch->adam_blocks_done, 1u);
-        if (ticket == gridDim.x - 1) { // every block has read *t
-            *t = t_sh;
-            scratch->adam_step = step_sh, scratch->adam_bc2_sqrt = bc2_sqrt_sh;
-            scratch->adam_blocks_done = 0;
-        }
-    }
+    cr_adam_block(p, g, m, v, n, t, lr, b1, b2, c1, c2, eps, scratch);
 }
 
 void cr_cuda_loss_scale_apply(cudarl_ctx *ctx, const cr_loss_scale_state *s, float *dy,

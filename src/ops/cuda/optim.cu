@@ -10,6 +10,7 @@
 // adam_step: one launch; each block computes lr / (1 - b1^t) and sqrt(1 - b2^t) for the new t
 // (double, as the CPU), and the elementwise loop is the CPU's with every rounding in the same
 // place (_rn intrinsics, no FMA), so m and v match the CPU bit for bit.
+#include "ops/cuda/adam_device.cuh"
 #include "ops/cuda/cuda_common.cuh"
 
 #define NORM_THREADS 256
@@ -118,44 +119,11 @@ __global__ void adam_prepare_kernel(int64_t *t, const float *lr, float b1, float
     adam_prepare(t, lr, b1, b2, scratch);
 }
 
-//   m = b1 m + c1 g;  v = b2 v + c2 g^2;  p -= step * m / (sqrt(v) / bc2_sqrt + eps)
-// in one launch: each block's thread 0 computes the step size and bias correction for t + 1
-// (reading *t), and the last block to finish (a ticket counter in the scratch, reset by that
-// block) stores t + 1: every block has read *t before any block can be last, so all see the
-// same t. One launch instead of a one-thread launch and then this one.
 __global__ void adam_kernel(float *__restrict__ p, const float *__restrict__ g,
                             float *__restrict__ m, float *__restrict__ v, size_t n, int64_t *t,
                             const float *lr, float b1, float b2, float c1, float c2, float eps,
                             cr_cuda_scratch *scratch) {
-    __shared__ float step_sh, bc2_sqrt_sh;
-    __shared__ int64_t t_sh;
-    if (threadIdx.x == 0) {
-        int64_t next = *t + 1;
-        double bc1 = 1.0 - pow((double)b1, (double)next), bc2 = 1.0 - pow((double)b2, (double)next);
-        step_sh = (float)((double)*lr / bc1);
-        bc2_sqrt_sh = (float)sqrt(bc2);
-        t_sh = next;
-    }
-    __syncthreads();
-    const float step = step_sh, bc2_sqrt = bc2_sqrt_sh;
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        float gi = g[i];
-        float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(c1, gi));
-        float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(c2, __fmul_rn(gi, gi)));
-        m[i] = mi;
-        v[i] = vi;
-        float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2_sqrt), eps);
-        p[i] = __fsub_rn(p[i], __fmul_rn(step, __fdiv_rn(mi, denom)));
-    }
-    if (threadIdx.x == 0) {
-        unsigned ticket = atomicAdd(&scratch->adam_blocks_done, 1u);
-        if (ticket == gridDim.x - 1) { // every block has read *t
-            *t = t_sh;
-            scratch->adam_step = step_sh, scratch->adam_bc2_sqrt = bc2_sqrt_sh;
-            scratch->adam_blocks_done = 0;
-        }
-    }
+    cr_adam_block(p, g, m, v, n, t, lr, b1, b2, c1, c2, eps, scratch);
 }
 
 void cr_cuda_adam_step(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
