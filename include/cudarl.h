@@ -314,6 +314,97 @@ const char *cudarl_precision_name(cudarl_precision p);
  * left as it was. */
 cudarl_status cudarl_precision_parse(const char *s, cudarl_precision *out);
 
+/* ---- policy runtime ---------------------------------------------------------------- */
+
+/* A trained policy (a model.safetensors of cudarl train) loaded for a real-time control loop:
+ * loading reads the checkpoint, allocates every buffer once and, on CUDA, captures one CUDA
+ * graph per batch size, so that cudarl_policy_act() allocates nothing and is a copy in, a graph
+ * launch and a copy out. The handle owns its own context (stream, cuBLAS) and is used by one
+ * thread at a time. Today's policies: the PPO actor-critic MLP and the DQN Q-network MLP. */
+typedef struct cudarl_policy cudarl_policy;
+
+#define CUDARL_POLICY_MAX_BATCH 65536 /* largest max_batch */
+#define CUDARL_LATENCY_WINDOW 65536   /* act() durations kept for the percentiles: the last 2^16 */
+
+/* How a policy is loaded. */
+typedef struct cudarl_policy_options {
+    cudarl_device_kind device;  /* CPU, CUDA, or AUTO: CUDA when there is a GPU and the CUDA
+                                   backend runs this network, else the CPU */
+    int device_index;           /* which GPU, for CUDA */
+    cudarl_precision precision; /* CUDARL_PRECISION_FP32 only, for now; the others are refused
+                                   with CUDARL_ERR_UNSUPPORTED */
+    int max_batch;              /* most observations one act() takes, 1..CUDARL_POLICY_MAX_BATCH */
+    double deadline_us;         /* an act() longer than this counts as a deadline miss (it still
+                                   completes); 0 = no deadline */
+} cudarl_policy_options;
+
+/* AUTO device 0, FP32, max_batch 1, no deadline. */
+void cudarl_policy_options_default(cudarl_policy_options *opt);
+
+/* Loads the policy in `checkpoint` (checked as cudarl eval checks it) with `opt` (NULL: the
+ * defaults) into *out. Memory: one host arena (the handle, the latency ring, the weights), and
+ * on CUDA one device arena, one pinned host block (cudaHostAllocMapped on an integrated GPU, whose
+ * kernels read host observations in place) and the graphs of batch sizes 1, 2, 4, ... up to
+ * max_batch rounded up to a power of two, each launched once before returning. A bad option
+ * returns CUDARL_ERR_INVALID_ARG, an unavailable device or precision _UNSUPPORTED, a bad file
+ * _IO/_FORMAT/_MISMATCH; each message names the problem and the fix. */
+cudarl_status cudarl_policy_load(const char *checkpoint, const cudarl_policy_options *opt,
+                                 cudarl_policy **out);
+
+/* The greedy actions of n observations: actions[i] = argmax of the actor's logits (PPO) or of
+ * the Q-values (DQN) of row i, as cudarl eval plays them. obs (n, obs_dim) of `dtype`, which must
+ * be what the policy was trained on (cudarl_policy_get_info): float32 features, or uint8 for an
+ * env whose observations are uint8, converted as in training: cast value for value where the
+ * checkpoint says so (obs_input metadata: MinAtar's 0/1 channels), else scaled by 1/255 (pixels).
+ * Outputs: actions (n); values (n) the critic's value (PPO only: NULL for DQN, which has no
+ * value head); logits (n, num_actions) the logits or Q-values; values and logits may be NULL.
+ * 1 <= n <= max_batch; on CUDA the graph of the next power of two runs, on zero rows past n.
+ * Pointers may be host or device memory: on a CUDA policy each is classified per call with
+ * cudaPointerGetAttributes (device or managed memory of the policy's GPU: used on the device;
+ * anything else: host memory); a CPU policy refuses device pointers. Host float observations are
+ * checked to be finite (CUDARL_ERR_NUMERIC naming the row and element); device ones are not.
+ * Returns when the outputs are written (one stream synchronisation on CUDA). Allocates nothing.
+ * Each successful call's duration (CLOCK_MONOTONIC, entry to return) goes to the latency ring;
+ * refused calls are not counted. */
+cudarl_status cudarl_policy_act(cudarl_policy *policy, const void *obs, cudarl_obs_dtype dtype,
+                                int n, int32_t *actions, float *values, float *logits);
+
+/* What a loaded policy is. */
+typedef struct cudarl_policy_info {
+    char algo[8];                 /* "ppo" or "dqn" */
+    char env_id[CUDARL_ENV_ID_MAX];
+    cudarl_obs_dtype obs_dtype;   /* what act() takes */
+    int obs_dim, num_actions;
+    int has_values;               /* 1: act() can return values (PPO) */
+    cudarl_device_kind device;    /* where it runs (never AUTO) */
+    int device_index;
+    int max_batch;
+    int graph_batches;            /* batch sizes with a captured CUDA graph (0 on the CPU) */
+    size_t host_bytes, device_bytes, pinned_bytes; /* what loading allocated (the context's own
+                                                      cuBLAS workspace and scratch not counted) */
+} cudarl_policy_info;
+
+/* Fills *info (host) for `policy`; all zeros for NULL. */
+void cudarl_policy_get_info(const cudarl_policy *policy, cudarl_policy_info *info);
+
+/* Latency of act() calls: the percentiles and max cover the last min(count,
+ * CUDARL_LATENCY_WINDOW) calls (nearest rank), the deadline misses every call since loading. */
+typedef struct cudarl_latency_stats {
+    int64_t count;           /* successful act() calls since loading */
+    int64_t window;          /* the latest of them the percentiles cover */
+    double p50_us, p99_us, max_us;
+    double deadline_us;      /* the policy's deadline (0: none) */
+    int64_t deadline_misses; /* calls that took longer than deadline_us */
+} cudarl_latency_stats;
+
+/* Fills *stats from the ring in the handle (durations in ns, saturated at 4.29 s; a radix
+ * select, no allocation, about a millisecond for a full window). Not concurrently with act() on
+ * the same handle. */
+cudarl_status cudarl_policy_latency(const cudarl_policy *policy, cudarl_latency_stats *stats);
+
+/* Releases everything cudarl_policy_load allocated (NULL is fine). */
+void cudarl_policy_free(cudarl_policy *policy);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,124 @@
+/* The policy runtime's handle (cudarl_policy in cudarl.h), shared by its CPU side (policy.c:
+ * loading, checks, the forward, latency) and its CUDA side (policy_cuda.cu: staging, graphs).
+ *
+ * Memory of one policy:
+ *   host arena (one allocation):  the handle, the latency ring, the weights as read from the file,
+ *                                 and on the CPU also the backend buffers below;
+ *   backend buffers (one device arena on CUDA): params, obs_u8, obs, cache, out;
+ *   CUDA only: one pinned block (obs staging, then out staging) and the graphs.
+ * The out block of a call of `rows` rows is laid out [actions (rows) int32][values (rows)]
+ * [logits (rows, A)], so that one copy moves every output of a call. */
+#ifndef CUDARL_RUNTIME_POLICY_H
+#define CUDARL_RUNTIME_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "nn/actor_critic.h"
+#include "nn/qnet.h"
+#include "ops/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The checkpoint metadata `obs_input` of a network trained on uint8 observations cast to float
+ * value for value (DQN on MinAtar's 0/1 channels); without it uint8 observations are pixels,
+ * scaled by 1/255 as the CNN trainers and ONNX export's uint8 input do. */
+#define CR_POLICY_U8_CAST "uint8 cast to float32, unscaled"
+
+/* Graph batch sizes 1, 2, 4, ..., CUDARL_POLICY_MAX_BATCH (2^16). */
+#define CR_POLICY_MAX_GRAPHS 17
+
+/* The network a checkpoint holds and what its observations are. */
+typedef struct cr_policy_net {
+    int is_dqn;
+    int obs_dim, num_actions, widest; /* widest: the wider hidden layer (cache rows) */
+    cudarl_obs_dtype obs_dtype;       /* what act() takes (policy.c: net_read says how) */
+    int u8_scaled;                    /* uint8 observations: 1 = x / 255 (pixels), 0 = cast value
+                                         for value (checkpoints with obs_input CR_POLICY_U8_CAST) */
+    cr_ac_layout ac;                  /* PPO: critic.* then actor.* */
+    cr_qnet_layout q;                 /* DQN: network.* */
+    const cr_param_tensor *t;         /* the tensors of whichever layout is in use */
+    int ntensors;
+    size_t num_params;
+    char env_id[CUDARL_ENV_ID_MAX];
+} cr_policy_net;
+
+/* The CUDA side's state (policy_cuda.cu); zero on the CPU. Graph handles are cudaGraphExec_t. */
+typedef struct cr_policy_cuda {
+    int integrated;                     /* cudaDevAttrIntegrated: host obs read in place */
+    int graph_batches;                  /* log2(rows) + 1 */
+    void *full[CR_POLICY_MAX_GRAPHS];   /* size 2^k: staging -> device, forward, out -> staging */
+    void *compute[CR_POLICY_MAX_GRAPHS]; /* size 2^k: the forward only (device pointers) */
+    unsigned char *pinned;              /* (host, pinned) the one cudaHostAlloc */
+    size_t pinned_bytes;
+    unsigned char *stage_obs;           /* (host, pinned) (rows, obs row bytes) */
+    unsigned char *stage_out;           /* (host, pinned) the out block of `rows` rows */
+    unsigned char *in;                  /* where the graphs read observations: the device obs
+                                           buffer, or the mapped staging on an integrated GPU */
+} cr_policy_cuda;
+
+struct cudarl_policy {
+    cr_policy_net net;
+    cudarl_policy_options opt;
+    cudarl_ctx *ctx;          /* the policy's own context */
+    int rows;                 /* rows the buffers hold: max_batch (CPU), its power of two (CUDA) */
+    size_t obs_row_bytes;     /* bytes of one observation as act() takes it */
+    cr_arena host;            /* this handle lives in it */
+    cr_arena dev;             /* CUDA: the device arena (base NULL on the CPU) */
+    float *params_host;       /* (host) num_params, the checkpoint's weights */
+    /* backend memory (host on the CPU, device on CUDA) */
+    float *params;            /* num_params */
+    uint8_t *obs_u8;          /* (rows, obs_dim) uint8 input; NULL unless the env is uint8 */
+    float *obs;               /* (rows, obs_dim) the network's input when it is not act()'s */
+    cr_mlp_cache cache;       /* rows x widest */
+    unsigned char *out;       /* the out block */
+    /* latency */
+    uint32_t *ring_ns;        /* (host) CUDARL_LATENCY_WINDOW act() durations, ns, saturated */
+    int64_t count, misses;
+    uint64_t deadline_ns;     /* 0: none */
+    int check_device_ptrs;    /* CPU policy in a CUDA build with a GPU: refuse device pointers */
+    cr_policy_cuda cuda;
+};
+
+/* Points *actions, *values, *logits at the parts of an out block at `base` for `rows` rows. */
+void cr_policy_out_layout(const cudarl_policy *p, void *base, int rows, int32_t **actions,
+                          float **values, float **logits);
+/* Bytes of the out block for `rows` rows. */
+size_t cr_policy_out_bytes(const cudarl_policy *p, int rows);
+/* The network on `rows` rows of x (rows, obs_dim) float (backend memory) into the out block at
+ * p->out: logits or Q-values, the argmax actions, and (PPO, when with_values) the values. Ops
+ * only, on the policy's context: capturable into a CUDA graph. */
+void cr_policy_forward(cudarl_policy *p, const float *x, int rows, int with_values);
+/* Checks the finite-ness of n host float observations (rows of obs_dim); CUDARL_ERR_NUMERIC
+ * naming the first bad row and element. */
+cudarl_status cr_policy_check_finite(const cudarl_policy *p, const float *obs, int n);
+/* The k-th smallest (0-based) of v[0..n), 0 <= k < n, by a radix select (no allocation, v
+ * unchanged). */
+uint32_t cr_select_kth_u32(const uint32_t *v, int64_t n, int64_t k);
+
+#ifdef CUDARL_WITH_CUDA
+/* Number of usable CUDA devices (0 without a GPU). */
+int cr_policy_cuda_devices(void);
+/* The device of `ptr` if it is device or managed memory, else -1 (host memory of any kind). */
+int cr_policy_pointer_device(const void *ptr);
+/* Whether the CUDA side can run `net` (uint8 scaling needs cr_cuda_scale_u8, built with cuDNN);
+ * NULL if so, else why not. */
+const char *cr_policy_cuda_lacks(const cr_policy_net *net);
+/* After the device arena holds the weights: the pinned staging, the graphs, and one launch of
+ * each. On failure frees what it made. */
+cudarl_status cr_policy_cuda_init(cudarl_policy *p);
+void cr_policy_cuda_free(cudarl_policy *p);
+/* y (n) = x (n) as float, value for value, on the context's stream (x, y device memory). */
+void cr_policy_cuda_u8_to_float(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t n);
+/* act() on CUDA, arguments already checked but for where the pointers live. */
+cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, int n, int32_t *actions,
+                                 float *values, float *logits);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif
