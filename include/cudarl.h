@@ -233,6 +233,12 @@ typedef struct cudarl_dqn_config {
     int threads;
     cudarl_device_kind device;
     int quiet;
+    /* Where the envs step: CUDARL_DEVICE_CUDA on the GPU (envs with a CUDA twin: CartPole-v1),
+     * CUDARL_DEVICE_CPU on a pool of env_threads threads (any registered env; uint8
+     * observations, MinAtar's, reach the Q-network cast to float, unscaled), AUTO: the GPU when
+     * both the device and the env allow it, else the CPU. */
+    cudarl_device_kind env_device;
+    int env_threads;                  /* threads stepping CPU envs; 0 = all cores */
 } cudarl_dqn_config;
 
 /* A replay buffer to size before anything is allocated (`cudarl plan`). */
@@ -253,8 +259,15 @@ typedef struct cudarl_replay_request {
 cudarl_status cudarl_replay_plan_report(const cudarl_replay_request *r, char *report, size_t cap);
 
 void cudarl_dqn_config_default(cudarl_dqn_config *cfg, const char *env_id);
+/* Adjusts `cfg` (set by cudarl_dqn_config_default) to the device that will train it: on CUDA,
+ * 32 envs with two train steps of batch 256 per env step (a GPU step costs launches, not rows),
+ * lr 2e-3, buffer 50k, target copies every 640 steps, learning from step 2048, epsilon annealed
+ * over 15% of 250k steps. A no-op for the CPU. */
+void cudarl_dqn_config_for_device(cudarl_dqn_config *cfg, cudarl_device_kind kind);
 cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *cfg);
-/* Trains DQN as configured (CPU), writing runs/<run_name>/{metrics.csv,model.safetensors}. */
+/* Trains DQN as configured on ctx's device (replay buffer, networks and, with the envs' CUDA
+ * twin, the envs in device memory; CPU envs in pinned host memory), writing
+ * runs/<run_name>/{metrics.csv,model.safetensors}. */
 cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
                                cudarl_train_summary *summary);
 

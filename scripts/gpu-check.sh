@@ -6,7 +6,8 @@
 #            train_gpu (one profiled GPU run), replay (the replay buffer on the GPU),
 #            mlp_fused (the dev/cuda kernel lab), profile_big (a profiled run at the benchmark's
 #            65,536 envs x 16 steps), env_cpu (CartPole on CPU threads + GPU learner, per thread
-#            count), conv (the cuDNN convolutions on the Nature-CNN trunk)
+#            count), conv (the cuDNN convolutions on the Nature-CNN trunk), dqn_gpu (DQN's
+#            time to solve CartPole on the GPU, 3 seeds)
 # Needs cJSON and protobuf-c (and libpng for cudarl render): the .deb files in .debs/ (apt-get
 # download libcjson1 libcjson-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-c1
 # libprotobuf32 libprotoc32 libpng-dev libpng16-16 zlib1g-dev) are unpacked into /tmp/deps when
@@ -87,6 +88,18 @@ for b in "$@"; do
     build-gpu/cudarl train $PA --env-threads 16 --env-groups 1 2>&1 |
       grep -E "rollout \(|device idle|threads waiting|steps in" | tee -a "$OUT/env_cpu.txt"
     add "PPO, CartPole on CPU threads + GPU learner" "see the runs above ($OUT/env_cpu.txt)"
+    ;;
+  dqn_gpu)
+    # DQN on the GPU, CUDA preset, three seeds: wall time of the whole process and when the
+    # mean of the last 100 episodes first reached 475 (issue 5: <= 5 s from process start)
+    for seed in 1 2 3; do
+      t0=$(date +%s.%N)
+      build-gpu/cudarl train --algo dqn --device cuda --seed $seed --runs-dir /tmp/dqn \
+        2>&1 | grep -E "steps in|solved|syncs|host waited" | tee -a "$OUT/dqn_gpu.txt"
+      t1=$(date +%s.%N)
+      echo "seed $seed: process wall $(python3 -c "print(round($t1 - $t0, 3))") s, started at unix $t0" | tee -a "$OUT/dqn_gpu.txt"
+    done
+    add "DQN CartPole on the GPU (3 seeds)" "see above ($OUT/dqn_gpu.txt)"
     ;;
   conv)
     "$(find build-gpu -name bench_conv_cuda -type f | head -1)" 20 2>&1 | tee "$OUT/bench_conv.txt" | tail -30

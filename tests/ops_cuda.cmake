@@ -8,7 +8,7 @@ if(CUDARL_HAVE_CUDA)
   target_compile_options(test_ops_cuda PRIVATE ${CUDARL_C_WARNINGS})
   target_link_libraries(test_ops_cuda PRIVATE cudarl)
   foreach(group memory linear tanh rng categorical episodes gae gather ppo_loss optim graph
-                noalloc ppo_fused)
+                noalloc ppo_fused dqn)
     add_test(NAME test_ops_cuda_${group} COMMAND test_ops_cuda ${group})
     set_tests_properties(test_ops_cuda_${group} PROPERTIES LABELS gpu)
   endforeach()

@@ -634,11 +634,39 @@ def test_dqn_plan(work):
     expect_error("--buffer-size smaller than two steps of the envs",
                  ["train", "--algo", "dqn", "--num-envs", "8", "--buffer-size", "10"], work, U,
                  ["--buffer-size", "2 x --num-envs"])
+    dqn = ["train", "--algo", "dqn"]
+    expect_error("DQN: --env-device gpu is not a device name", dqn + ["--env-device", "gpu"],
+                 work, U, ["--env-device", "cpu, cuda or auto"])
+    expect_error("DQN: --env-device cuda for an env without a CUDA twin",
+                 dqn + ["--env-id", "MinAtar/Breakout-v1", "--env-device", "cuda"], work, U,
+                 ["--env-device cuda", "MinAtar/Breakout-v1", "no CUDA twin", "--env-device cpu"])
+    expect_error("DQN: --env-device cuda with --device cpu",
+                 dqn + ["--device", "cpu", "--env-device", "cuda"], work, U,
+                 ["--env-device cuda", "--device cuda"])
+    expect_error("DQN: --env-threads -1 is out of range", dqn + ["--env-threads", "-1"], work, U,
+                 ["--env-threads", "must be between 0"])
+    expect_error("DQN: an unknown --env-id lists the registered envs",
+                 dqn + ["--env-id", "Foo-v0"], work, U,
+                 ["'Foo-v0'", "not a known environment", "CartPole-v1", "MinAtar/Breakout-v1"])
+    check("DQN trains a MinAtar game (uint8 observations) with its envs on CPU threads")
+    run_ok("dqn minatar", dqn + ["--env-id", "MinAtar/Breakout-v1", "--env-device", "cpu",
+                                 "--env-threads", "2", "--device", "cpu", "--num-envs", "4",
+                                 "--total-timesteps", "2000", "--learning-starts", "400",
+                                 "--train-frequency", "4", "--batch-size", "32",
+                                 "--run-name", "dqn_breakout", "--runs-dir", "runs", "--quiet"],
+           work)
+    with open(os.path.join(work, "runs", "dqn_breakout", "metrics.csv")) as f:
+        rows = list(csv.DictReader(f))
+    if not rows or int(rows[-1]["global_step"]) != 2000 or \
+            not any(r["charts/episodic_return"] for r in rows):
+        fail("dqn minatar metrics", "rows up to step 2000, some with an episodic return",
+             f"{len(rows)} rows")
     check("cudarl train --algo dqn --help lists dqn.py's flags with defaults")
     r = run_ok("dqn help", ["train", "--algo", "dqn", "--help"], work)
     for flag in ["--buffer-size", "--tau", "--target-network-frequency", "--batch-size",
                  "--start-e", "--end-e", "--exploration-fraction", "--learning-starts",
-                 "--train-frequency", "--double-dqn", "--prioritized", "--mem-budget"]:
+                 "--train-frequency", "--double-dqn", "--prioritized", "--mem-budget",
+                 "--env-device", "--env-threads"]:
         if flag not in r.out and f"--[no-]{flag[2:]}" not in r.out:
             fail("dqn help", f"a line for {flag}", r.describe())
     check("a short DQN run writes a checkpoint that cudarl eval plays")

@@ -101,6 +101,26 @@ static const tolerance tolerances[] = {
      "other path's"},
     {"fused.repeat", EXACT, 0, 0,
      "the same fused op on the same inputs: fixed grid, fixed summation order, no atomics"},
+    /* group dqn (src/ops/cuda/dqn_ops.cu) */
+    {"relu.y", NORM, 0, 1e-5, "as linear.y: cuBLAS's summation order; the ReLU selects"},
+    {"relu.epilogue", EXACT, 0, 0,
+     "linear_relu_forward is linear_forward's GEMM and add, then a select: relu of the GPU's own "
+     "linear_forward, bit for bit"},
+    {"relu_backward", EXACT, 0, 0, "a select (threshold_backward), no arithmetic"},
+    {"dqn.dq", EXACT, 0, 0,
+     "per row the CPU's float roundings in the CPU's order (_rn intrinsics: no FMA either side)"},
+    {"dqn.td", EXACT, 0, 0, "as dqn.dq"},
+    {"dqn.stats", CLOSE, 1e-12, 1e-11,
+     "means in double of the same per-row floats (|term| < 150), summed in a thread-then-tree "
+     "order against the CPU's row order: double rounding only, ~sqrt(B) u of the terms (B up to "
+     "65535: ~3e-12 at worst in practice); atol for q means that cancel towards 0"},
+    {"dqn.count", EXACT, 0, 0, "a count"},
+    {"egreedy", EXACT, 0, 0, "a compare, one float product and an argmax: the CPU's"},
+    {"epsilon", EXACT, 0, 0,
+     "the schedule in double with the CPU's roundings (C11 contracts nothing; _rn on the device)"},
+    {"polyak", EXACT, 0, 0, "two products and a sum, each rounded, as the CPU; tau = 1 copies"},
+    {"u8_to_float", EXACT, 0, 0, "an exact conversion"},
+    {"dqn.graph", EXACT, 0, 0, "a replay runs the same kernels on the same data"},
 };
 
 static const tolerance *tolerance_of(const char *name) {
@@ -1243,6 +1263,220 @@ static void open_contexts(void) {
     }
 }
 
+/* ---- DQN ------------------------------------------------------------------------------------ */
+
+/* linear_relu_forward against the CPU (to rounding) and against relu of the GPU's own
+ * linear_forward (bit for bit); relu_backward bit for bit, in place too. */
+static void relu_case(int B, int I, int O) {
+    CASE("linear_relu B=%d I=%d O=%d", B, I, O);
+    size_t nx = (size_t)B * I, nw = (size_t)O * I, ny = (size_t)B * O;
+    float *x = uniform_floats(nx, -2, 2), *w = uniform_floats(nw, -1, 1);
+    float *b = uniform_floats((size_t)O, -0.5f, 0.5f), *y = host_floats(ny);
+    cpu.ops->linear_relu_forward(&cpu, x, w, b, y, B, I, O);
+    float *d_x = dev_copy(x, F(nx)), *d_w = dev_copy(w, F(nw)), *d_b = dev_copy(b, F(O));
+    float *d_y = dev_out(F(ny)), *d_lin = dev_out(F(ny));
+    gpu.ops->linear_relu_forward(&gpu, d_x, d_w, d_b, d_y, B, I, O);
+    gpu.ops->linear_forward(&gpu, d_x, d_w, d_b, d_lin, B, I, O);
+    float *g_y = fetch(d_y, F(ny)), *lin = fetch(d_lin, F(ny)), *want = host_floats(ny);
+    compare_f32("relu.y", g_y, y, ny);
+    for (size_t i = 0; i < ny; i++) want[i] = lin[i] < 0.0f ? 0.0f : lin[i];
+    compare_f32("relu.epilogue", g_y, want, ny);
+    CASE("relu_backward n=%zu", ny);
+    float *dy = uniform_floats(ny, -3, 3), *dx = host_floats(ny);
+    if (ny > 2) y[0] = -0.0f, y[1] = 0.0f, dy[1] = NAN, dy[2] = INFINITY; /* masked: 0 */
+    cpu.ops->relu_backward(&cpu, y, dy, dx, ny);
+    float *d_yy = dev_copy(y, F(ny)), *d_dy = dev_copy(dy, F(ny)), *d_dx = dev_out(F(ny));
+    gpu.ops->relu_backward(&gpu, d_yy, d_dy, d_dx, ny);
+    compare_f32("relu_backward", fetch(d_dx, F(ny)), dx, ny);
+    gpu.ops->relu_backward(&gpu, d_yy, d_dy, d_dy, ny); /* dx aliases dy, as the MLP calls it */
+    compare_f32("relu_backward", fetch(d_dy, F(ny)), dx, ny);
+    end_case();
+}
+
+/* One dqn_loss on random rows: ties in the next values (argmax takes the first), NaN next
+ * values on terminated rows (selected away), TD errors on both sides of Huber's +-1. */
+static void dqn_loss_case(int B, int A, int double_dqn, int huber, int weighted, int with_td) {
+    CASE("dqn_loss B=%d A=%d double=%d huber=%d weights=%d td=%d", B, A, double_dqn, huber,
+         weighted, with_td);
+    size_t n = (size_t)B * A;
+    float *q = uniform_floats(n, -3, 3), *nt = uniform_floats(n, -3, 3);
+    float *no = uniform_floats(n, -3, 3), *r = uniform_floats((size_t)B, -1, 2);
+    float *w = uniform_floats((size_t)B, 0.1f, 1.0f);
+    int32_t *act = random_ints((size_t)B, A);
+    uint8_t *term = random_flags((size_t)B, 0.2);
+    for (int b = 0; b < B; b++) {
+        size_t row = (size_t)b * A;
+        if (b % 5 == 1 && A > 1) nt[row + 1] = nt[row], no[row + 1] = no[row]; /* a tie */
+        if (term[b] && b % 3 == 0) nt[row] = NAN, no[row] = NAN;
+        if (b % 7 == 2) q[row + act[b]] = r[b] + 0.99f * 0.5f; /* a small delta */
+    }
+    float *dq = host_floats(n), *td = host_floats((size_t)B);
+    cr_dqn_stats_acc acc = {0.5, -0.25, 2.0, 3.0, 0.125}, *d_acc = dev_copy(&acc, sizeof acc);
+    cpu.ops->dqn_loss(&cpu, q, act, r, term, nt, double_dqn ? no : NULL, weighted ? w : NULL,
+                      0.99f, double_dqn, huber, dq, with_td ? td : NULL, &acc, B, A);
+    float *d_q = dev_copy(q, F(n)), *d_nt = dev_copy(nt, F(n)), *d_no = dev_copy(no, F(n));
+    float *d_r = dev_copy(r, F(B)), *d_w = dev_copy(w, F(B));
+    int32_t *d_act = dev_copy(act, (size_t)B * 4);
+    uint8_t *d_term = dev_copy(term, (size_t)B);
+    float *d_dq = dev_out(F(n)), *d_td = dev_out(F(B));
+    gpu.ops->dqn_loss(&gpu, d_q, d_act, d_r, d_term, d_nt, double_dqn ? d_no : NULL,
+                      weighted ? d_w : NULL, 0.99f, double_dqn, huber, d_dq,
+                      with_td ? d_td : NULL, d_acc, B, A);
+    compare_f32("dqn.dq", fetch(d_dq, F(n)), dq, n);
+    if (with_td) compare_f32("dqn.td", fetch(d_td, F(B)), td, (size_t)B);
+    cr_dqn_stats_acc g;
+    down(&g, d_acc, sizeof g);
+    double got[4] = {g.loss_sum, g.q_sum, g.td_abs_sum, g.last_loss};
+    double want[4] = {acc.loss_sum, acc.q_sum, acc.td_abs_sum, acc.last_loss};
+    compare_f64("dqn.stats", got, want, 4);
+    compare_f64("dqn.count", &g.count, &acc.count, 1);
+    end_case();
+}
+
+/* epsilon_schedule at several steps (after the annealing, duration 0, rising schedules), then
+ * epsilon_greedy with uniforms around epsilon and tied rows. */
+static void egreedy_case(int B, int A, double start_e, double end_e, double duration,
+                         int64_t step) {
+    CASE("epsilon B=%d A=%d start %g end %g duration %g step %lld", B, A, start_e, end_e,
+         duration, (long long)step);
+    int64_t h_step = step, *d_step = dev_copy(&step, 8);
+    float eps = NAN, *d_eps = dev_out(F(1));
+    cpu.ops->epsilon_schedule(&cpu, &h_step, B, start_e, end_e, duration, &eps);
+    gpu.ops->epsilon_schedule(&gpu, d_step, B, start_e, end_e, duration, d_eps);
+    compare_f32("epsilon", fetch(d_eps, F(1)), &eps, 1);
+    compare_ints("epsilon", fetch(d_step, 8), &h_step, 1, 8);
+    size_t n = (size_t)B * A;
+    float *q = uniform_floats(n, -1, 1), *ue = uniform_floats((size_t)B, 0, 1);
+    float *ua = uniform_floats((size_t)B, 0, 1);
+    for (int b = 0; b < B; b++) {
+        if (b % 4 == 0) ue[b] = eps;                          /* not < eps: greedy */
+        if (b % 4 == 1) ue[b] = nextafterf(eps, 0.0f);        /* just below: explore */
+        if (b % 6 == 2) ua[b] = nextafterf(1.0f, 0.0f);       /* the last action */
+        if (b % 5 == 3 && A > 2) q[(size_t)b * A + 2] = q[(size_t)b * A + 1]; /* a tie */
+    }
+    int32_t *a = host((size_t)B * 4);
+    cpu.ops->epsilon_greedy(&cpu, q, ue, ua, &eps, a, B, A);
+    float *d_q = dev_copy(q, F(n)), *d_ue = dev_copy(ue, F(B)), *d_ua = dev_copy(ua, F(B));
+    int32_t *d_a = dev_out((size_t)B * 4);
+    gpu.ops->epsilon_greedy(&gpu, d_q, d_ue, d_ua, d_eps, d_a, B, A);
+    compare_ints("egreedy", fetch(d_a, (size_t)B * 4), a, (size_t)B, 4);
+    end_case();
+}
+
+static void polyak_case(size_t n, double tau) {
+    CASE("polyak n=%zu tau=%g", n, tau);
+    float *t = uniform_floats(n, -1, 1), *on = uniform_floats(n, -1, 1);
+    if (n > 3) on[0] = -0.0f, on[1] = INFINITY, t[2] = INFINITY, on[3] = NAN;
+    float *d_t = dev_copy(t, F(n)), *d_on = dev_copy(on, F(n));
+    cpu.ops->polyak(&cpu, t, on, n, tau);
+    gpu.ops->polyak(&gpu, d_t, d_on, n, tau);
+    compare_f32("polyak", fetch(d_t, F(n)), t, n);
+    end_case();
+}
+
+static void u8_case(size_t n) {
+    CASE("u8_to_float n=%zu", n);
+    uint8_t *x = host(n);
+    for (size_t i = 0; i < n; i++) x[i] = (uint8_t)(i * 37u + 11u);
+    float *y = host_floats(n), *d_y = dev_out(F(n));
+    uint8_t *d_x = dev_copy(x, n);
+    cpu.ops->u8_to_float(&cpu, x, y, n);
+    gpu.ops->u8_to_float(&gpu, d_x, d_y, n);
+    compare_f32("u8_to_float", fetch(d_y, F(n)), y, n);
+    end_case();
+}
+
+/* The DQN ops captured into a graph and launched twice give what two eager passes give (the
+ * step counter, epsilon and the accumulator are read from device memory at each launch), and
+ * neither allocates. */
+static void dqn_graph_case(void) {
+    CASE("dqn graph");
+    enum { GB = 96, GA = 5, GP = 3000 };
+    size_t n = (size_t)GB * GA;
+    float *q = uniform_floats(n, -3, 3), *nt = uniform_floats(n, -3, 3);
+    float *r = uniform_floats(GB, -1, 1), *u = uniform_floats(2 * GB, 0, 1);
+    float *on = uniform_floats(GP, -1, 1), *tg = uniform_floats(GP, -1, 1);
+    int32_t *act = random_ints(GB, GA);
+    uint8_t *term = random_flags(GB, 0.2);
+    cr_dqn_stats_acc acc0 = {0, 0, 0, 0, 0};
+    int64_t step0 = 100;
+    float *d_q = dev_copy(q, F(n)), *d_nt = dev_copy(nt, F(n)), *d_r = dev_copy(r, F(GB));
+    float *d_u = dev_copy(u, F(2 * GB)), *d_on = dev_copy(on, F(GP)), *d_tg = dev(F(GP));
+    int32_t *d_act = dev_copy(act, GB * 4), *d_a = dev(GB * 4);
+    uint8_t *d_term = dev_copy(term, GB);
+    float *d_dq = dev(F(n)), *d_td = dev(F(GB)), *d_eps = dev(F(1));
+    int64_t *d_step = dev(8);
+    cr_dqn_stats_acc *d_acc = dev(sizeof acc0);
+    unsigned char *out[2];
+    for (int pass = 0; pass < 2; pass++) {
+        up(d_tg, tg, F(GP));
+        up(d_acc, &acc0, sizeof acc0);
+        up(d_step, &step0, 8);
+        gpu.ops->sync(&gpu);
+        size_t allocs = cr_cuda_alloc_count();
+        void *graph = NULL;
+        if (pass == 0) {
+            CHECK_OK(gpu.ops->graph_begin(&gpu));
+        }
+        for (int k = 0; k < (pass == 0 ? 1 : 2); k++) {
+            gpu.ops->epsilon_schedule(&gpu, d_step, 32, 1.0, 0.05, 1000.0, d_eps);
+            gpu.ops->epsilon_greedy(&gpu, d_q, d_u, d_u + GB, d_eps, d_a, GB, GA);
+            gpu.ops->dqn_loss(&gpu, d_q, d_act, d_r, d_term, d_nt, NULL, NULL, 0.99f, 0, 1, d_dq,
+                              d_td, d_acc, GB, GA);
+            gpu.ops->polyak(&gpu, d_tg, d_on, GP, 0.25);
+        }
+        if (pass == 0) {
+            CHECK_OK(gpu.ops->graph_end(&gpu, &graph));
+            gpu.ops->graph_launch(&gpu, graph);
+            gpu.ops->graph_launch(&gpu, graph);
+        }
+        gpu.ops->sync(&gpu);
+        CHECK_MSG(cr_cuda_alloc_count() == allocs, "%zu device allocations in the DQN ops",
+                  cr_cuda_alloc_count() - allocs);
+        if (graph) gpu.ops->graph_free(graph);
+        size_t bytes = F(GP) + sizeof acc0 + 8 + F(1) + GB * 4 + F(n) + F(GB);
+        out[pass] = host(bytes);
+        unsigned char *o = out[pass];
+        down(o, d_tg, F(GP)), o += F(GP);
+        down(o, d_acc, sizeof acc0), o += sizeof acc0;
+        down(o, d_step, 8), o += 8;
+        down(o, d_eps, F(1)), o += F(1);
+        down(o, d_a, GB * 4), o += GB * 4;
+        down(o, d_dq, F(n)), o += F(n);
+        down(o, d_td, F(GB));
+        if (pass == 1) compare_ints("dqn.graph", out[0], out[1], bytes, 1);
+    }
+    int64_t steps;
+    memcpy(&steps, out[1] + F(GP) + sizeof acc0, 8);
+    CHECK_MSG(steps == step0 + 64, "step counter after two passes: %lld", (long long)steps);
+    end_case();
+}
+
+static void test_dqn(void) {
+    static const int shapes[][3] = {{1, 4, 120}, {7, 3, 5}, {128, 4, 120}, {128, 120, 84},
+                                    {128, 84, 2}, {512, 400, 120}, {1000, 84, 18}, {4097, 4, 64}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        relu_case(shapes[i][0], shapes[i][1], shapes[i][2]);
+    static const int rows[][2] = {{1, 2}, {7, 2}, {128, 2}, {300, 7}, {1000, 18}, {65535, 3}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        for (int v = 0; v < 8; v++)
+            dqn_loss_case(rows[i][0], rows[i][1], v & 1, (v >> 1) & 1, (v >> 2) & 1, 1);
+    dqn_loss_case(128, 2, 0, 0, 0, 0); /* td_error NULL */
+    egreedy_case(1, 2, 1.0, 0.05, 250000.0, 0);
+    egreedy_case(300, 2, 1.0, 0.05, 250000.0, 123457);
+    egreedy_case(1000, 18, 1.0, 0.05, 250000.0, 400000); /* after the annealing: end_e */
+    egreedy_case(257, 7, 0.2, 0.9, 1000.0, 333);         /* rising */
+    egreedy_case(64, 3, 1.0, 0.05, 0.0, 5);              /* no annealing: end_e */
+    egreedy_case(64, 3, 0.5, 0.5, 100.0, 7);
+    static const size_t sizes[] = {1, 4, 1000, 10934, 65537, (1u << 20) + 3};
+    static const double taus[] = {1.0, 0.005, 0.5};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        for (size_t t = 0; t < 3; t++) polyak_case(sizes[i], taus[t]);
+        u8_case(sizes[i]);
+    }
+    dqn_graph_case();
+}
+
 int main(int argc, char **argv) {
     static const struct {
         const char *name;
@@ -1253,6 +1487,7 @@ int main(int argc, char **argv) {
         {"episodes", test_episodes}, {"gae", test_gae},         {"gather", test_gather},
         {"ppo_loss", test_ppo_loss}, {"optim", test_optim},     {"graph", test_graph},
         {"noalloc", test_noalloc}, {"ppo_fused", test_ppo_fused},
+        {"dqn", test_dqn},
     };
     int known = argc < 2;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0] && !known; i++)

@@ -1,64 +1,173 @@
-/* DQN (CleanRL's dqn.py) with cudarl's replay buffer, on the CPU: epsilon-greedy rollout of N
- * envs -> replay -> TD update of the online Q-network -> target network update -> log. Extras:
- * --double-dqn, --prioritized replay, Huber loss, gradient clipping. The GPU half (the replay
- * buffer's CUDA twin) is a later issue. */
+/* DQN (CleanRL's dqn.py) with cudarl's replay buffer: epsilon-greedy rollout of N envs ->
+ * replay -> TD update of the online Q-network -> target network update -> log. Extras:
+ * --double-dqn, --prioritized replay, Huber loss, gradient clipping.
+ *
+ * Everything goes through the context's backend, so one loop runs on the CPU and on CUDA:
+ *   - memory: one arena (ctx->ops->arena_alloc) holds the networks, Adam, the envs (batch), the
+ *     replay buffer (its CPU twin in host memory, its CUDA twin, replay_cuda.h, in device
+ *     memory), the minibatch, the RNG streams, the step counter and the metrics;
+ *   - an iteration is one env step of every env (act: epsilon schedule, Q forward, uniforms,
+ *     epsilon-greedy; env step; replay insert; episode sums) and the train steps and target
+ *     update that follow it. Which train steps and target updates follow is a function of the
+ *     global step alone, which the host knows, so an iteration is device work the host only
+ *     enqueues: epsilon is computed on the device from the step counter there.
+ *   - on CUDA with the envs' CUDA twin, once learning has started, K iterations (K a whole
+ *     period of the train and target schedules, so every K-iteration block from then on is the
+ *     same work) are captured into one CUDA graph and replayed: a block costs one launch.
+ *     Metrics (episode log, loss sums, replay error bits) are copied into pinned slots behind
+ *     each reported block and read when their event has passed, so the host never waits on the
+ *     device per env step (only when every slot is still in flight). Prioritized replay's beta is
+ *     a host argument of the sampler (replay_cuda.h), so that mode launches op by op.
+ *   - envs on CPU threads (--env-device cpu, any registered env): the env pool (env_pool.h)
+ *     steps them into pinned buffers, synchronously (one group): actions go to the host behind a
+ *     CUDA event the threads wait on, outputs come back as asynchronous copies.
+ *   - uint8 observations (MinAtar's 0/1 channels) are stored as uint8 in the replay and cast to
+ *     float, value for value (no 1/255: the Q-network sees 0 and 1), before the network reads
+ *     them, on the device.
+ * On the CPU every op is the CPU reference and metrics are read after every iteration, which is
+ * what this trainer computed before it ran through the backend, bit for bit. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "algo/run.h"
+#include "core/nvtx.h"
 #include "env/env.h"
+#include "env/env_pool.h"
 #include "nn/qnet.h"
 #include "ops/cpu/ops_dqn.h"
 #include "replay/replay.h"
 #include "runtime/checkpoint.h"
 #include "runtime/safetensors.h"
 #include "runtime/tensorboard.h"
+#ifdef CUDARL_WITH_CUDA
+#include "ops/cuda/cuda_backend.h"
+#include "replay/replay_cuda.h"
+#endif
 
 #define DQN_STREAM_EXPLORE (1ull << 40)
 #define DQN_STREAM_REPLAY ((1ull << 40) + 1)
 #define DQN_STREAM_INIT ((1ull << 40) + 2)
 
+/* Iterations a captured block may hold; a longer schedule period runs op by op. */
+#define DQN_GRAPH_MAX_ITERS 1024
+/* Iterations a captured block holds at least (whole periods), to amortise the launch. */
+#define DQN_GRAPH_MIN_ITERS 8
+/* Metrics copies in flight (CUDA); iterations between reports when launching op by op. */
+#define DQN_METRIC_SLOTS 4
+#define DQN_REPORT_EVERY 64
+
+/* What the host reads (backend memory), in one copy. */
+typedef struct cr_dqn_metrics {
+    cr_dqn_stats_acc acc; /* losses since the last log row */
+    cr_episode_log log;   /* finished episodes; iter_* since the last log row */
+    int64_t step;         /* env steps taken (the epsilon schedule's t) */
+} cr_dqn_metrics;
+
+/* Scalars the device ops keep (backend memory); the host never reads them in the loop. */
+typedef struct cr_dqn_scalars {
+    cr_rng_stream explore, sample;
+    cr_ppo_stats_acc clip; /* clip_grad_norm's accumulator (its grad-norm sum goes unread) */
+    int64_t adam_t;
+    float lr, epsilon;
+} cr_dqn_scalars;
+
+/* A pinned metrics slot: the metrics and the replay's error bits as of one report. */
+typedef struct cr_dqn_slot {
+    cr_dqn_metrics m;
+    uint32_t replay_errors;
+} cr_dqn_slot;
+
+/* Envs on CPU threads: the pool and the pinned buffers it writes (or reads: actions). */
+typedef struct cr_dqn_pool {
+    cr_env_pool pool;
+    void *obs, *final_obs;           /* (N, D) of the env's dtype */
+    float *reward;                   /* (N) */
+    uint8_t *terminated, *truncated, *done; /* (N) */
+    int32_t *actions;                /* (N) */
+    void *event;                     /* the actions are on the host (NULL on the CPU) */
+    cudarl_ctx *ctx;
+} cr_dqn_pool;
+
 typedef struct cr_dqn {
     cudarl_ctx *ctx;
+    const cr_backend *o;
     cudarl_dqn_config cfg;
     const cr_env_info *env_info;
     cr_qnet_layout layout;
-    int N, D, A, B, rows; /* envs, obs floats, actions, batch, max(N, B) */
+    int N, D, A, B, rows;  /* envs, obs elements, actions, batch, max(N, B) */
+    int u8;                /* observations are uint8 (stored so; cast to float for the net) */
+    size_t obs_bytes;      /* bytes of one observation */
+    int on_device;         /* CUDA context: the replay's CUDA twin, pinned metrics */
+    double duration;       /* epsilon's annealing steps */
+    /* backend memory */
     cr_arena mem;
-    float *online, *target, *grads, *adam_m, *adam_v;  /* (P) */
+    float *online, *target, *grads, *adam_m, *adam_v; /* (P) */
     cr_env_batch env;
-    float *obs, *next_obs, *final_obs, *q, *u;          /* (N, D) x3, (rows, A), (2N) */
-    float *rewards;                                     /* (N) */
-    int32_t *actions;                                   /* (N) */
-    uint8_t *term, *trunc, *done;                       /* (N) */
-    double *ep_return;                                  /* (N) */
-    int64_t *ep_length;                                 /* (N) */
-    cr_episode_log *log;
-    float *b_obs, *b_next, *b_rewards, *b_weights;      /* (B, D), (B, D), (B), (B) */
-    int32_t *b_actions;                                 /* (B) */
-    uint8_t *b_term, *b_trunc;                          /* (B) */
-    int64_t *b_indices;                                 /* (B) */
-    float *b_q, *b_next_t, *b_next_o, *b_dq, *b_td;     /* (B, A) x4, (B) */
+    void *obs, *next_obs, *final_obs;   /* (N, D) of the env's dtype */
+    float *obs_f;                       /* (N, D) obs as float (= obs when float) */
+    float *q, *u, *rewards;             /* (rows, A), (2N), (N) */
+    int32_t *actions;                   /* (N) */
+    uint8_t *term, *trunc, *done;       /* (N) */
+    double *ep_return;                  /* (N) */
+    int64_t *ep_length;                 /* (N) */
+    cr_dqn_metrics *m;
+    cr_dqn_scalars *s;
+    void *b_obs, *b_next;               /* (B, D) of the env's dtype */
+    float *b_obs_f, *b_next_f;          /* (B, D) as float (= b_obs, b_next when float) */
+    float *b_rewards, *b_weights;       /* (B) */
+    int32_t *b_actions;                 /* (B) */
+    uint8_t *b_term, *b_trunc;          /* (B) */
+    int64_t *b_indices;                 /* (B) */
+    float *b_q, *b_next_t, *b_next_o, *b_dq, *b_td; /* (B, A) x4, (B) */
     cr_mlp_cache cache_q, cache_t, cache_o;
-    cr_replay replay;
-    cr_rng_stream explore, sample;
-    int64_t global_step, train_steps, adam_t;
+    cr_replay replay;                   /* CPU twin (host context) */
+#ifdef CUDARL_WITH_CUDA
+    cr_replay_cuda rcuda;               /* CUDA twin (device context) */
+#endif
+    cr_dqn_pool *pool;                  /* envs on CPU threads, or NULL */
+    /* the loop */
+    int64_t global_step, train_steps, iteration;
+    cr_dqn_metrics h;                   /* the latest host copy of *m */
+    /* metrics pipe (CUDA): pinned slots, one event each */
+    int pipe_on;
+    cr_dqn_slot *slots;
+    void *slot_event[DQN_METRIC_SLOTS];
+    int64_t slot_seq[DQN_METRIC_SLOTS], slot_step[DQN_METRIC_SLOTS], slot_iter[DQN_METRIC_SLOTS];
+    int slot_log[DQN_METRIC_SLOTS];
+    int64_t next_seq, drained_seq;
+    /* graphs */
+    void *graph;
+    int graph_iters;                    /* K (0: no graph) */
+    int64_t graph_start;                /* the first iteration start step of a block */
+    int graph_failed;
+    size_t bytes_after_setup, bytes_at_end;
+    uint64_t syncs_start;
     /* logging */
     char run_dir[512];
     FILE *csv;
     cr_tb_writer tb;
-    double loop_start, last_progress, loss_sum, q_sum;
-    int64_t loss_count, solved_step, last_log_episodes;
+    double loop_start, last_progress;
+    int64_t solved_step, next_log, log_every;
     double solved_seconds, solved_unix;
     int tty;
 } cr_dqn;
 
-enum { D_ONLINE, D_TARGET, D_GRADS, D_M, D_V, D_ENV, D_OBS, D_NEXT, D_FINAL, D_Q, D_U, D_REW,
-       D_ACT, D_TERM, D_TRUNC, D_DONE, D_EPRET, D_EPLEN, D_LOG, D_BOBS, D_BNEXT, D_BREW, D_BW,
-       D_BACT, D_BTERM, D_BTRUNC, D_BIDX, D_BQ, D_BNT, D_BNO, D_BDQ, D_BTD, D_CQ, D_CT, D_CO,
-       D_REPLAY };
+enum { D_ONLINE, D_TARGET, D_GRADS, D_M, D_V, D_ENV, D_OBS, D_NEXT, D_FINAL, D_OBSF, D_Q, D_U,
+       D_REW, D_ACT, D_TERM, D_TRUNC, D_DONE, D_EPRET, D_EPLEN, D_METRICS, D_SCALARS, D_BOBS,
+       D_BNEXT, D_BOBSF, D_BNEXTF, D_BREW, D_BW, D_BACT, D_BTERM, D_BTRUNC, D_BIDX, D_BQ, D_BNT,
+       D_BNO, D_BDQ, D_BTD, D_CQ, D_CT, D_CO, D_REPLAY };
+
+/* ---- setup ------------------------------------------------------------------------------ */
+
+/* Whether cfg asks for the envs on CPU threads (the env pool). */
+static int pool_wanted(const cudarl_dqn_config *c) {
+    if (c->env_device == CUDARL_DEVICE_CPU) return 1;
+    if (c->env_device == CUDARL_DEVICE_CUDA) return 0;
+    return cr_env_find(c->env_id) == NULL; /* auto: the batch (and its CUDA twin) if it has one */
+}
 
 static cr_replay_spec replay_spec(const cr_dqn *d) {
     cr_replay_spec s;
@@ -66,7 +175,7 @@ static cr_replay_spec replay_spec(const cr_dqn *d) {
     s.capacity = d->cfg.buffer_size / d->N * d->N;
     s.num_envs = d->N;
     s.frame_elems = d->D;
-    s.dtype = CR_REPLAY_FLOAT32;
+    s.dtype = d->u8 ? CR_REPLAY_UINT8 : CR_REPLAY_FLOAT32;
     s.stack = 1;
     s.prioritized = d->cfg.prioritized;
     s.alpha = (float)d->cfg.prioritized_alpha;
@@ -77,18 +186,21 @@ static cr_replay_spec replay_spec(const cr_dqn *d) {
 
 static cudarl_status plan_memory(cr_dqn *d, cr_plan *pl) {
     size_t P = d->layout.num_params * 4, N = (size_t)d->N, D = (size_t)d->D, A = (size_t)d->A;
-    size_t B = (size_t)d->B, R = (size_t)d->rows;
+    size_t B = (size_t)d->B, R = (size_t)d->rows, ob = d->obs_bytes;
     size_t cache = cr_mlp_cache_floats(d->rows, cr_qnet_widest(&d->layout)) * 4;
+    size_t cast = d->u8 ? 4 * D : 0; /* the float copies of uint8 observations */
     const struct { const char *name; size_t bytes; } items[D_REPLAY] = {
         {"q.online", P}, {"q.target", P}, {"grads", P}, {"adam.m", P}, {"adam.v", P},
-        {"env", cr_env_batch_bytes(d->env_info, d->N)}, {"obs", N * D * 4},
-        {"next_obs", N * D * 4}, {"final_obs", N * D * 4}, {"q", R * A * 4}, {"u", 2 * N * 4},
-        {"rewards", N * 4}, {"actions", N * 4}, {"terminated", N}, {"truncated", N},
-        {"done", N}, {"episode.return", N * 8}, {"episode.length", N * 8},
-        {"episode.log", sizeof(cr_episode_log)}, {"batch.obs", B * D * 4},
-        {"batch.next_obs", B * D * 4}, {"batch.rewards", B * 4}, {"batch.weights", B * 4},
-        {"batch.actions", B * 4}, {"batch.terminated", B}, {"batch.truncated", B},
-        {"batch.indices", B * 8}, {"batch.q", B * A * 4}, {"batch.next_q_target", B * A * 4},
+        {"env", d->pool ? 0 : cr_env_batch_bytes(d->env_info, d->N)}, {"obs", N * ob},
+        {"next_obs", N * ob}, {"final_obs", N * ob}, {"obs.float", N * cast},
+        {"q", R * A * 4}, {"u", 2 * N * 4}, {"rewards", N * 4}, {"actions", N * 4},
+        {"terminated", N}, {"truncated", N}, {"done", N}, {"episode.return", N * 8},
+        {"episode.length", N * 8}, {"metrics", sizeof(cr_dqn_metrics)},
+        {"scalars", sizeof(cr_dqn_scalars)}, {"batch.obs", B * ob}, {"batch.next_obs", B * ob},
+        {"batch.obs.float", B * cast}, {"batch.next_obs.float", B * cast},
+        {"batch.rewards", B * 4}, {"batch.weights", B * 4}, {"batch.actions", B * 4},
+        {"batch.terminated", B}, {"batch.truncated", B}, {"batch.indices", B * 8},
+        {"batch.q", B * A * 4}, {"batch.next_q_target", B * A * 4},
         {"batch.next_q_online", B * A * 4}, {"batch.dq", B * A * 4}, {"batch.td", B * 4},
         {"cache.q", cache}, {"cache.target", cache}, {"cache.next", cache},
     };
@@ -96,24 +208,30 @@ static cudarl_status plan_memory(cr_dqn *d, cr_plan *pl) {
     for (int i = 0; i < D_REPLAY; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
     cr_replay_spec rs = replay_spec(d);
     CR_TRY(cr_replay_spec_check(&rs));
+#ifdef CUDARL_WITH_CUDA
+    if (d->on_device) return cr_replay_cuda_plan(&rs, d->B, pl);
+#endif
     return cr_replay_plan(&rs, pl);
 }
 
-static void carve(cr_dqn *d) {
+static cudarl_status carve(cr_dqn *d) {
     const cr_arena *a = &d->mem;
     int H = cr_qnet_widest(&d->layout);
     d->online = cr_arena_get(a, D_ONLINE), d->target = cr_arena_get(a, D_TARGET);
     d->grads = cr_arena_get(a, D_GRADS), d->adam_m = cr_arena_get(a, D_M);
     d->adam_v = cr_arena_get(a, D_V);
-    cr_env_batch_init(&d->env, d->env_info, d->N, cr_arena_get(a, D_ENV));
+    if (!d->pool) cr_env_batch_init(&d->env, d->env_info, d->N, cr_arena_get(a, D_ENV));
     d->obs = cr_arena_get(a, D_OBS), d->next_obs = cr_arena_get(a, D_NEXT);
-    d->final_obs = cr_arena_get(a, D_FINAL), d->q = cr_arena_get(a, D_Q);
-    d->u = cr_arena_get(a, D_U), d->rewards = cr_arena_get(a, D_REW);
+    d->final_obs = cr_arena_get(a, D_FINAL);
+    d->obs_f = d->u8 ? cr_arena_get(a, D_OBSF) : d->obs;
+    d->q = cr_arena_get(a, D_Q), d->u = cr_arena_get(a, D_U), d->rewards = cr_arena_get(a, D_REW);
     d->actions = cr_arena_get(a, D_ACT), d->term = cr_arena_get(a, D_TERM);
     d->trunc = cr_arena_get(a, D_TRUNC), d->done = cr_arena_get(a, D_DONE);
     d->ep_return = cr_arena_get(a, D_EPRET), d->ep_length = cr_arena_get(a, D_EPLEN);
-    d->log = cr_arena_get(a, D_LOG);
+    d->m = cr_arena_get(a, D_METRICS), d->s = cr_arena_get(a, D_SCALARS);
     d->b_obs = cr_arena_get(a, D_BOBS), d->b_next = cr_arena_get(a, D_BNEXT);
+    d->b_obs_f = d->u8 ? cr_arena_get(a, D_BOBSF) : d->b_obs;
+    d->b_next_f = d->u8 ? cr_arena_get(a, D_BNEXTF) : d->b_next;
     d->b_rewards = cr_arena_get(a, D_BREW), d->b_weights = cr_arena_get(a, D_BW);
     d->b_actions = cr_arena_get(a, D_BACT), d->b_term = cr_arena_get(a, D_BTERM);
     d->b_trunc = cr_arena_get(a, D_BTRUNC), d->b_indices = cr_arena_get(a, D_BIDX);
@@ -124,149 +242,645 @@ static void carve(cr_dqn *d) {
     d->cache_t = cr_mlp_cache_carve(cr_arena_get(a, D_CT), d->rows, H);
     d->cache_o = cr_mlp_cache_carve(cr_arena_get(a, D_CO), d->rows, H);
     cr_replay_spec rs = replay_spec(d);
+#ifdef CUDARL_WITH_CUDA
+    if (d->on_device) return cr_replay_cuda_init(d->ctx, &d->rcuda, &rs, d->B, a, D_REPLAY);
+#endif
     cr_replay_init(&d->replay, &rs, a, D_REPLAY);
-}
-
-static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_config *cfg) {
-    memset(d, 0, sizeof *d);
-    CR_TRY(cudarl_dqn_config_validate(cfg));
-    if (ctx->kind != CUDARL_DEVICE_CPU)
-        return cr_fail(CUDARL_ERR_UNSUPPORTED, "DQN trains on the CPU in this version (the replay "
-                       "buffer's CUDA twin comes next); use --device cpu");
-    d->ctx = ctx;
-    d->cfg = *cfg;
-    d->env_info = cr_env_find(cfg->env_id);
-    d->N = cfg->num_envs, d->D = d->env_info->obs_dim, d->A = d->env_info->num_actions;
-    d->B = cfg->batch_size, d->rows = d->B > d->N ? d->B : d->N;
-    d->solved_step = -1, d->solved_seconds = -1;
-    if (cfg->threads > 0) cr_cpu_set_threads(cfg->threads);
-    cr_qnet_layout_init(&d->layout, d->D, cfg->hidden1, cfg->hidden2, d->A);
-    cr_plan pl;
-    CR_TRY(plan_memory(d, &pl));
-    cr_plan_print(&pl, "DQN (host)");
-    /* refuse a plan over the budget before allocating anything */
-    cudarl_replay_request rq = {cfg->buffer_size, d->N, d->D, 0, 1, cfg->prioritized,
-                                (int64_t)pl.offsets[D_REPLAY], cfg->mem_budget};
-    char report[2048];
-    CR_TRY(cudarl_replay_plan_report(&rq, report, sizeof report));
-    CR_TRY(ctx->ops->arena_alloc(ctx, &d->mem, &pl));
-    carve(d);
-    cr_philox_state init;
-    cr_philox_seed(&init, cfg->seed, DQN_STREAM_INIT);
-    cr_qnet_init_params(&d->layout, d->online, &init);
-    memcpy(d->target, d->online, d->layout.num_params * sizeof(float));
-    cr_rng_stream_seed(&d->explore, cfg->seed, DQN_STREAM_EXPLORE);
-    cr_rng_stream_seed(&d->sample, cfg->seed, DQN_STREAM_REPLAY);
-    cr_env_batch_reset(ctx, &d->env, cfg->seed, d->obs);
     return CUDARL_OK;
 }
 
-/* One gradient step on a replay minibatch; returns the loss stats in d->loss_sum/q_sum. */
-static cudarl_status train_step(cr_dqn *d) {
+/* ---- envs on CPU threads ---------------------------------------------------------------- */
+
+/* Pool hook: the threads wait for the event after which the actions are on the host. */
+static void pool_before_step(void *arg, int group) {
+    cr_dqn_pool *p = arg;
+    p->ctx->ops->event_wait(p->ctx, p->event);
+}
+
+static cudarl_status pinned(cudarl_ctx *ctx, void **p, size_t bytes) {
+    if (ctx->ops->pinned_alloc) return ctx->ops->pinned_alloc(ctx, p, bytes);
+    *p = malloc(bytes ? bytes : 1);
+    return *p ? CUDARL_OK : cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", bytes);
+}
+
+static void unpin(cudarl_ctx *ctx, void *p) {
+    if (!p) return;
+    if (ctx->ops->pinned_free) ctx->ops->pinned_free(ctx, p);
+    else free(p);
+}
+
+static void pool_free(cr_dqn *d) {
+    cr_dqn_pool *p = d->pool;
+    if (!p) return;
     cudarl_ctx *ctx = d->ctx;
-    cr_replay_batch out = {d->b_obs, d->b_next, d->b_actions, d->b_rewards, d->b_term,
-                           d->b_trunc, d->b_indices, d->b_weights};
-    if (d->cfg.prioritized)
-        CR_TRY(cr_replay_sample_prioritized(&d->replay, &d->sample, d->B, d->global_step, &out));
-    else
-        CR_TRY(cr_replay_sample_uniform(&d->replay, &d->sample, d->B, &out));
-    cr_mlp_view online = cr_qnet_view(&d->layout, d->online);
-    cr_mlp_view target = cr_qnet_view(&d->layout, d->target);
-    cr_mlp_view grads = cr_qnet_view(&d->layout, d->grads);
-    cr_mlp_forward(ctx, &target, d->b_next, d->b_next_t, &d->cache_t, d->B);
-    if (d->cfg.double_dqn) cr_mlp_forward(ctx, &online, d->b_next, d->b_next_o, &d->cache_o, d->B);
-    cr_mlp_forward(ctx, &online, d->b_obs, d->b_q, &d->cache_q, d->B);
-    cr_dqn_loss_stats st;
-    cr_cpu_dqn_loss(d->b_q, d->b_actions, d->b_rewards, d->b_term, d->b_next_t,
-                    d->cfg.double_dqn ? d->b_next_o : NULL,
-                    d->cfg.prioritized ? d->b_weights : NULL, (float)d->cfg.gamma,
-                    d->cfg.double_dqn, d->cfg.huber, d->b_dq, d->b_td, &st, d->B, d->A);
-    cr_mlp_backward(ctx, &online, &grads, d->b_obs, d->b_dq, &d->cache_q, d->B);
-    size_t P = d->layout.num_params;
-    if (d->cfg.max_grad_norm > 0) cr_cpu_clip_grad_norm(d->grads, P, d->cfg.max_grad_norm);
-    d->adam_t++;
-    cr_cpu_adam_step(d->online, d->grads, d->adam_m, d->adam_v, P, (float)d->cfg.learning_rate,
-                     0.9f, 0.999f, 1e-8f, d->adam_t);
-    if (d->cfg.prioritized)
-        CR_TRY(cr_replay_update_priorities(&d->replay, d->b_indices, d->b_td, d->B,
-                                           (float)d->cfg.prioritized_eps));
-    if (!isfinite(st.loss))
-        return cr_fail(CUDARL_ERR_NUMERIC, "the TD loss became %g at step %lld; lower "
-                       "--learning-rate or pass --huber / --max-grad-norm", st.loss,
-                       (long long)d->global_step);
-    d->loss_sum += st.loss, d->q_sum += st.q_mean, d->loss_count++;
-    d->train_steps++;
+    if (p->pool.lanes) cr_env_pool_free(&p->pool);
+    if (p->event) ctx->ops->event_free(ctx, p->event);
+    unpin(ctx, p->obs), unpin(ctx, p->final_obs), unpin(ctx, p->reward);
+    unpin(ctx, p->terminated), unpin(ctx, p->truncated), unpin(ctx, p->done);
+    unpin(ctx, p->actions);
+    free(p);
+    d->pool = NULL;
+}
+
+/* The pool of N envs on env_threads threads (one group: the synchronous schedule) and its
+ * pinned buffers. */
+static cudarl_status pool_init(cr_dqn *d) {
+    cudarl_ctx *ctx = d->ctx;
+    cr_dqn_pool *p = calloc(1, sizeof *p);
+    if (!p) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the env pool");
+    d->pool = p;
+    p->ctx = ctx;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = d->cfg.env_threads > 0 ? d->cfg.env_threads : (int)(cores > 0 ? cores : 1);
+    if (threads > d->N) threads = d->N; /* a thread beyond one per env would only idle */
+    cr_env_pool_config pc = {.num_envs = d->N, .num_threads = threads, .num_groups = 1};
+    size_t N = (size_t)d->N, ob = d->obs_bytes;
+    cudarl_status s = cr_env_pool_init(&p->pool, d->env_info->def, &pc, NULL);
+    if (s == CUDARL_OK) s = pinned(ctx, &p->obs, N * ob);
+    if (s == CUDARL_OK) s = pinned(ctx, &p->final_obs, N * ob);
+    if (s == CUDARL_OK) s = pinned(ctx, (void **)&p->reward, N * sizeof(float));
+    if (s == CUDARL_OK) s = pinned(ctx, (void **)&p->terminated, N);
+    if (s == CUDARL_OK) s = pinned(ctx, (void **)&p->truncated, N);
+    if (s == CUDARL_OK) s = pinned(ctx, (void **)&p->done, N);
+    if (s == CUDARL_OK) s = pinned(ctx, (void **)&p->actions, N * sizeof(int32_t));
+    if (s == CUDARL_OK && ctx->ops->event_create) {
+        s = ctx->ops->event_create(ctx, &p->event);
+        if (s == CUDARL_OK) cr_env_pool_set_hook(&p->pool, 0, pool_before_step, p);
+    }
+    if (s != CUDARL_OK) return s; /* dqn_free releases what was made */
+    cr_env_pool_outputs out = {p->obs, p->reward, p->terminated, p->truncated, p->final_obs};
+    cr_env_pool_set_outputs(&p->pool, &out);
+    CR_INFO("envs on the CPU: %d x %s on %d thread%s", d->N, d->env_info->id, threads,
+            threads == 1 ? "" : "s");
     return CUDARL_OK;
+}
+
+/* Steps every env of the pool with the actions on the device: the actions to the host (behind
+ * an event the threads wait for), the step, then the outputs back, in next_obs, rewards, term,
+ * trunc, done, final_obs (asynchronous copies from pinned memory: the next step's threads wait
+ * for an event recorded after them). */
+static void pool_step(cr_dqn *d) {
+    cr_dqn_pool *p = d->pool;
+    cudarl_ctx *ctx = d->ctx;
+    const cr_backend *o = d->o;
+    size_t N = (size_t)d->N;
+    if (o->copy_to_host_async) o->copy_to_host_async(ctx, p->actions, d->actions, N * 4);
+    else o->copy_to_host(ctx, p->actions, d->actions, N * 4);
+    if (p->event) o->event_record(ctx, p->event);
+    CR_RANGE_PUSH("env pool step");
+    cr_env_pool_step(&p->pool, p->actions);
+    CR_RANGE_POP();
+    for (size_t i = 0; i < N; i++) p->done[i] = p->terminated[i] | p->truncated[i];
+    o->copy_from_host(ctx, d->next_obs, p->obs, N * d->obs_bytes);
+    o->copy_from_host(ctx, d->rewards, p->reward, N * sizeof(float));
+    o->copy_from_host(ctx, d->term, p->terminated, N);
+    o->copy_from_host(ctx, d->trunc, p->truncated, N);
+    o->copy_from_host(ctx, d->done, p->done, N);
+    o->copy_from_host(ctx, d->final_obs, p->final_obs, N * d->obs_bytes);
+}
+
+/* ---- the replay buffer, on whichever side the context computes ------------------------- */
+
+static void replay_insert(cr_dqn *d) {
+#ifdef CUDARL_WITH_CUDA
+    if (d->on_device) {
+        cr_replay_cuda_insert(d->ctx, &d->rcuda, d->obs, d->actions, d->rewards, d->term,
+                              d->trunc, d->final_obs);
+        return;
+    }
+#endif
+    cr_replay_insert(&d->replay, d->obs, d->actions, d->rewards, d->term, d->trunc, d->final_obs);
+}
+
+static cudarl_status replay_sample(cr_dqn *d, int64_t step, const cr_replay_batch *out) {
+#ifdef CUDARL_WITH_CUDA
+    if (d->on_device)
+        return d->cfg.prioritized
+                   ? cr_replay_cuda_sample_prioritized(d->ctx, &d->rcuda, &d->s->sample, d->B,
+                                                       step, out)
+                   : cr_replay_cuda_sample_uniform(d->ctx, &d->rcuda, &d->s->sample, d->B, out);
+#endif
+    return d->cfg.prioritized
+               ? cr_replay_sample_prioritized(&d->replay, &d->s->sample, d->B, step, out)
+               : cr_replay_sample_uniform(&d->replay, &d->s->sample, d->B, out);
+}
+
+static cudarl_status replay_update(cr_dqn *d) {
+    float eps = (float)d->cfg.prioritized_eps;
+#ifdef CUDARL_WITH_CUDA
+    if (d->on_device)
+        return cr_replay_cuda_update_priorities(d->ctx, &d->rcuda, d->b_indices, d->b_td, d->B,
+                                                eps);
+#endif
+    return cr_replay_update_priorities(&d->replay, d->b_indices, d->b_td, d->B, eps);
+}
+
+/* The replay's error bits on the device (NULL on the CPU, whose twin returns statuses). */
+static const uint32_t *replay_error_bits(const cr_dqn *d) {
+#ifdef CUDARL_WITH_CUDA
+    if (d->on_device) return d->rcuda.misc + 1;
+#endif
+    return NULL;
+}
+
+static cudarl_status replay_error(uint32_t bits) {
+#ifdef CUDARL_WITH_CUDA
+    if (bits & CR_REPLAY_CUDA_ERR_EMPTY)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "replay: nothing to sample yet; start learning "
+                       "after at least one full transition (--learning-starts)");
+    if (bits & CR_REPLAY_CUDA_ERR_NONFINITE)
+        return cr_fail(CUDARL_ERR_NUMERIC, "replay: a td error became non-finite; priorities "
+                       "must be finite: lower --learning-rate or pass --huber / --max-grad-norm");
+#endif
+    return bits ? cr_fail(CUDARL_ERR_CUDA, "replay: error bits %#x", bits) : CUDARL_OK;
+}
+
+/* ---- one iteration ---------------------------------------------------------------------- */
+
+/* The observations x (rows, D) of the env's dtype as floats for the network: x itself, or its
+ * cast into f. */
+static const float *as_float(cr_dqn *d, const void *x, float *f, int rows) {
+    if (!d->u8) return x;
+    d->o->u8_to_float(d->ctx, x, f, (size_t)rows * (size_t)d->D);
+    return f;
+}
+
+/* Epsilon-greedy actions for the current observations (d->actions). */
+static void act(cr_dqn *d) {
+    cudarl_ctx *ctx = d->ctx;
+    const cr_backend *o = d->o;
+    const cudarl_dqn_config *c = &d->cfg;
+    o->epsilon_schedule(ctx, &d->m->step, d->N, c->start_e, c->end_e, d->duration,
+                        &d->s->epsilon);
+    cr_mlp_view online = cr_qnet_view(&d->layout, d->online);
+    cr_mlp_forward(ctx, &online, as_float(d, d->obs, d->obs_f, d->N), d->q, &d->cache_q, d->N);
+    o->uniform(ctx, &d->s->explore, d->u, 2 * d->N);
+    o->epsilon_greedy(ctx, d->q, d->u, d->u + d->N, &d->s->epsilon, d->actions, d->N, d->A);
 }
 
 /* One env step of every env with epsilon-greedy actions, stored in the replay buffer. */
 static void act_and_store(cr_dqn *d) {
     cudarl_ctx *ctx = d->ctx;
-    double duration = d->cfg.exploration_fraction * (double)d->cfg.total_timesteps;
-    float eps = (float)cr_linear_schedule(d->cfg.start_e, d->cfg.end_e, duration,
-                                          (double)d->global_step);
-    cr_mlp_view online = cr_qnet_view(&d->layout, d->online);
-    cr_mlp_forward(ctx, &online, d->obs, d->q, &d->cache_q, d->N);
-    cr_cpu_uniform(&d->explore, d->u, 2 * d->N);
-    cr_cpu_epsilon_greedy(d->q, d->u, d->u + d->N, eps, d->actions, d->N, d->A);
-    cr_env_batch_step(ctx, &d->env, d->actions, d->next_obs, d->rewards, d->term, d->trunc,
-                      d->done, d->final_obs);
-    cr_replay_insert(&d->replay, d->obs, d->actions, d->rewards, d->term, d->trunc, d->final_obs);
-    cr_cpu_episodes_record(d->rewards, d->done, d->ep_return, d->ep_length, d->log, d->N);
-    memcpy(d->obs, d->next_obs, (size_t)d->N * d->D * sizeof(float));
-    d->global_step += d->N;
+    act(d);
+    if (d->pool)
+        pool_step(d);
+    else
+        cr_env_batch_step(ctx, &d->env, d->actions, d->next_obs, d->rewards, d->term, d->trunc,
+                          d->done, d->final_obs);
+    replay_insert(d);
+    d->o->episodes_record(ctx, d->rewards, d->done, d->ep_return, d->ep_length, &d->m->log, d->N);
+    d->o->copy(ctx, d->obs, d->next_obs, (size_t)d->N * d->obs_bytes);
 }
+
+/* One gradient step on a replay minibatch; `step` is the global step (prioritized beta). */
+static cudarl_status train_step(cr_dqn *d, int64_t step) {
+    cudarl_ctx *ctx = d->ctx;
+    const cr_backend *o = d->o;
+    const cudarl_dqn_config *c = &d->cfg;
+    cr_replay_batch out = {d->b_obs, d->b_next, d->b_actions, d->b_rewards, d->b_term,
+                           d->b_trunc, d->b_indices, d->b_weights};
+    CR_TRY(replay_sample(d, step, &out));
+    const float *x = as_float(d, d->b_obs, d->b_obs_f, d->B);
+    const float *xn = as_float(d, d->b_next, d->b_next_f, d->B);
+    cr_mlp_view online = cr_qnet_view(&d->layout, d->online);
+    cr_mlp_view target = cr_qnet_view(&d->layout, d->target);
+    cr_mlp_view grads = cr_qnet_view(&d->layout, d->grads);
+    cr_mlp_forward(ctx, &target, xn, d->b_next_t, &d->cache_t, d->B);
+    if (c->double_dqn) cr_mlp_forward(ctx, &online, xn, d->b_next_o, &d->cache_o, d->B);
+    cr_mlp_forward(ctx, &online, x, d->b_q, &d->cache_q, d->B);
+    o->dqn_loss(ctx, d->b_q, d->b_actions, d->b_rewards, d->b_term, d->b_next_t,
+                c->double_dqn ? d->b_next_o : NULL, c->prioritized ? d->b_weights : NULL,
+                (float)c->gamma, c->double_dqn, c->huber, d->b_dq, d->b_td, &d->m->acc, d->B,
+                d->A);
+    cr_mlp_backward(ctx, &online, &grads, x, d->b_dq, &d->cache_q, d->B);
+    size_t P = d->layout.num_params;
+    if (c->max_grad_norm > 0) o->clip_grad_norm(ctx, d->grads, P, c->max_grad_norm, &d->s->clip);
+    o->adam_step(ctx, d->online, d->grads, d->adam_m, d->adam_v, P, &d->s->lr, 0.9f, 0.999f,
+                 1e-8f, &d->s->adam_t);
+    if (c->prioritized) CR_TRY(replay_update(d));
+    if (!d->on_device) { /* the CPU reports a non-finite loss at the step it happens */
+        double loss = d->m->acc.last_loss;
+        if (!isfinite(loss))
+            return cr_fail(CUDARL_ERR_NUMERIC, "the TD loss became %g at step %lld; lower "
+                           "--learning-rate or pass --huber / --max-grad-norm", loss,
+                           (long long)step);
+    }
+    return CUDARL_OK;
+}
+
+/* Train steps that follow the iteration starting at global step `before` (N env steps). */
+static int64_t train_steps_after(const cr_dqn *d, int64_t before) {
+    const cudarl_dqn_config *c = &d->cfg;
+    int64_t after = before + d->N;
+    if (after <= c->learning_starts) return 0;
+    return after / c->train_frequency - before / c->train_frequency;
+}
+
+static int target_update_after(const cr_dqn *d, int64_t before) {
+    const cudarl_dqn_config *c = &d->cfg;
+    int64_t after = before + d->N;
+    return after > c->learning_starts &&
+           after / c->target_network_frequency != before / c->target_network_frequency;
+}
+
+/* Enqueues one iteration starting at global step `before`: act, env step, store, then its
+ * train steps and target update (every choice a function of `before`). */
+static cudarl_status iteration(cr_dqn *d, int64_t before) {
+    act_and_store(d);
+    int64_t steps = train_steps_after(d, before);
+    for (int64_t k = 0; k < steps; k++) CR_TRY(train_step(d, before + d->N));
+    if (target_update_after(d, before))
+        d->o->polyak(d->ctx, d->target, d->online, d->layout.num_params, d->cfg.tau);
+    return CUDARL_OK;
+}
+
+/* ---- graphs (CUDA) ---------------------------------------------------------------------- */
+
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+
+/* Iterations after which the train and target schedules repeat: iteration i + P does what i
+ * did once learning has started (i N and (i + P) N agree modulo both frequencies). */
+static int64_t schedule_period(const cr_dqn *d) {
+    int64_t N = d->N, F = d->cfg.train_frequency, T = d->cfg.target_network_frequency;
+    int64_t pf = F / gcd64(N, F), pt = T / gcd64(N, T);
+    if (pf > DQN_GRAPH_MAX_ITERS || pt > DQN_GRAPH_MAX_ITERS) return DQN_GRAPH_MAX_ITERS + 1;
+    return pf / gcd64(pf, pt) * pt;
+}
+
+/* Whether blocks are captured, their length K, and the first block's start step: the first
+ * iteration that trains. Only where every op of an iteration is device work with arguments
+ * fixed at capture: CUDA, the envs' CUDA twin, uniform replay (prioritized replay takes beta
+ * from the host at each sample). */
+static void graph_plan(cr_dqn *d) {
+    d->graph_iters = 0;
+    if (!d->on_device || d->pool || d->cfg.prioritized || !d->o->graph_begin) return;
+    int64_t p = schedule_period(d);
+    if (p > DQN_GRAPH_MAX_ITERS) {
+        CR_INFO("DQN: the train and target schedules repeat only after more than %d iterations; "
+                "launching op by op (a --target-network-frequency and --train-frequency that are "
+                "multiples of --num-envs make the period one iteration)", DQN_GRAPH_MAX_ITERS);
+        return;
+    }
+    int64_t k = p * ((DQN_GRAPH_MIN_ITERS + p - 1) / p);
+    if (k > DQN_GRAPH_MAX_ITERS) k = p;
+    d->graph_iters = (int)k;
+    /* the first iteration that trains starts at the smallest multiple g of N with g + N > ls */
+    d->graph_start = d->cfg.learning_starts / d->N * d->N;
+}
+
+/* Captures K iterations from global step `before` into d->graph (not run). */
+static cudarl_status capture_block(cr_dqn *d, int64_t before) {
+    cudarl_ctx *ctx = d->ctx;
+    CR_TRY(d->o->graph_begin(ctx));
+    cudarl_status s = CUDARL_OK;
+    for (int k = 0; k < d->graph_iters && s == CUDARL_OK; k++)
+        s = iteration(d, before + (int64_t)k * d->N);
+    cudarl_status e = d->o->graph_end(ctx, &d->graph);
+    return s != CUDARL_OK ? s : e;
+}
+
+/* ---- metrics ---------------------------------------------------------------------------- */
 
 static const char *const dqn_csv_header =
     "global_step,iteration,charts/episodic_return,charts/episodic_length,charts/mean_return_100,"
     "charts/episodes,charts/epsilon,losses/td_loss,losses/q_values,charts/SPS,time/elapsed_s\n";
 
-static void log_row(cr_dqn *d, int64_t iteration) {
-    cr_episode_log *l = d->log;
+/* One metrics row from d->h at global step `step`. */
+static void log_row(cr_dqn *d, int64_t step, int64_t iteration) {
+    const cr_episode_log *l = &d->h.log;
+    const cr_dqn_stats_acc *acc = &d->h.acc;
     double elapsed = cr_time_now() - d->loop_start;
-    double duration = d->cfg.exploration_fraction * (double)d->cfg.total_timesteps;
     double v[7] = {l->iter_episodes ? l->iter_return_sum / (double)l->iter_episodes : NAN,
                    l->iter_episodes ? l->iter_length_sum / (double)l->iter_episodes : NAN,
                    cr_episode_log_recent_mean(l), (double)l->episodes,
-                   cr_linear_schedule(d->cfg.start_e, d->cfg.end_e, duration, (double)d->global_step),
-                   d->loss_count ? d->loss_sum / (double)d->loss_count : NAN,
-                   d->loss_count ? d->q_sum / (double)d->loss_count : NAN};
-    fprintf(d->csv, "%lld,%lld", (long long)d->global_step, (long long)iteration);
+                   cr_linear_schedule(d->cfg.start_e, d->cfg.end_e, d->duration, (double)step),
+                   acc->count > 0 ? acc->loss_sum / acc->count : NAN,
+                   acc->count > 0 ? acc->q_sum / acc->count : NAN};
+    fprintf(d->csv, "%lld,%lld", (long long)step, (long long)iteration);
     for (int i = 0; i < 7; i++) {
         if (isnan(v[i])) fputs(",", d->csv);
         else fprintf(d->csv, ",%.9g", v[i]);
     }
-    double sps = elapsed > 0 ? (double)d->global_step / elapsed : 0;
+    double sps = elapsed > 0 ? (double)step / elapsed : 0;
     fprintf(d->csv, ",%.0f,%.6f\n", sps, elapsed);
     static const char *const tags[8] = {"charts/episodic_return", "charts/episodic_length",
         "charts/mean_return_100", "charts/episodes", "charts/epsilon", "losses/td_loss",
         "losses/q_values", "charts/SPS"};
     double tv[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], sps};
-    cr_tb_scalars(&d->tb, d->global_step, tags, tv, 8);
-    l->iter_episodes = 0, l->iter_return_sum = 0, l->iter_length_sum = 0;
-    d->loss_sum = d->q_sum = 0, d->loss_count = 0;
+    cr_tb_scalars(&d->tb, step, tags, tv, 8);
 }
 
-static void progress(cr_dqn *d, int final) {
+static void progress(cr_dqn *d, int64_t step, int final) {
     if (d->cfg.quiet) return;
     double now = cr_time_now(), elapsed = now - d->loop_start;
     if (!final && now - d->last_progress < (d->tty ? 0.1 : 1.0)) return;
     d->last_progress = now;
-    double sps = elapsed > 0 ? (double)d->global_step / elapsed : 0, m = cr_episode_log_recent_mean(d->log);
+    double sps = elapsed > 0 ? (double)step / elapsed : 0, m = cr_episode_log_recent_mean(&d->h.log);
     char ms[32] = "-";
     if (!isnan(m)) snprintf(ms, sizeof ms, "%.1f", m);
     fprintf(stderr, "%sstep %9lld/%lld  SPS %9.0f  return(100) %6s  ETA %5.1fs%s",
-            d->tty ? "\r" : "", (long long)d->global_step, (long long)d->cfg.total_timesteps, sps,
-            ms, sps > 0 ? (double)(d->cfg.total_timesteps - d->global_step) / sps : 0,
+            d->tty ? "\r" : "", (long long)step, (long long)d->cfg.total_timesteps, sps,
+            ms, sps > 0 ? (double)(d->cfg.total_timesteps - step) / sps : 0,
             d->tty ? (final ? "\n" : "") : "\n");
+}
+
+/* What the host does with the metrics of global step `step` in d->h: the device's errors, the
+ * solve check, the metrics row (when `log`), the progress line. */
+static cudarl_status report(cr_dqn *d, int64_t step, int64_t iteration, int log,
+                            uint32_t replay_errors) {
+    CR_TRY(replay_error(replay_errors));
+    if (!isfinite(d->h.acc.loss_sum))
+        return cr_fail(CUDARL_ERR_NUMERIC, "the TD loss became non-finite (%g) by step %lld; "
+                       "lower --learning-rate or pass --huber / --max-grad-norm",
+                       d->h.acc.last_loss, (long long)step);
+    /* device memory after setup: at the first report, or after the first block's capture */
+    if (d->o->bytes_in_use && !d->bytes_after_setup && (!d->graph_iters || d->graph_failed))
+        d->bytes_after_setup = d->o->bytes_in_use(d->ctx);
+    double m = cr_episode_log_recent_mean(&d->h.log);
+    if (d->solved_step < 0 && d->h.log.episodes >= CR_RECENT_EPISODES &&
+        m >= d->env_info->solved_return) {
+        d->solved_step = step;
+        d->solved_seconds = cr_time_now() - d->loop_start;
+        d->solved_unix = cr_time_unix();
+    }
+    if (log) log_row(d, step, iteration);
+    progress(d, step, 0);
+    return CUDARL_OK;
+}
+
+/* After a metrics copy of a log row: the device's per-row sums start again (stream order puts
+ * this after the copy and before the next iteration). */
+static void restart_row_sums(cr_dqn *d) {
+    cudarl_ctx *ctx = d->ctx;
+    d->o->zero(ctx, &d->m->acc, sizeof d->m->acc);
+    d->o->zero(ctx, &d->m->log.iter_episodes,
+               sizeof d->m->log - offsetof(cr_episode_log, iter_episodes));
+}
+
+static void pipe_free(cr_dqn *d) {
+    cudarl_ctx *ctx = d->ctx;
+    for (int k = 0; k < DQN_METRIC_SLOTS; k++)
+        if (d->slot_event[k]) ctx->ops->event_free(ctx, d->slot_event[k]), d->slot_event[k] = NULL;
+    if (d->slots) ctx->ops->pinned_free(ctx, d->slots);
+    d->slots = NULL;
+    d->pipe_on = 0;
+}
+
+/* Pinned slots and events where the backend copies asynchronously (CUDA). */
+static void pipe_init(cr_dqn *d) {
+    cudarl_ctx *ctx = d->ctx;
+    if (!ctx->ops->event_create || !ctx->ops->copy_to_host_async) return;
+    if (ctx->ops->pinned_alloc(ctx, (void **)&d->slots, DQN_METRIC_SLOTS * sizeof(cr_dqn_slot)) !=
+        CUDARL_OK)
+        return;
+    for (int k = 0; k < DQN_METRIC_SLOTS; k++)
+        if (ctx->ops->event_create(ctx, &d->slot_event[k]) != CUDARL_OK) {
+            pipe_free(d);
+            return;
+        }
+    d->pipe_on = 1;
+}
+
+/* Reports the slots whose copies have landed, in order; all of them when `wait`. */
+static cudarl_status pipe_drain(cr_dqn *d, int wait) {
+    cudarl_ctx *ctx = d->ctx;
+    while (d->drained_seq < d->next_seq) {
+        int k = (int)(d->drained_seq % DQN_METRIC_SLOTS);
+        if (!ctx->ops->event_done(ctx, d->slot_event[k])) {
+            if (!wait) return CUDARL_OK;
+            ctx->ops->event_wait(ctx, d->slot_event[k]);
+        }
+        d->h = d->slots[k].m;
+        d->drained_seq++;
+        CR_TRY(report(d, d->slot_step[k], d->slot_iter[k], d->slot_log[k],
+                      d->slots[k].replay_errors));
+    }
+    return CUDARL_OK;
+}
+
+/* A report point after the work enqueued so far (global step d->global_step): the metrics
+ * copied (into a pinned slot behind the work, or read at once on the CPU) and, at a log row,
+ * the row sums restarted after the copy. */
+static cudarl_status report_point(cr_dqn *d, int log) {
+    cudarl_ctx *ctx = d->ctx;
+    const cr_backend *o = d->o;
+    if (!d->pipe_on) {
+        o->copy_to_host(ctx, &d->h, d->m, sizeof d->h);
+        uint32_t bits = 0;
+        const uint32_t *eb = replay_error_bits(d);
+        if (eb) o->copy_to_host(ctx, &bits, eb, sizeof bits);
+        cudarl_status s = report(d, d->global_step, d->iteration, log, bits);
+        if (log) restart_row_sums(d);
+        return s;
+    }
+    while (d->next_seq - d->drained_seq >= DQN_METRIC_SLOTS) { /* every slot in flight */
+        int k = (int)(d->drained_seq % DQN_METRIC_SLOTS);
+        o->event_wait(ctx, d->slot_event[k]);
+        CR_TRY(pipe_drain(d, 0));
+    }
+    int k = (int)(d->next_seq % DQN_METRIC_SLOTS);
+    o->copy_to_host_async(ctx, &d->slots[k].m, d->m, sizeof d->slots[k].m);
+    const uint32_t *eb = replay_error_bits(d);
+    if (eb) o->copy_to_host_async(ctx, &d->slots[k].replay_errors, eb, sizeof(uint32_t));
+    else d->slots[k].replay_errors = 0;
+    o->event_record(ctx, d->slot_event[k]);
+    d->slot_step[k] = d->global_step, d->slot_iter[k] = d->iteration, d->slot_log[k] = log;
+    d->next_seq++;
+    if (log) restart_row_sums(d);
+    return pipe_drain(d, 0);
+}
+
+/* ---- the loop --------------------------------------------------------------------------- */
+
+/* Whether a captured block starts at the current step: blocks start at graph_start plus whole
+ * blocks, and must end by total_timesteps. */
+static int block_here(const cr_dqn *d) {
+    if (!d->graph_iters || d->graph_failed) return 0;
+    int64_t g = d->global_step, span = (int64_t)d->graph_iters * d->N;
+    return g >= d->graph_start && (g - d->graph_start) % span == 0 &&
+           g + span <= d->cfg.total_timesteps;
+}
+
+/* Runs one captured block (capturing it on first use); returns 0 when capture is impossible
+ * (the loop then launches op by op). */
+static cudarl_status run_block(cr_dqn *d, int *ran) {
+    *ran = 0;
+    if (!d->graph) {
+        cudarl_status s = capture_block(d, d->global_step);
+        if (s != CUDARL_OK) {
+            CR_WARN("DQN graph capture failed (%s); launching ops one by one", cudarl_last_error());
+            d->graph = NULL;
+            d->graph_failed = 1;
+            return CUDARL_OK;
+        }
+    }
+    CR_RANGE_PUSH("dqn block");
+    d->o->graph_launch(d->ctx, d->graph);
+    CR_RANGE_POP();
+    if (d->o->bytes_in_use && !d->bytes_after_setup)
+        d->bytes_after_setup = d->o->bytes_in_use(d->ctx);
+    for (int k = 0; k < d->graph_iters; k++)
+        d->train_steps += train_steps_after(d, d->global_step + (int64_t)k * d->N);
+    d->global_step += (int64_t)d->graph_iters * d->N;
+    d->iteration += d->graph_iters;
+    *ran = 1;
+    return CUDARL_OK;
+}
+
+static cudarl_status dqn_loop(cr_dqn *d) {
+    const cudarl_dqn_config *c = &d->cfg;
+    d->log_every = c->total_timesteps / 200 > d->N ? c->total_timesteps / 200 : d->N;
+    d->next_log = d->log_every;
+    d->loop_start = cr_time_now();
+    d->syncs_start = d->ctx->host_syncs;
+    int64_t since_report = 0;
+    while (d->global_step < c->total_timesteps) {
+        int ran = 0;
+        if (block_here(d)) CR_TRY(run_block(d, &ran));
+        if (!ran) {
+            int64_t before = d->global_step;
+            CR_TRY(iteration(d, before));
+            d->train_steps += train_steps_after(d, before);
+            d->global_step += d->N;
+            d->iteration++;
+        }
+        since_report++;
+        int log = d->global_step >= d->next_log || d->global_step >= c->total_timesteps;
+        while (d->next_log <= d->global_step) d->next_log += d->log_every;
+        /* the CPU reads after every iteration (the solve check at its step); CUDA after each
+         * block, each log row, and every DQN_REPORT_EVERY iterations launched op by op */
+        if (!d->pipe_on || ran || log || since_report >= DQN_REPORT_EVERY) {
+            CR_TRY(report_point(d, log));
+            since_report = 0;
+        }
+    }
+    if (d->pipe_on) CR_TRY(pipe_drain(d, 1));
+    return CUDARL_OK;
+}
+
+/* ---- init, checkpoint, train ------------------------------------------------------------ */
+
+/* Weights, target, RNG streams, step counter, learning rate and env states from the seed,
+ * written into backend memory. */
+static cudarl_status seed_state(cr_dqn *d) {
+    cudarl_ctx *ctx = d->ctx;
+    const cudarl_dqn_config *cfg = &d->cfg;
+    size_t P = d->layout.num_params;
+    float *h = malloc(P * sizeof(float));
+    if (!h) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for parameters");
+    cr_philox_state init;
+    cr_philox_seed(&init, cfg->seed, DQN_STREAM_INIT);
+    cr_qnet_init_params(&d->layout, h, &init);
+    d->o->copy_from_host(ctx, d->online, h, P * sizeof(float));
+    d->o->copy(ctx, d->target, d->online, P * sizeof(float));
+    cr_dqn_scalars s;
+    memset(&s, 0, sizeof s);
+    cr_rng_stream_seed(&s.explore, cfg->seed, DQN_STREAM_EXPLORE);
+    cr_rng_stream_seed(&s.sample, cfg->seed, DQN_STREAM_REPLAY);
+    s.lr = (float)cfg->learning_rate;
+    d->o->copy_from_host(ctx, d->s, &s, sizeof s);
+    if (d->pool) {
+        cr_env_pool_reset(&d->pool->pool, cfg->seed);
+        d->o->copy_from_host(ctx, d->obs, d->pool->obs, (size_t)d->N * d->obs_bytes);
+    } else {
+        cr_env_batch_reset(ctx, &d->env, cfg->seed, d->obs);
+    }
+    d->o->sync(ctx); /* the pageable sources above are read by now */
+    free(h);
+    return CUDARL_OK;
+}
+
+static cudarl_status check_context(const cr_dqn *d, const cudarl_ctx *ctx) {
+    const cudarl_dqn_config *c = &d->cfg;
+    if (c->env_device == CUDARL_DEVICE_CUDA && ctx->kind != CUDARL_DEVICE_CUDA)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-device cuda needs a CUDA device, and this "
+                       "run is on the CPU; use --env-device cpu or auto");
+    if (ctx->kind == CUDARL_DEVICE_CUDA && c->batch_size > 65535)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--batch-size %d is over the GPU replay's limit of "
+                       "65535; lower it", c->batch_size);
+#ifndef CUDARL_WITH_CUDA
+    if (ctx->kind != CUDARL_DEVICE_CPU)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "this build has no CUDA backend; use --device cpu");
+#endif
+    return CUDARL_OK;
+}
+
+/* Refuses a plan over the memory budget before anything is allocated. */
+static cudarl_status check_budget(cr_dqn *d, const cr_plan *pl) {
+    int64_t budget = d->cfg.mem_budget;
+#ifdef CUDARL_WITH_CUDA
+    size_t free_b = 0, total_b = 0;
+    if (budget == 0 && d->on_device && cr_cuda_mem_info(d->ctx, &free_b, &total_b) == CUDARL_OK)
+        budget = (int64_t)free_b;
+#endif
+    cudarl_replay_request rq = {d->cfg.buffer_size, d->N, d->D, d->u8, 1, d->cfg.prioritized,
+                                (int64_t)pl->offsets[D_REPLAY], budget};
+    char report[2048];
+    return cudarl_replay_plan_report(&rq, report, sizeof report);
+}
+
+static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_config *cfg) {
+    CR_TRY(cudarl_dqn_config_validate(cfg));
+    d->ctx = ctx;
+    d->o = ctx->ops;
+    d->cfg = *cfg;
+    CR_TRY(check_context(d, ctx));
+    d->on_device = ctx->kind == CUDARL_DEVICE_CUDA;
+    d->env_info = cr_env_info_find(cfg->env_id);
+    d->u8 = d->env_info->def->obs_dtype == CUDARL_OBS_U8;
+    d->obs_bytes = cr_env_def_obs_bytes(d->env_info->def);
+    d->N = cfg->num_envs, d->D = d->env_info->obs_dim, d->A = d->env_info->num_actions;
+    d->B = cfg->batch_size, d->rows = d->B > d->N ? d->B : d->N;
+    d->duration = cfg->exploration_fraction * (double)cfg->total_timesteps;
+    d->solved_step = -1, d->solved_seconds = -1;
+    if (cfg->threads > 0) cr_cpu_set_threads(cfg->threads);
+    cr_qnet_layout_init(&d->layout, d->D, cfg->hidden1, cfg->hidden2, d->A);
+    if (pool_wanted(cfg)) CR_TRY(pool_init(d));
+    cr_plan pl;
+    CR_TRY(plan_memory(d, &pl));
+    cr_plan_print(&pl, d->on_device ? "DQN (device)" : "DQN (host)");
+    CR_TRY(check_budget(d, &pl));
+    CR_TRY(ctx->ops->arena_alloc(ctx, &d->mem, &pl));
+    CR_TRY(carve(d));
+    CR_TRY(seed_state(d));
+    pipe_init(d);
+    graph_plan(d);
+    return CUDARL_OK;
+}
+
+static void dqn_free(cr_dqn *d) {
+    cudarl_ctx *ctx = d->ctx;
+    if (!ctx) return;
+    if (d->mem.base) ctx->ops->sync(ctx); /* copies into pinned slots may be in flight */
+    if (d->graph) ctx->ops->graph_free(d->graph);
+    d->graph = NULL;
+    pipe_free(d);
+    pool_free(d);
+    if (d->csv) fclose(d->csv);
+    d->csv = NULL;
+    cr_tb_close(&d->tb);
+    if (d->mem.base) ctx->ops->arena_free(ctx, &d->mem);
 }
 
 /* network.* (online), target_network.*, Adam's moments, and the hyperparameters. */
 static cudarl_status save(cr_dqn *d) {
     char path[600];
     snprintf(path, sizeof path, "%s/model.safetensors", d->run_dir);
+    size_t P = d->layout.num_params;
     cr_st_writer *w = malloc(sizeof *w);
-    if (!w) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
+    float *h = malloc(4 * P * sizeof(float));
+    if (!w || !h) {
+        free(w), free(h);
+        return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
+    }
+    const float *dev[4] = {d->online, d->target, d->adam_m, d->adam_v};
+    for (int k = 0; k < 4; k++) d->o->copy_to_host(d->ctx, h + k * P, dev[k], P * sizeof(float));
     cr_st_writer_init(w);
     char b[64];
     const cudarl_dqn_config *c = &d->cfg;
@@ -277,6 +891,8 @@ static cudarl_status save(cr_dqn *d) {
     cr_st_add_meta(w, "policy", "qnet");
     cr_st_add_meta(w, "env_id", c->env_id);
     cr_st_add_meta(w, "run_name", c->run_name);
+    /* uint8 observations reach the network cast to float, 0/1 as 0/1 (no division by 255) */
+    if (d->u8) cr_st_add_meta(w, "obs_input", "uint8 cast to float32, unscaled");
     struct { const char *k; double v; } m[] = {
         {"obs_dim", d->D}, {"num_actions", d->A}, {"hidden1", c->hidden1}, {"hidden2", c->hidden2},
         {"seed", (double)c->seed}, {"total_timesteps", (double)c->total_timesteps},
@@ -292,7 +908,6 @@ static cudarl_status save(cr_dqn *d) {
         snprintf(b, sizeof b, "%.17g", m[i].v);
         cr_st_add_meta(w, m[i].k, b);
     }
-    const float *bufs[4] = {d->online, d->target, d->adam_m, d->adam_v};
     const char *prefix[4] = {"", "target_", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
     cudarl_status s = CUDARL_OK;
     for (int k = 0; k < 4 && s == CUDARL_OK; k++)
@@ -301,43 +916,31 @@ static cudarl_status save(cr_dqn *d) {
             int64_t shape[2] = {t->shape[0], t->shape[1]};
             char name[96];
             snprintf(name, sizeof name, "%s%s", prefix[k], t->name);
-            s = cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, shape, bufs[k] + t->offset);
+            s = cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, shape, h + k * P + t->offset);
         }
     if (s == CUDARL_OK) s = cr_st_write_atomic(w, path);
     free(w);
+    free(h);
     return s;
 }
 
-static cudarl_status dqn_loop(cr_dqn *d) {
-    const cudarl_dqn_config *c = &d->cfg;
-    int64_t iteration = 0, log_every = c->total_timesteps / 200 > d->N ? c->total_timesteps / 200 : d->N;
-    int64_t next_log = log_every;
-    d->loop_start = cr_time_now();
-    while (d->global_step < c->total_timesteps) {
-        int64_t before = d->global_step;
-        act_and_store(d);
-        iteration++;
-        if (d->global_step > c->learning_starts) {
-            int64_t steps = d->global_step / c->train_frequency - before / c->train_frequency;
-            for (int64_t k = 0; k < steps; k++) CR_TRY(train_step(d));
-            if (d->global_step / c->target_network_frequency !=
-                before / c->target_network_frequency)
-                cr_cpu_polyak(d->target, d->online, d->layout.num_params, c->tau);
-        }
-        double m = cr_episode_log_recent_mean(d->log);
-        if (d->solved_step < 0 && d->log->episodes >= CR_RECENT_EPISODES &&
-            m >= d->env_info->solved_return) {
-            d->solved_step = d->global_step;
-            d->solved_seconds = cr_time_now() - d->loop_start;
-            d->solved_unix = cr_time_unix();
-        }
-        if (d->global_step >= next_log || d->global_step >= c->total_timesteps) {
-            log_row(d, iteration);
-            next_log += log_every;
-        }
-        progress(d, 0);
-    }
-    return CUDARL_OK;
+static void fill_summary(const cr_dqn *d, cudarl_train_summary *summary) {
+    double secs = cr_time_now() - d->loop_start;
+    memset(summary, 0, sizeof *summary);
+    summary->global_step = summary->run_steps = d->global_step;
+    summary->episodes = d->h.log.episodes;
+    summary->mean_return_100 = cr_episode_log_recent_mean(&d->h.log);
+    summary->train_seconds = secs;
+    summary->sps = secs > 0 ? (double)d->global_step / secs : 0;
+    summary->solved_step = d->solved_step;
+    summary->solved_seconds = d->solved_seconds;
+    summary->solved_unix_time = d->solved_unix;
+    summary->arena_bytes = (int64_t)d->mem.plan.total;
+    summary->device_bytes_after_setup = (int64_t)d->bytes_after_setup;
+    summary->device_bytes_growth = (int64_t)d->bytes_at_end - (int64_t)d->bytes_after_setup;
+    summary->host_syncs_per_iteration =
+        d->iteration > 0 ? (double)(d->ctx->host_syncs - d->syncs_start) / (double)d->iteration : 0;
+    snprintf(summary->run_dir, sizeof summary->run_dir, "%s", d->run_dir);
 }
 
 cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
@@ -352,30 +955,21 @@ cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
     if (s == CUDARL_OK) s = cr_tb_open(&d->tb, d->run_dir);
     d->tty = isatty(STDERR_FILENO);
     if (s == CUDARL_OK) {
-        CR_INFO("training DQN on %s: %d env(s), buffer %lld, batch %d, %zu parameters, run %s",
-                d->cfg.env_id, d->N, (long long)d->replay.spec.capacity, d->B,
-                d->layout.num_params, d->run_dir);
+        CR_INFO("training DQN on %s: %d env(s), buffer %lld, batch %d, %zu parameters, %s%s, "
+                "run %s", d->cfg.env_id, d->N, (long long)d->cfg.buffer_size / d->N * d->N, d->B,
+                d->layout.num_params, ctx->ops->name, d->pool ? " (envs on CPU threads)" : "",
+                d->run_dir);
+        if (d->graph_iters)
+            CR_DEBUG("DQN: blocks of %d iterations captured as one graph from step %lld",
+                     d->graph_iters, (long long)d->graph_start);
         s = dqn_loop(d);
-        progress(d, 1);
+        if (d->o->bytes_in_use) d->bytes_at_end = d->o->bytes_in_use(ctx);
+        if (!d->bytes_after_setup) d->bytes_after_setup = d->bytes_at_end; /* no block ran */
+        progress(d, d->global_step, 1);
         if (s == CUDARL_OK) s = save(d);
-        double secs = cr_time_now() - d->loop_start;
-        if (summary) {
-            memset(summary, 0, sizeof *summary);
-            summary->global_step = summary->run_steps = d->global_step;
-            summary->episodes = d->log->episodes;
-            summary->mean_return_100 = cr_episode_log_recent_mean(d->log);
-            summary->train_seconds = secs;
-            summary->sps = secs > 0 ? (double)d->global_step / secs : 0;
-            summary->solved_step = d->solved_step;
-            summary->solved_seconds = d->solved_seconds;
-            summary->solved_unix_time = d->solved_unix;
-            summary->arena_bytes = (int64_t)d->mem.plan.total;
-            snprintf(summary->run_dir, sizeof summary->run_dir, "%s", d->run_dir);
-        }
+        if (summary) fill_summary(d, summary);
     }
-    if (d->csv) fclose(d->csv);
-    cr_tb_close(&d->tb);
-    if (d->mem.base) ctx->ops->arena_free(ctx, &d->mem);
+    dqn_free(d);
     free(d);
     return s;
 }

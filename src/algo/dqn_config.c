@@ -33,6 +33,22 @@ void cudarl_dqn_config_default(cudarl_dqn_config *c, const char *env_id) {
     c->hidden2 = 84;
     c->threads = 1;
     c->device = CUDARL_DEVICE_AUTO;
+    c->env_device = CUDARL_DEVICE_AUTO;
+    c->env_threads = 0;
+}
+
+void cudarl_dqn_config_for_device(cudarl_dqn_config *c, cudarl_device_kind kind) {
+    if (kind != CUDARL_DEVICE_CUDA) return;
+    /* tuned on the CPU twin of the same loop: seeds 1-3 reach 475 at 150-172k steps */
+    c->num_envs = 32;
+    c->train_frequency = 16; /* two train steps per env step of the 32 envs */
+    c->batch_size = 256;
+    c->learning_rate = 2e-3;
+    c->buffer_size = 50000;
+    c->target_network_frequency = 640;
+    c->learning_starts = 2048;
+    c->exploration_fraction = 0.15;
+    c->total_timesteps = 250000;
 }
 
 #define REQUIRE(cond, ...)                                                \
@@ -43,8 +59,25 @@ void cudarl_dqn_config_default(cudarl_dqn_config *c, const char *env_id) {
 static int in(double v, double lo, double hi) { return isfinite(v) && v >= lo && v <= hi; }
 
 cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
-    REQUIRE(cr_env_find(c->env_id), "--env-id '%s' is not a known environment; choose one of: "
-            "CartPole-v1", c->env_id);
+    const cudarl_env_def *def = cr_env_def_find(c->env_id);
+    if (!def) {
+        char list[512] = "";
+        for (const char *const *n = cudarl_env_names(); *n; n++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                     n == cudarl_env_names() ? "" : ", ", *n);
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-id '%s' is not a known environment; "
+                       "choose one of: %s", c->env_id, list);
+    }
+    REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
+                c->env_device == CUDARL_DEVICE_CUDA,
+            "--env-device must be cpu, cuda or auto");
+    REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_env_find(c->env_id),
+            "--env-device cuda: %s has no CUDA twin (only CartPole-v1 does); use --env-device "
+            "cpu, which steps it on CPU threads", c->env_id);
+    REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,
+            "--env-device cuda needs the GPU: use --device cuda (or auto) with it");
+    REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,
+            "--env-threads must be between 0 (all cores) and 1024, got %d", c->env_threads);
     REQUIRE(c->num_envs >= 1 && c->num_envs <= (1 << 20),
             "--num-envs must be between 1 and 1048576, got %d", c->num_envs);
     REQUIRE(c->buffer_size >= 2 * (int64_t)c->num_envs && c->buffer_size <= ((int64_t)1 << 34),

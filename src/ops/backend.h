@@ -55,6 +55,14 @@ typedef struct cr_ppo_stats_acc {
     double last_approx_kl; /* of the latest minibatch, for --target-kl */
 } cr_ppo_stats_acc;
 
+/* Sums the DQN loss statistics of the minibatches since it was last zeroed (backend memory):
+ * each minibatch adds its three means (cr_dqn_loss_stats of ops/cpu/ops_dqn.h). */
+typedef struct cr_dqn_stats_acc {
+    double loss_sum, q_sum, td_abs_sum;
+    double count;     /* minibatches added */
+    double last_loss; /* of the latest minibatch, for the trainer's finiteness check */
+} cr_dqn_stats_acc;
+
 struct cr_backend {
     const char *name;
     /* memory */
@@ -73,8 +81,7 @@ struct cr_backend {
     void (*linear_backward)(cudarl_ctx *ctx, const float *dy, const float *x, const float *w,
                             float *dx, float *dw, float *db, int B, int I, int O);
     void (*tanh_backward)(cudarl_ctx *ctx, const float *y, const float *dy, float *dx, size_t n);
-    /* optional until the CUDA twins land (DQN's Q-network): y = max(0, x w^T + b), and
-     * dx = dy * (y > 0) */
+    /* DQN's Q-network: y = max(0, x w^T + b), and dx = y <= 0 ? 0 : dy */
     void (*linear_relu_forward)(cudarl_ctx *ctx, const float *x, const float *w, const float *b,
                                 float *y, int B, int I, int O);
     void (*relu_backward)(cudarl_ctx *ctx, const float *y, const float *dy, float *dx, size_t n);
@@ -156,6 +163,28 @@ struct cr_backend {
                                 const cr_ppo_loss_params *p, cr_ppo_stats_acc *acc,
                                 void *scratch, int B, int A);
     size_t (*ppo_minibatch_scratch_bytes)(int B, size_t num_params);
+    /* DQN (the CPU references are in ops/cpu/ops_dqn.h; src/algo/dqn.c calls these) */
+    /* cr_cpu_dqn_loss on one minibatch: dq (B, A), td_error (B) unless NULL, and the
+     * minibatch's three means added into acc (backend memory) */
+    void (*dqn_loss)(cudarl_ctx *ctx, const float *q, const int32_t *actions,
+                     const float *rewards, const uint8_t *terminated, const float *next_q_target,
+                     const float *next_q_online, const float *weights, float gamma,
+                     int double_dqn, int huber, float *dq, float *td_error,
+                     cr_dqn_stats_acc *acc, int B, int A);
+    /* *epsilon = (float)cr_linear_schedule(start_e, end_e, duration, (double)*step), then
+     * *step += n: the exploration rate of the env step about to be taken, and the step counter
+     * moved past it (both backend memory, so a captured graph reads them at every replay) */
+    void (*epsilon_schedule)(cudarl_ctx *ctx, int64_t *step, int64_t n, double start_e,
+                             double end_e, double duration, float *epsilon);
+    /* cr_cpu_epsilon_greedy with epsilon read from backend memory */
+    void (*epsilon_greedy)(cudarl_ctx *ctx, const float *q, const float *u_explore,
+                           const float *u_action, const float *epsilon, int32_t *actions, int B,
+                           int A);
+    /* cr_cpu_polyak: target = tau online + (1 - tau) target (n), a copy when tau == 1 */
+    void (*polyak)(cudarl_ctx *ctx, float *target, const float *online, size_t n, double tau);
+    /* y = (float)x, n elements: uint8 observations as the values they are (MinAtar's 0/1
+     * channels stay 0/1; no scaling) for the Q-network's float input */
+    void (*u8_to_float)(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t n);
 };
 
 /* Shapes the fused PPO kernels are built for: tanh MLPs with hidden width 64 (both layers),

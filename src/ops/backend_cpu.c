@@ -136,6 +136,40 @@ static void cpu_adam_step(cudarl_ctx *ctx, float *p, const float *g, float *m, f
     cr_cpu_adam_step(p, g, m, v, n, *lr, b1, b2, eps, *t);
 }
 
+static void cpu_dqn_loss(cudarl_ctx *ctx, const float *q, const int32_t *actions,
+                         const float *rewards, const uint8_t *terminated,
+                         const float *next_q_target, const float *next_q_online,
+                         const float *weights, float gamma, int double_dqn, int huber, float *dq,
+                         float *td_error, cr_dqn_stats_acc *acc, int B, int A) {
+    cr_dqn_loss_stats s;
+    cr_cpu_dqn_loss(q, actions, rewards, terminated, next_q_target, next_q_online, weights, gamma,
+                    double_dqn, huber, dq, td_error, &s, B, A);
+    acc->loss_sum += s.loss, acc->q_sum += s.q_mean, acc->td_abs_sum += s.td_abs_mean;
+    acc->count += 1;
+    acc->last_loss = s.loss;
+}
+
+static void cpu_epsilon_schedule(cudarl_ctx *ctx, int64_t *step, int64_t n, double start_e,
+                                 double end_e, double duration, float *epsilon) {
+    *epsilon = (float)cr_linear_schedule(start_e, end_e, duration, (double)*step);
+    *step += n;
+}
+
+static void cpu_epsilon_greedy(cudarl_ctx *ctx, const float *q, const float *u_explore,
+                               const float *u_action, const float *epsilon, int32_t *actions,
+                               int B, int A) {
+    cr_cpu_epsilon_greedy(q, u_explore, u_action, *epsilon, actions, B, A);
+}
+
+static void cpu_polyak(cudarl_ctx *ctx, float *target, const float *online, size_t n,
+                       double tau) {
+    cr_cpu_polyak(target, online, n, tau);
+}
+
+static void cpu_u8_to_float(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] = (float)x[i];
+}
+
 const cr_backend cr_backend_cpu = {
     .name = "cpu",
     .arena_alloc = cpu_arena_alloc,
@@ -164,4 +198,9 @@ const cr_backend cr_backend_cpu = {
     .ppo_loss = cpu_ppo_loss,
     .clip_grad_norm = cpu_clip_grad_norm,
     .adam_step = cpu_adam_step,
+    .dqn_loss = cpu_dqn_loss,
+    .epsilon_schedule = cpu_epsilon_schedule,
+    .epsilon_greedy = cpu_epsilon_greedy,
+    .polyak = cpu_polyak,
+    .u8_to_float = cpu_u8_to_float,
 };

@@ -257,7 +257,7 @@ static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 43 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 48 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -272,6 +272,8 @@ extern "C" const cr_backend cr_backend_cuda = {
     .linear_tanh_forward = cr_cuda_linear_tanh_forward,
     .linear_backward = cr_cuda_linear_backward,
     .tanh_backward = cr_cuda_tanh_backward,
+    .linear_relu_forward = cr_cuda_linear_relu_forward,
+    .relu_backward = cr_cuda_relu_backward,
     .uniform = cr_cuda_uniform,
     .permutation = cr_cuda_permutation,
     .categorical_sample = cr_cuda_categorical_sample,
@@ -301,6 +303,11 @@ extern "C" const cr_backend cr_backend_cuda = {
     .peaks = peaks,
     .ppo_minibatch_grads = cr_cuda_ppo_minibatch_grads,
     .ppo_minibatch_scratch_bytes = cr_cuda_ppo_minibatch_scratch_bytes,
+    .dqn_loss = cr_cuda_dqn_loss,
+    .epsilon_schedule = cr_cuda_epsilon_schedule,
+    .epsilon_greedy = cr_cuda_epsilon_greedy,
+    .polyak = cr_cuda_polyak,
+    .u8_to_float = cr_cuda_u8_to_float,
 };
 
 // The table without the fused PPO op, for contexts opened with CUDARL_FUSED=0 or on a device

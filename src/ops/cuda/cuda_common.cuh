@@ -195,5 +195,21 @@ void cr_cuda_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_norm
                             cr_ppo_stats_acc *acc);
 void cr_cuda_adam_step(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
                        const float *lr, float b1, float b2, float eps, int64_t *t);
+// dqn_ops.cu
+void cr_cuda_linear_relu_forward(cudarl_ctx *ctx, const float *x, const float *w, const float *b,
+                                 float *y, int B, int I, int O);
+void cr_cuda_relu_backward(cudarl_ctx *ctx, const float *y, const float *dy, float *dx, size_t n);
+void cr_cuda_dqn_loss(cudarl_ctx *ctx, const float *q, const int32_t *actions,
+                      const float *rewards, const uint8_t *terminated, const float *next_q_target,
+                      const float *next_q_online, const float *weights, float gamma,
+                      int double_dqn, int huber, float *dq, float *td_error,
+                      cr_dqn_stats_acc *acc, int B, int A);
+void cr_cuda_epsilon_schedule(cudarl_ctx *ctx, int64_t *step, int64_t n, double start_e,
+                              double end_e, double duration, float *epsilon);
+void cr_cuda_epsilon_greedy(cudarl_ctx *ctx, const float *q, const float *u_explore,
+                            const float *u_action, const float *epsilon, int32_t *actions, int B,
+                            int A);
+void cr_cuda_polyak(cudarl_ctx *ctx, float *target, const float *online, size_t n, double tau);
+void cr_cuda_u8_to_float(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t n);
 
 #endif
