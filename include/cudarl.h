@@ -251,6 +251,7 @@ typedef struct cudarl_replay_request {
     int prioritized;
     int64_t other_bytes;  /* what the run needs besides the replay buffer */
     int64_t mem_budget;   /* bytes; 0 = this host's available memory */
+    const char *mem_budget_source; /* what mem_budget is, for the messages; NULL: "--mem-budget" */
 } cudarl_replay_request;
 
 /* Writes the memory plan of `r` into `report` (a table of buffers, bytes per transition, the

@@ -814,13 +814,13 @@ static cudarl_status check_context(const cr_dqn *d, const cudarl_ctx *ctx) {
 /* Refuses a plan over the memory budget before anything is allocated. */
 static cudarl_status check_budget(cr_dqn *d, const cr_plan *pl) {
     int64_t budget = d->cfg.mem_budget;
+    const char *source = NULL; /* --mem-budget, or (0) the host's available memory */
 #ifdef CUDARL_WITH_CUDA
-    size_t free_b = 0, total_b = 0;
-    if (budget == 0 && d->on_device && cr_cuda_mem_info(d->ctx, &free_b, &total_b) == CUDARL_OK)
-        budget = (int64_t)free_b;
+    if (budget == 0 && d->on_device) budget = cr_cuda_mem_budget(d->ctx, &source);
+    if (budget < 0) budget = 0, source = NULL;
 #endif
     cudarl_replay_request rq = {d->cfg.buffer_size, d->N, d->D, d->u8, 1, d->cfg.prioritized,
-                                (int64_t)pl->offsets[D_REPLAY], budget};
+                                (int64_t)pl->offsets[D_REPLAY], budget, source};
     char report[2048];
     return cudarl_replay_plan_report(&rq, report, sizeof report);
 }

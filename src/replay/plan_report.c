@@ -29,7 +29,7 @@ cudarl_status cudarl_replay_plan_report(const cudarl_replay_request *r, char *re
     cr_plan_init(&pl);
     CR_TRY(cr_replay_plan(&spec, &pl));
     int64_t budget = r->mem_budget;
-    const char *budget_from = "--mem-budget";
+    const char *budget_from = r->mem_budget_source ? r->mem_budget_source : "--mem-budget";
     if (budget <= 0) budget = cr_host_available_bytes(0), budget_from = "available host memory";
     char a[32], b[32];
     snprintf(a, sizeof a, "%zu", cr_replay_bytes_per_transition(&spec));
@@ -54,6 +54,7 @@ cudarl_status cudarl_replay_plan_report(const cudarl_replay_request *r, char *re
     append(report, cap, "  total           %s against a budget of %s\n",
            cr_format_bytes((size_t)total, a, sizeof a),
            budget > 0 ? cr_format_bytes((size_t)budget, b, sizeof b) : "(unknown)");
+    if (budget > 0) append(report, cap, "  (the budget: %s%s)\n", budget_from, "");
     if (budget <= 0 || total <= budget) return CUDARL_OK;
     int64_t room = budget - r->other_bytes;
     int64_t fit = room > 0 ? cr_replay_max_capacity(&spec, (size_t)room) : 0;

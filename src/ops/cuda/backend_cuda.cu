@@ -146,6 +146,22 @@ void cr_cuda_ctx_free(cudarl_ctx *ctx) {
     ctx->stream = NULL;
 }
 
+int64_t cr_cuda_mem_budget(cudarl_ctx *ctx, const char **source) {
+    int integrated = 0;
+    if (cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, ctx->device_index) !=
+        cudaSuccess)
+        cudaGetLastError(), integrated = 0;
+    if (integrated) {
+        *source = "MemAvailable + SwapFree of /proc/meminfo (an integrated GPU shares the host's "
+                  "memory, and cudaMemGetInfo leaves out swap)";
+        return cr_host_available_bytes(1);
+    }
+    size_t free_b = 0, total_b = 0;
+    *source = "the device's free memory (cudaMemGetInfo)";
+    if (cr_cuda_mem_info(ctx, &free_b, &total_b) != CUDARL_OK) return -1;
+    return (int64_t)free_b;
+}
+
 cudarl_status cr_cuda_mem_info(cudarl_ctx *ctx, size_t *free_bytes, size_t *total_bytes) {
     cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
     if (e == cudaSuccess) return CUDARL_OK;

@@ -50,6 +50,11 @@ void cr_cuda_graph_free(void *graph_exec);
 
 /* Page-locked host memory (host, pinned) for asynchronous copies; *p is NULL on failure. */
 cudarl_status cr_cuda_host_alloc_pinned(void **p, size_t bytes);
+/* What a run on ctx's device may allocate, and where that figure comes from (static text): on
+ * an integrated GPU (Jetson: cudaDevAttrIntegrated), whose memory is the host's, the CUDA for
+ * Tegra estimate MemAvailable + SwapFree from /proc/meminfo, since cudaMemGetInfo leaves out
+ * swap; elsewhere cudaMemGetInfo's free bytes. -1 when neither can be read. */
+int64_t cr_cuda_mem_budget(cudarl_ctx *ctx, const char **source);
 /* Makes the work queued on ctx's stream after this call wait, on the device, for `event` (an
  * event of any context of the same device, from the backend's event_create): how two contexts'
  * streams order their work without the host waiting (PPO's --async). */
