@@ -18,6 +18,7 @@ Needs Python 3 with numpy and safetensors.
 import argparse
 import csv
 import hashlib
+import json
 import math
 import os
 import re
@@ -648,6 +649,31 @@ def test_dqn_plan(work):
     expect_error("DQN: an unknown --env-id lists the registered envs",
                  dqn + ["--env-id", "Foo-v0"], work, U,
                  ["'Foo-v0'", "not a known environment", "CartPole-v1", "MinAtar/Breakout-v1"])
+    expect_error("DQN: an unknown --policy lists the Q-networks",
+                 dqn + ["--policy", "resnet"], work, U,
+                 ["--policy 'resnet'", "not a known Q-network", "mlp, minatar-cnn, nature-cnn"])
+    expect_error("DQN: a convolutional --policy on CartPole's feature vector",
+                 dqn + ["--policy", "minatar-cnn", "--env-id", "CartPole-v1"], work, U,
+                 ["--policy minatar-cnn", "image observations", "CartPole-v1",
+                  "use --policy mlp"])
+    check("DQN trains MinAtar with --policy minatar-cnn; the checkpoint records the network and "
+          "eval refuses it")
+    run_ok("dqn minatar-cnn", dqn + ["--env-id", "MinAtar/Breakout-v1", "--policy",
+                                     "minatar-cnn", "--device", "cpu", "--num-envs", "4",
+                                     "--total-timesteps", "400", "--learning-starts", "100",
+                                     "--batch-size", "16", "--run-name", "dqn_breakout_cnn",
+                                     "--runs-dir", "runs", "--quiet"], work)
+    cnn = os.path.join(work, "runs", "dqn_breakout_cnn", "model.safetensors")
+    meta = checkpoint_metadata(cnn)
+    net = json.loads(meta.get("network", "{}"))
+    with safe_open(cnn, "np") as f:
+        shape = tuple(f.get_slice("network.0.weight").get_shape())
+    if meta.get("policy") != "minatar-cnn" or net.get("name") != "minatar-cnn" or \
+            net.get("heads", {}).get("type") != "dqn" or shape != (16, 4, 3, 3):
+        fail("dqn minatar-cnn checkpoint", "policy and network minatar-cnn, dqn heads, "
+             "network.0.weight (16, 4, 3, 3)", f"{meta.get('policy')}, {net}, {shape}")
+    expect_error("eval refuses a convolutional DQN checkpoint", ["eval", cnn], work, 1,
+                 ["convolutional network", "minatar-cnn", "MLP policies only"])
     check("DQN trains a MinAtar game (uint8 observations) with its envs on CPU threads")
     run_ok("dqn minatar", dqn + ["--env-id", "MinAtar/Breakout-v1", "--env-device", "cpu",
                                  "--env-threads", "2", "--device", "cpu", "--num-envs", "4",
@@ -666,7 +692,7 @@ def test_dqn_plan(work):
     for flag in ["--buffer-size", "--tau", "--target-network-frequency", "--batch-size",
                  "--start-e", "--end-e", "--exploration-fraction", "--learning-starts",
                  "--train-frequency", "--double-dqn", "--prioritized", "--mem-budget",
-                 "--env-device", "--env-threads"]:
+                 "--env-device", "--env-threads", "--policy"]:
         if flag not in r.out and f"--[no-]{flag[2:]}" not in r.out:
             fail("dqn help", f"a line for {flag}", r.describe())
     check("a short DQN run writes a checkpoint that cudarl eval plays")

@@ -192,6 +192,7 @@ static const arg_spec dqn_specs[] = {
     {"max-grad-norm", ARG_F64, DCFG(max_grad_norm), 0, 0, 1e9, "global gradient norm clip (0: off)"},
     {"hidden1", ARG_INT, DCFG(hidden1), 0, 1, 4096, "Q-network first hidden width"},
     {"hidden2", ARG_INT, DCFG(hidden2), 0, 1, 4096, "Q-network second hidden width"},
+    {"policy", ARG_STR, DCFG(policy), 16, 0, 0, "Q-network: mlp, or for image envs minatar-cnn / nature-cnn (CPU only)"},
     {"mem-budget", ARG_BYTES, DCFG(mem_budget), 0, 0, 0, "memory the run may use (plan refused above it)"},
     {"device", ARG_DEVICE, DCFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
     {"threads", ARG_INT, DCFG(threads), 0, 0, 1024, "CPU threads for the ops (0: all cores)"},

@@ -24,6 +24,10 @@
  *   - uint8 observations (MinAtar's 0/1 channels) are stored as uint8 in the replay and cast to
  *     float, value for value (no 1/255: the Q-network sees 0 and 1), before the network reads
  *     them, on the device.
+ *   - the Q-network (--policy) is dqn.py's MLP, or on the CPU a convolutional network
+ *     (cr_convnet: minatar-cnn, nature-cnn with dqn_atari.py's `network.*` names), which reads
+ *     the stored observations as its spec says; both behind the qnet_* functions below, on one
+ *     flat parameter buffer.
  * On the CPU every op is the CPU reference and metrics are read after every iteration, which is
  * what this trainer computed before it ran through the backend, bit for bit. */
 #include <math.h>
@@ -36,6 +40,7 @@
 #include "core/nvtx.h"
 #include "env/env.h"
 #include "env/env_pool.h"
+#include "nn/convnet.h"
 #include "nn/qnet.h"
 #include "ops/cpu/ops_dqn.h"
 #include "replay/replay.h"
@@ -91,14 +96,33 @@ typedef struct cr_dqn_pool {
     cudarl_ctx *ctx;
 } cr_dqn_pool;
 
+/* The Q-network: dqn.py's MLP (cr_qnet, every backend) or a convolutional network of
+ * dqn_atari.py's shape (cr_convnet, CPU ops only). Either way its parameters are one flat
+ * buffer of num_params floats, network.* tensors in state_dict order, which Adam, the polyak
+ * update and the checkpoint treat alike. */
+typedef struct cr_dqn_qnet {
+    int conv;              /* 0: the MLP */
+    cr_qnet_layout mlp;
+    cr_convnet cnn;
+    size_t num_params;
+} cr_dqn_qnet;
+
+/* What a backward needs from its forward, for max(B, N) rows (backend memory). */
+typedef struct cr_dqn_cache {
+    cr_mlp_cache mlp;
+    cr_convnet_cache cnn;
+} cr_dqn_cache;
+
 typedef struct cr_dqn {
     cudarl_ctx *ctx;
     const cr_backend *o;
     cudarl_dqn_config cfg;
     const cr_env_info *env_info;
-    cr_qnet_layout layout;
+    cr_dqn_qnet net;
     int N, D, A, B, rows;  /* envs, obs elements, actions, batch, max(N, B) */
-    int u8;                /* observations are uint8 (stored so; cast to float for the net) */
+    int u8;                /* observations are uint8 (stored so) */
+    int cast;              /* the MLP reads uint8 observations cast to float (the convolutional
+                              networks read them as they are, converting per their spec) */
     size_t obs_bytes;      /* bytes of one observation */
     int on_device;         /* CUDA context: the replay's CUDA twin, pinned metrics */
     double duration;       /* epsilon's annealing steps */
@@ -122,7 +146,7 @@ typedef struct cr_dqn {
     uint8_t *b_term, *b_trunc;          /* (B) */
     int64_t *b_indices;                 /* (B) */
     float *b_q, *b_next_t, *b_next_o, *b_dq, *b_td; /* (B, A) x4, (B) */
-    cr_mlp_cache cache_q, cache_t, cache_o;
+    cr_dqn_cache cache_q, cache_t, cache_o;
     cr_replay replay;                   /* CPU twin (host context) */
 #ifdef CUDARL_WITH_CUDA
     cr_replay_cuda rcuda;               /* CUDA twin (device context) */
@@ -184,11 +208,114 @@ static cr_replay_spec replay_spec(const cr_dqn *d) {
     return s;
 }
 
+/* ---- the Q-network ---------------------------------------------------------------------- */
+
+/* Lays out the Q-network cfg.policy names (validated: the env's observations fit it). */
+static cudarl_status qnet_layout(cr_dqn *d) {
+    const cudarl_dqn_config *c = &d->cfg;
+    cr_dqn_qnet *q = &d->net;
+    q->conv = strcmp(c->policy, "mlp") != 0;
+    if (!q->conv) {
+        cr_qnet_layout_init(&q->mlp, d->D, c->hidden1, c->hidden2, d->A);
+        q->num_params = q->mlp.num_params;
+        return CUDARL_OK;
+    }
+    const cudarl_env_def *def = d->env_info->def;
+    cr_convnet_spec spec;
+    CR_TRY(cr_convnet_spec_named(&spec, c->policy, def->obs_shape[0], def->obs_shape[1],
+                                 def->obs_shape[2], CR_CONVNET_DQN, d->A));
+    CR_TRY(cr_convnet_plan(&q->cnn, &spec));
+    q->num_params = q->cnn.num_params;
+    return CUDARL_OK;
+}
+
+/* Bytes of one forward's cache for d->rows rows. */
+static size_t qnet_cache_bytes(const cr_dqn *d) {
+    if (d->net.conv) return cr_convnet_cache_bytes(&d->net.cnn, d->rows);
+    return cr_mlp_cache_floats(d->rows, cr_qnet_widest(&d->net.mlp)) * 4;
+}
+
+static cr_dqn_cache qnet_cache_carve(const cr_dqn *d, void *mem) {
+    cr_dqn_cache c;
+    memset(&c, 0, sizeof c);
+    if (d->net.conv) cr_convnet_cache_carve(&d->net.cnn, mem, d->rows, &c.cnn);
+    else c.mlp = cr_mlp_cache_carve(mem, d->rows, cr_qnet_widest(&d->net.mlp));
+    return c;
+}
+
+/* The observations x (rows, D) of the env's dtype as the network reads them: the MLP floats (x
+ * itself, or its cast into f), a convolutional network x as it is. */
+static const void *qnet_input(cr_dqn *d, const void *x, float *f, int rows) {
+    if (!d->cast) return x;
+    d->o->u8_to_float(d->ctx, x, f, (size_t)rows * (size_t)d->D);
+    return f;
+}
+
+/* out (rows, A) = Q(params; x), x from qnet_input; fills the cache c. */
+static void qnet_forward(cr_dqn *d, float *params, const void *x, float *out,
+                         const cr_dqn_cache *c, int rows) {
+    if (d->net.conv) {
+        CUDARL_ASSERT(!d->on_device);
+        cr_convnet_forward(&d->net.cnn, params, x, out, NULL, &c->cnn, rows);
+        return;
+    }
+    cr_mlp_view v = cr_qnet_view(&d->net.mlp, params);
+    cr_mlp_forward(d->ctx, &v, x, out, &c->mlp, rows);
+}
+
+/* grads (P) = d loss / d params from dout (rows, A), with the cache of the forward on x. */
+static void qnet_backward(cr_dqn *d, float *params, float *grads, const void *x,
+                          const float *dout, const cr_dqn_cache *c, int rows) {
+    if (d->net.conv) {
+        CUDARL_ASSERT(!d->on_device);
+        cr_convnet_backward(&d->net.cnn, params, grads, dout, NULL, &c->cnn, rows);
+        return;
+    }
+    cr_mlp_view v = cr_qnet_view(&d->net.mlp, params), g = cr_qnet_view(&d->net.mlp, grads);
+    cr_mlp_backward(d->ctx, &v, &g, x, dout, &c->mlp, rows);
+}
+
+/* PyTorch's default init of every layer (CleanRL's QNetwork calls no init), drawn from rng in
+ * state_dict order. params (P, host). */
+static void qnet_init_params(const cr_dqn *d, float *params, cr_philox_state *rng) {
+    if (d->net.conv) cr_convnet_init_params(&d->net.cnn, params, rng);
+    else cr_qnet_init_params(&d->net.mlp, params, rng);
+}
+
+/* One parameter tensor of the Q-network, as the checkpoint names it. */
+typedef struct cr_dqn_tensor {
+    const char *name;
+    int ndim;
+    int64_t shape[4];
+    size_t offset;
+} cr_dqn_tensor;
+
+/* The Q-network's tensors in state_dict order into t (CR_CONVNET_MAX_TENSORS); their count. */
+static int qnet_tensors(const cr_dqn *d, cr_dqn_tensor *t) {
+    const cr_dqn_qnet *q = &d->net;
+    int n = q->conv ? q->cnn.ntensors : CR_QNET_NUM_TENSORS;
+    for (int i = 0; i < n; i++) {
+        memset(&t[i], 0, sizeof t[i]);
+        if (q->conv) {
+            const cr_convnet_tensor *c = &q->cnn.t[i];
+            t[i].name = c->name, t[i].ndim = c->ndim, t[i].offset = c->offset;
+            for (int k = 0; k < c->ndim; k++) t[i].shape[k] = c->shape[k];
+        } else {
+            const cr_param_tensor *p = &q->mlp.t[i];
+            t[i].name = p->name, t[i].ndim = p->ndim, t[i].offset = p->offset;
+            for (int k = 0; k < p->ndim; k++) t[i].shape[k] = p->shape[k];
+        }
+    }
+    return n;
+}
+
+/* ---- memory ----------------------------------------------------------------------------- */
+
 static cudarl_status plan_memory(cr_dqn *d, cr_plan *pl) {
-    size_t P = d->layout.num_params * 4, N = (size_t)d->N, D = (size_t)d->D, A = (size_t)d->A;
+    size_t P = d->net.num_params * 4, N = (size_t)d->N, D = (size_t)d->D, A = (size_t)d->A;
     size_t B = (size_t)d->B, R = (size_t)d->rows, ob = d->obs_bytes;
-    size_t cache = cr_mlp_cache_floats(d->rows, cr_qnet_widest(&d->layout)) * 4;
-    size_t cast = d->u8 ? 4 * D : 0; /* the float copies of uint8 observations */
+    size_t cache = qnet_cache_bytes(d);
+    size_t cast = d->cast ? 4 * D : 0; /* the float copies of uint8 observations */
     const struct { const char *name; size_t bytes; } items[D_REPLAY] = {
         {"q.online", P}, {"q.target", P}, {"grads", P}, {"adam.m", P}, {"adam.v", P},
         {"env", d->pool ? 0 : cr_env_batch_bytes(d->env_info, d->N)}, {"obs", N * ob},
@@ -216,31 +343,30 @@ static cudarl_status plan_memory(cr_dqn *d, cr_plan *pl) {
 
 static cudarl_status carve(cr_dqn *d) {
     const cr_arena *a = &d->mem;
-    int H = cr_qnet_widest(&d->layout);
     d->online = cr_arena_get(a, D_ONLINE), d->target = cr_arena_get(a, D_TARGET);
     d->grads = cr_arena_get(a, D_GRADS), d->adam_m = cr_arena_get(a, D_M);
     d->adam_v = cr_arena_get(a, D_V);
     if (!d->pool) cr_env_batch_init(&d->env, d->env_info, d->N, cr_arena_get(a, D_ENV));
     d->obs = cr_arena_get(a, D_OBS), d->next_obs = cr_arena_get(a, D_NEXT);
     d->final_obs = cr_arena_get(a, D_FINAL);
-    d->obs_f = d->u8 ? cr_arena_get(a, D_OBSF) : d->obs;
+    d->obs_f = d->cast ? cr_arena_get(a, D_OBSF) : d->obs;
     d->q = cr_arena_get(a, D_Q), d->u = cr_arena_get(a, D_U), d->rewards = cr_arena_get(a, D_REW);
     d->actions = cr_arena_get(a, D_ACT), d->term = cr_arena_get(a, D_TERM);
     d->trunc = cr_arena_get(a, D_TRUNC), d->done = cr_arena_get(a, D_DONE);
     d->ep_return = cr_arena_get(a, D_EPRET), d->ep_length = cr_arena_get(a, D_EPLEN);
     d->m = cr_arena_get(a, D_METRICS), d->s = cr_arena_get(a, D_SCALARS);
     d->b_obs = cr_arena_get(a, D_BOBS), d->b_next = cr_arena_get(a, D_BNEXT);
-    d->b_obs_f = d->u8 ? cr_arena_get(a, D_BOBSF) : d->b_obs;
-    d->b_next_f = d->u8 ? cr_arena_get(a, D_BNEXTF) : d->b_next;
+    d->b_obs_f = d->cast ? cr_arena_get(a, D_BOBSF) : d->b_obs;
+    d->b_next_f = d->cast ? cr_arena_get(a, D_BNEXTF) : d->b_next;
     d->b_rewards = cr_arena_get(a, D_BREW), d->b_weights = cr_arena_get(a, D_BW);
     d->b_actions = cr_arena_get(a, D_BACT), d->b_term = cr_arena_get(a, D_BTERM);
     d->b_trunc = cr_arena_get(a, D_BTRUNC), d->b_indices = cr_arena_get(a, D_BIDX);
     d->b_q = cr_arena_get(a, D_BQ), d->b_next_t = cr_arena_get(a, D_BNT);
     d->b_next_o = cr_arena_get(a, D_BNO), d->b_dq = cr_arena_get(a, D_BDQ);
     d->b_td = cr_arena_get(a, D_BTD);
-    d->cache_q = cr_mlp_cache_carve(cr_arena_get(a, D_CQ), d->rows, H);
-    d->cache_t = cr_mlp_cache_carve(cr_arena_get(a, D_CT), d->rows, H);
-    d->cache_o = cr_mlp_cache_carve(cr_arena_get(a, D_CO), d->rows, H);
+    d->cache_q = qnet_cache_carve(d, cr_arena_get(a, D_CQ));
+    d->cache_t = qnet_cache_carve(d, cr_arena_get(a, D_CT));
+    d->cache_o = qnet_cache_carve(d, cr_arena_get(a, D_CO));
     cr_replay_spec rs = replay_spec(d);
 #ifdef CUDARL_WITH_CUDA
     if (d->on_device) return cr_replay_cuda_init(d->ctx, &d->rcuda, &rs, d->B, a, D_REPLAY);
@@ -397,14 +523,6 @@ static cudarl_status replay_error(uint32_t bits) {
 
 /* ---- one iteration ---------------------------------------------------------------------- */
 
-/* The observations x (rows, D) of the env's dtype as floats for the network: x itself, or its
- * cast into f. */
-static const float *as_float(cr_dqn *d, const void *x, float *f, int rows) {
-    if (!d->u8) return x;
-    d->o->u8_to_float(d->ctx, x, f, (size_t)rows * (size_t)d->D);
-    return f;
-}
-
 /* Epsilon-greedy actions for the current observations (d->actions). */
 static void act(cr_dqn *d) {
     cudarl_ctx *ctx = d->ctx;
@@ -412,8 +530,7 @@ static void act(cr_dqn *d) {
     const cudarl_dqn_config *c = &d->cfg;
     o->epsilon_schedule(ctx, &d->m->step, d->N, c->start_e, c->end_e, d->duration,
                         &d->s->epsilon);
-    cr_mlp_view online = cr_qnet_view(&d->layout, d->online);
-    cr_mlp_forward(ctx, &online, as_float(d, d->obs, d->obs_f, d->N), d->q, &d->cache_q, d->N);
+    qnet_forward(d, d->online, qnet_input(d, d->obs, d->obs_f, d->N), d->q, &d->cache_q, d->N);
     o->uniform(ctx, &d->s->explore, d->u, 2 * d->N);
     o->epsilon_greedy(ctx, d->q, d->u, d->u + d->N, &d->s->epsilon, d->actions, d->N, d->A);
 }
@@ -440,20 +557,17 @@ static cudarl_status train_step(cr_dqn *d, int64_t step) {
     cr_replay_batch out = {d->b_obs, d->b_next, d->b_actions, d->b_rewards, d->b_term,
                            d->b_trunc, d->b_indices, d->b_weights};
     CR_TRY(replay_sample(d, step, &out));
-    const float *x = as_float(d, d->b_obs, d->b_obs_f, d->B);
-    const float *xn = as_float(d, d->b_next, d->b_next_f, d->B);
-    cr_mlp_view online = cr_qnet_view(&d->layout, d->online);
-    cr_mlp_view target = cr_qnet_view(&d->layout, d->target);
-    cr_mlp_view grads = cr_qnet_view(&d->layout, d->grads);
-    cr_mlp_forward(ctx, &target, xn, d->b_next_t, &d->cache_t, d->B);
-    if (c->double_dqn) cr_mlp_forward(ctx, &online, xn, d->b_next_o, &d->cache_o, d->B);
-    cr_mlp_forward(ctx, &online, x, d->b_q, &d->cache_q, d->B);
+    const void *x = qnet_input(d, d->b_obs, d->b_obs_f, d->B);
+    const void *xn = qnet_input(d, d->b_next, d->b_next_f, d->B);
+    qnet_forward(d, d->target, xn, d->b_next_t, &d->cache_t, d->B);
+    if (c->double_dqn) qnet_forward(d, d->online, xn, d->b_next_o, &d->cache_o, d->B);
+    qnet_forward(d, d->online, x, d->b_q, &d->cache_q, d->B);
     o->dqn_loss(ctx, d->b_q, d->b_actions, d->b_rewards, d->b_term, d->b_next_t,
                 c->double_dqn ? d->b_next_o : NULL, c->prioritized ? d->b_weights : NULL,
                 (float)c->gamma, c->double_dqn, c->huber, d->b_dq, d->b_td, &d->m->acc, d->B,
                 d->A);
-    cr_mlp_backward(ctx, &online, &grads, x, d->b_dq, &d->cache_q, d->B);
-    size_t P = d->layout.num_params;
+    qnet_backward(d, d->online, d->grads, x, d->b_dq, &d->cache_q, d->B);
+    size_t P = d->net.num_params;
     if (c->max_grad_norm > 0) o->clip_grad_norm(ctx, d->grads, P, c->max_grad_norm, &d->s->clip);
     o->adam_step(ctx, d->online, d->grads, d->adam_m, d->adam_v, P, &d->s->lr, 0.9f, 0.999f,
                  1e-8f, &d->s->adam_t);
@@ -490,7 +604,7 @@ static cudarl_status iteration(cr_dqn *d, int64_t before) {
     int64_t steps = train_steps_after(d, before);
     for (int64_t k = 0; k < steps; k++) CR_TRY(train_step(d, before + d->N));
     if (target_update_after(d, before))
-        d->o->polyak(d->ctx, d->target, d->online, d->layout.num_params, d->cfg.tau);
+        d->o->polyak(d->ctx, d->target, d->online, d->net.num_params, d->cfg.tau);
     return CUDARL_OK;
 }
 
@@ -771,12 +885,12 @@ static cudarl_status dqn_loop(cr_dqn *d) {
 static cudarl_status seed_state(cr_dqn *d) {
     cudarl_ctx *ctx = d->ctx;
     const cudarl_dqn_config *cfg = &d->cfg;
-    size_t P = d->layout.num_params;
+    size_t P = d->net.num_params;
     float *h = malloc(P * sizeof(float));
     if (!h) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for parameters");
     cr_philox_state init;
     cr_philox_seed(&init, cfg->seed, DQN_STREAM_INIT);
-    cr_qnet_init_params(&d->layout, h, &init);
+    qnet_init_params(d, h, &init);
     d->o->copy_from_host(ctx, d->online, h, P * sizeof(float));
     d->o->copy(ctx, d->target, d->online, P * sizeof(float));
     cr_dqn_scalars s;
@@ -804,6 +918,9 @@ static cudarl_status check_context(const cr_dqn *d, const cudarl_ctx *ctx) {
     if (ctx->kind == CUDARL_DEVICE_CUDA && c->batch_size > 65535)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--batch-size %d is over the GPU replay's limit of "
                        "65535; lower it", c->batch_size);
+    if (ctx->kind == CUDARL_DEVICE_CUDA && strcmp(c->policy, "mlp"))
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "--policy %s: the CUDA convolutional network is "
+                       "not built yet; use --device cpu", c->policy);
 #ifndef CUDARL_WITH_CUDA
     if (ctx->kind != CUDARL_DEVICE_CPU)
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "this build has no CUDA backend; use --device cpu");
@@ -834,13 +951,14 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     d->on_device = ctx->kind == CUDARL_DEVICE_CUDA;
     d->env_info = cr_env_info_find(cfg->env_id);
     d->u8 = d->env_info->def->obs_dtype == CUDARL_OBS_U8;
+    d->cast = d->u8 && !strcmp(cfg->policy, "mlp");
     d->obs_bytes = cr_env_def_obs_bytes(d->env_info->def);
     d->N = cfg->num_envs, d->D = d->env_info->obs_dim, d->A = d->env_info->num_actions;
     d->B = cfg->batch_size, d->rows = d->B > d->N ? d->B : d->N;
     d->duration = cfg->exploration_fraction * (double)cfg->total_timesteps;
     d->solved_step = -1, d->solved_seconds = -1;
     if (cfg->threads > 0) cr_cpu_set_threads(cfg->threads);
-    cr_qnet_layout_init(&d->layout, d->D, cfg->hidden1, cfg->hidden2, d->A);
+    CR_TRY(qnet_layout(d));
     if (pool_wanted(cfg)) CR_TRY(pool_init(d));
     cr_plan pl;
     CR_TRY(plan_memory(d, &pl));
@@ -868,11 +986,14 @@ static void dqn_free(cr_dqn *d) {
     if (d->mem.base) ctx->ops->arena_free(ctx, &d->mem);
 }
 
-/* network.* (online), target_network.*, Adam's moments, and the hyperparameters. */
+/* network.* (online), target_network.*, Adam's moments, and the hyperparameters; a
+ * convolutional Q-network's spec text under "network" (cr_convnet_spec_parse reads it). */
 static cudarl_status save(cr_dqn *d) {
     char path[600];
     snprintf(path, sizeof path, "%s/model.safetensors", d->run_dir);
-    size_t P = d->layout.num_params;
+    size_t P = d->net.num_params;
+    char spec[CR_CONVNET_TEXT_MAX];
+    if (d->net.conv) CR_TRY(cr_convnet_spec_to_text(&d->net.cnn.spec, spec, sizeof spec));
     cr_st_writer *w = malloc(sizeof *w);
     float *h = malloc(4 * P * sizeof(float));
     if (!w || !h) {
@@ -888,11 +1009,13 @@ static cudarl_status save(cr_dqn *d) {
     snprintf(b, sizeof b, "%d", CR_CHECKPOINT_VERSION), cr_st_add_meta(w, "format_version", b);
     cr_st_add_meta(w, "cudarl_version", CUDARL_VERSION_STRING);
     cr_st_add_meta(w, "algo", "dqn");
-    cr_st_add_meta(w, "policy", "qnet");
+    cr_st_add_meta(w, "policy", d->net.conv ? c->policy : "qnet");
+    if (d->net.conv) cr_st_add_meta(w, CR_CONVNET_META_KEY, spec);
     cr_st_add_meta(w, "env_id", c->env_id);
     cr_st_add_meta(w, "run_name", c->run_name);
     /* uint8 observations reach the network cast to float, 0/1 as 0/1 (no division by 255) */
-    if (d->u8) cr_st_add_meta(w, "obs_input", "uint8 cast to float32, unscaled");
+    if (d->u8 && (!d->net.conv || d->net.cnn.spec.scale == CR_CONVNET_SCALE_NONE))
+        cr_st_add_meta(w, "obs_input", "uint8 cast to float32, unscaled");
     struct { const char *k; double v; } m[] = {
         {"obs_dim", d->D}, {"num_actions", d->A}, {"hidden1", c->hidden1}, {"hidden2", c->hidden2},
         {"seed", (double)c->seed}, {"total_timesteps", (double)c->total_timesteps},
@@ -905,18 +1028,20 @@ static cudarl_status save(cr_dqn *d) {
         {"double_dqn", c->double_dqn}, {"prioritized", c->prioritized}, {"huber", c->huber},
         {"max_grad_norm", c->max_grad_norm}, {"global_step", (double)d->global_step}};
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        if (d->net.conv && !strncmp(m[i].k, "hidden", 6)) continue; /* the MLP's widths */
         snprintf(b, sizeof b, "%.17g", m[i].v);
         cr_st_add_meta(w, m[i].k, b);
     }
     const char *prefix[4] = {"", "target_", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
+    cr_dqn_tensor t[CR_CONVNET_MAX_TENSORS];
+    int n = qnet_tensors(d, t);
     cudarl_status s = CUDARL_OK;
     for (int k = 0; k < 4 && s == CUDARL_OK; k++)
-        for (int i = 0; i < CR_QNET_NUM_TENSORS && s == CUDARL_OK; i++) {
-            const cr_param_tensor *t = &d->layout.t[i];
-            int64_t shape[2] = {t->shape[0], t->shape[1]};
+        for (int i = 0; i < n && s == CUDARL_OK; i++) {
             char name[96];
-            snprintf(name, sizeof name, "%s%s", prefix[k], t->name);
-            s = cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, shape, h + k * P + t->offset);
+            snprintf(name, sizeof name, "%s%s", prefix[k], t[i].name);
+            s = cr_st_add_tensor(w, name, CR_ST_F32, t[i].ndim, t[i].shape,
+                                 h + k * P + t[i].offset);
         }
     if (s == CUDARL_OK) s = cr_st_write_atomic(w, path);
     free(w);
@@ -957,7 +1082,7 @@ cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
     if (s == CUDARL_OK) {
         CR_INFO("training DQN on %s: %d env(s), buffer %lld, batch %d, %zu parameters, %s%s, "
                 "run %s", d->cfg.env_id, d->N, (long long)d->cfg.buffer_size / d->N * d->N, d->B,
-                d->layout.num_params, ctx->ops->name, d->pool ? " (envs on CPU threads)" : "",
+                d->net.num_params, ctx->ops->name, d->pool ? " (envs on CPU threads)" : "",
                 d->run_dir);
         if (d->graph_iters)
             CR_DEBUG("DQN: blocks of %d iterations captured as one graph from step %lld",

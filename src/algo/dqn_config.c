@@ -5,6 +5,7 @@
 
 #include "core/core.h"
 #include "env/env.h"
+#include "nn/convnet.h"
 
 void cudarl_dqn_config_default(cudarl_dqn_config *c, const char *env_id) {
     memset(c, 0, sizeof *c);
@@ -31,6 +32,7 @@ void cudarl_dqn_config_default(cudarl_dqn_config *c, const char *env_id) {
     c->max_grad_norm = 0;
     c->hidden1 = 120;
     c->hidden2 = 84;
+    snprintf(c->policy, sizeof c->policy, "mlp");
     c->threads = 1;
     c->device = CUDARL_DEVICE_AUTO;
     c->env_device = CUDARL_DEVICE_AUTO;
@@ -57,6 +59,31 @@ void cudarl_dqn_config_for_device(cudarl_dqn_config *c, cudarl_device_kind kind)
     } while (0)
 
 static int in(double v, double lo, double hi) { return isfinite(v) && v >= lo && v <= hi; }
+
+/* --policy: "mlp", or a named convolutional network that fits the env's observations. */
+static cudarl_status check_policy(const cudarl_dqn_config *c, const cudarl_env_def *def) {
+    if (!strcmp(c->policy, "mlp")) return CUDARL_OK;
+    REQUIRE(!strcmp(c->policy, "minatar-cnn") || !strcmp(c->policy, "nature-cnn"),
+            "--policy '%.32s' is not a known Q-network; choose one of: mlp, minatar-cnn, "
+            "nature-cnn", c->policy);
+    REQUIRE(def->obs_rank == 3, "--policy %s is a convolutional network for image observations "
+            "(C, H, W), and %s gives a vector of %d features; use --policy mlp", c->policy,
+            c->env_id, def->obs_shape[0]);
+    cr_convnet_spec spec;
+    CR_TRY(cr_convnet_spec_named(&spec, c->policy, def->obs_shape[0], def->obs_shape[1],
+                                 def->obs_shape[2], CR_CONVNET_DQN, def->num_actions));
+    REQUIRE(spec.dtype == CR_CONVNET_U8 && def->obs_dtype == CUDARL_OBS_U8,
+            "--policy %s reads uint8 observations, and %s gives float32 ones; use --policy mlp",
+            c->policy, c->env_id);
+    cr_convnet net;
+    if (cr_convnet_plan(&net, &spec) == CUDARL_OK) return CUDARL_OK;
+    char why[256];
+    snprintf(why, sizeof why, "%s", cudarl_last_error());
+    return cr_fail(CUDARL_ERR_INVALID_ARG, "--policy %s does not fit %s's observations of "
+                   "(%d, %d, %d) (%s); use the other convolutional policy or --policy mlp",
+                   c->policy, c->env_id, def->obs_shape[0], def->obs_shape[1], def->obs_shape[2],
+                   why);
+}
 
 cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
     const cudarl_env_def *def = cr_env_def_find(c->env_id);
@@ -112,6 +139,7 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
     REQUIRE(c->hidden1 >= 1 && c->hidden1 <= 4096 && c->hidden2 >= 1 && c->hidden2 <= 4096,
             "--hidden1 and --hidden2 must be between 1 and 4096, got %d and %d", c->hidden1,
             c->hidden2);
+    CR_TRY(check_policy(c, def));
     REQUIRE(c->threads >= 0 && c->threads <= 1024, "--threads must be between 0 and 1024, got %d",
             c->threads);
     REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");

@@ -8,6 +8,7 @@
 #include "env/cartpole.h"
 #include "env/env.h"
 #include "nn/actor_critic.h"
+#include "nn/convnet.h"
 #include "nn/qnet.h"
 #include "runtime/checkpoint.h"
 
@@ -122,6 +123,12 @@ cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, 
     if (!a || strcmp(a, algo))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained with algo '%s', not %s",
                        path, a ? a : "(missing)", algo);
+    if (cr_st_meta(f, CR_CONVNET_META_KEY)) {
+        const char *pol = cr_st_meta(f, "policy");
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "checkpoint '%s' holds a convolutional network "
+                       "('%.32s'); eval, export, resume and the policy runtime read MLP policies "
+                       "only for now", path, pol ? pol : "(no policy name)");
+    }
     return check_model_tensors(f, path, !strcmp(algo, "dqn"));
 }
 

@@ -7,8 +7,9 @@
 #define CR_CHECKPOINT_FORMAT "cudarl-checkpoint"
 #define CR_CHECKPOINT_VERSION 1
 
-/* Refuses a file that is not a cudarl checkpoint of a version this build reads, or not of
- * `algo` ("ppo"), with a message naming the file and what to do. */
+/* Refuses a file that is not a cudarl checkpoint of a version this build reads, not of `algo`
+ * ("ppo"), or of a convolutional network (metadata "network": CUDARL_ERR_UNSUPPORTED, as only
+ * MLPs are read back for now), with a message naming the file and what to do. */
 cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, const char *algo);
 
 #endif

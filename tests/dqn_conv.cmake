@@ -1,0 +1,10 @@
+# DQN with a convolutional Q-network (--policy minatar-cnn) on the CPU: --policy's refusals, a
+# short MinAtar/Breakout-v1 run whose checkpoint records its network spec, eval refusing it; on
+# a CUDA build the conv policy on the GPU is refused (label gpu).
+cudarl_test(test_dqn_conv SOURCES test_dqn_conv.c LABELS cpu
+            ARGS cpu ${CMAKE_CURRENT_BINARY_DIR}/dqn-conv-runs)
+if(CUDARL_HAVE_CUDA)
+  add_test(NAME test_dqn_conv_cuda
+           COMMAND test_dqn_conv cuda ${CMAKE_CURRENT_BINARY_DIR}/dqn-conv-cuda-runs)
+  set_tests_properties(test_dqn_conv_cuda PROPERTIES LABELS gpu)
+endif()
