@@ -687,6 +687,17 @@ def test_dqn_plan(work):
             not any(r["charts/episodic_return"] for r in rows):
         fail("dqn minatar metrics", "rows up to step 2000, some with an episodic return",
              f"{len(rows)} rows")
+    check("the default run name of an env id with a '/' is one folder (MinAtar-Breakout-v1__dqn__...)")
+    auto_dir = os.path.join(work, "runs_auto")
+    run_ok("dqn minatar default run name",
+           dqn + ["--env-id", "MinAtar/Breakout-v1", "--device", "cpu", "--num-envs", "2",
+                  "--total-timesteps", "200", "--learning-starts", "100", "--batch-size", "16",
+                  "--runs-dir", auto_dir, "--quiet"], work)
+    made = os.listdir(auto_dir)
+    if len(made) != 1 or not made[0].startswith("MinAtar-Breakout-v1__dqn__1__") or \
+            not os.path.exists(os.path.join(auto_dir, made[0], "model.safetensors")):
+        fail("default run name", "one folder MinAtar-Breakout-v1__dqn__1__<time> holding the "
+             "checkpoint", f"{made}")
     check("cudarl train --algo dqn --help lists dqn.py's flags with defaults")
     r = run_ok("dqn help", ["train", "--algo", "dqn", "--help"], work)
     for flag in ["--buffer-size", "--tau", "--target-network-frequency", "--batch-size",

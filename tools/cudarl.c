@@ -227,7 +227,14 @@ static int cmd_train_dqn(int argc, char **argv) {
         return EXIT_USAGE;
     }
     cudarl_ctx *ctx;
-    if (cudarl_ctx_init(&ctx, o.cfg.device, 0) != CUDARL_OK) return fail("no device");
+    cudarl_device_kind kind = o.cfg.device;
+    if (kind == CUDARL_DEVICE_AUTO && strcmp(o.cfg.policy, "mlp") != 0) {
+        /* the convolutional Q-networks run on the CPU only, so far: auto means the CPU here */
+        fprintf(stderr, "cudarl train: --policy %s runs on the CPU for now; training on the CPU\n",
+                o.cfg.policy);
+        kind = CUDARL_DEVICE_CPU;
+    }
+    if (cudarl_ctx_init(&ctx, kind, 0) != CUDARL_OK) return fail("no device");
     /* the device's preset, then the user's flags over it */
     cudarl_dqn_config_default(&o.cfg, NULL);
     cudarl_dqn_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));

@@ -49,9 +49,13 @@ cudarl_status cr_run_open(const char *runs_dir, char *run_name, size_t cap, cons
     int resuming = resume_iteration >= 0;
     *csv = NULL;
     CR_TRY(make_dir(runs_dir));
-    if (!run_name[0])
+    if (!run_name[0]) {
         snprintf(run_name, cap, "%s__%s__%llu__%lld", env_id, algo, (unsigned long long)seed,
                  (long long)time(NULL));
+        /* an env id may hold '/' (MinAtar/Breakout-v1): one folder, not two */
+        for (char *c = run_name; *c; c++)
+            if (*c == '/') *c = '-';
+    }
     snprintf(run_dir, run_dir_cap, "%s/%s", runs_dir, run_name);
     char path[600];
     snprintf(path, sizeof path, "%s/model.safetensors", run_dir);
