@@ -109,22 +109,6 @@ __device__ __forceinline__ float stream_uniform(const cr_rng_stream &s, uint64_t
     return (float)(out[w % 4] >> 8) * (1.0f / 16777216.0f);
 }
 
-// action ~ softmax(l) with uniform u and its log-probability: categorical_sample_kernel's rule.
-__device__ __forceinline__ int sample(const float (&l)[A], float u, float *logp) {
-    float m = cr_row_max(l, A), s = cr_row_sum_exp(l, m, A);
-    float target = u * s, c = 0.0f;
-    int a = -1, last = 0;
-    for (int j = 0; j < A && a < 0; j++) {
-        float e = expf(l[j] - m);
-        if (e > 0.0f) last = j;
-        c += e;
-        if (target < c) a = j;
-    }
-    if (a < 0) a = last;
-    *logp = cr_row_logp(l, a, m, s);
-    return a;
-}
-
 // Block b: envs 32 b .. 32 b + 31, lane l of both warps on env 32 b + l. Warp 0 evaluates the
 // actor, warp 1 the critic (and V of final observations), so each thread runs one network a
 // step and twice as many warps hide each other's latency; the logits cross over through shared
@@ -177,7 +161,7 @@ rollout_kernel(const cr_ppo_rollout_args a) {
         if (!live) continue;
         float l[A], logp;
         for (int j = 0; j < A; j++) l[j] = lg[j];
-        int32_t action = sample(l, stream_uniform(sampler, sampler.offset + r), &logp);
+        int32_t action = cr_row_sample(l, A, stream_uniform(sampler, sampler.offset + r), &logp);
         float next[I], fin[I], reward;
         uint8_t term, trunc;
         int ended = cr_cartpole_step_one(s, &elapsed, &rng, action, next, &reward, &term, &trunc,

@@ -10,21 +10,7 @@ __global__ void categorical_sample_kernel(const float *__restrict__ logits,
                                           float *logp, int B, int A) {
     int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= B) return;
-    const float *l = logits + (size_t)b * A;
-    float m = cr_row_max(l, A), s = cr_row_sum_exp(l, m, A);
-    // The first action whose cumulative weight exceeds u s; never one whose weight underflowed
-    // to 0; the last with nonzero weight if rounding leaves u s >= the total.
-    float target = u[b] * s, c = 0.0f;
-    int a = -1, last = 0;
-    for (int j = 0; j < A && a < 0; j++) {
-        float e = expf(l[j] - m);
-        if (e > 0.0f) last = j;
-        c += e;
-        if (target < c) a = j;
-    }
-    if (a < 0) a = last;
-    action[b] = a;
-    logp[b] = cr_row_logp(l, a, m, s);
+    action[b] = cr_row_sample(logits + (size_t)b * A, A, u[b], &logp[b]);
 }
 
 // action[b] = index of the largest logit of row b, the first on ties.

@@ -25,4 +25,22 @@ __device__ __forceinline__ float cr_row_logp(const float *l, int a, float m, flo
     return (l[a] - m) - logf(s);
 }
 
+// The index sampled from softmax(l) (A) by inverse CDF with uniform u, and its log-probability:
+// the first action whose cumulative weight exceeds u s; never one whose weight underflowed to
+// 0; the last with nonzero weight if rounding leaves u s >= the total (the CPU's loop).
+__device__ __forceinline__ int cr_row_sample(const float *l, int A, float u, float *logp) {
+    float m = cr_row_max(l, A), s = cr_row_sum_exp(l, m, A);
+    float target = u * s, c = 0.0f;
+    int a = -1, last = 0;
+    for (int j = 0; j < A && a < 0; j++) {
+        float e = expf(l[j] - m);
+        if (e > 0.0f) last = j;
+        c += e;
+        if (target < c) a = j;
+    }
+    if (a < 0) a = last;
+    *logp = cr_row_logp(l, a, m, s);
+    return a;
+}
+
 #endif
