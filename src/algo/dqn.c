@@ -383,27 +383,15 @@ static void pool_before_step(void *arg, int group) {
     p->ctx->ops->event_wait(p->ctx, p->event);
 }
 
-static cudarl_status pinned(cudarl_ctx *ctx, void **p, size_t bytes) {
-    if (ctx->ops->pinned_alloc) return ctx->ops->pinned_alloc(ctx, p, bytes);
-    *p = malloc(bytes ? bytes : 1);
-    return *p ? CUDARL_OK : cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", bytes);
-}
-
-static void unpin(cudarl_ctx *ctx, void *p) {
-    if (!p) return;
-    if (ctx->ops->pinned_free) ctx->ops->pinned_free(ctx, p);
-    else free(p);
-}
-
 static void pool_free(cr_dqn *d) {
     cr_dqn_pool *p = d->pool;
     if (!p) return;
     cudarl_ctx *ctx = d->ctx;
     if (p->pool.lanes) cr_env_pool_free(&p->pool);
     if (p->event) ctx->ops->event_free(ctx, p->event);
-    unpin(ctx, p->obs), unpin(ctx, p->final_obs), unpin(ctx, p->reward);
-    unpin(ctx, p->terminated), unpin(ctx, p->truncated), unpin(ctx, p->done);
-    unpin(ctx, p->actions);
+    void *bufs[] = {p->obs, p->final_obs, p->reward, p->terminated, p->truncated, p->done,
+                     p->actions};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cr_host_buffer_free(ctx, bufs[i]);
     free(p);
     d->pool = NULL;
 }
@@ -422,13 +410,13 @@ static cudarl_status pool_init(cr_dqn *d) {
     cr_env_pool_config pc = {.num_envs = d->N, .num_threads = threads, .num_groups = 1};
     size_t N = (size_t)d->N, ob = d->obs_bytes;
     cudarl_status s = cr_env_pool_init(&p->pool, d->env_info->def, &pc, NULL);
-    if (s == CUDARL_OK) s = pinned(ctx, &p->obs, N * ob);
-    if (s == CUDARL_OK) s = pinned(ctx, &p->final_obs, N * ob);
-    if (s == CUDARL_OK) s = pinned(ctx, (void **)&p->reward, N * sizeof(float));
-    if (s == CUDARL_OK) s = pinned(ctx, (void **)&p->terminated, N);
-    if (s == CUDARL_OK) s = pinned(ctx, (void **)&p->truncated, N);
-    if (s == CUDARL_OK) s = pinned(ctx, (void **)&p->done, N);
-    if (s == CUDARL_OK) s = pinned(ctx, (void **)&p->actions, N * sizeof(int32_t));
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, &p->obs, N * ob);
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, &p->final_obs, N * ob);
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&p->reward, N * sizeof(float));
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&p->terminated, N);
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&p->truncated, N);
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&p->done, N);
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&p->actions, N * sizeof(int32_t));
     if (s == CUDARL_OK && ctx->ops->event_create) {
         s = ctx->ops->event_create(ctx, &p->event);
         if (s == CUDARL_OK) cr_env_pool_set_hook(&p->pool, 0, pool_before_step, p);

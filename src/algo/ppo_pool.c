@@ -53,18 +53,6 @@ static void before_step(void *arg, int group) {
     atomic_fetch_add_explicit(&h->pp->thread_wait_ns, ns, memory_order_relaxed);
 }
 
-static cudarl_status pinned(cudarl_ctx *ctx, void **p, size_t bytes) {
-    if (ctx->ops->pinned_alloc) return ctx->ops->pinned_alloc(ctx, p, bytes);
-    *p = malloc(bytes);
-    return *p ? CUDARL_OK : cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", bytes);
-}
-
-static void unpin(cudarl_ctx *ctx, void *p) {
-    if (!p) return;
-    if (ctx->ops->pinned_free) ctx->ops->pinned_free(ctx, p);
-    else free(p);
-}
-
 void cr_ppo_pool_free(cr_ppo *p) {
     cr_ppo_pool *pp = p->pool;
     if (!pp) return;
@@ -72,9 +60,9 @@ void cr_ppo_pool_free(cr_ppo *p) {
     if (pp->pool.lanes) cr_env_pool_free(&pp->pool);
     for (int g = 0; g < pp->groups; g++)
         if (pp->event[g]) ctx->ops->event_free(ctx, pp->event[g]);
-    unpin(ctx, pp->obs), unpin(ctx, pp->final_obs), unpin(ctx, pp->reward);
-    unpin(ctx, pp->terminated), unpin(ctx, pp->truncated), unpin(ctx, pp->done);
-    unpin(ctx, pp->actions);
+    void *bufs[] = {pp->obs, pp->final_obs, pp->reward, pp->terminated, pp->truncated, pp->done,
+                     pp->actions};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cr_host_buffer_free(ctx, bufs[i]);
     free(pp);
     p->pool = NULL;
 }
@@ -93,13 +81,14 @@ cudarl_status cr_ppo_pool_init(cr_ppo *p) {
     cr_env_pool_config pc = {.num_envs = p->N, .num_threads = threads, .num_groups = pp->groups};
     size_t N = (size_t)p->N, D = (size_t)p->D;
     cudarl_status s = cr_env_pool_init(&pp->pool, pp->def, &pc, NULL);
-    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->obs, N * D * sizeof(float));
-    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->final_obs, N * D * sizeof(float));
-    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->reward, N * sizeof(float));
-    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->terminated, N);
-    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->truncated, N);
-    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->done, N);
-    if (s == CUDARL_OK) s = pinned(ctx, (void **)&pp->actions, N * sizeof(int32_t));
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->obs, N * D * sizeof(float));
+    if (s == CUDARL_OK)
+        s = cr_host_buffer_alloc(ctx, (void **)&pp->final_obs, N * D * sizeof(float));
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->reward, N * sizeof(float));
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->terminated, N);
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->truncated, N);
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->done, N);
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->actions, N * sizeof(int32_t));
     pp->hook_arg.pp = pp, pp->hook_arg.ctx = ctx;
     for (int g = 0; g < pp->groups && s == CUDARL_OK && gpu; g++) {
         s = ctx->ops->event_create(ctx, &pp->event[g]);

@@ -206,6 +206,11 @@ static inline int cr_ppo_fused_supported(const cr_backend *o, const cr_mlp_view 
            cr_ppo_fused_shape_ok(actor, critic);
 }
 
+/* A host buffer the device copies from or into: pinned where the backend has pinned memory
+ * (pinned_alloc), plain malloc elsewhere; free it with cr_host_buffer_free on the same ctx. */
+cudarl_status cr_host_buffer_alloc(cudarl_ctx *ctx, void **p, size_t bytes);
+void cr_host_buffer_free(cudarl_ctx *ctx, void *p);
+
 /* The CPU backend (always built). */
 extern const cr_backend cr_backend_cpu;
 

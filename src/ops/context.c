@@ -86,3 +86,16 @@ void cudarl_info(char *buf, size_t cap) {
     len = strlen(buf);
     snprintf(buf + len, cap - len, "\n");
 }
+
+cudarl_status cr_host_buffer_alloc(cudarl_ctx *ctx, void **p, size_t bytes) {
+    if (ctx->ops->pinned_alloc) return ctx->ops->pinned_alloc(ctx, p, bytes);
+    *p = malloc(bytes ? bytes : 1);
+    return *p ? CUDARL_OK
+              : cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", bytes);
+}
+
+void cr_host_buffer_free(cudarl_ctx *ctx, void *p) {
+    if (!p) return;
+    if (ctx->ops->pinned_free) ctx->ops->pinned_free(ctx, p);
+    else free(p);
+}
