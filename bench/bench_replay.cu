@@ -1,7 +1,11 @@
 // Replay buffer, CUDA twin: GPU time of insert (1,024 envs, one 84x84 uint8 frame each) and of
 // sampling 32 and 1,024 stacked transitions (stack 4), uniform and prioritized, in a full
-// 1M-capacity buffer. Each figure is the median of many cudaEvent-timed calls on the context's
-// stream (one call between two events: GPU time incl. the gaps between its kernels).
+// 1M-capacity buffer. Two ways, median of many repetitions each:
+//   call   one call between two cudaEvents on the context's stream (GPU time incl. the gaps
+//          between its kernels and the launch latency, as bench/peers/replay_peers.py measures);
+//   graph  GRAPH_CALLS calls captured in one CUDA graph, the graph's launch between two events,
+//          divided by GRAPH_CALLS: the GPU time of a call inside a captured learner step (DQN
+//          captures its steps so), without the launch latency.
 // Usage: bench_replay [capacity] [reps]     (defaults 1048576 200; capacity a multiple of 1024)
 #include <algorithm>
 #include <cstdio>
@@ -33,6 +37,36 @@ extern "C" {
     } while (0)
 
 static const int E = 1024, FE = 84 * 84, K = 4, MAXB = 1024;
+
+static const int GRAPH_CALLS = 20;
+
+template <typename F> static double graph_us(cudaStream_t st, int reps, F f) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < GRAPH_CALLS; i++) f();
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    std::vector<float> t;
+    for (int r = 0; r < reps / 4 + 3; r++) {
+        CK(cudaEventRecord(a, st));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(b, st));
+        CK(cudaEventSynchronize(b));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        if (r >= 3) t.push_back(ms); // warm-up excluded
+    }
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    std::sort(t.begin(), t.end());
+    return 1000.0 * t[t.size() / 2] / GRAPH_CALLS;
+}
 
 template <typename F> static double median_us(cudaStream_t st, int reps, F f) {
     cudaEvent_t a, b;
@@ -108,41 +142,45 @@ static void run(cudarl_ctx *ctx, int64_t capacity, int prio, int reps) {
     CK(cudaMemsetAsync(G(i_term), 0, E, st));
     CK(cudaMemsetAsync(G(i_trunc), 0, E, st));
     CK(cudaStreamSynchronize(st));
-    double ins = median_us(st, reps, [&] {
+    auto insert = [&] {
         cr_replay_cuda_insert(ctx, &rc, G(i_obs), (int32_t *)G(i_act), (float *)G(i_rew),
                               (uint8_t *)G(i_term), (uint8_t *)G(i_trunc), G(i_fin));
-    });
+    };
+    double ins[2] = {median_us(st, reps, insert), graph_us(st, reps, insert)};
     cr_replay_batch out = {G(i_bo), G(i_bn), (int32_t *)G(i_ba), (float *)G(i_br),
                            (uint8_t *)G(i_bt), (uint8_t *)G(i_bu), (int64_t *)G(i_bi),
                            (float *)G(i_bw)};
     cr_rng_stream *ds = (cr_rng_stream *)G(i_s);
-    double su[2], sprio[2] = {0, 0}, upd = 0;
+    // [way][batch]: way 0 one call, 1 in a graph
+    double su[2][2], sprio[2][2] = {{0, 0}, {0, 0}}, upd[2] = {0, 0};
     int Bs[2] = {32, 1024};
     for (int j = 0; j < 2; j++) {
         int B = Bs[j];
-        su[j] = median_us(st, reps, [&] { OK(cr_replay_cuda_sample_uniform(ctx, &rc, ds, B, &out)); });
-        if (prio)
-            sprio[j] = median_us(st, reps, [&] {
-                OK(cr_replay_cuda_sample_prioritized(ctx, &rc, ds, B, 1000, &out));
-            });
+        auto uni = [&] { OK(cr_replay_cuda_sample_uniform(ctx, &rc, ds, B, &out)); };
+        auto pri = [&] { OK(cr_replay_cuda_sample_prioritized(ctx, &rc, ds, B, 1000, &out)); };
+        su[0][j] = median_us(st, reps, uni), su[1][j] = graph_us(st, reps, uni);
+        if (prio) sprio[0][j] = median_us(st, reps, pri), sprio[1][j] = graph_us(st, reps, pri);
     }
     if (prio) {
         CK(cudaMemsetAsync(G(i_td), 0, MAXB * 4, st));
-        upd = median_us(st, reps, [&] {
+        auto up = [&] {
             OK(cr_replay_cuda_update_priorities(ctx, &rc, (int64_t *)G(i_bi), (float *)G(i_td),
                                                 MAXB, 1e-3f));
-        });
+        };
+        upd[0] = median_us(st, reps, up), upd[1] = graph_us(st, reps, up);
     }
     if (cr_replay_cuda_errors(ctx, &rc)) fprintf(stderr, "device error bits set\n");
-    char p32[32] = "-", p1k[32] = "-", pu[32] = "-";
-    if (prio) {
-        snprintf(p32, sizeof p32, "%.1f", sprio[0]);
-        snprintf(p1k, sizeof p1k, "%.1f", sprio[1]);
-        snprintf(pu, sizeof pu, "%.1f", upd);
+    for (int way = 0; way < 2; way++) {
+        char p32[32] = "-", p1k[32] = "-", pu[32] = "-";
+        if (prio) {
+            snprintf(p32, sizeof p32, "%.1f", sprio[way][0]);
+            snprintf(p1k, sizeof p1k, "%.1f", sprio[way][1]);
+            snprintf(pu, sizeof pu, "%.1f", upd[way]);
+        }
+        printf("| %s | %s | %lld | %.2f GB | %.1f us (%.1fM/s) | %.1f | %.1f | %s | %s | %s |\n",
+               prio ? "prioritized" : "uniform", way ? "graph" : "call", (long long)capacity,
+               replay_bytes / 1e9, ins[way], E / ins[way], su[way][0], su[way][1], p32, p1k, pu);
     }
-    printf("| %s | %lld | %.2f GB | %.1f us (%.1fM/s) | %.1f | %.1f | %s | %s | %s |\n",
-           prio ? "prioritized" : "uniform", (long long)capacity, replay_bytes / 1e9, ins,
-           E / ins, su[0], su[1], p32, p1k, pu);
     fflush(stdout);
     ctx->ops->arena_free(ctx, &arena);
 }
@@ -155,11 +193,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_replay needs a CUDA GPU: %s\n", cudarl_last_error());
         return 1;
     }
-    printf("replay buffer (CUDA): %d envs, 84x84 uint8 frames, stack %d; GPU time, median of %d\n\n",
-           E, K, reps);
-    printf("| buffer | capacity | device bytes | insert 1,024 | uniform 32 (us) | uniform 1,024 "
+    printf("replay buffer (CUDA): %d envs, 84x84 uint8 frames, stack %d; GPU time, median of %d "
+           "(call: one call between events; graph: per call of %d captured in a graph)\n\n",
+           E, K, reps, GRAPH_CALLS);
+    printf("| buffer | timed | capacity | device bytes | insert 1,024 | uniform 32 (us) | uniform 1,024 "
            "(us) | prio 32 (us) | prio 1,024 (us) | update 1,024 (us) |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|\n");
     run(&ctx, capacity, 0, reps);
     run(&ctx, capacity, 1, reps);
     printf("\ntargets (issue 5): insert >= 50M transitions/s (<= 20.5 us per 1,024); sample 32 "

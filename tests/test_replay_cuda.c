@@ -257,6 +257,8 @@ static void update_both(twin *t, int B) {
 
 /* The configurations: float plain observations (4-byte copies), uint8 frame stacks with 16-byte
  * copies (12x12) and byte copies (13x13); small rings so every run wraps many times. */
+#define SPECS 5 /* spec_of's shapes */
+
 static cr_replay_spec spec_of(int which, int prio) {
     cr_replay_spec sp = {0};
     sp.prioritized = prio;
@@ -266,13 +268,17 @@ static cr_replay_spec spec_of(int which, int prio) {
     switch (which) {
     case 0: sp.num_envs = 3, sp.capacity = 3 * 23, sp.frame_elems = 5, sp.dtype = CR_REPLAY_FLOAT32, sp.stack = 1; break;
     case 1: sp.num_envs = 4, sp.capacity = 4 * 29, sp.frame_elems = 144, sp.dtype = CR_REPLAY_UINT8, sp.stack = 4; break;
-    default: sp.num_envs = 5, sp.capacity = 5 * 16, sp.frame_elems = 169, sp.dtype = CR_REPLAY_UINT8, sp.stack = 4; break;
+    case 2: sp.num_envs = 5, sp.capacity = 5 * 16, sp.frame_elems = 169, sp.dtype = CR_REPLAY_UINT8, sp.stack = 4; break;
+    /* deeper than the gather's register stage (RC_STAGE 4): two rounds of loads per unit */
+    case 3: sp.num_envs = 2, sp.capacity = 2 * 40, sp.frame_elems = 48, sp.dtype = CR_REPLAY_UINT8, sp.stack = 6; break;
+    /* many insert blocks finishing in any order (the last one publishes and refreshes) */
+    default: sp.num_envs = 300, sp.capacity = 300 * 12, sp.frame_elems = 16, sp.dtype = CR_REPLAY_UINT8, sp.stack = 2; break;
     }
     return sp;
 }
 
 static void test_storage(void) {
-    for (int which = 0; which < 3; which++)
+    for (int which = 0; which < SPECS; which++)
         for (int prio = 0; prio < 2; prio++) {
             cr_replay_spec sp = spec_of(which, prio);
             twin t;
@@ -290,7 +296,7 @@ static void test_storage(void) {
 }
 
 static void test_uniform(void) {
-    for (int which = 0; which < 3; which++) {
+    for (int which = 0; which < SPECS; which++) {
         cr_replay_spec sp = spec_of(which, which == 1);
         twin t;
         twin_init(&t, &sp);
@@ -306,7 +312,7 @@ static void test_uniform(void) {
 }
 
 static void test_prioritized(void) {
-    for (int which = 0; which < 3; which++) {
+    for (int which = 0; which < SPECS; which++) {
         cr_replay_spec sp = spec_of(which, 1);
         twin t;
         twin_init(&t, &sp);

@@ -16,10 +16,15 @@ extern "C" {
 #define RC_TOUCH_PER_ENV 24 // leaves one env's insert may set: K + 1 retired + 3 admitted
 #define RC_BLOCK 1024       // the single-block kernels (insert bookkeeping, weights, updates)
 // rc->misc: [0] most attempts of a uniform draw, [1] error bits, [2..3] the widest sampling window
-// over the envs (uint64, kept by every insert), [4] blocks of a fused sample finished so far
-#define RC_MISC_WORDS 8
+// over the envs (uint64, published by every insert), [4] blocks of a fused sample finished so
+// far, [5] blocks of an insert finished so far, [6..7] the insert's running widest window (uint64,
+// 1 between inserts), [8] leaves the insert touched so far
+#define RC_MISC_WORDS 12
 #define RC_MISC_WMAX 2
 #define RC_MISC_DONE 4
+#define RC_MISC_INSERTS 5
+#define RC_MISC_WACC 6
+#define RC_MISC_NTOUCHED 8
 
 // ---- positions and validity (replay.c) ------------------------------------------------------
 
@@ -31,11 +36,16 @@ __device__ __forceinline__ int64_t rc_window_lo(const cr_replay &rb, int64_t n) 
     return n <= rb.rows ? 0 : n - rb.rows + rb.spec.stack - 1;
 }
 
+// Position p of an env with head n is sampleable, given its slot's flags f (replay.c's valid_at).
+__device__ __forceinline__ int rc_valid_given(const cr_replay &rb, int64_t p, int64_t n,
+                                              uint8_t f) {
+    if (p < rc_window_lo(rb, n) || p > n - 1 || (f & CR_REPLAY_FINAL)) return 0;
+    return p <= n - 2 || (f & CR_REPLAY_TERMINATED);
+}
+
 __device__ int rc_valid_at(const cr_replay &rb, int e, int64_t p, int64_t n) {
     if (p < rc_window_lo(rb, n) || p > n - 1) return 0;
-    uint8_t f = rb.flags[rc_slot_of(rb, e, p)];
-    if (f & CR_REPLAY_FINAL) return 0;
-    return p <= n - 2 || (f & CR_REPLAY_TERMINATED);
+    return rc_valid_given(rb, p, n, rb.flags[rc_slot_of(rb, e, p)]);
 }
 
 __device__ int rc_slot_valid(const cr_replay &rb, int64_t s) {
@@ -64,17 +74,39 @@ __device__ __forceinline__ uint32_t rc_word(const cr_rng_stream &s, uint64_t w) 
 
 // Refreshes the ancestors of leaves[0..count) level by level (every thread of the block calls
 // it; entries outside [0, capacity) are skipped). Threads writing one node write the same value.
+// A thread keeps up to RC_REFRESH_HELD of its leaves in registers and, per level, loads every
+// child pair before it stores a parent: the levels are a chain of dependent loads (21 for a 1M
+// buffer), so each level should cost one round trip to L2, not one per leaf. Reads go through L2
+// (__ldcg): leaves set by other blocks of the same launch (insert's last block) are read here.
+#define RC_REFRESH_HELD 8
 __device__ void rc_refresh(const cr_replay &rb, const int64_t *leaves, int count) {
     float *t = rb.tree;
     const int64_t L = rb.leaves;
+    int64_t held[RC_REFRESH_HELD];
+#pragma unroll
+    for (int k = 0; k < RC_REFRESH_HELD; k++) {
+        int i = threadIdx.x + k * blockDim.x;
+        int64_t s = i < count ? __ldcg(leaves + i) : -1;
+        held[k] = s >= 0 && s < rb.spec.capacity ? L + s : 0; // 0: no leaf
+    }
+    const int rest = RC_REFRESH_HELD * blockDim.x; // entries past the held ones: loop
     for (int64_t span = 2; span <= L; span *= 2) {
         __syncthreads();
         int lv = __ffsll((long long)span) - 1;
-        for (int i = threadIdx.x; i < count; i += blockDim.x) {
-            int64_t s = leaves[i];
+        float v[RC_REFRESH_HELD];
+#pragma unroll
+        for (int k = 0; k < RC_REFRESH_HELD; k++) {
+            int64_t node = held[k] >> lv;
+            v[k] = node ? __fadd_rn(__ldcg(t + 2 * node), __ldcg(t + 2 * node + 1)) : 0.0f;
+        }
+#pragma unroll
+        for (int k = 0; k < RC_REFRESH_HELD; k++)
+            if (held[k] >> lv) t[held[k] >> lv] = v[k];
+        for (int i = rest + threadIdx.x; i < count; i += blockDim.x) {
+            int64_t s = __ldcg(leaves + i);
             if (s < 0 || s >= rb.spec.capacity) continue;
             int64_t node = (L + s) >> lv;
-            t[node] = __fadd_rn(t[2 * node], t[2 * node + 1]);
+            t[node] = __fadd_rn(__ldcg(t + 2 * node), __ldcg(t + 2 * node + 1));
         }
     }
     __syncthreads();
@@ -105,6 +137,7 @@ __global__ void k_init_state(cr_replay_state *st, uint32_t *misc) {
     st->num_valid = 0;
     st->max_priority = 1.0f;
     *(unsigned long long *)(misc + RC_MISC_WMAX) = 1; // no env has a window yet: 1, as the draw's floor
+    *(unsigned long long *)(misc + RC_MISC_WACC) = 1;
 }
 
 static size_t align_up(size_t n) { return (n + CR_ARENA_ALIGN - 1) / CR_ARENA_ALIGN * CR_ARENA_ALIGN; }
@@ -168,93 +201,154 @@ extern "C" cudarl_status cr_replay_cuda_init(cudarl_ctx *ctx, cr_replay_cuda *rc
     return CUDARL_OK;
 }
 
-// ---- insert ---------------------------------------------------------------------------------
+// ---- launch shapes --------------------------------------------------------------------------
 
-// Frames: grid.y over envs, grid.x over the frame's units. Reads heads before k_insert_meta
-// advances them.
-template <typename U>
-__global__ void k_insert_frames(cr_replay rb, const U *obs, const U *final_obs,
-                                const uint8_t *term, const uint8_t *trunc, int64_t units) {
-    U *frames = (U *)rb.frames;
-    for (int e = blockIdx.y; e < rb.spec.num_envs; e += gridDim.y) {
-        int64_t old = rb.heads[e];
-        int end = trunc[e] && !term[e] && final_obs;
-        U *d0 = frames + rc_slot_of(rb, e, old) * units;
-        U *d1 = frames + rc_slot_of(rb, e, old + 1) * units;
-        const U *s0 = obs + (int64_t)e * units, *s1 = end ? final_obs + (int64_t)e * units : s0;
-        for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < units;
-             j += (int64_t)gridDim.x * blockDim.x) {
-            d0[j] = s0[j];
-            if (end) d1[j] = s1[j];
-        }
+// Insert and the samplers run RC_THREADS-thread blocks, each owning `per` envs (insert) or rows
+// (samplers) and, for small batches, a part (grid.y) of their frames. The work of one env or row
+// starts with a chain of dependent loads on one thread (heads, flags; the draw); a block that
+// owned one env or row and held its threads through that chain ran the kernel in several waves
+// of such chains (a block of 448 threads per env: 16.6 us per insert of 1,024 on an H200). Here
+// the chains of a block's envs run side by side on its first warps, every block fits in one wave
+// for the benchmark's sizes, and then all the block's threads copy.
+#define RC_THREADS 256
+#define RC_PER_MAX (RC_THREADS / 32) // one warp per env or row for its chain
+#ifndef RC_BLOCKS_TARGET
+#define RC_BLOCKS_TARGET 256         // blocks a launch aims at: about two per SM
+#endif
+#define RC_CHUNK_UNITS 128           // fewest units a part of a row's frames (grid.y) copies
+
+typedef struct rc_shape {
+    unsigned blocks, parts; // grid (blocks, parts)
+    int per;                // envs or rows per block
+} rc_shape;
+
+// n envs or rows of `units` copy units each; parts > 1 only with one per block.
+static rc_shape rc_shape_of(int64_t n, int64_t units) {
+    rc_shape sh;
+    int64_t per = n / RC_BLOCKS_TARGET;
+    sh.per = per < 1 ? 1 : per > RC_PER_MAX ? RC_PER_MAX : (int)per;
+    int64_t blocks = (n + sh.per - 1) / sh.per;
+    sh.blocks = (unsigned)(blocks < 65535 ? blocks : 65535); // kernels stride over the rest
+    int64_t parts = 1;
+    if (sh.per == 1) {
+        parts = (RC_BLOCKS_TARGET + blocks - 1) / blocks;
+        int64_t most = (units + RC_CHUNK_UNITS - 1) / RC_CHUNK_UNITS;
+        if (parts > most) parts = most;
+        if (parts < 1) parts = 1;
     }
+    sh.parts = (unsigned)parts;
+    return sh;
 }
 
-// Everything but the frames, one block: insert_env of every env (one thread per env, the CPU's
-// order within it), the count of sampleable transitions, then the touched leaves' ancestors.
-__global__ void __launch_bounds__(RC_BLOCK)
-k_insert_meta(cr_replay rb, int64_t *touched, const int32_t *actions, const float *rewards,
-              const uint8_t *term, const uint8_t *trunc, uint32_t *misc) {
-    __shared__ unsigned long long dvalid;
-    __shared__ int ntouched;
-    if (threadIdx.x == 0) dvalid = 0, ntouched = 0;
-    __syncthreads();
-    float leafv = rb.tree ? (float)pow((double)rb.state->max_priority, (double)rb.spec.alpha) : 0.0f;
-    long long my = 0;
-    for (int e = threadIdx.x; e < rb.spec.num_envs; e += blockDim.x) {
-        int64_t tl[RC_TOUCH_PER_ENV];
-        int nt = 0;
-        uint8_t f = (uint8_t)((term[e] ? CR_REPLAY_TERMINATED : 0) |
-                              (trunc[e] ? CR_REPLAY_TRUNCATED : 0));
-        int end = (f & CR_REPLAY_TRUNCATED) && !(f & CR_REPLAY_TERMINATED);
-        int64_t old = rb.heads[e], n = old + 1 + end;
-        int64_t lo_new = rc_window_lo(rb, n);
-        for (int64_t p = rc_window_lo(rb, old); p < lo_new && p < old; p++)
-            if (rc_valid_at(rb, e, p, old)) {
-                int64_t s = rc_slot_of(rb, e, p);
-                my--;
-                if (rb.tree) rb.tree[rb.leaves + s] = 0.0f, tl[nt++] = s;
-            }
-        int64_t s0 = rc_slot_of(rb, e, old);
-        rb.actions[s0] = actions[e];
-        rb.rewards[s0] = rewards[e];
-        rb.flags[s0] = f;
-        if (end) {
-            int64_t s1 = rc_slot_of(rb, e, old + 1);
-            rb.actions[s1] = 0;
-            rb.rewards[s1] = 0.0f;
-            rb.flags[s1] = CR_REPLAY_FINAL;
-        }
-        rb.heads[e] = n;
-        for (int64_t p = old - 1 > lo_new ? old - 1 : lo_new; p < n; p++) {
-            int was = p < old && rc_valid_at(rb, e, p, old);
-            int now = rc_valid_at(rb, e, p, n);
-            if (now != was) {
-                int64_t s = rc_slot_of(rb, e, p);
-                my += now ? 1 : -1;
-                if (rb.tree) rb.tree[rb.leaves + s] = now ? leafv : 0.0f, tl[nt++] = s;
-            }
-        }
-        if (nt) {
-            int at = atomicAdd(&ntouched, nt); // order varies, the refreshed tree does not
-            for (int k = 0; k < nt; k++) touched[at + k] = tl[k];
-        }
-    }
-    atomicAdd(&dvalid, (unsigned long long)my);
-    __syncthreads();
-    if (threadIdx.x == 0) rb.state->num_valid += (int64_t)dvalid;
-    // the widest window over the envs' new heads (at least 1), for the uniform draw
-    __shared__ unsigned long long wmax;
-    if (threadIdx.x == 0) wmax = 1;
-    __syncthreads();
+// ---- insert ---------------------------------------------------------------------------------
+
+// One launch: block x owns envs [x per, x per + per) (then strides by the grid); warp i's lane 0
+// does insert_env for env i of the block (replay.c's steps, the CPU's order within the env) and
+// moves that env's head only after reading the old one into shared memory, where the block's
+// copy of the frames (and final frames) reads it. Sums over envs go to global atomics
+// (num_valid, the touched-leaf count, the widest window's accumulator); the last block to finish
+// (a ticket) publishes the widest window, resets the accumulators and, with a tree, refreshes the
+// touched leaves' ancestors.
+template <typename U>
+__global__ void __launch_bounds__(RC_THREADS)
+k_insert(cr_replay rb, int64_t *touched, const U *__restrict__ obs,
+         const U *__restrict__ final_obs, const int32_t *actions, const float *rewards,
+         const uint8_t *term, const uint8_t *trunc, uint32_t *misc, int64_t units, int per) {
+    __shared__ int64_t old_sh[RC_PER_MAX];
+    __shared__ int end_sh[RC_PER_MAX];
+    __shared__ int last;
+    U *__restrict__ frames = (U *)rb.frames;
+    const int E = rb.spec.num_envs;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     unsigned long long wm = 1;
-    for (int e = threadIdx.x; e < rb.spec.num_envs; e += blockDim.x) {
-        int64_t n = rb.heads[e], w = n - rc_window_lo(rb, n);
-        if (w > (int64_t)wm) wm = (unsigned long long)w;
+    for (int base = blockIdx.x * per; base < E; base += gridDim.x * per) {
+        const int here = E - base < per ? E - base : per;
+        __syncthreads(); // the previous round's copy is done with old_sh
+        const int e = base + warp;
+        const int mine = lane == 0 && warp < here; // this thread runs env e's chain
+        int64_t old = 0;
+        int end = 0;
+        if (mine) {
+            old = rb.heads[e];
+            end = trunc[e] && !term[e] && final_obs;
+            old_sh[warp] = old, end_sh[warp] = end;
+        }
+        __syncthreads();
+        if (mine) {
+            float leafv = rb.tree ? (float)pow((double)rb.state->max_priority,
+                                               (double)rb.spec.alpha)
+                                  : 0.0f;
+            int64_t tl[RC_TOUCH_PER_ENV];
+            int nt = 0;
+            long long my = 0;
+            uint8_t f = (uint8_t)((term[e] ? CR_REPLAY_TERMINATED : 0) |
+                                  (trunc[e] ? CR_REPLAY_TRUNCATED : 0));
+            int64_t n = old + 1 + end;
+            int64_t lo_new = rc_window_lo(rb, n);
+            for (int64_t p = rc_window_lo(rb, old); p < lo_new && p < old; p++)
+                if (rc_valid_at(rb, e, p, old)) {
+                    int64_t s = rc_slot_of(rb, e, p);
+                    my--;
+                    if (rb.tree) rb.tree[rb.leaves + s] = 0.0f, tl[nt++] = s;
+                }
+            int64_t s0 = rc_slot_of(rb, e, old);
+            rb.actions[s0] = actions[e];
+            rb.rewards[s0] = rewards[e];
+            rb.flags[s0] = f;
+            if (end) {
+                int64_t s1 = rc_slot_of(rb, e, old + 1);
+                rb.actions[s1] = 0;
+                rb.rewards[s1] = 0.0f;
+                rb.flags[s1] = CR_REPLAY_FINAL;
+            }
+            rb.heads[e] = n;
+            for (int64_t p = old - 1 > lo_new ? old - 1 : lo_new; p < n; p++) {
+                int was = p < old && rc_valid_at(rb, e, p, old); // slot p untouched above: R > 3
+                int now = rc_valid_at(rb, e, p, n);
+                if (now != was) {
+                    int64_t s = rc_slot_of(rb, e, p);
+                    my += now ? 1 : -1;
+                    if (rb.tree) rb.tree[rb.leaves + s] = now ? leafv : 0.0f, tl[nt++] = s;
+                }
+            }
+            if (my) atomicAdd((unsigned long long *)&rb.state->num_valid, (unsigned long long)my);
+            if (nt) { // the order of the touched list varies, the refreshed tree does not
+                int at = (int)atomicAdd(misc + RC_MISC_NTOUCHED, (uint32_t)nt);
+                for (int k = 0; k < nt; k++) touched[at + k] = tl[k];
+            }
+            unsigned long long w = (unsigned long long)(n - rc_window_lo(rb, n));
+            if (w > wm) wm = w;
+        }
+        // every thread: unit j of env i's frame (and final frame), all the block's envs at once
+        const int64_t total = (int64_t)here * units;
+        for (int64_t idx = threadIdx.x; idx < total; idx += blockDim.x) {
+            const int i = (int)(idx / units);
+            const int64_t j = idx - (int64_t)i * units, o = old_sh[i];
+            const int64_t src = (int64_t)(base + i) * units + j;
+            U a = obs[src];
+            frames[rc_slot_of(rb, base + i, o) * units + j] = a;
+            if (end_sh[i]) frames[rc_slot_of(rb, base + i, o + 1) * units + j] = final_obs[src];
+        }
     }
-    atomicMax(&wmax, wm);
+    if (lane == 0 && wm > 1) atomicMax((unsigned long long *)(misc + RC_MISC_WACC), wm);
     __syncthreads();
-    if (threadIdx.x == 0) *(unsigned long long *)(misc + RC_MISC_WMAX) = wmax;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(misc + RC_MISC_INSERTS, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    // every other block's leaves, touched list and atomics are visible (fence, then ticket)
+    __threadfence();
+    const int ntouched = (int)__ldcg(misc + RC_MISC_NTOUCHED);
+    __syncthreads(); // every thread has read the count before thread 0 clears it
+    if (threadIdx.x == 0) {
+        unsigned long long *acc = (unsigned long long *)(misc + RC_MISC_WACC);
+        *(unsigned long long *)(misc + RC_MISC_WMAX) = __ldcg(acc);
+        *acc = 1; // the draw's floor, as k_init_state
+        misc[RC_MISC_INSERTS] = 0;
+        misc[RC_MISC_NTOUCHED] = 0;
+    }
     if (rb.tree) rc_refresh(rb, touched, ntouched);
 }
 
@@ -266,59 +360,174 @@ extern "C" void cr_replay_cuda_insert(cudarl_ctx *ctx, cr_replay_cuda *rc, const
     cudaStream_t st = cr_stream(ctx);
     size_t u = copy_unit(rb.frame_bytes, rb.frames, obs, final_obs);
     int64_t units = (int64_t)(rb.frame_bytes / u);
-    unsigned bx = cr_cuda_blocks((size_t)units, CR_CUDA_THREADS);
-    if (bx > 64) bx = 64;
-    int E = rb.spec.num_envs;
-    dim3 grid(bx, E < 65535 ? (unsigned)E : 65535u);
+    rc_shape sh = rc_shape_of(rb.spec.num_envs, units);
     if (u == 16)
-        k_insert_frames<uint4><<<grid, CR_CUDA_THREADS, 0, st>>>(
-            rb, (const uint4 *)obs, (const uint4 *)final_obs, terminated, truncated, units);
+        k_insert<uint4><<<sh.blocks, RC_THREADS, 0, st>>>(
+            rb, rc->touched, (const uint4 *)obs, (const uint4 *)final_obs, actions, rewards,
+            terminated, truncated, rc->misc, units, sh.per);
     else if (u == 4)
-        k_insert_frames<uint32_t><<<grid, CR_CUDA_THREADS, 0, st>>>(
-            rb, (const uint32_t *)obs, (const uint32_t *)final_obs, terminated, truncated, units);
+        k_insert<uint32_t><<<sh.blocks, RC_THREADS, 0, st>>>(
+            rb, rc->touched, (const uint32_t *)obs, (const uint32_t *)final_obs, actions, rewards,
+            terminated, truncated, rc->misc, units, sh.per);
     else
-        k_insert_frames<uint8_t><<<grid, CR_CUDA_THREADS, 0, st>>>(
-            rb, (const uint8_t *)obs, (const uint8_t *)final_obs, terminated, truncated, units);
-    CR_CUDA_LAUNCHED(ctx);
-    int threads = E < RC_BLOCK ? (E + 31) / 32 * 32 : RC_BLOCK;
-    k_insert_meta<<<1, threads, 0, st>>>(rb, rc->touched, actions, rewards, terminated, truncated,
-                                         rc->misc);
+        k_insert<uint8_t><<<sh.blocks, RC_THREADS, 0, st>>>(
+            rb, rc->touched, (const uint8_t *)obs, (const uint8_t *)final_obs, actions, rewards,
+            terminated, truncated, rc->misc, units, sh.per);
     CR_CUDA_LAUNCHED(ctx);
 }
 
 // ---- gather (both samplers) -----------------------------------------------------------------
 
-// Row b = blockIdx.y of obs (blockIdx.z 0) or next_obs (1): thread 0 walks the stack's source
-// slots (gather_stack), then the block copies K frames of `units` units each.
+// What a sampled row's copy needs, kept in shared memory by the row's warp.
+typedef struct rc_row {
+    int64_t slot;                         // the sampled slot (position p)
+    int64_t win[CR_REPLAY_MAX_STACK + 1]; // slots of positions p - K + 1 .. p + 1, clamped
+    int zero_next;                        // terminated: next_obs is zeros
+    int ok;                               // a slot was drawn
+} rc_row;
+
+// Lane j < K of a warp: the flags of env e's position p - j (0 before the env's first position):
+// one round of loads gives a drawn position's validity (lane 0) and its stack's episode stops.
+__device__ __forceinline__ uint8_t rc_lane_flags(const cr_replay &rb, int e, int64_t p) {
+    const int lane = threadIdx.x % 32;
+    return lane < rb.spec.stack && p - lane >= 0 ? rb.flags[rc_slot_of(rb, e, p - lane)] : 0;
+}
+
+// The frames of slot s (env e, position p; -1: none drawn) as cr_replay_gather's stack walk
+// reads them, from the warp's rc_lane_flags f (every lane calls it with the same s, e, p). Both
+// stacks are windows of one run of positions: obs takes p - K + 1 .. p and next_obs
+// p - K + 2 .. p + 1, each clamped to the episode's first position, which is the same for both
+// (p + 1 starts an episode only after a terminated p, whose next_obs is zeros). Lane j < K - 1
+// knows whether p - j starts the episode (lane j + 1 holds the flags before it); a ballot gives
+// how far back the stack reaches, so the K + 1 slots need no walk of dependent loads.
+__device__ void rc_row_window(const cr_replay &rb, int64_t s, int e, int64_t p, uint8_t f,
+                              rc_row *row) {
+    const int K = rb.spec.stack, lane = threadIdx.x % 32;
+    const uint8_t before = __shfl_down_sync(0xffffffffu, f, 1); // flags of p - lane - 1
+    const int first = lane < K - 1 &&
+                      (p - lane <= 0 || (before & (CR_REPLAY_TERMINATED | CR_REPLAY_FINAL)));
+    const unsigned stops = __ballot_sync(0xffffffffu, first);
+    if (s < 0) {
+        if (lane == 0) row->ok = 0;
+        return;
+    }
+    const int64_t lo = p - (stops ? __ffs((int)stops) - 1 : K - 1); // the earliest position used
+    if (lane <= K) {
+        int64_t q = p - K + 1 + lane;
+        row->win[lane] = rc_slot_of(rb, e, q < lo ? lo : q);
+    }
+    if (lane == 0) row->slot = s, row->zero_next = (f & CR_REPLAY_TERMINATED) != 0, row->ok = 1;
+}
+
+// Unit j of row b's obs and next_obs (NULL: skipped) from its window: obs frame k is window
+// entry k, next_obs frame k entry k + 1. The loads of RC_STAGE + 1 entries are issued before
+// any store (pointers restrict: the compiler need not order them behind the stores).
+#define RC_STAGE 4
 template <typename U>
-__global__ void k_gather(cr_replay rb, const int64_t *slots, U *obs, U *next_obs, int64_t units) {
-    __shared__ int64_t src[CR_REPLAY_MAX_STACK];
-    __shared__ int zero;
-    U *out = blockIdx.z == 0 ? obs : next_obs;
-    int b = blockIdx.y;
-    int64_t s = slots[b];
-    if (!out || s < 0) return;
-    const int K = rb.spec.stack;
-    if (threadIdx.x == 0) {
-        int e = (int)(s / rb.rows);
-        int64_t q = s % rb.rows, n = rb.heads[e];
-        int64_t p = q + (n - 1 - q) / rb.rows * rb.rows;
-        zero = blockIdx.z == 1 && (rb.flags[s] & CR_REPLAY_TERMINATED);
-        int64_t pos = p + blockIdx.z;
-        for (int k = K - 1; k >= 0; k--) {
-            src[k] = rc_slot_of(rb, e, pos);
-            if (k > 0 && !rc_episode_first(rb, e, pos)) pos--;
+__device__ __forceinline__ void rc_copy_unit(const U *__restrict__ frames, const rc_row *row,
+                                             int K, int64_t units, int64_t j, U *__restrict__ o,
+                                             U *__restrict__ x) {
+    const int load_next = x && !row->zero_next;
+    for (int k0 = 0; k0 < K; k0 += RC_STAGE) {
+        U v[RC_STAGE + 1];
+#pragma unroll
+        for (int i = 0; i <= RC_STAGE; i++) {
+            v[i] = rc_zero<U>();
+            const int k = k0 + i; // obs needs entries < K, next_obs entries 1 .. K
+            if (k <= K && ((o && k < K) || (load_next && k > 0)))
+                v[i] = __ldg(frames + row->win[k] * units + j);
+        }
+#pragma unroll
+        for (int i = 0; i < RC_STAGE; i++) {
+            const int k = k0 + i;
+            if (k >= K) break;
+            if (o) o[(int64_t)k * units + j] = v[i];
+            if (x) x[(int64_t)k * units + j] = load_next ? v[i + 1] : rc_zero<U>();
         }
     }
-    __syncthreads();
-    const U *frames = (const U *)rb.frames;
-    U *dst = out + (int64_t)b * K * units;
-    for (int k = 0; k < K; k++) {
-        const U *from = frames + src[k] * units;
-        U *to = dst + (int64_t)k * units;
-        for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < units;
-             j += (int64_t)gridDim.x * blockDim.x)
-            to[j] = zero ? rc_zero<U>() : from[j];
+}
+
+// The block's part of rows [base, base + here): every thread copies units of every row. With
+// K <= RC_STAGE a thread loads the windows of two units before it stores either (2 (K + 1) loads
+// in flight: one unit's were too few to keep the memory system busy at B = 1,024).
+template <typename U>
+__device__ __forceinline__ void rc_copy_rows(const cr_replay &rb, const rc_row *rows, int base,
+                                             int here, U *obs, U *next_obs, int64_t units) {
+    const int K = rb.spec.stack;
+    const int64_t per = (int64_t)K * units;
+    const U *__restrict__ frames = (const U *)rb.frames;
+    const int64_t j0 = units * blockIdx.y / gridDim.y, j1 = units * (blockIdx.y + 1) / gridDim.y;
+    const int64_t len = j1 - j0, total = (int64_t)here * len;
+    if (K > RC_STAGE) {
+        for (int64_t idx = threadIdx.x; idx < total; idx += blockDim.x) {
+            const int i = (int)(idx / len);
+            if (!rows[i].ok) continue;
+            const int64_t j = j0 + (idx - (int64_t)i * len), b = base + i;
+            rc_copy_unit(frames, &rows[i], K, units, j, obs ? obs + b * per : NULL,
+                         next_obs ? next_obs + b * per : NULL);
+        }
+        return;
+    }
+    for (int64_t idx0 = threadIdx.x; idx0 < total; idx0 += 2 * (int64_t)blockDim.x) {
+        U v[2][RC_STAGE + 1];
+        const rc_row *r[2] = {NULL, NULL};
+        int64_t j[2] = {0, 0}, b[2] = {0, 0};
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int64_t idx = idx0 + h * (int64_t)blockDim.x;
+            if (idx >= total) break;
+            const int i = (int)(idx / len);
+            if (!rows[i].ok) continue;
+            r[h] = &rows[i], j[h] = j0 + (idx - (int64_t)i * len), b[h] = base + i;
+            const int load_next = next_obs && !r[h]->zero_next;
+#pragma unroll
+            for (int k = 0; k <= RC_STAGE; k++) {
+                v[h][k] = rc_zero<U>();
+                if (k <= K && ((obs && k < K) || (load_next && k > 0)))
+                    v[h][k] = __ldg(frames + r[h]->win[k] * units + j[h]);
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            if (!r[h]) continue;
+            U *__restrict__ o = obs ? obs + b[h] * per : NULL;
+            U *__restrict__ x = next_obs ? next_obs + b[h] * per : NULL;
+            const int load_next = !r[h]->zero_next;
+#pragma unroll
+            for (int k = 0; k < RC_STAGE; k++) {
+                if (k >= K) break;
+                if (o) o[(int64_t)k * units + j[h]] = v[h][k];
+                if (x) x[(int64_t)k * units + j[h]] = load_next ? v[h][k + 1] : rc_zero<U>();
+            }
+        }
+    }
+}
+
+// Prioritized sampling's copy: rows whose slots k_prio_draw wrote; warp i of block x takes row
+// x per + i (then the grid strides), blockIdx.y its part of the frames.
+template <typename U>
+__global__ void __launch_bounds__(RC_THREADS)
+k_gather(cr_replay rb, const int64_t *slots, int B, U *obs, U *next_obs, int64_t units,
+         int per) {
+    __shared__ rc_row rows[RC_PER_MAX];
+    const int warp = threadIdx.x / 32;
+    for (int base = blockIdx.x * per; base < B; base += gridDim.x * per) {
+        const int here = B - base < per ? B - base : per;
+        __syncthreads();
+        if (warp < here) {
+            int64_t s = slots[base + warp], p = 0;
+            int e = 0;
+            uint8_t f = 0;
+            if (s >= 0) {
+                e = (int)(s / rb.rows);
+                int64_t q = s % rb.rows, n = rb.heads[e];
+                p = q + (n - 1 - q) / rb.rows * rb.rows;
+                f = rc_lane_flags(rb, e, p);
+            }
+            rc_row_window(rb, s, e, p, f, &rows[warp]);
+        }
+        __syncthreads();
+        rc_copy_rows(rb, rows, base, here, obs, next_obs, units);
     }
 }
 
@@ -328,19 +537,18 @@ static void launch_gather(cudarl_ctx *ctx, const cr_replay_cuda *rc, int B,
     const cr_replay &rb = rc->rb;
     size_t u = copy_unit(rb.frame_bytes, rb.frames, out->obs, out->next_obs);
     int64_t units = (int64_t)(rb.frame_bytes / u);
-    unsigned bx = cr_cuda_blocks((size_t)units, CR_CUDA_THREADS);
-    if (bx > 64) bx = 64;
-    dim3 grid(bx, (unsigned)B, 2);
+    rc_shape sh = rc_shape_of(B, units);
+    dim3 grid(sh.blocks, sh.parts);
     cudaStream_t st = cr_stream(ctx);
     if (u == 16)
-        k_gather<uint4><<<grid, CR_CUDA_THREADS, 0, st>>>(rb, rc->slots, (uint4 *)out->obs,
-                                                          (uint4 *)out->next_obs, units);
+        k_gather<uint4><<<grid, RC_THREADS, 0, st>>>(rb, rc->slots, B, (uint4 *)out->obs,
+                                                     (uint4 *)out->next_obs, units, sh.per);
     else if (u == 4)
-        k_gather<uint32_t><<<grid, CR_CUDA_THREADS, 0, st>>>(
-            rb, rc->slots, (uint32_t *)out->obs, (uint32_t *)out->next_obs, units);
+        k_gather<uint32_t><<<grid, RC_THREADS, 0, st>>>(rb, rc->slots, B, (uint32_t *)out->obs,
+                                                        (uint32_t *)out->next_obs, units, sh.per);
     else
-        k_gather<uint8_t><<<grid, CR_CUDA_THREADS, 0, st>>>(
-            rb, rc->slots, (uint8_t *)out->obs, (uint8_t *)out->next_obs, units);
+        k_gather<uint8_t><<<grid, RC_THREADS, 0, st>>>(rb, rc->slots, B, (uint8_t *)out->obs,
+                                                       (uint8_t *)out->next_obs, units, sh.per);
     CR_CUDA_LAUNCHED(ctx);
 }
 
@@ -357,100 +565,86 @@ __device__ __forceinline__ void rc_scalars(const cr_replay &rb, int64_t s, int b
 
 // ---- uniform sampling -----------------------------------------------------------------------
 
-#define RC_DRAW_THREADS 256
-#define RC_SAMPLE_THREADS 256
-
-// The whole uniform sample in one launch, a block per row b of the batch (three launches - a
-// draw kernel, k_gather and a one-thread stream advance - made 32 rows cost 18 us on an H200,
-// most of it launch gaps and one thread walking each stack's slots through dependent loads):
-//   thread 0 draws row b as the CPU's cr_replay_sample_uniform does: attempts k = 0, 1, ... of
-//   word pairs 2 (k B + b) until a sampleable slot, over the widest window of the envs (read
-//   from misc, kept by every insert, rather than a scan of every env's head);
-//   lanes of warps 0 and 1 test in parallel whether each of the K - 1 positions behind the obs
-//   and next_obs ends its episode's run (a ballot gives how far back the stack may reach), so
-//   the stack's K source slots come from one round of loads;
-//   the block copies the 2 K frames;
+// The whole uniform sample in one launch (three launches made 32 rows cost 18 us on an H200):
+// warp i of block x takes row b = x per + i (then the grid strides); with one row per block,
+// blocks (x, y) share the row, each copying part y of its frames.
+//   lane 0 draws row b as the CPU's cr_replay_sample_uniform does (every part's block makes the
+//   same loads and arithmetic, so they agree): attempts k = 0, 1, ... of word pairs
+//   2 (k B + b) until a sampleable slot, over the widest window of the envs (read from misc,
+//   kept by every insert, rather than a scan of every env's head); part 0 writes the scalars;
+//   rc_row_window finds the row's K + 1 frames, rc_copy_rows copies the block's part;
 //   the last block to finish (a ticket in misc) advances the stream by 2 B (1 + the most
 //   attempts of any row), as the CPU does.
 // The slots, scalars, frames and stream offset are the CPU's, bit for bit (test_replay_cuda).
 template <typename U>
-__global__ void __launch_bounds__(RC_SAMPLE_THREADS)
+__global__ void __launch_bounds__(RC_THREADS)
 k_uniform_sample(cr_replay rb, cr_rng_stream *sp, int B, int64_t *slots, uint32_t *misc,
-                 cr_replay_batch out, U *obs, U *next_obs, int64_t units) {
-    __shared__ int64_t slot_sh;
-    __shared__ int64_t src[2][CR_REPLAY_MAX_STACK];
-    __shared__ int zero_next;
-    const int b = blockIdx.x, K = rb.spec.stack;
+                 cr_replay_batch out, U *obs, U *next_obs, int64_t units, int per) {
+    __shared__ rc_row rows[RC_PER_MAX];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int lead = blockIdx.y == 0;
     const cr_rng_stream s = *sp;
-    if (threadIdx.x == 0) {
-        int64_t slot = -1;
-        if (rb.state->num_valid == 0) {
-            if (b == 0) atomicOr(misc + 1, CR_REPLAY_CUDA_ERR_EMPTY);
-        } else {
-            const uint64_t wmax = *(const unsigned long long *)(misc + RC_MISC_WMAX);
-            const uint64_t box = (uint64_t)rb.spec.num_envs * wmax;
-            uint64_t k = 0;
-            for (;; k++) {
-                uint64_t w = s.offset + 2 * (k * (uint64_t)B + (uint64_t)b);
-                uint64_t x = (uint64_t)rc_word(s, w) << 32 | rc_word(s, w + 1);
-                uint64_t idx = __umul64hi(x, box);
-                int e = (int)(idx / wmax);
-                int64_t n = rb.heads[e], p = rc_window_lo(rb, n) + (int64_t)(idx % wmax);
-                if (rc_valid_at(rb, e, p, n)) {
-                    slot = rc_slot_of(rb, e, p);
-                    break;
+    const int64_t num_valid = rb.state->num_valid;
+    const uint64_t wmax = *(const unsigned long long *)(misc + RC_MISC_WMAX);
+    uint32_t most = 0; // the most attempts of this warp's rows
+    for (int base = blockIdx.x * per; base < B; base += gridDim.x * per) {
+        const int here = B - base < per ? B - base : per;
+        __syncthreads();
+        if (warp < here) {
+            const int b = base + warp;
+            int64_t slot = -1, p = 0;
+            int e = 0;
+            uint8_t f = 0;
+            if (num_valid != 0) { // attempt k: lane 0 draws, the warp loads its flags
+                const uint64_t box = (uint64_t)rb.spec.num_envs * wmax;
+                for (uint32_t k = 0;; k++) {
+                    int64_t n = 0;
+                    if (lane == 0) {
+                        uint64_t w = s.offset + 2 * ((uint64_t)k * (uint64_t)B + (uint64_t)b);
+                        uint64_t x = (uint64_t)rc_word(s, w) << 32 | rc_word(s, w + 1);
+                        uint64_t idx = __umul64hi(x, box);
+                        e = (int)(idx / wmax);
+                        n = rb.heads[e];
+                        p = rc_window_lo(rb, n) + (int64_t)(idx % wmax);
+                    }
+                    e = __shfl_sync(0xffffffffu, e, 0);
+                    p = __shfl_sync(0xffffffffu, p, 0);
+                    f = rc_lane_flags(rb, e, p);
+                    if (__shfl_sync(0xffffffffu, lane == 0 && rc_valid_given(rb, p, n, f), 0)) {
+                        slot = rc_slot_of(rb, e, p);
+                        if (k > most) most = k;
+                        break;
+                    }
                 }
             }
-            atomicMax(misc, (uint32_t)k);
-            rc_scalars(rb, slot, b, out);
-            if (out.weights) out.weights[b] = 1.0f;
+            rc_row_window(rb, slot, e, p, f, &rows[warp]);
+            if (lane == 0 && lead && most) atomicMax(misc, most);
         }
-        slots[b] = slot;
-        slot_sh = slot;
-        zero_next = slot >= 0 && (rb.flags[slot] & CR_REPLAY_TERMINATED);
-    }
-    __syncthreads();
-    const int64_t slot = slot_sh;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (slot >= 0 && warp < 2) { // warp z: the stack of obs (z 0) or next_obs (z 1)
-        const int e = (int)(slot / rb.rows);
-        const int64_t q = slot % rb.rows, n = rb.heads[e];
-        const int64_t pos0 = q + (n - 1 - q) / rb.rows * rb.rows + warp;
-        // lane j < K - 1: does position pos0 - j start its episode (the walk stops there)?
-        int first = 0;
-        if (lane < K - 1) first = pos0 - lane <= 0 || rc_episode_first(rb, e, pos0 - lane);
-        unsigned stops = __ballot_sync(0xffffffffu, first);
-        int back = stops ? __ffs((int)stops) - 1 : K - 1; // how far back the stack reaches
-        if (lane < K) {
-            int j = K - 1 - lane; // src[lane] sits j positions behind pos0, clamped at the stop
-            src[warp][lane] = rc_slot_of(rb, e, pos0 - (j < back ? j : back));
-        }
-    }
-    __syncthreads();
-    if (slot >= 0) {
-        const U *frames = (const U *)rb.frames;
-        const int64_t per = (int64_t)K * units;
-        for (int z = 0; z < 2; z++) {
-            U *dst = z == 0 ? obs : next_obs;
-            if (!dst) continue;
-            dst += (int64_t)b * per;
-            const int zero = z == 1 && zero_next;
-            for (int k = 0; k < K; k++) {
-                const U *from = frames + src[z][k] * units;
-                U *to = dst + (int64_t)k * units;
-                for (int64_t j = threadIdx.x; j < units; j += blockDim.x)
-                    to[j] = zero ? rc_zero<U>() : from[j];
+        __syncthreads();
+        // The block's last draw is done: its ticket now, before the copy (the ticket's fence
+        // then waits for no frame stores). The last block advances the stream by 2 B (1 + the
+        // most attempts of any row), as the CPU does; every block has read it by then.
+        if (threadIdx.x == 0 && base + (int)gridDim.x * per >= B) {
+            if (num_valid == 0 && blockIdx.x == 0 && lead)
+                atomicOr(misc + 1, CR_REPLAY_CUDA_ERR_EMPTY);
+            __threadfence();
+            unsigned ticket = atomicAdd(misc + RC_MISC_DONE, 1u);
+            if (ticket == gridDim.x * gridDim.y - 1) {
+                __threadfence();
+                uint32_t k = atomicExch(misc, 0u);
+                misc[RC_MISC_DONE] = 0;
+                if (num_valid != 0) sp->offset += 2 * (uint64_t)B * ((uint64_t)k + 1);
             }
         }
-    }
-    if (threadIdx.x == 0) {
-        __threadfence();
-        unsigned ticket = atomicAdd(misc + RC_MISC_DONE, 1u);
-        if (ticket == (unsigned)B - 1) { // every block has read the stream and drawn
-            __threadfence();
-            uint32_t k = atomicExch(misc, 0u);
-            misc[RC_MISC_DONE] = 0;
-            if (rb.state->num_valid != 0) sp->offset += 2 * (uint64_t)B * ((uint64_t)k + 1);
+        rc_copy_rows(rb, rows, base, here, obs, next_obs, units);
+        if (warp < here && lane == 0 && lead) { // after the copy: nothing waits for these
+            const int b = base + warp;
+            const int64_t slot = rows[warp].ok ? rows[warp].slot : -1;
+            slots[b] = slot;
+            if (slot >= 0) {
+                rc_scalars(rb, slot, b, out);
+                if (out.weights) out.weights[b] = 1.0f;
+            }
         }
     }
 }
@@ -465,23 +659,28 @@ extern "C" cudarl_status cr_replay_cuda_sample_uniform(cudarl_ctx *ctx, cr_repla
     const cr_replay &rb = rc->rb;
     size_t u = copy_unit(rb.frame_bytes, rb.frames, out->obs, out->next_obs);
     int64_t units = (int64_t)(rb.frame_bytes / u);
+    rc_shape sh = rc_shape_of(batch, units);
+    if (!out->obs && !out->next_obs) sh.parts = 1;
+    dim3 grid(sh.blocks, sh.parts);
     if (u == 16)
-        k_uniform_sample<uint4><<<batch, RC_SAMPLE_THREADS, 0, st>>>(
+        k_uniform_sample<uint4><<<grid, RC_THREADS, 0, st>>>(
             rc->rb, s, batch, rc->slots, rc->misc, *out, (uint4 *)out->obs,
-            (uint4 *)out->next_obs, units);
+            (uint4 *)out->next_obs, units, sh.per);
     else if (u == 4)
-        k_uniform_sample<uint32_t><<<batch, RC_SAMPLE_THREADS, 0, st>>>(
+        k_uniform_sample<uint32_t><<<grid, RC_THREADS, 0, st>>>(
             rc->rb, s, batch, rc->slots, rc->misc, *out, (uint32_t *)out->obs,
-            (uint32_t *)out->next_obs, units);
+            (uint32_t *)out->next_obs, units, sh.per);
     else
-        k_uniform_sample<uint8_t><<<batch, RC_SAMPLE_THREADS, 0, st>>>(
+        k_uniform_sample<uint8_t><<<grid, RC_THREADS, 0, st>>>(
             rc->rb, s, batch, rc->slots, rc->misc, *out, (uint8_t *)out->obs,
-            (uint8_t *)out->next_obs, units);
+            (uint8_t *)out->next_obs, units, sh.per);
     CR_CUDA_LAUNCHED(ctx);
     return CUDARL_OK;
 }
 
 // ---- prioritized sampling -------------------------------------------------------------------
+
+#define RC_DRAW_THREADS 256
 
 // One thread per draw: prio_draw and tree_find of replay_prio.c.
 __global__ void k_prio_draw(cr_replay rb, const cr_rng_stream *sp, int B, int64_t *slots,

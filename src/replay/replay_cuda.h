@@ -32,7 +32,9 @@ typedef struct cr_replay_cuda {
     int64_t *slots;        /* (max_batch) the drawn slots (device scratch) */
     int64_t *touched;      /* (E * 24) leaves an insert set, compacted (device scratch) */
     uint32_t *misc;        /* [0] most attempts of a uniform draw, [1] error bits, [2..3] the
-                            * widest sampling window, [4] a fused sample's finished blocks */
+                            * widest sampling window, [4] a fused sample's finished blocks,
+                            * [5..8] an insert's finished blocks, running widest window and
+                            * touched-leaf count (replay_cuda.cu) */
 } cr_replay_cuda;
 
 /* Appends cr_replay_plan(spec)'s items and then one scratch item ("replay.cuda_scratch") to plan;
