@@ -326,8 +326,8 @@ k_insert(cr_replay rb, int64_t *touched, const U *__restrict__ obs,
             const int64_t j = idx - (int64_t)i * units, o = old_sh[i];
             const int64_t src = (int64_t)(base + i) * units + j;
             U a = obs[src];
-            frames[rc_slot_of(rb, base + i, o) * units + j] = a;
-            if (end_sh[i]) frames[rc_slot_of(rb, base + i, o + 1) * units + j] = final_obs[src];
+            __stcs(frames + rc_slot_of(rb, base + i, o) * units + j, a);
+            if (end_sh[i]) __stcs(frames + rc_slot_of(rb, base + i, o + 1) * units + j, final_obs[src]);
         }
     }
     if (lane == 0 && wm > 1) atomicMax((unsigned long long *)(misc + RC_MISC_WACC), wm);
@@ -421,7 +421,9 @@ __device__ void rc_row_window(const cr_replay &rb, int64_t s, int e, int64_t p, 
 
 // Unit j of row b's obs and next_obs (NULL: skipped) from its window: obs frame k is window
 // entry k, next_obs frame k entry k + 1. The loads of RC_STAGE + 1 entries are issued before
-// any store (pointers restrict: the compiler need not order them behind the stores).
+// any store (pointers restrict: the compiler need not order them behind the stores). Frames
+// are read and the batch written evict-first (__ldcs, __stcs): neither is reused soon, and the
+// flags and heads the next draws read stay in L2.
 #define RC_STAGE 4
 template <typename U>
 __device__ __forceinline__ void rc_copy_unit(const U *__restrict__ frames, const rc_row *row,
@@ -435,14 +437,14 @@ __device__ __forceinline__ void rc_copy_unit(const U *__restrict__ frames, const
             v[i] = rc_zero<U>();
             const int k = k0 + i; // obs needs entries < K, next_obs entries 1 .. K
             if (k <= K && ((o && k < K) || (load_next && k > 0)))
-                v[i] = __ldg(frames + row->win[k] * units + j);
+                v[i] = __ldcs(frames + row->win[k] * units + j);
         }
 #pragma unroll
         for (int i = 0; i < RC_STAGE; i++) {
             const int k = k0 + i;
             if (k >= K) break;
-            if (o) o[(int64_t)k * units + j] = v[i];
-            if (x) x[(int64_t)k * units + j] = load_next ? v[i + 1] : rc_zero<U>();
+            if (o) __stcs(o + (int64_t)k * units + j, v[i]);
+            if (x) __stcs(x + (int64_t)k * units + j, load_next ? v[i + 1] : rc_zero<U>());
         }
     }
 }
@@ -484,7 +486,7 @@ __device__ __forceinline__ void rc_copy_rows(const cr_replay &rb, const rc_row *
             for (int k = 0; k <= RC_STAGE; k++) {
                 v[h][k] = rc_zero<U>();
                 if (k <= K && ((obs && k < K) || (load_next && k > 0)))
-                    v[h][k] = __ldg(frames + r[h]->win[k] * units + j[h]);
+                    v[h][k] = __ldcs(frames + r[h]->win[k] * units + j[h]);
             }
         }
 #pragma unroll
@@ -496,8 +498,8 @@ __device__ __forceinline__ void rc_copy_rows(const cr_replay &rb, const rc_row *
 #pragma unroll
             for (int k = 0; k < RC_STAGE; k++) {
                 if (k >= K) break;
-                if (o) o[(int64_t)k * units + j[h]] = v[h][k];
-                if (x) x[(int64_t)k * units + j[h]] = load_next ? v[h][k + 1] : rc_zero<U>();
+                if (o) __stcs(o + (int64_t)k * units + j[h], v[h][k]);
+                if (x) __stcs(x + (int64_t)k * units + j[h], load_next ? v[h][k + 1] : rc_zero<U>());
             }
         }
     }
