@@ -7,7 +7,8 @@
 #            mlp_fused (the dev/cuda kernel lab), profile_big (a profiled run at the benchmark's
 #            65,536 envs x 16 steps), env_cpu (CartPole on CPU threads + GPU learner, per thread
 #            count), conv (the cuDNN convolutions on the Nature-CNN trunk), dqn_gpu (DQN's
-#            time to solve CartPole on the GPU, 3 seeds)
+#            time to solve CartPole on the GPU, 3 seeds), minatar (the five MinAtar games'
+#            CUDA twins, steps/s at 4,096 and 65,536 envs, vs the CPU def on 1 thread)
 # Needs cJSON and protobuf-c (and libpng for cudarl render): the .deb files in .debs/ (apt-get
 # download libcjson1 libcjson-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-c1
 # libprotobuf32 libprotoc32 libpng-dev libpng16-16 zlib1g-dev) are unpacked into /tmp/deps when
@@ -110,6 +111,10 @@ for b in "$@"; do
     PYTHONUNBUFFERED=1 python3 bench/peers/replay_peers.py --json "$OUT/replay_peers.json" 2>&1 |
       tee "$OUT/replay_peers.txt"
     add "replay buffer (GPU) and its peers" "see the tables above"
+    ;;
+  minatar)
+    "$(find build-gpu -name bench_minatar_cuda -type f | head -1)" 2>&1 | tee "$OUT/bench_minatar.txt"
+    add "MinAtar CUDA twins vs CPU def (steps/s)" "see the table above ($OUT/bench_minatar.txt)"
     ;;
   mlp_fused)
     dev/cuda/run_mlp_fused.sh 2>&1 | tee "$OUT/mlp_fused.txt" | tail -30

@@ -18,6 +18,7 @@
  * Each env draws from its own Philox stream (seed, index) instead of numpy's RandomState, in the
  * same order and with the same meaning (minatar_common.h); tests/minatar_trace.py runs the
  * Python games on the same stream and tests/test_minatar_ref.c compares them step by step.
+ * minatar_cuda.h steps N envs of each game on the GPU with the same per-env code, bit for bit.
  *
  * solved_return, the mean return over 100 episodes counted as solved, is cudarl's choice
  * (MinAtar defines none): a return only a policy that really plays reaches - many times a
