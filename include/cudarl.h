@@ -230,7 +230,7 @@ typedef struct cudarl_dqn_config {
     double max_grad_norm;             /* global gradient-norm clip; 0 disables */
     int hidden1, hidden2;             /* Q-network widths (120, 84 as dqn.py) */
     /* The Q-network: "mlp" (dqn.py's, hidden1 x hidden2), or a convolutional network of
-     * dqn_atari.py's shape for image (C, H, W) observations (CPU only for now): "minatar-cnn"
+     * dqn_atari.py's shape for image (C, H, W) observations (CPU or CUDA): "minatar-cnn"
      * (MinAtar's 0/1 channels, unscaled) or "nature-cnn" (84x84 pixels, x / 255). */
     char policy[16];
     int64_t mem_budget;               /* bytes the run may use; 0 = what the device can give */

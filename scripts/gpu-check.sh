@@ -6,7 +6,8 @@
 #            train_gpu (one profiled GPU run), replay (the replay buffer on the GPU),
 #            mlp_fused (the dev/cuda kernel lab), profile_big (a profiled run at the benchmark's
 #            65,536 envs x 16 steps), env_cpu (CartPole on CPU threads + GPU learner, per thread
-#            count), conv (the cuDNN convolutions on the Nature-CNN trunk), dqn_gpu (DQN's
+#            count), conv (the cuDNN convolutions on the Nature-CNN trunk), convnet (a conv
+#            policy's learner step, cudarl vs PyTorch eager and graphed), dqn_gpu (DQN's
 #            time to solve CartPole on the GPU, 3 seeds), minatar (the five MinAtar games'
 #            CUDA twins, steps/s at 4,096 and 65,536 envs, vs the CPU def on 1 thread)
 # Needs cJSON and protobuf-c (and libpng for cudarl render): the .deb files in .debs/ (apt-get
@@ -105,6 +106,16 @@ for b in "$@"; do
   conv)
     "$(find build-gpu -name bench_conv_cuda -type f | head -1)" 20 2>&1 | tee "$OUT/bench_conv.txt" | tail -30
     add "cuDNN conv (Nature-CNN trunk)" "see the table above"
+    ;;
+  convnet)
+    # one learner step (forward + backward + Adam) of the conv policies, eager and graph, per
+    # conv engine, then PyTorch's CleanRL modules on the same step (issue 6: Nature-CNN at
+    # batch 32 >= 3x PyTorch eager fp32)
+    "$(find build-gpu -name bench_convnet_cuda -type f | head -1)" --json "$OUT/bench_convnet.json" \
+      2>&1 | tee "$OUT/bench_convnet.txt" | tail -40
+    PYTHONUNBUFFERED=1 python3 bench/peers/convnet_peer.py --compare "$OUT/bench_convnet.json" \
+      --json "$OUT/convnet_peer.json" 2>&1 | tee "$OUT/convnet_peer.txt"
+    add "conv learner step vs PyTorch (convnet)" "$(tail -1 "$OUT/convnet_peer.txt")"
     ;;
   replay)
     "$(find build-gpu -name bench_replay -type f | head -1)" 2>&1 | tee "$OUT/bench_replay.txt"

@@ -9,7 +9,24 @@
  *          and every tensor of that layout (online, target, Adam's moments) is there, with the
  *          layout's shape, and finite.
  *       3. cudarl eval refuses the checkpoint (it reads MLPs only) with CUDARL_ERR_UNSUPPORTED.
- *  cuda    the conv policy on a CUDA context is refused with CUDARL_ERR_UNSUPPORTED. */
+ *  cuda 1. match: a few hundred updates of minatar-cnn on MinAtar/Breakout-v1 on the CPU and on
+ *          CUDA (the network through cr_convnet_cuda) from one seed, with epsilon held at 1 so
+ *          that actions come from the uniforms alone: both see the same env steps (checked:
+ *          the same episodes, bit for bit), the same replay contents and minibatches (the
+ *          replay twins are bit for bit and draw the same RNG words), and differ only in the
+ *          network's arithmetic (cuBLAS's and the conv engine's summation orders against the
+ *          CPU's). Tolerances, ||cuda - cpu|| / ||cpu|| per buffer, as test_dqn_cuda's for the
+ *          MLP and for the same reasons (the conv net's sums are no longer: at most 1024
+ *          products, the MLP's 120):
+ *            online, target  1e-4   each update's gradient differs by ~1e-6 relative; Adam's
+ *                                   steps by about as much; a few hundred steps of lr 2.5e-4
+ *                                   move a weight by < 0.1, so ~1e-7 of the weights, amplified
+ *                                   by the TD targets' feedback
+ *            Adam's moments  1e-3   the gradients themselves and their squares, undamped; ReLU
+ *                                   units at the edge flip
+ *       2. run: the CUDA preset (cudarl_dqn_config_for_device: 32 envs, batch 256) trains
+ *          minatar-cnn on the GPU for 20,000 steps: episodes finish, the loss stays finite, and
+ *          the checkpoint holds the network as on the CPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +39,8 @@
 #include "runtime/safetensors.h"
 
 #define BREAKOUT "MinAtar/Breakout-v1"
+#define TOL_WEIGHTS 1e-4
+#define TOL_MOMENTS 1e-3
 
 /* The network's tensors under these prefixes: online, target, Adam's two moments. */
 static const char *const prefix[] = {"", "target_", "optimizer.exp_avg.",
@@ -64,6 +83,34 @@ static void validation_case(void) {
                    CUDARL_ERR_INVALID_ARG, "use --policy mlp");
 }
 
+/* Every tensor of net's layout under each prefix in the checkpoint at path, with the layout's
+ * shape and finite values: 4 num_params floats (malloc'd), online, target, then Adam's m, v. */
+static float *load_weights(const char *path, const cr_convnet *net) {
+    cr_st_file *f = NULL;
+    CHECK_OK(cr_st_open(&f, path));
+    const size_t P = net->num_params;
+    float *w = malloc(4 * P * sizeof(float));
+    CHECK(w != NULL);
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < net->ntensors; i++) {
+            const cr_convnet_tensor *t = &net->t[i];
+            char name[96];
+            snprintf(name, sizeof name, "%s%s", prefix[k], t->name);
+            cr_st_tensor st;
+            CHECK_OK(cr_st_find(f, name, &st));
+            CHECK_MSG(st.ndim == t->ndim, "%s: %d dims, expected %d", name, st.ndim, t->ndim);
+            for (int d = 0; d < t->ndim; d++)
+                CHECK_MSG(st.shape[d] == t->shape[d], "%s: dim %d is %lld, expected %d", name, d,
+                          (long long)st.shape[d], t->shape[d]);
+            float *dst = w + k * P + t->offset;
+            CHECK_OK(cr_st_read_f32(f, name, dst, t->count));
+            for (size_t e = 0; e < t->count; e++)
+                CHECK_MSG(isfinite(dst[e]), "%s[%zu] = %g", name, e, dst[e]);
+        }
+    cr_st_close(f);
+    return w;
+}
+
 /* The checkpoint's network: its spec text parses to minatar-cnn, and every tensor of the layout
  * it plans is in the file with that shape and finite values. */
 static void check_checkpoint(const char *path, int num_actions) {
@@ -83,25 +130,8 @@ static void check_checkpoint(const char *path, int num_actions) {
     static cr_convnet net;
     CHECK_OK(cr_convnet_plan(&net, &spec));
     CHECK(net.ntensors == 6 && cr_convnet_find(&net, "network.5.weight") == 4);
-    float *w = malloc(net.num_params * sizeof(float));
-    CHECK(w != NULL);
-    for (int k = 0; k < 4; k++)
-        for (int i = 0; i < net.ntensors; i++) {
-            const cr_convnet_tensor *t = &net.t[i];
-            char name[96];
-            snprintf(name, sizeof name, "%s%s", prefix[k], t->name);
-            cr_st_tensor st;
-            CHECK_OK(cr_st_find(f, name, &st));
-            CHECK_MSG(st.ndim == t->ndim, "%s: %d dims, expected %d", name, st.ndim, t->ndim);
-            for (int d = 0; d < t->ndim; d++)
-                CHECK_MSG(st.shape[d] == t->shape[d], "%s: dim %d is %lld, expected %d", name, d,
-                          (long long)st.shape[d], t->shape[d]);
-            CHECK_OK(cr_st_read_f32(f, name, w + t->offset, t->count));
-            for (size_t e = 0; e < t->count; e++)
-                CHECK_MSG(isfinite(w[t->offset + e]), "%s[%zu] = %g", name, e, w[t->offset + e]);
-        }
-    free(w);
     cr_st_close(f);
+    free(load_weights(path, &net));
     printf("checkpoint: policy minatar-cnn, %zu parameters in %d tensors\n", net.num_params,
            net.ntensors);
 }
@@ -139,12 +169,83 @@ static void breakout_case(cudarl_ctx *ctx) {
                    &std), CUDARL_ERR_UNSUPPORTED, "convolutional network");
 }
 
-static void cuda_case(cudarl_ctx *ctx) {
+/* ||a - b|| / ||b|| over n floats, and the largest |a - b|. */
+static double rel_diff(const float *a, const float *b, size_t n, double *worst) {
+    double e = 0, r = 0;
+    *worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        e += d * d, r += (double)b[i] * b[i];
+        if (d > *worst || isnan(d)) *worst = d;
+    }
+    return sqrt(e) / (sqrt(r) + 1e-30);
+}
+
+static void cuda_match_case(cudarl_ctx *cpu, cudarl_ctx *gpu) {
     cudarl_dqn_config c;
-    breakout_config(&c, CUDARL_DEVICE_CUDA);
+    breakout_config(&c, CUDARL_DEVICE_CPU);
+    c.total_timesteps = 2000, c.learning_starts = 500; /* (2000 - 500) / 4 = 375 updates */
+    c.start_e = 1.0, c.end_e = 1.0;
+    cudarl_train_summary s[2];
+    cudarl_ctx *ctxs[2] = {cpu, gpu};
+    for (int k = 0; k < 2; k++) {
+        c.device = k ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_CPU;
+        snprintf(c.run_name, sizeof c.run_name, "breakout_cnn_match_%s_%d", k ? "cuda" : "cpu",
+                 (int)getpid());
+        CHECK_OK(cudarl_dqn_train(ctxs[k], &c, &s[k]));
+    }
+    CHECK_MSG(s[0].episodes >= 5 && s[1].episodes == s[0].episodes &&
+                  memcmp(&s[1].mean_return_100, &s[0].mean_return_100, sizeof(double)) == 0,
+              "the envs saw other actions: cpu %lld episodes (mean %.17g), cuda %lld (%.17g)",
+              (long long)s[0].episodes, s[0].mean_return_100, (long long)s[1].episodes,
+              s[1].mean_return_100);
+    const cr_env_info *info = cr_env_info_find(BREAKOUT);
+    CHECK(info != NULL);
+    cr_convnet_spec spec;
+    static cr_convnet net;
+    CHECK_OK(cr_convnet_spec_named(&spec, "minatar-cnn", 4, 10, 10, CR_CONVNET_DQN,
+                                   info->num_actions));
+    CHECK_OK(cr_convnet_plan(&net, &spec));
+    char path[2][700];
+    float *w[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(path[k], sizeof path[k], "%s/model.safetensors", s[k].run_dir);
+        w[k] = load_weights(path[k], &net);
+    }
+    const size_t P = net.num_params;
+    static const char *const names[4] = {"online", "target", "adam.m", "adam.v"};
+    for (int k = 0; k < 4; k++) {
+        double worst, rel = rel_diff(w[1] + k * P, w[0] + k * P, P, &worst);
+        double tol = k < 2 ? TOL_WEIGHTS : TOL_MOMENTS;
+        printf("match: %-7s ||cuda - cpu|| / ||cpu|| = %.3g (tolerance %g), largest |diff| %.3g\n",
+               names[k], rel, tol, worst);
+        CHECK_MSG(rel <= tol, "%s differ by %.3g relative (tolerance %g)", names[k], rel, tol);
+    }
+    free(w[0]), free(w[1]);
+}
+
+static void cuda_run_case(cudarl_ctx *gpu) {
+    cudarl_dqn_config c;
+    cudarl_dqn_config_default(&c, BREAKOUT);
+    cudarl_dqn_config_for_device(&c, CUDARL_DEVICE_CUDA);
+    snprintf(c.policy, sizeof c.policy, "minatar-cnn");
+    c.total_timesteps = 20000, c.device = CUDARL_DEVICE_CUDA, c.quiet = 1;
+    snprintf(c.runs_dir, sizeof c.runs_dir, "%s", runs);
+    snprintf(c.run_name, sizeof c.run_name, "breakout_cnn_cuda_%d", (int)getpid());
     cudarl_train_summary s;
-    expect_refusal("minatar-cnn on CUDA", cudarl_dqn_train(ctx, &c, &s), CUDARL_ERR_UNSUPPORTED,
-                   "the CUDA convolutional network is not built yet; use --device cpu");
+    CHECK_OK(cudarl_dqn_train(gpu, &c, &s));
+    printf("%s minatar-cnn on CUDA (%d envs, batch %d): %lld steps, %lld episodes, mean(100) "
+           "%.2f, %.2f s, %.0f steps/s\n", BREAKOUT, c.num_envs, c.batch_size,
+           (long long)s.global_step, (long long)s.episodes, s.mean_return_100, s.train_seconds,
+           s.sps);
+    CHECK(s.global_step == 20000);
+    CHECK_MSG(s.episodes >= 20, "only %lld episodes in 20,000 steps", (long long)s.episodes);
+    CHECK(s.mean_return_100 >= 0.0);
+    char path[700];
+    snprintf(path, sizeof path, "%s/model.safetensors", s.run_dir);
+    const cr_env_info *info = cr_env_info_find(BREAKOUT);
+    CHECK(info != NULL);
+    check_checkpoint(path, info->num_actions);
 }
 
 int main(int argc, char **argv) {
@@ -153,9 +254,13 @@ int main(int argc, char **argv) {
     runs = argc > 2 ? argv[2] : "dqn-conv-runs";
     cudarl_log_set_level(CUDARL_LOG_WARN);
     cudarl_ctx *ctx;
-    CHECK_OK(cudarl_ctx_init(&ctx, kind, 0));
+    CHECK_OK(cudarl_ctx_init(&ctx, CUDARL_DEVICE_CPU, 0));
     if (kind == CUDARL_DEVICE_CUDA) {
-        cuda_case(ctx);
+        cudarl_ctx *gpu;
+        CHECK_OK(cudarl_ctx_init(&gpu, CUDARL_DEVICE_CUDA, 0));
+        cuda_match_case(ctx, gpu);
+        cuda_run_case(gpu);
+        cudarl_ctx_free(gpu);
     } else {
         validation_case();
         breakout_case(ctx);

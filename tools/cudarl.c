@@ -192,7 +192,7 @@ static const arg_spec dqn_specs[] = {
     {"max-grad-norm", ARG_F64, DCFG(max_grad_norm), 0, 0, 1e9, "global gradient norm clip (0: off)"},
     {"hidden1", ARG_INT, DCFG(hidden1), 0, 1, 4096, "Q-network first hidden width"},
     {"hidden2", ARG_INT, DCFG(hidden2), 0, 1, 4096, "Q-network second hidden width"},
-    {"policy", ARG_STR, DCFG(policy), 16, 0, 0, "Q-network: mlp, or for image envs minatar-cnn / nature-cnn (CPU only)"},
+    {"policy", ARG_STR, DCFG(policy), 16, 0, 0, "Q-network: mlp, or for image envs minatar-cnn / nature-cnn"},
     {"mem-budget", ARG_BYTES, DCFG(mem_budget), 0, 0, 0, "memory the run may use (plan refused above it)"},
     {"device", ARG_DEVICE, DCFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
     {"threads", ARG_INT, DCFG(threads), 0, 0, 1024, "CPU threads for the ops (0: all cores)"},
@@ -227,14 +227,7 @@ static int cmd_train_dqn(int argc, char **argv) {
         return EXIT_USAGE;
     }
     cudarl_ctx *ctx;
-    cudarl_device_kind kind = o.cfg.device;
-    if (kind == CUDARL_DEVICE_AUTO && strcmp(o.cfg.policy, "mlp") != 0) {
-        /* the convolutional Q-networks run on the CPU only, so far: auto means the CPU here */
-        fprintf(stderr, "cudarl train: --policy %s runs on the CPU for now; training on the CPU\n",
-                o.cfg.policy);
-        kind = CUDARL_DEVICE_CPU;
-    }
-    if (cudarl_ctx_init(&ctx, kind, 0) != CUDARL_OK) return fail("no device");
+    if (cudarl_ctx_init(&ctx, o.cfg.device, 0) != CUDARL_OK) return fail("no device");
     /* the device's preset, then the user's flags over it */
     cudarl_dqn_config_default(&o.cfg, NULL);
     cudarl_dqn_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));

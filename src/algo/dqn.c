@@ -24,10 +24,11 @@
  *   - uint8 observations (MinAtar's 0/1 channels) are stored as uint8 in the replay and cast to
  *     float, value for value (no 1/255: the Q-network sees 0 and 1), before the network reads
  *     them, on the device.
- *   - the Q-network (--policy) is dqn.py's MLP, or on the CPU a convolutional network
- *     (cr_convnet: minatar-cnn, nature-cnn with dqn_atari.py's `network.*` names), which reads
- *     the stored observations as its spec says; both behind the qnet_* functions below, on one
- *     flat parameter buffer.
+ *   - the Q-network (--policy) is dqn.py's MLP, or a convolutional network (cr_convnet:
+ *     minatar-cnn, nature-cnn with dqn_atari.py's `network.*` names; on CUDA its twin
+ *     cr_convnet_cuda, whose workspace is one more piece of the arena), which reads the stored
+ *     observations as its spec says; both behind the qnet_* functions below, on one flat
+ *     parameter buffer.
  * On the CPU every op is the CPU reference and metrics are read after every iteration, which is
  * what this trainer computed before it ran through the backend, bit for bit. */
 #include <math.h>
@@ -48,6 +49,7 @@
 #include "runtime/safetensors.h"
 #include "runtime/tensorboard.h"
 #ifdef CUDARL_WITH_CUDA
+#include "nn/convnet_cuda.h"
 #include "ops/cuda/cuda_backend.h"
 #include "replay/replay_cuda.h"
 #endif
@@ -97,14 +99,17 @@ typedef struct cr_dqn_pool {
 } cr_dqn_pool;
 
 /* The Q-network: dqn.py's MLP (cr_qnet, every backend) or a convolutional network of
- * dqn_atari.py's shape (cr_convnet, CPU ops only). Either way its parameters are one flat
- * buffer of num_params floats, network.* tensors in state_dict order, which Adam, the polyak
- * update and the checkpoint treat alike. */
+ * dqn_atari.py's shape (cr_convnet; on a CUDA context through its twin, cr_convnet_cuda).
+ * Either way its parameters are one flat buffer of num_params floats, network.* tensors in
+ * state_dict order, which Adam, the polyak update and the checkpoint treat alike. */
 typedef struct cr_dqn_qnet {
     int conv;              /* 0: the MLP */
     cr_qnet_layout mlp;
     cr_convnet cnn;
     size_t num_params;
+#ifdef CUDARL_WITH_CUDA
+    cr_convnet_cuda *gpu;  /* the conv net on a CUDA context (batches N and B), else NULL */
+#endif
 } cr_dqn_qnet;
 
 /* What a backward needs from its forward, for max(B, N) rows (backend memory). */
@@ -182,7 +187,7 @@ typedef struct cr_dqn {
 enum { D_ONLINE, D_TARGET, D_GRADS, D_M, D_V, D_ENV, D_OBS, D_NEXT, D_FINAL, D_OBSF, D_Q, D_U,
        D_REW, D_ACT, D_TERM, D_TRUNC, D_DONE, D_EPRET, D_EPLEN, D_METRICS, D_SCALARS, D_BOBS,
        D_BNEXT, D_BOBSF, D_BNEXTF, D_BREW, D_BW, D_BACT, D_BTERM, D_BTRUNC, D_BIDX, D_BQ, D_BNT,
-       D_BNO, D_BDQ, D_BTD, D_CQ, D_CT, D_CO, D_REPLAY };
+       D_BNO, D_BDQ, D_BTD, D_CQ, D_CT, D_CO, D_CWS, D_REPLAY };
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
@@ -226,18 +231,55 @@ static cudarl_status qnet_layout(cr_dqn *d) {
                                  def->obs_shape[2], CR_CONVNET_DQN, d->A));
     CR_TRY(cr_convnet_plan(&q->cnn, &spec));
     q->num_params = q->cnn.num_params;
+#ifdef CUDARL_WITH_CUDA
+    if (d->on_device) { /* the act and the learner batch sizes */
+        const int batches[2] = {d->N, d->B};
+        CR_TRY(cr_convnet_cuda_init(d->ctx, &q->cnn, batches, 2, CR_CONVNET_ENGINE_AUTO,
+                                    &q->gpu));
+        CR_INFO("DQN: %s on the GPU, conv engine %s", c->policy,
+                cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(q->gpu)));
+        CR_DEBUG("%s", cr_convnet_cuda_describe(q->gpu));
+    }
+#endif
     return CUDARL_OK;
+}
+
+/* Whether the conv net runs through its CUDA twin. */
+static int qnet_on_gpu(const cr_dqn *d) {
+#ifdef CUDARL_WITH_CUDA
+    return d->net.gpu != NULL;
+#else
+    (void)d;
+    return 0;
+#endif
 }
 
 /* Bytes of one forward's cache for d->rows rows. */
 static size_t qnet_cache_bytes(const cr_dqn *d) {
+#ifdef CUDARL_WITH_CUDA
+    if (qnet_on_gpu(d)) return cr_convnet_cuda_cache_bytes(&d->net.cnn, d->rows);
+#endif
     if (d->net.conv) return cr_convnet_cache_bytes(&d->net.cnn, d->rows);
     return cr_mlp_cache_floats(d->rows, cr_qnet_widest(&d->net.mlp)) * 4;
+}
+
+/* Bytes of the CUDA conv net's workspace (0 for the others). */
+static size_t qnet_workspace_bytes(const cr_dqn *d) {
+#ifdef CUDARL_WITH_CUDA
+    if (qnet_on_gpu(d)) return cr_convnet_cuda_workspace_bytes(d->net.gpu);
+#endif
+    return 0;
 }
 
 static cr_dqn_cache qnet_cache_carve(const cr_dqn *d, void *mem) {
     cr_dqn_cache c;
     memset(&c, 0, sizeof c);
+#ifdef CUDARL_WITH_CUDA
+    if (qnet_on_gpu(d)) {
+        cr_convnet_cuda_cache_carve(&d->net.cnn, mem, d->rows, &c.cnn);
+        return c;
+    }
+#endif
     if (d->net.conv) cr_convnet_cache_carve(&d->net.cnn, mem, d->rows, &c.cnn);
     else c.mlp = cr_mlp_cache_carve(mem, d->rows, cr_qnet_widest(&d->net.mlp));
     return c;
@@ -254,6 +296,12 @@ static const void *qnet_input(cr_dqn *d, const void *x, float *f, int rows) {
 /* out (rows, A) = Q(params; x), x from qnet_input; fills the cache c. */
 static void qnet_forward(cr_dqn *d, float *params, const void *x, float *out,
                          const cr_dqn_cache *c, int rows) {
+#ifdef CUDARL_WITH_CUDA
+    if (qnet_on_gpu(d)) {
+        cr_convnet_cuda_forward(d->ctx, d->net.gpu, params, x, out, NULL, &c->cnn, rows);
+        return;
+    }
+#endif
     if (d->net.conv) {
         CUDARL_ASSERT(!d->on_device);
         cr_convnet_forward(&d->net.cnn, params, x, out, NULL, &c->cnn, rows);
@@ -266,6 +314,12 @@ static void qnet_forward(cr_dqn *d, float *params, const void *x, float *out,
 /* grads (P) = d loss / d params from dout (rows, A), with the cache of the forward on x. */
 static void qnet_backward(cr_dqn *d, float *params, float *grads, const void *x,
                           const float *dout, const cr_dqn_cache *c, int rows) {
+#ifdef CUDARL_WITH_CUDA
+    if (qnet_on_gpu(d)) {
+        cr_convnet_cuda_backward(d->ctx, d->net.gpu, params, grads, dout, NULL, &c->cnn, rows);
+        return;
+    }
+#endif
     if (d->net.conv) {
         CUDARL_ASSERT(!d->on_device);
         cr_convnet_backward(&d->net.cnn, params, grads, dout, NULL, &c->cnn, rows);
@@ -273,6 +327,18 @@ static void qnet_backward(cr_dqn *d, float *params, float *grads, const void *x,
     }
     cr_mlp_view v = cr_qnet_view(&d->net.mlp, params), g = cr_qnet_view(&d->net.mlp, grads);
     cr_mlp_backward(d->ctx, &v, &g, x, dout, &c->mlp, rows);
+}
+
+/* The CUDA conv net's first call of each batch size, outside any graph capture (cuDNN loads
+ * its kernels on a plan's first call): forwards of N and B rows and a backward of B on the
+ * zeroed minibatch buffers, into the double-DQN cache (unread until a forward fills it). The
+ * gradients it writes are overwritten by every train step before Adam reads them. */
+static void qnet_warm_up(cr_dqn *d) {
+    if (!qnet_on_gpu(d)) return;
+    qnet_forward(d, d->online, d->obs, d->q, &d->cache_o, d->N);
+    qnet_forward(d, d->online, d->b_obs, d->b_q, &d->cache_o, d->B);
+    qnet_backward(d, d->online, d->grads, d->b_obs, d->b_dq, &d->cache_o, d->B);
+    d->o->sync(d->ctx);
 }
 
 /* PyTorch's default init of every layer (CleanRL's QNetwork calls no init), drawn from rng in
@@ -330,6 +396,7 @@ static cudarl_status plan_memory(cr_dqn *d, cr_plan *pl) {
         {"batch.q", B * A * 4}, {"batch.next_q_target", B * A * 4},
         {"batch.next_q_online", B * A * 4}, {"batch.dq", B * A * 4}, {"batch.td", B * 4},
         {"cache.q", cache}, {"cache.target", cache}, {"cache.next", cache},
+        {"conv.workspace", qnet_workspace_bytes(d)},
     };
     cr_plan_init(pl);
     for (int i = 0; i < D_REPLAY; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
@@ -369,6 +436,7 @@ static cudarl_status carve(cr_dqn *d) {
     d->cache_o = qnet_cache_carve(d, cr_arena_get(a, D_CO));
     cr_replay_spec rs = replay_spec(d);
 #ifdef CUDARL_WITH_CUDA
+    if (qnet_on_gpu(d)) cr_convnet_cuda_set_workspace(d->net.gpu, cr_arena_get(a, D_CWS));
     if (d->on_device) return cr_replay_cuda_init(d->ctx, &d->rcuda, &rs, d->B, a, D_REPLAY);
 #endif
     cr_replay_init(&d->replay, &rs, a, D_REPLAY);
@@ -906,9 +974,6 @@ static cudarl_status check_context(const cr_dqn *d, const cudarl_ctx *ctx) {
     if (ctx->kind == CUDARL_DEVICE_CUDA && c->batch_size > 65535)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--batch-size %d is over the GPU replay's limit of "
                        "65535; lower it", c->batch_size);
-    if (ctx->kind == CUDARL_DEVICE_CUDA && strcmp(c->policy, "mlp"))
-        return cr_fail(CUDARL_ERR_UNSUPPORTED, "--policy %s: the CUDA convolutional network is "
-                       "not built yet; use --device cpu", c->policy);
 #ifndef CUDARL_WITH_CUDA
     if (ctx->kind != CUDARL_DEVICE_CPU)
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "this build has no CUDA backend; use --device cpu");
@@ -955,6 +1020,7 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     CR_TRY(ctx->ops->arena_alloc(ctx, &d->mem, &pl));
     CR_TRY(carve(d));
     CR_TRY(seed_state(d));
+    qnet_warm_up(d);
     pipe_init(d);
     graph_plan(d);
     return CUDARL_OK;
@@ -968,6 +1034,10 @@ static void dqn_free(cr_dqn *d) {
     d->graph = NULL;
     pipe_free(d);
     pool_free(d);
+#ifdef CUDARL_WITH_CUDA
+    cr_convnet_cuda_free(d->net.gpu);
+    d->net.gpu = NULL;
+#endif
     if (d->csv) fclose(d->csv);
     d->csv = NULL;
     cr_tb_close(&d->tb);
