@@ -1,8 +1,9 @@
 /* PPO's rollout with the envs on CPU threads (src/algo/ppo_pool.c) against the env batch, on the
  * context given by argv[1] (cpu, or cuda for the gpu label):
  *  1. The synchronous schedule (one group) gives the batch's rollout bit for bit: the same env
- *     code, RNG words and ops on the same shapes. (On CUDA the batch runs unfused here, since
- *     the fused rollout kernel sums in another order; test_ppo_rollout_cuda covers that one.)
+ *     code, RNG words and ops on the same shapes. On CUDA twice: the op-by-op rollouts (batch
+ *     and pool), then the fused kernels (the batch's rollout kernel, the pool's step kernel,
+ *     which run the same device code per env: three groups are then bit for bit too).
  *  2. Three uneven groups on 3 threads give it too on the CPU, where an op's row does not
  *     depend on how many rows it is given; on CUDA, cuBLAS may pick other kernels for other
  *     shapes, so there values and log-probabilities may differ by rounding (2e-5) and an action
@@ -108,6 +109,10 @@ static void near_limit(cr_ppo *p) {
     }
 }
 
+/* Which rollout the trainers run: 0 the op-by-op one (batch and pool), 1 the fused kernels
+ * (the batch's rollout kernel, the pool's step kernel; CUDA). */
+static int fused;
+
 static void init(cr_ppo *p, cudarl_ctx *ctx, cudarl_device_kind env_device, int groups,
                  int threads) {
     cudarl_ppo_config cfg;
@@ -120,17 +125,17 @@ static void init(cr_ppo *p, cudarl_ctx *ctx, cudarl_device_kind env_device, int 
     CHECK_OK(cr_ppo_init(p, ctx, &cfg));
     CHECK_MSG((p->pool != NULL) == (env_device == CUDARL_DEVICE_CPU), "pool mode %d",
               p->pool != NULL);
-    p->fused_rollout = 0; /* the batch's op-by-op rollout: the same ops as the pool's */
+    if (fused) { /* both fused: the same device code per env and step */
+        CHECK_MSG(p->pool ? p->fused_pool : p->fused_rollout, "the %s rollout is not fused",
+                  p->pool ? "pool's" : "batch's");
+    } else { /* the op-by-op rollouts: the same ops on both sides */
+        p->fused_rollout = 0, p->fused_pool = 0;
+    }
     near_limit(p);
 }
 
-int main(int argc, char **argv) {
-    int gpu = argc > 1 && !strcmp(argv[1], "cuda");
-    cudarl_ctx *ctx;
-    if (cudarl_ctx_init(&ctx, gpu ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_CPU, 0) != CUDARL_OK) {
-        fprintf(stderr, "FAIL: cannot open the context: %s\n", cudarl_last_error());
-        return 1;
-    }
+/* Items 1-3 for the rollouts `fused` selects; the number of truncations seen. */
+static long run_matrix(cudarl_ctx *ctx, int gpu) {
     cudarl_device_kind batch_device = gpu ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_AUTO;
     static cr_ppo batch, sync1, grouped;
     init(&batch, ctx, batch_device, 0, 0);
@@ -140,6 +145,8 @@ int main(int argc, char **argv) {
     long truncations = 0;
     char path[64];
     snprintf(path, sizeof path, "/tmp/test_ppo_pool_%d.safetensors", (int)getpid());
+    /* Fused, each env's values come from the same kernel code whatever the group: bit for bit */
+    double group_tol = gpu && !fused ? 2e-5 : 0;
     for (int r = 0; r < ROLLOUTS; r++) {
         cr_ppo_rollout(&batch);
         fetch(&batch, &want);
@@ -148,7 +155,7 @@ int main(int argc, char **argv) {
         truncations += compare("one group", &want, &mine, 0);
         cr_ppo_rollout(&grouped);
         fetch(&grouped, &got);
-        compare("three groups", &want, &got, gpu ? 2e-5 : 0);
+        compare("three groups", &want, &got, group_tol);
         if (r == 0) CHECK_OK(cr_ppo_checkpoint_save(&sync1, path));
         if (r == 1) { /* a fresh trainer from the checkpoint continues as sync1 did */
             static cr_ppo resumed;
@@ -161,14 +168,30 @@ int main(int argc, char **argv) {
             compare("resumed from a checkpoint", &mine, &again, 0);
             cr_ppo_free(&resumed);
         }
-        printf("rollout %d: %lld episodes so far\n", r, (long long)want.log.episodes);
+        printf("%s rollout %d: %lld episodes so far\n", fused ? "fused" : "op-by-op", r,
+               (long long)want.log.episodes);
     }
     unlink(path);
-    CHECK_MSG(truncations >= 40, "only %ld truncations: the test would not cover them",
-              truncations);
     cr_ppo_free(&batch);
     cr_ppo_free(&sync1);
     cr_ppo_free(&grouped);
+    return truncations;
+}
+
+int main(int argc, char **argv) {
+    int gpu = argc > 1 && !strcmp(argv[1], "cuda");
+    cudarl_ctx *ctx;
+    if (cudarl_ctx_init(&ctx, gpu ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_CPU, 0) != CUDARL_OK) {
+        fprintf(stderr, "FAIL: cannot open the context: %s\n", cudarl_last_error());
+        return 1;
+    }
+    long truncations = run_matrix(ctx, gpu);
+    CHECK_MSG(truncations >= 40, "only %ld truncations: the test would not cover them",
+              truncations);
+    if (gpu) { /* the same with the fused kernels on both sides */
+        fused = 1;
+        run_matrix(ctx, gpu);
+    }
     if (gpu) { /* 4. --async (learner on a second stream, the policy one update stale) solves */
         cudarl_ppo_config cfg;
         cudarl_ppo_config_default(&cfg, "CartPole-v1");

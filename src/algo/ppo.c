@@ -67,6 +67,23 @@ static int fused_rollout(const cr_ppo *p, const cudarl_ctx *ctx) {
 #endif
 }
 
+/* Whether the CPU-env pool's steps run as one kernel each (ppo_rollout_cuda.cu's pool step):
+ * CUDA, envs on CPU threads with float observations, the fused rollout's shapes (4 observations,
+ * 2 actions, the 64-wide tanh MLPs), and CUDARL_FUSED not 0. */
+static int fused_pool(const cr_ppo *p, const cudarl_ctx *ctx) {
+#ifdef CUDARL_WITH_CUDA
+    if (ctx->kind != CUDARL_DEVICE_CUDA || !cr_ppo_pool_wanted(p) || !fused_update(p, ctx) ||
+        p->env_info->def->obs_dtype != CUDARL_OBS_F32)
+        return 0;
+    cr_mlp_view a, c;
+    shape_views(p, &a, &c);
+    return cr_ppo_rollout_cuda_shape_ok(&a, &c);
+#else
+    (void)p, (void)ctx;
+    return 0;
+#endif
+}
+
 static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
     size_t P = p->layout.num_params, TN = (size_t)p->batch, F = sizeof(float);
     size_t N = (size_t)p->N, D = (size_t)p->D, A = (size_t)p->A, mb = (size_t)p->mb;
@@ -90,8 +107,8 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
         {"episode.return", N * 8}, {"episode.length", N * 8},
         {"fused.scratch",
          fused_update(p, ctx) ? ctx->ops->ppo_minibatch_scratch_bytes(p->mb, P) : 0},
-        {"rollout.fin_return", fused_rollout(p, ctx) ? TN * 8 : 0},
-        {"rollout.fin_length", fused_rollout(p, ctx) ? TN * 4 : 0},
+        {"rollout.fin_return", fused_rollout(p, ctx) || fused_pool(p, ctx) ? TN * 8 : 0},
+        {"rollout.fin_length", fused_rollout(p, ctx) || fused_pool(p, ctx) ? TN * 4 : 0},
         /* --async: the actor's weights and a second set of rollout buffers */
         {"async.act_params", A2 * P * F}, {"async.obs", A2 * TN * D * F},
         {"async.final_obs", A2 * TN * D * F}, {"async.actions", A2 * TN * 4},
@@ -135,8 +152,9 @@ static void carve_memory(cr_ppo *p) {
     p->fused = fused_update(p, p->ctx);
     p->fused_scratch = p->fused ? cr_arena_get(a, M_FUSED_SCRATCH) : NULL;
     p->fused_rollout = fused_rollout(p, p->ctx);
-    p->fin_return = p->fused_rollout ? cr_arena_get(a, M_FIN_RETURN) : NULL;
-    p->fin_length = p->fused_rollout ? cr_arena_get(a, M_FIN_LENGTH) : NULL;
+    p->fused_pool = fused_pool(p, p->ctx);
+    p->fin_return = p->fused_rollout || p->fused_pool ? cr_arena_get(a, M_FIN_RETURN) : NULL;
+    p->fin_length = p->fused_rollout || p->fused_pool ? cr_arena_get(a, M_FIN_LENGTH) : NULL;
     p->act_params = p->cfg.async ? cr_arena_get(a, M_ACT_PARAMS) : p->params;
     if (p->cfg.async) {
         cr_ppo_rollout_bufs *b = &p->alt;
@@ -148,6 +166,8 @@ static void carve_memory(cr_ppo *p) {
         b->next_values = cr_arena_get(a, M_ALT_NEXT_VALUES), b->adv = cr_arena_get(a, M_ALT_ADV);
         b->returns = cr_arena_get(a, M_ALT_RETURNS), b->terminated = cr_arena_get(a, M_ALT_TERM);
         b->truncated = cr_arena_get(a, M_ALT_TRUNC), b->done = cr_arena_get(a, M_ALT_DONE);
+        /* one set: scratch of a rollout's episode sums, read by its end on the same stream */
+        b->fin_return = p->fin_return, b->fin_length = p->fin_length;
     }
 }
 

@@ -82,7 +82,8 @@ typedef struct cr_ppo {
     int fused;                                    /* the backend's ppo_minibatch_grads is used */
     void *fused_scratch;                          /* its scratch (NULL when not fused) */
     int fused_rollout;                            /* the rollout is one kernel (CUDA, CartPole) */
-    double *fin_return;                           /* (T, N) its episode returns (else NULL) */
+    int fused_pool;                               /* a pool step is one kernel (CUDA, ppo_pool.c) */
+    double *fin_return;                           /* (T, N) their episode returns (else NULL) */
     int32_t *fin_length;                          /* (T, N) */
     cr_ppo_metrics *metrics;
     cr_ppo_stats_acc *acc;                        /* &metrics->acc */

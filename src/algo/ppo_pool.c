@@ -15,7 +15,14 @@
  *
  * The sampler draws the words of group g at step t after those of the groups before it, so
  * every env gets word t N + n whatever G is: with the same ops, G groups give the trajectories
- * of one group, and one group those of the envs' CUDA twin (the synchronous schedule). */
+ * of one group, and one group those of the envs' CUDA twin (the synchronous schedule).
+ *
+ * Fused (p->fused_pool: CUDA, the fused rollout's network shapes, float observations): all of
+ * the above for a group and step is one kernel (ppo_rollout_cuda.h's pool step) that reads the
+ * threads' outputs and writes the actions in the pinned buffers themselves, mapped into the
+ * device's address space (zero-copy: no copy launches, and on an integrated GPU such as Orin no
+ * second copy of the data). It computes what the fused all-GPU rollout computes, bit for bit,
+ * so there G groups give exactly the trajectories of the envs' CUDA twin. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +30,10 @@
 
 #include "algo/ppo_internal.h"
 #include "core/nvtx.h"
+#ifdef CUDARL_WITH_CUDA
+#include "algo/ppo_rollout_cuda.h"
+#include "ops/cuda/cuda_backend.h"
+#endif
 
 typedef struct cr_ppo_pool {
     cr_env_pool pool;
@@ -184,7 +195,69 @@ static void act(cr_ppo *p, int t, int b, int n) {
     }
 }
 
+#ifdef CUDARL_WITH_CUDA
+/* The fused pool step (ppo_rollout_cuda.h) of envs [b, b + n): the outputs of step t_absorb
+ * and the policy of step t_act (-1: none; t_act -1 with `end` also sets the rollout's last
+ * values and observations), reading and writing the pinned host buffers in place. */
+static void fused_step(cr_ppo *p, int t_absorb, int t_act, int b, int n, int end) {
+    cr_ppo_pool *pp = p->pool;
+    cr_ppo_pool_step_args a = {
+        .actor = cr_ac_actor(&p->layout, p->act_params),
+        .critic = cr_ac_critic(&p->layout, p->act_params),
+        .sampler = p->sampler, .N = p->N, .b = b, .n = n, .t_absorb = t_absorb, .t_act = t_act,
+        .h_obs = cr_cuda_host_device_ptr(pp->obs),
+        .h_final_obs = cr_cuda_host_device_ptr(pp->final_obs),
+        .h_reward = cr_cuda_host_device_ptr(pp->reward),
+        .h_terminated = cr_cuda_host_device_ptr(pp->terminated),
+        .h_truncated = cr_cuda_host_device_ptr(pp->truncated),
+        .h_actions = cr_cuda_host_device_ptr(pp->actions),
+        .obs = p->obs, .final_obs = p->final_obs, .actions = p->actions, .logp = p->logp,
+        .values = p->values, .rewards = p->rewards, .final_values = p->final_values,
+        .terminated = p->terminated, .truncated = p->truncated, .done = p->done,
+        .ep_return = p->ep_return, .ep_length = p->ep_length, .fin_return = p->fin_return,
+        .fin_length = p->fin_length, .last_values = end ? p->last_values : NULL,
+        .cur_obs = end ? p->cur_obs : NULL};
+    cr_ppo_pool_step_cuda(p->ctx, &a);
+}
+#endif
+
+/* The fused schedule: per group and step one kernel (absorb step t - 1, act on step t) instead
+ * of ~20 copies and ops; the order of waits, events and hand-overs is the op-by-op one's. */
+static void rollout_steps_fused(cr_ppo *p) {
+#ifdef CUDARL_WITH_CUDA
+    cr_ppo_pool *pp = p->pool;
+    cudarl_ctx *ctx = p->ctx;
+    const int G = pp->groups;
+    for (int t = 0; t < p->T; t++) {
+        for (int g = 0; g < G; g++) {
+            int b, e;
+            cr_env_pool_group_range(&pp->pool, g, &b, &e);
+            if (t > 0) wait_group(p, g, (g + G - 1) % G);
+            fused_step(p, t - 1, t, b, e - b, 0);
+            if (pp->event[g]) ctx->ops->event_record(ctx, pp->event[g]);
+            CR_RANGE_PUSH("env group step");
+            cr_env_pool_step_begin(&pp->pool, g, pp->actions);
+            CR_RANGE_POP();
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        int b, e;
+        cr_env_pool_group_range(&pp->pool, g, &b, &e);
+        wait_group(p, g, (g + G - 1) % G);
+        fused_step(p, p->T - 1, -1, b, e - b, 1);
+    }
+    cr_ppo_pool_rollout_cuda_end(ctx, p->sampler, p->T, p->N, p->done, p->fin_return,
+                                 p->fin_length, p->log);
+#else
+    (void)p;
+#endif
+}
+
 void cr_ppo_pool_rollout_steps(cr_ppo *p) {
+    if (p->fused_pool) {
+        rollout_steps_fused(p);
+        return;
+    }
     cr_ppo_pool *pp = p->pool;
     cudarl_ctx *ctx = p->ctx;
     const int G = pp->groups;

@@ -42,16 +42,36 @@ template <int O> struct Mlp {
 };
 constexpr int ACTOR = 0, CRITIC = Mlp<A>::size, SMEM_FLOATS = CRITIC + Mlp<1>::size;
 
+// dst[0..n) = src[0..n) by the block, LOADS loads in flight per thread: a loop that stored each
+// value before loading the next waited for L2 once per value (144 times per thread for the
+// actor and critic with 64 threads: ~70 us per launch on an H200, which the pool's step kernel,
+// launched per group and step, could not amortise over T steps as the rollout kernel does).
+__device__ __forceinline__ void copy_to_shared(float *__restrict__ dst,
+                                               const float *__restrict__ src, int n) {
+    constexpr int LOADS = 8;
+    for (int k0 = threadIdx.x; k0 < n; k0 += LOADS * blockDim.x) {
+        float v[LOADS];
+#pragma unroll
+        for (int u = 0; u < LOADS; u++) {
+            const int k = k0 + u * blockDim.x;
+            v[u] = k < n ? __ldg(src + k) : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < LOADS; u++) {
+            const int k = k0 + u * blockDim.x;
+            if (k < n) dst[k] = v[u];
+        }
+    }
+}
+
 template <int O> __device__ void load_mlp(float *sm, const cr_mlp_view &m) {
     using L = Mlp<O>;
-    for (int k = threadIdx.x; k < H * H; k += blockDim.x) sm[L::W1 + k] = m.w[1][k];
-    for (int k = threadIdx.x; k < H * I; k += blockDim.x) sm[L::W0 + k] = m.w[0][k];
-    for (int k = threadIdx.x; k < H; k += blockDim.x) {
-        sm[L::B0 + k] = m.b[0][k];
-        sm[L::B1 + k] = m.b[1][k];
-    }
-    for (int k = threadIdx.x; k < O * H; k += blockDim.x) sm[L::W2 + k] = m.w[2][k];
-    for (int k = threadIdx.x; k < O; k += blockDim.x) sm[L::B2 + k] = m.b[2][k];
+    copy_to_shared(sm + L::W1, m.w[1], H * H);
+    copy_to_shared(sm + L::W0, m.w[0], H * I);
+    copy_to_shared(sm + L::B0, m.b[0], H);
+    copy_to_shared(sm + L::B1, m.b[1], H);
+    copy_to_shared(sm + L::W2, m.w[2], O * H);
+    copy_to_shared(sm + L::B2, m.b[2], O);
 }
 
 // out (O) = the MLP at sm (layout Mlp<O>) applied to x (I).
@@ -200,7 +220,88 @@ rollout_kernel(const cr_ppo_rollout_args a) {
     a.ep_return[n] = ep_ret, a.ep_length[n] = ep_len;
 }
 
+// The pool's step for envs [b, b + n) of N (cr_ppo_pool_step_args), laid out as the rollout
+// kernel: block x takes envs b + 32 x .. + 31, warp 0 the actor's work and warp 1 the critic's,
+// lane l of both on one env. Every value it writes is the rollout kernel's for the same env and
+// step (the same device functions on the same inputs and stream words), so a pool stepping
+// CartPole's def on the CPU fills the rollout buffers with the fused batch's bits.
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+pool_step_kernel(const cr_ppo_pool_step_args a) {
+    __shared__ __align__(16) float sm[SMEM_FLOATS];
+    load_mlp<A>(sm + ACTOR, a.actor);
+    load_mlp<1>(sm + CRITIC, a.critic);
+    __syncthreads();
+    const int lane = threadIdx.x % ENVS_PER_BLOCK;
+    const bool actor = threadIdx.x < ENVS_PER_BLOCK; // warp-uniform
+    const int n = a.b + blockIdx.x * ENVS_PER_BLOCK + lane;
+    if (n >= a.b + a.n) return; // no barrier follows
+    const size_t N = (size_t)a.N;
+    if (a.t_absorb >= 0) { // the outputs of step t_absorb, which the threads wrote
+        const size_t r = (size_t)a.t_absorb * N + n;
+        const uint8_t term = a.h_terminated[n], trunc = a.h_truncated[n];
+        const int ended = term || trunc;
+        if (actor) {
+            const float reward = a.h_reward[n];
+            double ep_ret = a.ep_return[n] + (double)reward; // episodes_record's order
+            int64_t ep_len = a.ep_length[n] + 1;
+            a.rewards[r] = reward;
+            a.terminated[r] = term, a.truncated[r] = trunc, a.done[r] = (uint8_t)ended;
+            if (ended) {
+                *reinterpret_cast<float4 *>(a.final_obs + r * I) =
+                    reinterpret_cast<const float4 *>(a.h_final_obs)[n];
+                a.fin_return[r] = ep_ret, a.fin_length[r] = (int32_t)ep_len;
+                ep_ret = 0.0, ep_len = 0;
+            }
+            a.ep_return[n] = ep_ret, a.ep_length[n] = ep_len;
+        } else {
+            float fin[I] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (trunc && !term) {
+                const float4 f4 = reinterpret_cast<const float4 *>(a.h_final_obs)[n];
+                fin[0] = f4.x, fin[1] = f4.y, fin[2] = f4.z, fin[3] = f4.w;
+            }
+            a.final_values[r] = trunc && !term ? critic_value(sm, fin) : 0.0f;
+        }
+    }
+    const float4 o4 = reinterpret_cast<const float4 *>(a.h_obs)[n]; // one read over the bus
+    float x[I] = {o4.x, o4.y, o4.z, o4.w};
+    if (a.t_act >= 0) {
+        const size_t r = (size_t)a.t_act * N + n;
+        if (actor) {
+            float l[A], logp;
+            mlp_forward<A>(sm + ACTOR, x, l);
+            const cr_rng_stream sampler = *a.sampler;
+            int32_t action = cr_row_sample(l, A, stream_uniform(sampler, sampler.offset + r), &logp);
+            *reinterpret_cast<float4 *>(a.obs + r * I) = make_float4(x[0], x[1], x[2], x[3]);
+            a.actions[r] = action;
+            a.logp[r] = logp;
+            a.h_actions[n] = action;
+        } else {
+            a.values[r] = critic_value(sm, x);
+        }
+    } else if (a.last_values) { // the rollout's end: V(obs) and the observations carried on
+        if (actor)
+            for (int k = 0; k < I; k++) a.cur_obs[(size_t)n * I + k] = x[k];
+        else
+            a.last_values[n] = critic_value(sm, x);
+    }
+}
+
 } // namespace
+
+void cr_ppo_pool_step_cuda(cudarl_ctx *ctx, const cr_ppo_pool_step_args *a) {
+    CUDARL_ASSERT(cr_ppo_rollout_cuda_shape_ok(&a->actor, &a->critic) && a->n >= 1 &&
+                  a->b >= 0 && a->b + a->n <= a->N);
+    unsigned blocks = (unsigned)((a->n + ENVS_PER_BLOCK - 1) / ENVS_PER_BLOCK);
+    pool_step_kernel<<<blocks, THREADS, 0, cr_stream(ctx)>>>(*a);
+    CR_CUDA_LAUNCHED(ctx);
+}
+
+void cr_ppo_pool_rollout_cuda_end(cudarl_ctx *ctx, cr_rng_stream *sampler, int T, int N,
+                                  const uint8_t *done, const double *fin_return,
+                                  const int32_t *fin_length, cr_episode_log *log) {
+    cr_cuda_rng_advance(ctx, sampler, (uint64_t)T * (uint64_t)N);
+    cr_cuda_episodes_log_finished(ctx, done, fin_return, fin_length, log, T * N);
+}
 
 int cr_ppo_rollout_cuda_shape_ok(const cr_mlp_view *actor, const cr_mlp_view *critic) {
     return cr_ppo_fused_shape_ok(actor, critic) && actor->dims[0] == I;

@@ -37,6 +37,45 @@ typedef struct cr_ppo_rollout_args {
     cr_episode_log *log;             /* finished episodes are pushed here, in (t, n) order */
 } cr_ppo_rollout_args;
 
+/* One step of a group of envs stepped on CPU threads (ppo_pool.c) as one kernel: takes in the
+ * outputs of step t_absorb the threads wrote (rewards, flags, episode sums, V(final obs) of
+ * truncations), then the policy of step t_act on the observations they wrote, with the action
+ * written both to the rollout and to the host buffer the threads read. The host buffers are
+ * pinned and mapped (the device reads and writes them in place, no copies); all are rows
+ * [b, b + n) of N. Every value is what the fused rollout computes for the same env and step
+ * (the same device code and stream words: word offset + t N + n, the offset advanced only by
+ * cr_ppo_pool_rollout_cuda_end). */
+typedef struct cr_ppo_pool_step_args {
+    cr_mlp_view actor, critic;       /* as cr_ppo_rollout_args */
+    const cr_rng_stream *sampler;    /* read, not advanced */
+    int N, b, n;                     /* envs [b, b + n) of N */
+    int t_absorb;                    /* step whose outputs to take in; -1: none */
+    int t_act;                       /* step to act on; -1: none (then, with last_values, the
+                                      * rollout's end: last_values and cur_obs rows are set) */
+    /* host buffers, as the device addresses them (mapped pinned memory), (N, 4) or (N) */
+    const float *h_obs, *h_final_obs, *h_reward;
+    const uint8_t *h_terminated, *h_truncated;
+    int32_t *h_actions;
+    /* device: (T, N) rollout rows as cr_ppo_rollout_args, (N) running sums and end values */
+    float *obs, *final_obs;
+    int32_t *actions;
+    float *logp, *values, *rewards, *final_values;
+    uint8_t *terminated, *truncated, *done;
+    double *ep_return;
+    int64_t *ep_length;
+    double *fin_return;
+    int32_t *fin_length;
+    float *last_values, *cur_obs;    /* (N) and (N, 4), or NULL */
+} cr_ppo_pool_step_args;
+
+/* Queues one pool step (graph-capturable, allocates nothing). */
+void cr_ppo_pool_step_cuda(cudarl_ctx *ctx, const cr_ppo_pool_step_args *a);
+/* After a rollout's steps: advances the sampler by T N words and logs the finished episodes in
+ * (t, n) order, as the fused rollout does. */
+void cr_ppo_pool_rollout_cuda_end(cudarl_ctx *ctx, cr_rng_stream *sampler, int T, int N,
+                                  const uint8_t *done, const double *fin_return,
+                                  const int32_t *fin_length, cr_episode_log *log);
+
 /* Whether the fused rollout takes these networks (the shapes of cr_ppo_fused_shape_ok, 4 obs). */
 int cr_ppo_rollout_cuda_shape_ok(const cr_mlp_view *actor, const cr_mlp_view *critic);
 /* Queues the rollout on the context's stream (graph-capturable, allocates nothing). */

@@ -227,7 +227,7 @@ void cr_cuda_graph_free(void *graph_exec) {
 
 cudarl_status cr_cuda_host_alloc_pinned(void **p, size_t bytes) {
     *p = NULL;
-    cudaError_t e = cudaHostAlloc(p, bytes ? bytes : 1, cudaHostAllocDefault);
+    cudaError_t e = cudaHostAlloc(p, bytes ? bytes : 1, cudaHostAllocMapped);
     if (e == cudaSuccess) return CUDARL_OK;
     cudaGetLastError();
     *p = NULL;
@@ -237,6 +237,12 @@ cudarl_status cr_cuda_host_alloc_pinned(void **p, size_t bytes) {
 
 void cr_cuda_host_free_pinned(void *p) {
     if (p) CUDA_CHECK(cudaFreeHost(p));
+}
+
+void *cr_cuda_host_device_ptr(void *host) {
+    void *d = NULL;
+    CUDA_CHECK(cudaHostGetDevicePointer(&d, host, 0));
+    return d;
 }
 
 // ---- ops that live in files of their own ------------------------------------------------

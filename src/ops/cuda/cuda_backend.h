@@ -48,8 +48,13 @@ cudarl_status cr_cuda_graph_end(cudarl_ctx *ctx, void **graph_exec);
 void cr_cuda_graph_launch(cudarl_ctx *ctx, void *graph_exec);
 void cr_cuda_graph_free(void *graph_exec);
 
-/* Page-locked host memory (host, pinned) for asynchronous copies; *p is NULL on failure. */
+/* Page-locked host memory (host, pinned) for asynchronous copies, mapped into the device's
+ * address space (cr_cuda_host_device_ptr); *p is NULL on failure. */
 cudarl_status cr_cuda_host_alloc_pinned(void **p, size_t bytes);
+/* The address under which kernels read and write the pinned host memory at `host` (from
+ * cr_cuda_host_alloc_pinned, also through cr_host_buffer_alloc on a CUDA context): zero-copy
+ * access, over the bus on a discrete GPU, the same DRAM on an integrated one. */
+void *cr_cuda_host_device_ptr(void *host);
 /* What a run on ctx's device may allocate, and where that figure comes from (static text): on
  * an integrated GPU (Jetson: cudaDevAttrIntegrated), whose memory is the host's, the CUDA for
  * Tegra estimate MemAvailable + SwapFree from /proc/meminfo, since cudaMemGetInfo leaves out
