@@ -224,6 +224,56 @@ static void cuda_match_case(cudarl_ctx *cpu, cudarl_ctx *gpu) {
     free(w[0]), free(w[1]);
 }
 
+/* MinAtar's CUDA twin (--env-device cuda: iterations captured into graphs) against the env
+ * pool on CPU threads (--env-device cpu: launched op by op), both on the GPU: the same envs bit
+ * for bit, so the same episodes; the same ops on the same inputs, so the same weights (graph
+ * replay runs the captured kernels; the tolerance only allows cuBLAS another algorithm). */
+static void cuda_twin_case(cudarl_ctx *gpu) {
+    cudarl_dqn_config c;
+    breakout_config(&c, CUDARL_DEVICE_CUDA);
+    c.total_timesteps = 2000, c.learning_starts = 500, c.target_network_frequency = 400;
+    c.start_e = 1.0, c.end_e = 1.0;
+    cudarl_train_summary s[2];
+    for (int k = 0; k < 2; k++) {
+        c.env_device = k ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_CPU;
+        snprintf(c.run_name, sizeof c.run_name, "breakout_cnn_twin_%s_%d", k ? "cuda" : "pool",
+                 (int)getpid());
+        CHECK_OK(cudarl_dqn_train(gpu, &c, &s[k]));
+    }
+    CHECK_MSG(s[0].episodes >= 5 && s[1].episodes == s[0].episodes &&
+                  memcmp(&s[1].mean_return_100, &s[0].mean_return_100, sizeof(double)) == 0,
+              "the twin's episodes differ from the pool's: pool %lld (mean %.17g), twin %lld "
+              "(%.17g)", (long long)s[0].episodes, s[0].mean_return_100,
+              (long long)s[1].episodes, s[1].mean_return_100);
+    const cr_env_info *info = cr_env_info_find(BREAKOUT);
+    CHECK(info != NULL);
+    cr_convnet_spec spec;
+    static cr_convnet net;
+    CHECK_OK(cr_convnet_spec_named(&spec, "minatar-cnn", 4, 10, 10, CR_CONVNET_DQN,
+                                   info->num_actions));
+    CHECK_OK(cr_convnet_plan(&net, &spec));
+    float *w[2];
+    for (int k = 0; k < 2; k++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/model.safetensors", s[k].run_dir);
+        w[k] = load_weights(path, &net);
+    }
+    double worst, rel = rel_diff(w[1], w[0], net.num_params, &worst);
+    printf("twin: %lld episodes as the pool's; online weights ||twin - pool|| / ||pool|| = %.3g\n",
+           (long long)s[0].episodes, rel);
+    CHECK_MSG(rel <= 1e-5, "the twin's weights differ from the pool's by %.3g relative", rel);
+    free(w[0]), free(w[1]);
+    /* --env-device cuda on an env without a CUDA twin is refused, naming the fix */
+    cudarl_dqn_config bad;
+    breakout_config(&bad, CUDARL_DEVICE_CUDA);
+    snprintf(bad.env_id, sizeof bad.env_id, "CartPolePixels-v1");
+    snprintf(bad.policy, sizeof bad.policy, "nature-cnn");
+    bad.env_device = CUDARL_DEVICE_CUDA;
+    cudarl_train_summary unused;
+    expect_refusal("--env-device cuda without a twin", cudarl_dqn_train(gpu, &bad, &unused),
+                   CUDARL_ERR_INVALID_ARG, "--env-device cpu");
+}
+
 static void cuda_run_case(cudarl_ctx *gpu) {
     cudarl_dqn_config c;
     cudarl_dqn_config_default(&c, BREAKOUT);
@@ -259,6 +309,7 @@ int main(int argc, char **argv) {
         cudarl_ctx *gpu;
         CHECK_OK(cudarl_ctx_init(&gpu, CUDARL_DEVICE_CUDA, 0));
         cuda_match_case(ctx, gpu);
+        cuda_twin_case(gpu);
         cuda_run_case(gpu);
         cudarl_ctx_free(gpu);
     } else {

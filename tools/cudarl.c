@@ -196,7 +196,7 @@ static const arg_spec dqn_specs[] = {
     {"mem-budget", ARG_BYTES, DCFG(mem_budget), 0, 0, 0, "memory the run may use (plan refused above it)"},
     {"device", ARG_DEVICE, DCFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
     {"threads", ARG_INT, DCFG(threads), 0, 0, 1024, "CPU threads for the ops (0: all cores)"},
-    {"env-device", ARG_DEVICE, DCFG(env_device), 0, 0, 0, "where envs step: cpu (threads, any env), cuda (CartPole's twin) or auto"},
+    {"env-device", ARG_DEVICE, DCFG(env_device), 0, 0, 0, "where envs step: cpu (threads, any env), cuda (the CUDA twins: CartPole, MinAtar) or auto"},
     {"env-threads", ARG_INT, DCFG(env_threads), 0, 0, 1024, "threads stepping CPU envs (0: all cores)"},
     {"run-name", ARG_STR, DCFG(run_name), 128, 0, 0, "run folder name; empty: <env>__dqn__<seed>__<unix time>"},
     {"runs-dir", ARG_STR, DCFG(runs_dir), 256, 0, 0, "where run folders go"},

@@ -18,6 +18,8 @@
  *     each reported block and read when their event has passed, so the host never waits on the
  *     device per env step (only when every slot is still in flight). Prioritized replay's beta is
  *     a host argument of the sampler (replay_cuda.h), so that mode launches op by op.
+ *   - MinAtar on a CUDA context (--env-device cuda or auto): the games' CUDA twin
+ *     (minatar_cuda.h) steps the envs, so those iterations are captured into graphs too;
  *   - envs on CPU threads (--env-device cpu, any registered env): the env pool (env_pool.h)
  *     steps them into pinned buffers, synchronously (one group): actions go to the host behind a
  *     CUDA event the threads wait on, outputs come back as asynchronous copies.
@@ -49,6 +51,7 @@
 #include "runtime/safetensors.h"
 #include "runtime/tensorboard.h"
 #ifdef CUDARL_WITH_CUDA
+#include "env/minatar_cuda.h"
 #include "nn/convnet_cuda.h"
 #include "ops/cuda/cuda_backend.h"
 #include "replay/replay_cuda.h"
@@ -130,6 +133,7 @@ typedef struct cr_dqn {
                               networks read them as they are, converting per their spec) */
     size_t obs_bytes;      /* bytes of one observation */
     int on_device;         /* CUDA context: the replay's CUDA twin, pinned metrics */
+    int where;             /* envs_where: the env batch, MinAtar's CUDA twin or the pool */
     double duration;       /* epsilon's annealing steps */
     /* backend memory */
     cr_arena mem;
@@ -157,6 +161,9 @@ typedef struct cr_dqn {
     cr_replay_cuda rcuda;               /* CUDA twin (device context) */
 #endif
     cr_dqn_pool *pool;                  /* envs on CPU threads, or NULL */
+#ifdef CUDARL_WITH_CUDA
+    cr_minatar_cuda mtwin;              /* where == ENVS_TWIN: MinAtar's CUDA twin */
+#endif
     /* the loop */
     int64_t global_step, train_steps, iteration;
     cr_dqn_metrics h;                   /* the latest host copy of *m */
@@ -191,11 +198,39 @@ enum { D_ONLINE, D_TARGET, D_GRADS, D_M, D_V, D_ENV, D_OBS, D_NEXT, D_FINAL, D_O
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
-/* Whether cfg asks for the envs on CPU threads (the env pool). */
-static int pool_wanted(const cudarl_dqn_config *c) {
-    if (c->env_device == CUDARL_DEVICE_CPU) return 1;
-    if (c->env_device == CUDARL_DEVICE_CUDA) return 0;
-    return cr_env_find(c->env_id) == NULL; /* auto: the batch (and its CUDA twin) if it has one */
+/* Where the envs step: the env batch (CartPole; its CUDA twin on a CUDA context), MinAtar's CUDA
+ * twin (a CUDA context and --env-device cuda or auto), or the env pool on CPU threads (--env-
+ * device cpu, or auto for an env with neither). */
+typedef enum { ENVS_BATCH, ENVS_TWIN, ENVS_POOL } envs_where;
+
+static cudarl_status envs_place(const cudarl_dqn_config *c, const cudarl_ctx *ctx,
+                                envs_where *w) {
+    int batch = cr_env_find(c->env_id) != NULL, twin = 0;
+#ifdef CUDARL_WITH_CUDA
+    twin = ctx->kind == CUDARL_DEVICE_CUDA && cr_minatar_cuda_find(c->env_id) != NULL;
+#else
+    (void)ctx;
+#endif
+    *w = c->env_device == CUDARL_DEVICE_CPU ? ENVS_POOL
+         : batch                            ? ENVS_BATCH
+         : twin                             ? ENVS_TWIN
+                                            : ENVS_POOL;
+    if (c->env_device == CUDARL_DEVICE_CUDA && *w == ENVS_POOL)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-device cuda: %s has no CUDA twin (CartPole "
+                       "and the MinAtar games have); use --env-device cpu or auto", c->env_id);
+    return CUDARL_OK;
+}
+
+/* Device bytes of the envs' state for `where`. */
+static size_t env_bytes(const cr_dqn *d, int where) {
+#ifdef CUDARL_WITH_CUDA
+    if (where == ENVS_TWIN) {
+        size_t b = 0;
+        CUDARL_ASSERT(cr_minatar_cuda_bytes(d->cfg.env_id, d->N, &b) == CUDARL_OK);
+        return b;
+    }
+#endif
+    return where == ENVS_BATCH ? cr_env_batch_bytes(d->env_info, d->N) : 0;
 }
 
 static cr_replay_spec replay_spec(const cr_dqn *d) {
@@ -384,7 +419,7 @@ static cudarl_status plan_memory(cr_dqn *d, cr_plan *pl) {
     size_t cast = d->cast ? 4 * D : 0; /* the float copies of uint8 observations */
     const struct { const char *name; size_t bytes; } items[D_REPLAY] = {
         {"q.online", P}, {"q.target", P}, {"grads", P}, {"adam.m", P}, {"adam.v", P},
-        {"env", d->pool ? 0 : cr_env_batch_bytes(d->env_info, d->N)}, {"obs", N * ob},
+        {"env", env_bytes(d, d->where)}, {"obs", N * ob},
         {"next_obs", N * ob}, {"final_obs", N * ob}, {"obs.float", N * cast},
         {"q", R * A * 4}, {"u", 2 * N * 4}, {"rewards", N * 4}, {"actions", N * 4},
         {"terminated", N}, {"truncated", N}, {"done", N}, {"episode.return", N * 8},
@@ -413,7 +448,13 @@ static cudarl_status carve(cr_dqn *d) {
     d->online = cr_arena_get(a, D_ONLINE), d->target = cr_arena_get(a, D_TARGET);
     d->grads = cr_arena_get(a, D_GRADS), d->adam_m = cr_arena_get(a, D_M);
     d->adam_v = cr_arena_get(a, D_V);
-    if (!d->pool) cr_env_batch_init(&d->env, d->env_info, d->N, cr_arena_get(a, D_ENV));
+    if (d->where == ENVS_BATCH)
+        cr_env_batch_init(&d->env, d->env_info, d->N, cr_arena_get(a, D_ENV));
+#ifdef CUDARL_WITH_CUDA
+    if (d->where == ENVS_TWIN)
+        CUDARL_ASSERT(cr_minatar_cuda_init(&d->mtwin, d->cfg.env_id, d->N,
+                                           cr_arena_get(a, D_ENV)) == CUDARL_OK);
+#endif
     d->obs = cr_arena_get(a, D_OBS), d->next_obs = cr_arena_get(a, D_NEXT);
     d->final_obs = cr_arena_get(a, D_FINAL);
     d->obs_f = d->cast ? cr_arena_get(a, D_OBSF) : d->obs;
@@ -597,6 +638,11 @@ static void act_and_store(cr_dqn *d) {
     act(d);
     if (d->pool)
         pool_step(d);
+#ifdef CUDARL_WITH_CUDA
+    else if (d->where == ENVS_TWIN)
+        cr_minatar_cuda_step(ctx, &d->mtwin, d->actions, (uint8_t *)d->next_obs, d->rewards,
+                             d->term, d->trunc, d->done, (uint8_t *)d->final_obs);
+#endif
     else
         cr_env_batch_step(ctx, &d->env, d->actions, d->next_obs, d->rewards, d->term, d->trunc,
                           d->done, d->final_obs);
@@ -958,6 +1004,10 @@ static cudarl_status seed_state(cr_dqn *d) {
     if (d->pool) {
         cr_env_pool_reset(&d->pool->pool, cfg->seed);
         d->o->copy_from_host(ctx, d->obs, d->pool->obs, (size_t)d->N * d->obs_bytes);
+#ifdef CUDARL_WITH_CUDA
+    } else if (d->where == ENVS_TWIN) {
+        cr_minatar_cuda_reset(ctx, &d->mtwin, cfg->seed, d->obs);
+#endif
     } else {
         cr_env_batch_reset(ctx, &d->env, cfg->seed, d->obs);
     }
@@ -1012,7 +1062,10 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     d->solved_step = -1, d->solved_seconds = -1;
     if (cfg->threads > 0) cr_cpu_set_threads(cfg->threads);
     CR_TRY(qnet_layout(d));
-    if (pool_wanted(cfg)) CR_TRY(pool_init(d));
+    envs_where where;
+    CR_TRY(envs_place(cfg, ctx, &where));
+    d->where = (int)where;
+    if (d->where == ENVS_POOL) CR_TRY(pool_init(d));
     cr_plan pl;
     CR_TRY(plan_memory(d, &pl));
     cr_plan_print(&pl, d->on_device ? "DQN (device)" : "DQN (host)");

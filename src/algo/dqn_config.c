@@ -98,9 +98,9 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
     REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
                 c->env_device == CUDARL_DEVICE_CUDA,
             "--env-device must be cpu, cuda or auto");
-    REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_env_find(c->env_id),
-            "--env-device cuda: %s has no CUDA twin (only CartPole-v1 does); use --env-device "
-            "cpu, which steps it on CPU threads", c->env_id);
+    REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_env_has_cuda_twin(c->env_id),
+            "--env-device cuda: %s has no CUDA twin (CartPole-v1 and the MinAtar games have); "
+            "use --env-device cpu, which steps it on CPU threads", c->env_id);
     REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,
             "--env-device cuda needs the GPU: use --device cuda (or auto) with it");
     REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,

@@ -101,6 +101,17 @@ const cr_env_info *cr_env_info_find(const char *id) {
     return e ? &e->info : NULL;
 }
 
+int cr_env_has_cuda_twin(const char *id) {
+    static const cudarl_env_def *const minatar[] = {
+        &cr_minatar_breakout_def, &cr_minatar_asterix_def, &cr_minatar_freeway_def,
+        &cr_minatar_seaquest_def, &cr_minatar_space_invaders_def};
+    if (cr_env_find(id)) return 1;
+    const cudarl_env_def *def = cr_env_def_find(id);
+    for (size_t i = 0; def && i < sizeof minatar / sizeof minatar[0]; i++)
+        if (def == minatar[i]) return 1;
+    return 0;
+}
+
 const cudarl_env_def *cr_env_def_find(const char *id) {
     const env_entry *e = registry_lookup(id);
     return e ? &e->def : NULL;

@@ -32,6 +32,10 @@ typedef struct cr_env_info {
  * without a batch twin are found by cr_env_def_find. */
 const cr_env_info *cr_env_find(const char *id);
 
+/* Whether env `id` has a CUDA twin DQN's --env-device cuda can run: CartPole-v1 (the batch
+ * above) and the five MinAtar games (minatar_cuda.h). Host code, any build. */
+int cr_env_has_cuda_twin(const char *id);
+
 /* What the trainers need to know of any registered env named `id` (batched or not), or NULL. */
 const cr_env_info *cr_env_info_find(const char *id);
 /* The registered env named `id` (built-in or added by cudarl_env_register), or NULL. The def
