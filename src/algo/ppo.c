@@ -598,6 +598,15 @@ static void profile_print(const cr_ppo *p) {
                 1e3 * idle, roll > 0 ? 100 * idle / roll : 0);
         fprintf(stderr, "    env threads waiting for the device %6.3f ms each (%.1f%% of the "
                 "rollout)\n", 1e3 * thr, roll > 0 ? 100 * thr / roll : 0);
+        if (p->fused_pool && f->gpu_busy > 0) {
+            /* the group steps' device time; the update phase is device work throughout */
+            double busy = f->gpu_busy / it, upd = f->seconds[CR_PHASE_UPDATE] / it;
+            double iter = 0;
+            for (int i = 0; i < CR_PHASE_COUNT; i++) iter += f->seconds[i] / it;
+            fprintf(stderr, "    device busy in the rollout     %9.3f ms (%.1f%% of the rollout); "
+                    "over the iteration ~%.1f%% (rollout kernels + update phase)\n", 1e3 * busy,
+                    roll > 0 ? 100 * busy / roll : 0, iter > 0 ? 100 * (busy + upd) / iter : 0);
+        }
         if (p->ctx->kind == CUDARL_DEVICE_CUDA)
             fprintf(stderr, "    %s\n", idle > thr ? "the envs are the bottleneck: more "
                     "--env-threads (or cheaper envs) would speed this up" : "the device is the "

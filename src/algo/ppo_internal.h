@@ -33,6 +33,8 @@ typedef struct cr_ppo_profile {
     double cpu_wait_gpu;   /* CPU envs: seconds env threads waited for actions, summed over
                             * threads (read from cr_ppo_pool at the end) */
     double env_wait;       /* CPU envs: seconds the host waited for env groups in all */
+    double gpu_busy;       /* CPU envs, fused steps: seconds of device time of the group steps
+                            * (timing events around each), the rollout's device work */
     double mark;           /* time of the last phase boundary */
     int64_t iterations;
     uint64_t syncs_start;  /* ctx->host_syncs when the loop began */

@@ -45,6 +45,10 @@ typedef struct cr_ppo_pool {
     uint8_t *terminated, *truncated, *done; /* (N) */
     int32_t *actions;                /* (N) */
     void *event[CR_ENV_POOL_MAX_GROUPS]; /* the group's actions are on the host (NULL: no events) */
+    /* --profile, fused steps: timing events around a group's step kernel; busy[g] when a pair
+     * is recorded and not yet added to prof.gpu_busy */
+    void *t_start[CR_ENV_POOL_MAX_GROUPS], *t_end[CR_ENV_POOL_MAX_GROUPS];
+    int busy[CR_ENV_POOL_MAX_GROUPS];
     struct hook_arg { struct cr_ppo_pool *pp; cudarl_ctx *ctx; } hook_arg;
     _Atomic uint64_t thread_wait_ns; /* threads' time in the hook, summed */
 } cr_ppo_pool;
@@ -69,8 +73,11 @@ void cr_ppo_pool_free(cr_ppo *p) {
     if (!pp) return;
     cudarl_ctx *ctx = p->ctx;
     if (pp->pool.lanes) cr_env_pool_free(&pp->pool);
-    for (int g = 0; g < pp->groups; g++)
+    for (int g = 0; g < pp->groups; g++) {
         if (pp->event[g]) ctx->ops->event_free(ctx, pp->event[g]);
+        if (pp->t_start[g]) ctx->ops->event_free(ctx, pp->t_start[g]);
+        if (pp->t_end[g]) ctx->ops->event_free(ctx, pp->t_end[g]);
+    }
     void *bufs[] = {pp->obs, pp->final_obs, pp->reward, pp->terminated, pp->truncated, pp->done,
                      pp->actions};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cr_host_buffer_free(ctx, bufs[i]);
@@ -103,6 +110,12 @@ cudarl_status cr_ppo_pool_init(cr_ppo *p) {
     pp->hook_arg.pp = pp, pp->hook_arg.ctx = ctx;
     for (int g = 0; g < pp->groups && s == CUDARL_OK && gpu; g++) {
         s = ctx->ops->event_create(ctx, &pp->event[g]);
+#ifdef CUDARL_WITH_CUDA
+        if (s == CUDARL_OK && p->fused_pool && c->profile)
+            s = cr_cuda_timing_event_create(&pp->t_start[g]);
+        if (s == CUDARL_OK && p->fused_pool && c->profile)
+            s = cr_cuda_timing_event_create(&pp->t_end[g]);
+#endif
         if (s == CUDARL_OK) cr_env_pool_set_hook(&pp->pool, g, before_step, &pp->hook_arg);
     }
     if (s != CUDARL_OK) {
@@ -199,8 +212,13 @@ static void act(cr_ppo *p, int t, int b, int n) {
 /* The fused pool step (ppo_rollout_cuda.h) of envs [b, b + n): the outputs of step t_absorb
  * and the policy of step t_act (-1: none; t_act -1 with `end` also sets the rollout's last
  * values and observations), reading and writing the pinned host buffers in place. */
-static void fused_step(cr_ppo *p, int t_absorb, int t_act, int b, int n, int end) {
+static void fused_step(cr_ppo *p, int g, int t_absorb, int t_act, int b, int n, int end) {
     cr_ppo_pool *pp = p->pool;
+    /* --profile: the group's previous step is done (its threads or the phase's device sync
+     * waited for it): add its device time, then time this one */
+    if (pp->t_start[g] && pp->busy[g])
+        p->prof.gpu_busy += 1e-3 * cr_cuda_event_elapsed_ms(pp->t_start[g], pp->t_end[g]);
+    if (pp->t_start[g]) p->ctx->ops->event_record(p->ctx, pp->t_start[g]);
     cr_ppo_pool_step_args a = {
         .actor = cr_ac_actor(&p->layout, p->act_params),
         .critic = cr_ac_critic(&p->layout, p->act_params),
@@ -218,6 +236,7 @@ static void fused_step(cr_ppo *p, int t_absorb, int t_act, int b, int n, int end
         .fin_length = p->fin_length, .last_values = end ? p->last_values : NULL,
         .cur_obs = end ? p->cur_obs : NULL};
     cr_ppo_pool_step_cuda(p->ctx, &a);
+    if (pp->t_end[g]) p->ctx->ops->event_record(p->ctx, pp->t_end[g]), pp->busy[g] = 1;
 }
 #endif
 
@@ -233,7 +252,7 @@ static void rollout_steps_fused(cr_ppo *p) {
             int b, e;
             cr_env_pool_group_range(&pp->pool, g, &b, &e);
             if (t > 0) wait_group(p, g, (g + G - 1) % G);
-            fused_step(p, t - 1, t, b, e - b, 0);
+            fused_step(p, g, t - 1, t, b, e - b, 0);
             if (pp->event[g]) ctx->ops->event_record(ctx, pp->event[g]);
             CR_RANGE_PUSH("env group step");
             cr_env_pool_step_begin(&pp->pool, g, pp->actions);
@@ -244,7 +263,7 @@ static void rollout_steps_fused(cr_ppo *p) {
         int b, e;
         cr_env_pool_group_range(&pp->pool, g, &b, &e);
         wait_group(p, g, (g + G - 1) % G);
-        fused_step(p, p->T - 1, -1, b, e - b, 1);
+        fused_step(p, g, p->T - 1, -1, b, e - b, 1);
     }
     cr_ppo_pool_rollout_cuda_end(ctx, p->sampler, p->T, p->N, p->done, p->fin_return,
                                  p->fin_length, p->log);

@@ -24,6 +24,23 @@ cudarl_status cr_cuda_event_create(cudarl_ctx *ctx, void **event) {
     return CUDARL_OK;
 }
 
+cudarl_status cr_cuda_timing_event_create(void **event) {
+    cudaEvent_t e;
+    cudaError_t err = cudaEventCreate(&e);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return cr_fail(CUDARL_ERR_CUDA, "cudaEventCreate: %s", cudaGetErrorString(err));
+    }
+    *event = (void *)e;
+    return CUDARL_OK;
+}
+
+float cr_cuda_event_elapsed_ms(void *start, void *end) {
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, (cudaEvent_t)start, (cudaEvent_t)end));
+    return ms;
+}
+
 void cr_cuda_event_free(cudarl_ctx *ctx, void *event) {
     if (event) cudaEventDestroy((cudaEvent_t)event);
 }

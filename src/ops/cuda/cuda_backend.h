@@ -55,6 +55,10 @@ cudarl_status cr_cuda_host_alloc_pinned(void **p, size_t bytes);
  * cr_cuda_host_alloc_pinned, also through cr_host_buffer_alloc on a CUDA context): zero-copy
  * access, over the bus on a discrete GPU, the same DRAM on an integrated one. */
 void *cr_cuda_host_device_ptr(void *host);
+/* Profiling: an event that records time (the backend's event_create makes them without), and
+ * the milliseconds between two such events recorded on one stream, both completed. */
+cudarl_status cr_cuda_timing_event_create(void **event);
+float cr_cuda_event_elapsed_ms(void *start, void *end);
 /* What a run on ctx's device may allocate, and where that figure comes from (static text): on
  * an integrated GPU (Jetson: cudaDevAttrIntegrated), whose memory is the host's, the CUDA for
  * Tegra estimate MemAvailable + SwapFree from /proc/meminfo, since cudaMemGetInfo leaves out
