@@ -40,6 +40,34 @@ static const int E = 1024, FE = 84 * 84, K = 4, MAXB = 1024;
 
 static const int GRAPH_CALLS = 20;
 
+// Median over `reps` rounds (after `warm` untimed ones) of the GPU time between two events
+// around launch(), in microseconds.
+template <typename F> static double median_event_us(cudaStream_t st, int reps, int warm, F launch) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    std::vector<float> t;
+    for (int r = 0; r < reps + warm; r++) {
+        CK(cudaEventRecord(a, st));
+        launch();
+        CK(cudaEventRecord(b, st));
+        CK(cudaEventSynchronize(b));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        if (r >= warm) t.push_back(ms);
+    }
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    std::sort(t.begin(), t.end());
+    return 1000.0 * t[t.size() / 2];
+}
+
+// One call of f between the events.
+template <typename F> static double median_us(cudaStream_t st, int reps, F f) {
+    return median_event_us(st, reps, 5, f);
+}
+
+// GRAPH_CALLS calls of f captured in one graph; the graph's launch between the events, per call.
 template <typename F> static double graph_us(cudaStream_t st, int reps, F f) {
     cudaGraph_t g;
     cudaGraphExec_t ge;
@@ -47,45 +75,10 @@ template <typename F> static double graph_us(cudaStream_t st, int reps, F f) {
     for (int i = 0; i < GRAPH_CALLS; i++) f();
     CK(cudaStreamEndCapture(st, &g));
     CK(cudaGraphInstantiate(&ge, g, 0));
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    std::vector<float> t;
-    for (int r = 0; r < reps / 4 + 3; r++) {
-        CK(cudaEventRecord(a, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        if (r >= 3) t.push_back(ms); // warm-up excluded
-    }
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
+    double us = median_event_us(st, reps / 4, 3, [&] { CK(cudaGraphLaunch(ge, st)); });
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
-    std::sort(t.begin(), t.end());
-    return 1000.0 * t[t.size() / 2] / GRAPH_CALLS;
-}
-
-template <typename F> static double median_us(cudaStream_t st, int reps, F f) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    std::vector<float> t;
-    for (int r = 0; r < reps + 5; r++) {
-        CK(cudaEventRecord(a, st));
-        f();
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        if (r >= 5) t.push_back(ms); // warm-up excluded
-    }
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    std::sort(t.begin(), t.end());
-    return 1000.0 * t[t.size() / 2];
+    return us / GRAPH_CALLS;
 }
 
 static void run(cudarl_ctx *ctx, int64_t capacity, int prio, int reps) {

@@ -181,6 +181,22 @@ static double rel_diff(const float *a, const float *b, size_t n, double *worst) 
     return sqrt(e) / (sqrt(r) + 1e-30);
 }
 
+/* The minatar-cnn of Breakout planned into *net, and the checkpoints of runs s[0] and s[1]
+ * (online, target, Adam's moments: 4 P floats each) into w[0], w[1] (free them). */
+static void load_runs(const cudarl_train_summary s[2], cr_convnet *net, float *w[2]) {
+    const cr_env_info *info = cr_env_info_find(BREAKOUT);
+    CHECK(info != NULL);
+    cr_convnet_spec spec;
+    CHECK_OK(cr_convnet_spec_named(&spec, "minatar-cnn", 4, 10, 10, CR_CONVNET_DQN,
+                                   info->num_actions));
+    CHECK_OK(cr_convnet_plan(net, &spec));
+    for (int k = 0; k < 2; k++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/model.safetensors", s[k].run_dir);
+        w[k] = load_weights(path, net);
+    }
+}
+
 static void cuda_match_case(cudarl_ctx *cpu, cudarl_ctx *gpu) {
     cudarl_dqn_config c;
     breakout_config(&c, CUDARL_DEVICE_CPU);
@@ -199,19 +215,9 @@ static void cuda_match_case(cudarl_ctx *cpu, cudarl_ctx *gpu) {
               "the envs saw other actions: cpu %lld episodes (mean %.17g), cuda %lld (%.17g)",
               (long long)s[0].episodes, s[0].mean_return_100, (long long)s[1].episodes,
               s[1].mean_return_100);
-    const cr_env_info *info = cr_env_info_find(BREAKOUT);
-    CHECK(info != NULL);
-    cr_convnet_spec spec;
     static cr_convnet net;
-    CHECK_OK(cr_convnet_spec_named(&spec, "minatar-cnn", 4, 10, 10, CR_CONVNET_DQN,
-                                   info->num_actions));
-    CHECK_OK(cr_convnet_plan(&net, &spec));
-    char path[2][700];
     float *w[2];
-    for (int k = 0; k < 2; k++) {
-        snprintf(path[k], sizeof path[k], "%s/model.safetensors", s[k].run_dir);
-        w[k] = load_weights(path[k], &net);
-    }
+    load_runs(s, &net, w);
     const size_t P = net.num_params;
     static const char *const names[4] = {"online", "target", "adam.m", "adam.v"};
     for (int k = 0; k < 4; k++) {
@@ -245,19 +251,9 @@ static void cuda_twin_case(cudarl_ctx *gpu) {
               "the twin's episodes differ from the pool's: pool %lld (mean %.17g), twin %lld "
               "(%.17g)", (long long)s[0].episodes, s[0].mean_return_100,
               (long long)s[1].episodes, s[1].mean_return_100);
-    const cr_env_info *info = cr_env_info_find(BREAKOUT);
-    CHECK(info != NULL);
-    cr_convnet_spec spec;
     static cr_convnet net;
-    CHECK_OK(cr_convnet_spec_named(&spec, "minatar-cnn", 4, 10, 10, CR_CONVNET_DQN,
-                                   info->num_actions));
-    CHECK_OK(cr_convnet_plan(&net, &spec));
     float *w[2];
-    for (int k = 0; k < 2; k++) {
-        char path[700];
-        snprintf(path, sizeof path, "%s/model.safetensors", s[k].run_dir);
-        w[k] = load_weights(path, &net);
-    }
+    load_runs(s, &net, w);
     double worst, rel = rel_diff(w[1], w[0], net.num_params, &worst);
     printf("twin: %lld episodes as the pool's; online weights ||twin - pool|| / ||pool|| = %.3g\n",
            (long long)s[0].episodes, rel);
