@@ -128,12 +128,44 @@ static void match_case(cudarl_ctx *cpu, cudarl_ctx *gpu, const char *what, int v
     free(w[0]), free(w[1]);
 }
 
+/* Prioritized replay on the GPU captured into graphs (the envs' CUDA twin; beta's step read on
+ * the device) against the same run launched op by op (envs on CPU threads, the same CartPole bit
+ * for bit): the same episodes and the same weights. */
+static void prio_graph_case(cudarl_ctx *gpu) {
+    cudarl_dqn_config c;
+    cudarl_dqn_config_default(&c, "CartPole-v1");
+    c.num_envs = 8, c.total_timesteps = 8 * 400, c.learning_starts = 400;
+    c.train_frequency = 8, c.batch_size = 64, c.target_network_frequency = 320;
+    c.buffer_size = 2400, c.start_e = 1.0, c.end_e = 0.1, c.prioritized = 1;
+    c.device = CUDARL_DEVICE_CUDA;
+    cudarl_train_summary s[2];
+    for (int k = 0; k < 2; k++) {
+        c.env_device = k ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_CPU;
+        name_run(&c, k ? "prio_graphs" : "prio_eager");
+        CHECK_OK(cudarl_dqn_train(gpu, &c, &s[k]));
+    }
+    CHECK_MSG(s[0].episodes > 50 && s[1].episodes == s[0].episodes &&
+                  memcmp(&s[1].mean_return_100, &s[0].mean_return_100, sizeof(double)) == 0,
+              "prioritized: graphs %lld episodes (mean %.17g), op by op %lld (%.17g)",
+              (long long)s[1].episodes, s[1].mean_return_100, (long long)s[0].episodes,
+              s[0].mean_return_100);
+    cr_qnet_layout l;
+    cr_qnet_layout_init(&l, 4, c.hidden1, c.hidden2, 2);
+    float *w[2] = {dqn_weights_load(s[0].run_dir, &l), dqn_weights_load(s[1].run_dir, &l)};
+    double worst, rel = rel_diff(w[1], w[0], l.num_params, &worst);
+    printf("prioritized: graphs vs op by op: %lld episodes each, online weights differ by %.3g "
+           "relative\n", (long long)s[0].episodes, rel);
+    CHECK_MSG(rel <= 1e-5, "prioritized: graphs and op by op differ by %.3g relative", rel);
+    free(w[0]), free(w[1]);
+}
+
 static void test_match(void) {
     cudarl_ctx *cpu, *gpu;
     CHECK_OK(cudarl_ctx_init(&cpu, CUDARL_DEVICE_CPU, 0));
     CHECK_OK(cudarl_ctx_init(&gpu, CUDARL_DEVICE_CUDA, 0));
     match_case(cpu, gpu, "cleanrl", 0);
     match_case(cpu, gpu, "double_huber_clip", 1);
+    prio_graph_case(gpu);
     cudarl_ctx_free(gpu);
     cudarl_ctx_free(cpu);
 }

@@ -46,6 +46,7 @@ typedef struct twin {
     cr_rng_stream hs, *ds;
     int64_t *d_idx;
     float *d_td;
+    int64_t *d_step;       /* the step, on the device, for the _at sampler */
 } twin;
 
 static void twin_init(twin *t, const cr_replay_spec *sp) {
@@ -80,6 +81,7 @@ static void twin_init(twin *t, const cr_replay_spec *sp) {
     int i_s = cr_plan_add(&dp, "stream", sizeof(cr_rng_stream));
     int i_uidx = cr_plan_add(&dp, "u.idx", MAXB * 8);
     int i_utd = cr_plan_add(&dp, "u.td", MAXB * 4);
+    int i_step = cr_plan_add(&dp, "step", sizeof(int64_t));
     int dfirst = dp.count;
     CHECK_OK(cr_replay_cuda_plan(sp, MAXB, &dp));
     CHECK_OK(gpu.ops->arena_alloc(&gpu, &t->darena, &dp));
@@ -90,7 +92,7 @@ static void twin_init(twin *t, const cr_replay_spec *sp) {
     t->db = (cr_replay_batch){DG(i_bobs), DG(i_bnext), DG(i_bact), DG(i_brew), DG(i_bterm),
                               DG(i_btrunc), DG(i_bidx), DG(i_bw)};
     t->ds = DG(i_s);
-    t->d_idx = DG(i_uidx), t->d_td = DG(i_utd);
+    t->d_idx = DG(i_uidx), t->d_td = DG(i_utd), t->d_step = DG(i_step);
 #undef DG
     t->hb = (cr_replay_batch){malloc(MAXB * t->obs_bytes), malloc(MAXB * t->obs_bytes),
                               malloc(MAXB * 4), malloc(MAXB * 4), malloc(MAXB), malloc(MAXB),
@@ -232,10 +234,19 @@ static void sample_uniform_both(twin *t, int B) {
     check_batch(t, B, "uniform");
 }
 
+/* Every other call the GPU reads the step from device memory (the _at sampler, as DQN's graphs
+ * do): the same beta, so the same weights, bit for bit. */
 static void sample_prio_both(twin *t, int B, int64_t step) {
+    static int calls;
     poison(t);
     CHECK_OK(cr_replay_sample_prioritized(&t->cpu, &t->hs, B, step, &t->hb));
-    CHECK_OK(cr_replay_cuda_sample_prioritized(&gpu, &t->gpu, t->ds, B, step, &t->db));
+    if (calls++ % 2) {
+        gpu.ops->copy_from_host(&gpu, t->d_step, &step, sizeof step);
+        CHECK_OK(cr_replay_cuda_sample_prioritized_at(&gpu, &t->gpu, t->ds, B, t->d_step,
+                                                      &t->db));
+    } else {
+        CHECK_OK(cr_replay_cuda_sample_prioritized(&gpu, &t->gpu, t->ds, B, step, &t->db));
+    }
     check_batch(t, B, "prioritized");
 }
 
@@ -344,10 +355,13 @@ static void test_graph(void) {
     CHECK_OK(cr_cuda_graph_begin(&gpu));
     cr_replay_cuda_insert(&gpu, &t.gpu, t.d_obs, t.d_act, t.d_rew, t.d_term, t.d_trunc, t.d_fin);
     CHECK_OK(cr_replay_cuda_sample_uniform(&gpu, &t.gpu, t.ds, B, &t.db));
-    CHECK_OK(cr_replay_cuda_sample_prioritized(&gpu, &t.gpu, t.ds, B, 500, &t.db));
+    /* beta's step read on the device, changed between replays as a trainer's counter is */
+    CHECK_OK(cr_replay_cuda_sample_prioritized_at(&gpu, &t.gpu, t.ds, B, t.d_step, &t.db));
     CHECK_OK(cr_replay_cuda_update_priorities(&gpu, &t.gpu, t.d_idx, t.d_td, B, 1e-3f));
     CHECK_OK(cr_cuda_graph_end(&gpu, &graph));
     for (int step = 0; step < 60; step++) {
+        int64_t beta_step = 400 + 10 * step; /* spec_of's beta_steps is 1000: beta moves */
+        gpu.ops->copy_from_host(&gpu, t.d_step, &beta_step, sizeof beta_step);
         make_step(&t);
         upload_step(&t);
         for (int i = 0; i < B; i++) td[i] = ((float)rnd(20001) - 10000.0f) * 1e-3f;
@@ -355,7 +369,7 @@ static void test_graph(void) {
         cr_replay_insert(&t.cpu, t.obs, t.act, t.rew, t.term, t.trunc, t.fin);
         poison(&t);
         CHECK_OK(cr_replay_sample_uniform(&t.cpu, &t.hs, B, &t.hb));
-        CHECK_OK(cr_replay_sample_prioritized(&t.cpu, &t.hs, B, 500, &t.hb));
+        CHECK_OK(cr_replay_sample_prioritized(&t.cpu, &t.hs, B, beta_step, &t.hb));
         /* the graph's update reads d_idx, which the previous replay's host code filled */
         gpu.ops->copy_to_host(&gpu, idx, t.d_idx, (size_t)B * 8);
         cr_cuda_graph_launch(&gpu, graph);

@@ -16,8 +16,9 @@
  *     same work) are captured into one CUDA graph and replayed: a block costs one launch.
  *     Metrics (episode log, loss sums, replay error bits) are copied into pinned slots behind
  *     each reported block and read when their event has passed, so the host never waits on the
- *     device per env step (only when every slot is still in flight). Prioritized replay's beta is
- *     a host argument of the sampler (replay_cuda.h), so that mode launches op by op.
+ *     device per env step (only when every slot is still in flight). Prioritized replay's beta
+ *     is computed on the device from the step counter (cr_replay_cuda_sample_prioritized_at),
+ *     so that mode is captured too.
  *   - MinAtar on a CUDA context (--env-device cuda or auto): the games' CUDA twin
  *     (minatar_cuda.h) steps the envs, so those iterations are captured into graphs too;
  *   - envs on CPU threads (--env-device cpu, any registered env): the env pool (env_pool.h)
@@ -579,8 +580,10 @@ static cudarl_status replay_sample(cr_dqn *d, int64_t step, const cr_replay_batc
 #ifdef CUDARL_WITH_CUDA
     if (d->on_device)
         return d->cfg.prioritized
-                   ? cr_replay_cuda_sample_prioritized(d->ctx, &d->rcuda, &d->s->sample, d->B,
-                                                       step, out)
+                   /* beta from the device's step counter (= step here: act has advanced
+                                    * it past the iteration), so graphs can hold the sampler */
+                   ? cr_replay_cuda_sample_prioritized_at(d->ctx, &d->rcuda, &d->s->sample,
+                                                          d->B, &d->m->step, out)
                    : cr_replay_cuda_sample_uniform(d->ctx, &d->rcuda, &d->s->sample, d->B, out);
 #endif
     return d->cfg.prioritized
@@ -731,11 +734,11 @@ static int64_t schedule_period(const cr_dqn *d) {
 
 /* Whether blocks are captured, their length K, and the first block's start step: the first
  * iteration that trains. Only where every op of an iteration is device work with arguments
- * fixed at capture: CUDA, the envs' CUDA twin, uniform replay (prioritized replay takes beta
- * from the host at each sample). */
+ * fixed at capture: CUDA and the envs' CUDA twin (not the pool on CPU threads); prioritized
+ * replay reads its beta's step on the device. */
 static void graph_plan(cr_dqn *d) {
     d->graph_iters = 0;
-    if (!d->on_device || d->pool || d->cfg.prioritized || !d->o->graph_begin) return;
+    if (!d->on_device || d->pool || !d->o->graph_begin) return;
     int64_t p = schedule_period(d);
     if (p > DQN_GRAPH_MAX_ITERS) {
         CR_INFO("DQN: the train and target schedules repeat only after more than %d iterations; "

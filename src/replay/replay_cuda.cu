@@ -715,13 +715,24 @@ __global__ void k_prio_draw(cr_replay rb, const cr_rng_stream *sp, int B, int64_
     rc_scalars(rb, slot, b, out);
 }
 
+// cr_replay_beta(spec, step) on the device: the same double operations, each rounded once.
+__device__ float rc_beta(const cr_replay_spec &sp, int64_t step) {
+    if (sp.beta_steps <= 0) return 1.0f;
+    double f = __ddiv_rn((double)step, (double)sp.beta_steps);
+    if (f > 1.0) f = 1.0;
+    if (f < 0.0) f = 0.0;
+    return (float)__dadd_rn((double)sp.beta0, __dmul_rn(__dsub_rn(1.0, (double)sp.beta0), f));
+}
+
 // One block: the batch's smallest leaf (only with weights, as the CPU), the weights
-// (leaf / min)^-beta in double, and s->offset += B.
+// (leaf / min)^-beta in double, and s->offset += B. beta is the argument, or with `step` (device)
+// cr_replay_beta of *step, computed here.
 __global__ void __launch_bounds__(RC_BLOCK)
 k_prio_weights(cr_replay rb, cr_rng_stream *s, int B, const int64_t *slots, float beta,
-               float *weights) {
+               const int64_t *step, float *weights) {
     __shared__ float msh[RC_BLOCK];
     if (slots[0] < 0) return; // empty buffer: recorded by k_prio_draw, no advance
+    if (step) beta = rc_beta(rb.spec, *step);
     const float *leaf = rb.tree + rb.leaves;
     if (weights) {
         float m = INFINITY;
@@ -743,10 +754,10 @@ k_prio_weights(cr_replay rb, cr_rng_stream *s, int B, const int64_t *slots, floa
     if (threadIdx.x == 0) s->offset += (uint64_t)B;
 }
 
-extern "C" cudarl_status cr_replay_cuda_sample_prioritized(cudarl_ctx *ctx, cr_replay_cuda *rc,
-                                                           cr_rng_stream *s, int batch,
-                                                           int64_t step,
-                                                           const cr_replay_batch *out) {
+// Both prioritized samplers: beta from the host, or (step_dev) from the device's step counter.
+static cudarl_status sample_prioritized(cudarl_ctx *ctx, cr_replay_cuda *rc, cr_rng_stream *s,
+                                        int batch, float beta, const int64_t *step_dev,
+                                        const cr_replay_batch *out) {
     if (!rc->rb.tree)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "replay (cuda): prioritized sampling needs a "
                        "buffer planned with prioritized = 1");
@@ -758,10 +769,25 @@ extern "C" cudarl_status cr_replay_cuda_sample_prioritized(cudarl_ctx *ctx, cr_r
     k_prio_draw<<<blocks, RC_DRAW_THREADS, 0, st>>>(rc->rb, s, batch, rc->slots, rc->misc, *out);
     CR_CUDA_LAUNCHED(ctx);
     launch_gather(ctx, rc, batch, out);
-    float beta = cr_replay_beta(&rc->rb.spec, step);
-    k_prio_weights<<<1, RC_BLOCK, 0, st>>>(rc->rb, s, batch, rc->slots, beta, out->weights);
+    k_prio_weights<<<1, RC_BLOCK, 0, st>>>(rc->rb, s, batch, rc->slots, beta, step_dev,
+                                           out->weights);
     CR_CUDA_LAUNCHED(ctx);
     return CUDARL_OK;
+}
+
+extern "C" cudarl_status cr_replay_cuda_sample_prioritized(cudarl_ctx *ctx, cr_replay_cuda *rc,
+                                                           cr_rng_stream *s, int batch,
+                                                           int64_t step,
+                                                           const cr_replay_batch *out) {
+    return sample_prioritized(ctx, rc, s, batch, cr_replay_beta(&rc->rb.spec, step), NULL, out);
+}
+
+extern "C" cudarl_status cr_replay_cuda_sample_prioritized_at(cudarl_ctx *ctx,
+                                                              cr_replay_cuda *rc,
+                                                              cr_rng_stream *s, int batch,
+                                                              const int64_t *step,
+                                                              const cr_replay_batch *out) {
+    return sample_prioritized(ctx, rc, s, batch, 0.0f, step, out);
 }
 
 // ---- priority updates -----------------------------------------------------------------------

@@ -58,6 +58,13 @@ cudarl_status cr_replay_cuda_sample_uniform(cudarl_ctx *ctx, cr_replay_cuda *rb,
 cudarl_status cr_replay_cuda_sample_prioritized(cudarl_ctx *ctx, cr_replay_cuda *rb,
                                                 cr_rng_stream *s, int batch, int64_t step,
                                                 const cr_replay_batch *out);
+/* The same with the step read on the device when the sampler runs (step: device memory, e.g.
+ * a trainer's step counter), beta = cr_replay_beta(spec, *step) computed there, bit for bit:
+ * no host argument changes from call to call, so a CUDA graph can hold it. */
+cudarl_status cr_replay_cuda_sample_prioritized_at(cudarl_ctx *ctx, cr_replay_cuda *rb,
+                                                   cr_rng_stream *s, int batch,
+                                                   const int64_t *step,
+                                                   const cr_replay_batch *out);
 /* cr_replay_update_priorities on the device: indices (n) and td_errors (n) device memory; a later
  * duplicate index wins, as in the CPU's loop. eps <= 0 or no tree: INVALID_ARG at once; a
  * non-finite td error sets CR_REPLAY_CUDA_ERR_NONFINITE and changes nothing. */
