@@ -338,7 +338,9 @@ cudarl_status cudarl_precision_parse(const char *s, cudarl_precision *out);
  * loading reads the checkpoint, allocates every buffer once and, on CUDA, captures one CUDA
  * graph per batch size, so that cudarl_policy_act() allocates nothing and is a copy in, a graph
  * launch and a copy out. The handle owns its own context (stream, cuBLAS) and is used by one
- * thread at a time. Today's policies: the PPO actor-critic MLP and the DQN Q-network MLP. */
+ * thread at a time. Today's policies: the PPO actor-critic MLP, the DQN Q-network MLP, and the
+ * convolutional networks of PPO and DQN (nature-cnn, minatar-cnn, custom specs: checkpoints that
+ * carry their network's spec under the metadata key "network"). */
 typedef struct cudarl_policy cudarl_policy;
 
 #define CUDARL_POLICY_MAX_BATCH 65536 /* largest max_batch */
@@ -349,8 +351,11 @@ typedef struct cudarl_policy_options {
     cudarl_device_kind device;  /* CPU, CUDA, or AUTO: CUDA when there is a GPU and the CUDA
                                    backend runs this network, else the CPU */
     int device_index;           /* which GPU, for CUDA */
-    cudarl_precision precision; /* CUDARL_PRECISION_FP32 only, for now; the others are refused
-                                   with CUDARL_ERR_UNSUPPORTED */
+    cudarl_precision precision; /* FP32 (CPU and CUDA); TF32 on CUDA only (every product on
+                                   TF32 tensor cores, sums and activations fp32; a conv net's
+                                   convolutions then run on the GEMM engine, whatever
+                                   CUDARL_CONV_ENGINE says); BF16 and FP16 are refused with
+                                   CUDARL_ERR_UNSUPPORTED for now */
     int max_batch;              /* most observations one act() takes, 1..CUDARL_POLICY_MAX_BATCH */
     double deadline_us;         /* an act() longer than this counts as a deadline miss (it still
                                    completes); 0 = no deadline */
@@ -400,6 +405,11 @@ typedef struct cudarl_policy_info {
     int graph_batches;            /* batch sizes with a captured CUDA graph (0 on the CPU) */
     size_t host_bytes, device_bytes, pinned_bytes; /* what loading allocated (the context's own
                                                       cuBLAS workspace and scratch not counted) */
+    char network[32];             /* "mlp" (PPO), "qnet" (DQN), or the convolutional network's
+                                     name: "nature-cnn", "minatar-cnn", "custom" */
+    cudarl_precision precision;   /* what it computes in */
+    size_t context_bytes;         /* device memory of the policy's own context beside
+                                     device_bytes: cuBLAS workspace and scratch (0 on the CPU) */
 } cudarl_policy_info;
 
 /* Fills *info (host) for `policy`; all zeros for NULL. */

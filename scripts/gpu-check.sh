@@ -9,7 +9,10 @@
 #            count), conv (the cuDNN convolutions on the Nature-CNN trunk), convnet (a conv
 #            policy's learner step, cudarl vs PyTorch eager and graphed), dqn_gpu (DQN's
 #            time to solve CartPole on the GPU, 3 seeds), minatar (the five MinAtar games'
-#            CUDA twins, steps/s at 4,096 and 65,536 envs, vs the CPU def on 1 thread)
+#            CUDA twins, steps/s at 4,096 and 65,536 envs, vs the CPU def on 1 thread), infer
+#            (the policy runtime on the seed's 4x256x256 pixel policy at batch 128 and 1, per
+#            precision and conv engine: cudarl bench infer, then bench/peers/infer_peers.py on
+#            the same network and inputs, one combined table)
 # Needs cJSON and protobuf-c (and libpng for cudarl render): the .deb files in .debs/ (apt-get
 # download libcjson1 libcjson-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-c1
 # libprotobuf32 libprotoc32 libpng-dev libpng16-16 zlib1g-dev) are unpacked into /tmp/deps when
@@ -126,6 +129,18 @@ for b in "$@"; do
   minatar)
     "$(find build-gpu -name bench_minatar_cuda -type f | head -1)" 2>&1 | tee "$OUT/bench_minatar.txt"
     add "MinAtar CUDA twins vs CPU def (steps/s)" "see the table above ($OUT/bench_minatar.txt)"
+    ;;
+  infer)
+    # the policy runtime's latency table (issue 8): GPU time of the forward graph, end to end
+    # from host uint8 to host actions, obs/s, peak device memory, error against fp32; then the
+    # peers (PyTorch eager / CUDA graph / torch.compile, JAX, ONNX Runtime) beside it
+    rm -f "$OUT/infer_cudarl.json"
+    build-gpu/cudarl bench infer --device cuda --json "$OUT/infer_cudarl.json" 2>&1 |
+      tee "$OUT/infer_cudarl.txt" | grep -v "^cudarl bench infer: .*\.\.\.$"
+    cmp=(); [ -f "$OUT/infer_cudarl.json" ] && cmp=(--compare "$OUT/infer_cudarl.json")
+    PYTHONUNBUFFERED=1 python3 bench/peers/infer_peers.py --json "$OUT/infer_peers.json" \
+      "${cmp[@]}" 2>&1 | tee "$OUT/infer_peers.txt"
+    add "policy runtime inference vs peers (infer)" "see the tables above ($OUT/infer_peers.txt)"
     ;;
   mlp_fused)
     dev/cuda/run_mlp_fused.sh 2>&1 | tee "$OUT/mlp_fused.txt" | tail -30

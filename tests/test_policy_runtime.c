@@ -17,7 +17,7 @@
  *   the sanitizer allocator's bytes in use).
  * cuda: CUDA act() against CPU act() (normalised error <= 1e-5: cuBLAS sums in another order than
  *   the CPU, as in test_ops_cuda's linear; actions equal where the top two logits are further
- *   apart than that), device-pointer observations and outputs (and managed memory) giving
+ *   apart than that; under TF32, 3 x 2^-8: see TOL_TF32), device-pointer observations and outputs (and managed memory) giving
  *   exactly what host pointers give, device pointers refused by a CPU policy, no device
  *   allocation over 10,000 acts (cr_cuda_alloc_count unchanged), and the latency of a host
  *   act() of one observation, printed. */
@@ -369,14 +369,16 @@ static void test_load_refusals(void) {
     o = d, o.device_index = -1;
     REFUSED("load: negative device_index", load_with(ppo_path, o), CUDARL_ERR_INVALID_ARG,
             "device_index is -1");
-    const cudarl_precision later[3] = {CUDARL_PRECISION_TF32, CUDARL_PRECISION_BF16,
-                                       CUDARL_PRECISION_FP16};
-    const char *later_name[3] = {"TF32", "BF16", "FP16"};
-    for (int i = 0; i < 3; i++) {
+    const cudarl_precision later[2] = {CUDARL_PRECISION_BF16, CUDARL_PRECISION_FP16};
+    const char *later_name[2] = {"BF16", "FP16"};
+    for (int i = 0; i < 2; i++) {
         o = d, o.precision = later[i];
         REFUSED(later_name[i], load_with(ppo_path, o), CUDARL_ERR_UNSUPPORTED, later_name[i],
                 "not implemented", "FP32");
     }
+    o = d, o.precision = CUDARL_PRECISION_TF32, o.device = CUDARL_DEVICE_CPU;
+    REFUSED("TF32 on the CPU", load_with(ppo_path, o), CUDARL_ERR_UNSUPPORTED, "TF32",
+            "CUDA only", "FP32");
     o = d, o.precision = (cudarl_precision)42;
     REFUSED("load: precision 42", load_with(ppo_path, o), CUDARL_ERR_INVALID_ARG, "precision 42");
     o = d, o.max_batch = 0;
@@ -391,8 +393,8 @@ static void test_load_refusals(void) {
     REFUSED("load: NaN deadline", load_with(ppo_path, o), CUDARL_ERR_INVALID_ARG, "deadline_us");
     work_path(path, sizeof path, "cnn.safetensors");
     write_checkpoint(path, "ppo", "nature-cnn", "CartPole-v1", 4, 2, 8, NULL, NULL);
-    REFUSED("load: a CNN policy", load_with(path, d), CUDARL_ERR_UNSUPPORTED, "nature-cnn",
-            "MLP policies");
+    REFUSED("load: a CNN policy without its spec", load_with(path, d), CUDARL_ERR_UNSUPPORTED,
+            "nature-cnn", "MLP policies", "metadata \"network\"");
     work_path(path, sizeof path, "obs_input.safetensors");
     write_checkpoint(path, "dqn", "qnet", BREAKOUT, 400, 3, 8, "obs_input", "uint8 as bits");
     REFUSED("load: unknown obs_input", load_with(path, d), CUDARL_ERR_UNSUPPORTED,
@@ -591,13 +593,23 @@ static void check_actions(const int32_t *got, const int32_t *want, const float *
 
 #define TOL 1e-5 /* cuBLAS's sum order against the CPU's, as test_ops_cuda's linear */
 
-/* CUDA act() against CPU act() on the same checkpoint, at several n. */
-static void compare_devices(const char *label, const char *path, cudarl_obs_dtype dtype, int D) {
+/* TF32 against the CPU's fp32: 2^-8 normwise per product (nn/precision.c's TF32 rows), three
+ * products deep (first-order relative errors add), on the logits' largest as TOL's scale. */
+#define TOL_TF32 (3 * 0x1p-8)
+
+/* CUDA act() (precision prec) against CPU act() on the same checkpoint, at several n. */
+static void compare_devices_in(const char *label, const char *path, cudarl_obs_dtype dtype, int D,
+                               cudarl_precision prec) {
+    const double tol = prec == CUDARL_PRECISION_TF32 ? TOL_TF32 : TOL;
     cudarl_policy *cpu = load(path, CUDARL_DEVICE_CPU, MAXB, 0);
-    cudarl_policy *gpu = load(path, CUDARL_DEVICE_CUDA, MAXB, 0);
+    cudarl_policy_options opt;
+    cudarl_policy_options_default(&opt);
+    opt.device = CUDARL_DEVICE_CUDA, opt.max_batch = MAXB, opt.precision = prec;
+    cudarl_policy *gpu = NULL;
+    CHECK_OK(cudarl_policy_load(path, &opt, &gpu));
     cudarl_policy_info info;
     cudarl_policy_get_info(gpu, &info);
-    CHECK(info.device == CUDARL_DEVICE_CUDA && info.graph_batches == 7);
+    CHECK(info.device == CUDARL_DEVICE_CUDA && info.graph_batches == 7 && info.precision == prec);
     int A = info.num_actions, pv = info.has_values;
     float *obs = malloc((size_t)MAXB * D * sizeof(float));
     float lc[MAXB * MAX_ACTIONS], lg[MAXB * MAX_ACTIONS];
@@ -614,15 +626,20 @@ static void compare_devices(const char *label, const char *path, cudarl_obs_dtyp
         CHECK_OK(cudarl_policy_act(gpu, obs, dtype, n, ag, pv ? vg : NULL, lg));
         double e = norm_err(lg, lc, n * A);
         if (pv) e = fmax(e, norm_err(vg, vc, n));
-        CHECK_MSG(e <= TOL, "%s n %d: normalised error %.3g > %g", label, n, e, TOL);
-        check_actions(ag, ac, lc, n, A, TOL);
+        CHECK_MSG(e <= tol, "%s %s n %d: normalised error %.3g > %g", label,
+                  cudarl_precision_name(prec), n, e, tol);
+        check_actions(ag, ac, lc, n, A, tol);
         worst = fmax(worst, e);
     }
-    printf("  %s: CUDA act() against CPU act() at n = 1..%d: normalised error %.3g (<= %g), "
-           "actions equal\n", label, MAXB, worst, TOL);
+    printf("  %s, %s: CUDA act() against CPU act() at n = 1..%d: normalised error %.3g (<= %g), "
+           "actions equal\n", label, cudarl_precision_name(prec), MAXB, worst, tol);
     cudarl_policy_free(cpu);
     cudarl_policy_free(gpu);
     free(obs);
+}
+
+static void compare_devices(const char *label, const char *path, cudarl_obs_dtype dtype, int D) {
+    compare_devices_in(label, path, dtype, D, CUDARL_PRECISION_FP32);
 }
 
 /* Host and device pointers in every combination give the same outputs, bitwise. */
@@ -736,6 +753,7 @@ static void test_dqn_cuda(void) {
 
 static void run_cuda(void) {
     compare_devices("ppo", ppo_path, CUDARL_OBS_F32, 4);
+    compare_devices_in("ppo", ppo_path, CUDARL_OBS_F32, 4, CUDARL_PRECISION_TF32);
     test_dqn_cuda();
     char scaled[512], cast[512];
     int D, A;

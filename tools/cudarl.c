@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "bench.h"
 #include "cudarl.h"
 #include "export.h"
 #include "render.h"
@@ -81,6 +82,7 @@ static void usage(FILE *f) {
             "  cudarl plan [flags]                   a replay buffer's memory plan, no training\n"
             "  cudarl export PATH --onnx FILE        the policy as an ONNX model (TensorRT, DLA)\n"
             "  cudarl render --out DIR [flags]       a pixel env's observations as PNG files\n"
+            "  cudarl bench infer [flags]            the policy runtime's latency table\n"
             "  cudarl info                           build options and devices\n"
             "  cudarl <command> --help               the flags of a command, with defaults\n",
             CUDARL_VERSION_STRING);
@@ -460,6 +462,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "export")) return cudarl_cmd_export(argc - 2, argv + 2);
     if (!strcmp(cmd, "render")) return cudarl_cmd_render(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return cudarl_cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("cudarl %s\n", CUDARL_VERSION_STRING);
         return 0;
@@ -469,8 +472,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     fprintf(stderr,
-            "cudarl: unknown command '%s'; commands: train, eval, plan, export, render, info "
-            "(cudarl --help)\n",
+            "cudarl: unknown command '%s'; commands: train, eval, plan, export, render, info, "
+            "bench (cudarl --help)\n",
             cmd);
     return EXIT_USAGE;
 }

@@ -621,6 +621,16 @@ extern "C" cr_convnet_engine cr_convnet_cuda_engine(const cr_convnet_cuda *cn) {
 
 extern "C" const char *cr_convnet_cuda_describe(const cr_convnet_cuda *cn) { return cn->describe; }
 
+extern "C" cudarl_status cr_convnet_cuda_set_tf32(cudarl_ctx *ctx, int tf32) {
+    CUDARL_ASSERT(ctx && ctx->kind == CUDARL_DEVICE_CUDA);
+    cublasStatus_t s = cublasSetMathMode(cr_impl(ctx)->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                  : CUBLAS_DEFAULT_MATH);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return cr_fail(CUDARL_ERR_CUDA, "cuda:%d: cublasSetMathMode (%s): %s", ctx->device_index,
+                       tf32 ? "TF32 tensor ops" : "default", cublasGetStatusString(s));
+    return CUDARL_OK;
+}
+
 extern "C" size_t cr_convnet_cuda_workspace_bytes(const cr_convnet_cuda *cn) {
     return cn->workspace_bytes;
 }
@@ -659,6 +669,40 @@ extern "C" void cr_convnet_cuda_cache_carve(const cr_convnet *net, void *mem, in
                                             cr_convnet_cache *c) {
     CUDARL_ASSERT(max_rows >= 1 && mem != NULL && ((uintptr_t)mem & 63) == 0);
     carve(net, (unsigned char *)mem, max_rows, c);
+}
+
+// The forward-only cache: x, then buffer 0 (the even stages' outputs) and buffer 1 (the odd
+// ones'); with mem NULL only sizes it. Returns its bytes.
+static size_t carve_forward(const cr_convnet *net, unsigned char *mem, int max_rows,
+                            cr_convnet_cache *c) {
+    const size_t B = (size_t)max_rows, F = sizeof(float);
+    size_t widest[2] = {0, 0};
+    for (int i = 0; i < net->ntrunk; i++) {
+        const size_t out = (size_t)net->stage[i].out;
+        widest[i & 1] = out > widest[i & 1] ? out : widest[i & 1];
+    }
+    memset(c, 0, sizeof *c);
+    c->max_rows = max_rows;
+    c->x = (float *)mem;
+    size_t at = round_up(B * (size_t)net->in_floats * F, WS_ALIGN), buf[2];
+    for (int k = 0; k < 2; k++) {
+        buf[k] = at;
+        at += round_up(B * widest[k] * F, WS_ALIGN);
+    }
+    for (int i = 0; i < net->ntrunk; i++) c->act[i] = (float *)(mem ? mem + buf[i & 1] : NULL);
+    return at;
+}
+
+extern "C" size_t cr_convnet_cuda_forward_cache_bytes(const cr_convnet *net, int max_rows) {
+    CUDARL_ASSERT(max_rows >= 1);
+    cr_convnet_cache sizing;
+    return carve_forward(net, NULL, max_rows, &sizing);
+}
+
+extern "C" void cr_convnet_cuda_forward_cache_carve(const cr_convnet *net, void *mem,
+                                                    int max_rows, cr_convnet_cache *c) {
+    CUDARL_ASSERT(max_rows >= 1 && mem != NULL && ((uintptr_t)mem & 63) == 0);
+    carve_forward(net, (unsigned char *)mem, max_rows, c);
 }
 
 // c->x (n) = obs as float, scaled as the spec says.
@@ -737,6 +781,7 @@ extern "C" void cr_convnet_cuda_backward(cudarl_ctx *ctx, const cr_convnet_cuda 
     const int ppo = net->spec.heads == CR_CONVNET_PPO, bi = batch_index(cn, B);
     CUDARL_ASSERT(cr_stream(ctx) == cn->stream && bi >= 0 && B <= c->max_rows &&
                   (dvalue != NULL) == ppo);
+    CUDARL_ASSERT(c->d[0] && c->d[1]); // not a forward-only cache
     heads_backward(ctx, cn, params, grads, dout, dvalue, c, B);
     int cur = 0; // c->d[cur] holds d loss / d (output of stage i)
     for (int i = net->ntrunk - 1; i >= 0; i--) {

@@ -15,7 +15,8 @@
  *          bias gradient, and col2im (convnet_cuda.cu says why this is the default);
  *   CUDNN  the cuDNN plans of ops/cuda/conv2d_cuda.h, one per conv stage and batch size (only
  *          in builds with cuDNN).
- * Both are fp32 throughout (no TF32), deterministic (no float atomics; a fixed summation order
+ * Both are fp32 throughout (no TF32 unless cr_convnet_cuda_set_tf32 turns it on for the GEMM
+ * engine's context), deterministic (no float atomics; a fixed summation order
  * chosen at init), and agree with the CPU to rounding: their sums run in cuBLAS's / cuDNN's
  * order, not the CPU's.
  *
@@ -53,8 +54,9 @@ typedef enum cr_convnet_engine {
     CR_CONVNET_ENGINE_CUDNN,
 } cr_convnet_engine;
 
-/* Batch sizes a handle may be declared for (e.g. {act rows, learner rows}). */
-#define CR_CONVNET_CUDA_MAX_BATCHES 4
+/* Batch sizes a handle may be declared for (e.g. {act rows, learner rows}; the policy runtime
+ * declares every power of two up to its rows: 1 .. 2^16, 17 sizes). */
+#define CR_CONVNET_CUDA_MAX_BATCHES 17
 
 typedef struct cr_convnet_cuda cr_convnet_cuda;
 
@@ -78,6 +80,14 @@ const char *cr_convnet_cuda_engine_name(cr_convnet_engine engine);
  * for logs and benchmarks. (host, the handle's) */
 const char *cr_convnet_cuda_describe(const cr_convnet_cuda *cn);
 
+/* Sets the math mode of ctx's cuBLAS handle: tf32 nonzero lets every SGEMM enqueued on ctx from
+ * then on (the GEMM engine's convolutions, the backend's linear layers) round its inputs to TF32
+ * on the tensor cores (CUBLAS_TF32_TENSOR_OP_MATH; sums stay fp32); 0 restores the context's
+ * fp32 default (CUBLAS_DEFAULT_MATH). The mode belongs to the context, not to a handle of this
+ * file: turn it on only on a context that runs nothing that must stay fp32 (the policy runtime's
+ * own). The CUDNN engine's plans stay fp32 FMA either way. A cuBLAS failure is CUDARL_ERR_CUDA. */
+cudarl_status cr_convnet_cuda_set_tf32(cudarl_ctx *ctx, int tf32);
+
 /* Bytes of device workspace forward and backward need at every declared batch size; any
  * alignment works (the pieces are aligned inside). */
 size_t cr_convnet_cuda_workspace_bytes(const cr_convnet_cuda *cn);
@@ -91,6 +101,17 @@ size_t cr_convnet_cuda_cache_bytes(const cr_convnet *net, int max_rows);
  * aligned); c->scratch is NULL. */
 void cr_convnet_cuda_cache_carve(const cr_convnet *net, void *mem, int max_rows,
                                  cr_convnet_cache *c);
+
+/* Bytes of a forward-only device cache for up to max_rows rows (>= 1): the float input and the
+ * trunk stages' outputs in two buffers used in turn (stage i writes buffer i mod 2, each sized
+ * for the largest of its stages), on 256-byte lines, no gradient buffers: for forwards whose
+ * backward never comes (the policy runtime). */
+size_t cr_convnet_cuda_forward_cache_bytes(const cr_convnet *net, int max_rows);
+/* Points *c into mem (device, cr_convnet_cuda_forward_cache_bytes(net, max_rows) bytes, 64-byte
+ * aligned) as that cache: c->act[i] of even and of odd i alias; c->d[] and c->scratch are NULL,
+ * so cr_convnet_cuda_backward refuses it (an assertion). */
+void cr_convnet_cuda_forward_cache_carve(const cr_convnet *net, void *mem, int max_rows,
+                                         cr_convnet_cache *c);
 
 /* cr_convnet_forward on the device: out (B, A) and, ppo only, value (B) (NULL for dqn) of obs
  * (B, C, H, W), uint8 or float as the spec's dtype; fills the cache c. B must be one of the

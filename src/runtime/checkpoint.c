@@ -107,7 +107,7 @@ static cudarl_status check_model_tensors(const cr_st_file *f, const char *path, 
     return CUDARL_OK;
 }
 
-cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, const char *algo) {
+cudarl_status cr_checkpoint_check_header(const cr_st_file *f, const char *path, const char *algo) {
     const char *fmt = cr_st_meta(f, "format");
     if (!fmt || strcmp(fmt, CR_CHECKPOINT_FORMAT))
         return cr_fail(CUDARL_ERR_FORMAT, "'%s' is a safetensors file but not a cudarl checkpoint "
@@ -123,11 +123,17 @@ cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, 
     if (!a || strcmp(a, algo))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained with algo '%s', not %s",
                        path, a ? a : "(missing)", algo);
+    return CUDARL_OK;
+}
+
+cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, const char *algo) {
+    CR_TRY(cr_checkpoint_check_header(f, path, algo));
     if (cr_st_meta(f, CR_CONVNET_META_KEY)) {
         const char *pol = cr_st_meta(f, "policy");
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "checkpoint '%s' holds a convolutional network "
-                       "('%.32s'); eval, export, resume and the policy runtime read MLP policies "
-                       "only for now", path, pol ? pol : "(no policy name)");
+                       "('%.32s'); eval, export and resume read MLP policies only for now (the "
+                       "policy runtime, cudarl_policy_load, runs it)", path,
+                       pol ? pol : "(no policy name)");
     }
     return check_model_tensors(f, path, !strcmp(algo, "dqn"));
 }

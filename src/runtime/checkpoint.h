@@ -11,5 +11,8 @@
  * ("ppo"), or of a convolutional network (metadata "network": CUDARL_ERR_UNSUPPORTED, as only
  * MLPs are read back for now), with a message naming the file and what to do. */
 cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, const char *algo);
+/* The first part of cr_checkpoint_check_format: the format tag, its version and the algo only,
+ * for readers of every network (the policy runtime reads the convolutional ones). */
+cudarl_status cr_checkpoint_check_header(const cr_st_file *f, const char *path, const char *algo);
 
 #endif

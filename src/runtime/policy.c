@@ -1,6 +1,7 @@
 /* The policy runtime (cudarl_policy_* in cudarl.h): loading a checkpoint into a plan of buffers,
  * the checks of every argument, the forward on the CPU, dispatch to the CUDA side
- * (policy_cuda.cu), and the latency ring. runtime/policy.h has the memory layout. */
+ * (policy_cuda.cu), and the latency ring. runtime/policy.h has the networks and the memory
+ * layout. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,24 +30,31 @@ static cudarl_status meta_int(const cr_st_file *f, const char *path, const char 
     return CUDARL_OK;
 }
 
-/* Which network the file holds: algo ppo with policy "mlp" or algo dqn with policy "qnet". Other
- * policies (the CNNs) are refused here until the runtime runs them. */
-static cudarl_status net_kind(const cr_st_file *f, const char *path, int *is_dqn) {
+/* Which network the file holds: algo ppo or dqn, and a convolutional network where the file
+ * carries its spec (metadata "network"), else the algo's MLP (policy "mlp" or "qnet"), whose
+ * tensors cr_checkpoint_check_format checks against the metadata. */
+static cudarl_status net_kind(const cr_st_file *f, const char *path, cr_policy_net *net) {
     const char *fmt = cr_st_meta(f, "format"), *algo = cr_st_meta(f, "algo");
     const char *pol = cr_st_meta(f, "policy");
-    *is_dqn = algo && !strcmp(algo, "dqn");
+    net->is_dqn = algo && !strcmp(algo, "dqn");
     int is_ppo = algo && !strcmp(algo, "ppo");
-    if (fmt && !strcmp(fmt, CR_CHECKPOINT_FORMAT) && !*is_dqn && !is_ppo)
+    if (fmt && !strcmp(fmt, CR_CHECKPOINT_FORMAT) && !net->is_dqn && !is_ppo)
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' holds a network of algo '%.32s', "
                        "which the policy runtime does not know; load a checkpoint of cudarl train "
                        "--algo ppo or --algo dqn", path, algo ? algo : "(missing)");
-    CR_TRY(cr_checkpoint_check_format(f, path, *is_dqn ? "dqn" : "ppo"));
-    const char *want = *is_dqn ? "qnet" : "mlp";
+    const char *kind = net->is_dqn ? "dqn" : "ppo";
+    CR_TRY(cr_checkpoint_check_header(f, path, kind));
+    net->is_conv = cr_st_meta(f, CR_CONVNET_META_KEY) != NULL;
+    if (net->is_conv) return CUDARL_OK;
+    const char *want = net->is_dqn ? "qnet" : "mlp";
     if (pol && strcmp(pol, want))
-        return cr_fail(CUDARL_ERR_UNSUPPORTED, "checkpoint '%s' holds a '%.32s' policy; the policy "
-                       "runtime runs the MLP policies for now (ppo 'mlp', dqn 'qnet'): export it "
-                       "to ONNX (cudarl export) to deploy it meanwhile", path, pol);
-    return CUDARL_OK;
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "checkpoint '%s' holds a '%.32s' policy without a "
+                       "network spec (metadata \"%s\"); the policy runtime runs MLP policies "
+                       "(ppo 'mlp', dqn 'qnet') and convolutional networks whose checkpoint "
+                       "carries its spec: load a model.safetensors written by this cudarl's train",
+                       path, pol, CR_CONVNET_META_KEY);
+    snprintf(net->name, sizeof net->name, "%s", want);
+    return cr_checkpoint_check_format(f, path, kind);
 }
 
 /* What act() takes, from the checkpoint's obs_input and its env: uint8 cast value for value
@@ -73,25 +81,22 @@ static cudarl_status obs_kind(const cr_st_file *f, const char *path, const cudar
     return CUDARL_OK;
 }
 
-/* The network and its observations; an env registered here must agree with the file's shape. */
-static cudarl_status net_read(const cr_st_file *f, const char *path, cr_policy_net *net) {
-    memset(net, 0, sizeof *net);
-    CR_TRY(net_kind(f, path, &net->is_dqn));
+/* The MLP and its observations; an env registered here must agree with the file's shape. */
+static cudarl_status mlp_read(const cr_st_file *f, const char *path, const cudarl_env_def *def,
+                              cr_policy_net *net) {
     int h1 = 0, h2 = 0;
     CR_TRY(meta_int(f, path, "obs_dim", &net->obs_dim));
     CR_TRY(meta_int(f, path, "num_actions", &net->num_actions));
     CR_TRY(meta_int(f, path, net->is_dqn ? "hidden1" : "hidden", &h1));
     h2 = h1;
     if (net->is_dqn) CR_TRY(meta_int(f, path, "hidden2", &h2));
-    const char *env = cr_st_meta(f, "env_id");
-    snprintf(net->env_id, sizeof net->env_id, "%s", env ? env : "(unnamed)");
-    const cudarl_env_def *def = env ? cr_env_def_find(env) : NULL;
     if (def && (cr_env_def_obs_elems(def) != (size_t)net->obs_dim ||
                 def->num_actions != net->num_actions))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is for env '%s' with obs_dim %d and "
                        "%d actions, but the registered '%s' has %zu and %d; load it in a process "
-                       "where '%s' is the env it was trained on", path, env, net->obs_dim,
-                       net->num_actions, env, cr_env_def_obs_elems(def), def->num_actions, env);
+                       "where '%s' is the env it was trained on", path, def->id, net->obs_dim,
+                       net->num_actions, def->id, cr_env_def_obs_elems(def), def->num_actions,
+                       def->id);
     CR_TRY(obs_kind(f, path, def, net));
     if (net->is_dqn) {
         cr_qnet_layout_init(&net->q, net->obs_dim, h1, h2, net->num_actions);
@@ -103,6 +108,121 @@ static cudarl_status net_read(const cr_st_file *f, const char *path, cr_policy_n
         net->num_params = net->ac.num_params, net->widest = h1;
     }
     return CUDARL_OK;
+}
+
+/* The conv net's observations and size in net's own fields (from its planned spec). */
+static void conv_fields(cr_policy_net *net) {
+    const cr_convnet_spec *s = &net->cnn.spec;
+    net->is_conv = 1;
+    net->is_dqn = s->heads == CR_CONVNET_DQN;
+    net->obs_dim = net->cnn.in_floats, net->num_actions = s->num_actions;
+    net->obs_dtype = s->dtype == CR_CONVNET_U8 ? CUDARL_OBS_U8 : CUDARL_OBS_F32;
+    net->u8_scaled = s->scale == CR_CONVNET_SCALE_255;
+    net->num_params = net->cnn.num_params, net->ntensors = net->cnn.ntensors;
+    net->t = NULL, net->widest = 0;
+    snprintf(net->name, sizeof net->name, "%s", s->name);
+}
+
+static const char *shape_text(char *b, size_t cap, int ndim, const int64_t *shape) {
+    int n = snprintf(b, cap, "[");
+    for (int d = 0; d < ndim && n > 0 && (size_t)n < cap; d++)
+        n += snprintf(b + n, cap - (size_t)n, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (n > 0 && (size_t)n < cap) snprintf(b + n, cap - (size_t)n, "]");
+    return b;
+}
+
+/* Refuses a parameter tensor of the spec's layout whose dtype or shape in the file is not the
+ * layout's (a missing one: cr_st_find's CUDARL_ERR_MISMATCH). */
+static cudarl_status conv_tensors_check(const cr_st_file *f, const char *path,
+                                        const cr_convnet *cnn) {
+    for (int i = 0; i < cnn->ntensors; i++) {
+        const cr_convnet_tensor *t = &cnn->t[i];
+        cr_st_tensor got;
+        CR_TRY(cr_st_find(f, t->name, &got));
+        int64_t want[4];
+        int same = got.dtype == CR_ST_F32 && got.ndim == t->ndim;
+        for (int d = 0; d < t->ndim; d++) {
+            want[d] = t->shape[d];
+            same = same && got.shape[d] == want[d];
+        }
+        if (same) continue;
+        char got_s[160], want_s[96];
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s': tensor '%s' is %s of shape %s, but "
+                       "the network its metadata \"%s\" describes ('%s') needs F32 of shape %s; "
+                       "the file was altered or damaged: use a model.safetensors written by "
+                       "cudarl train", path, t->name, cr_st_dtype_name(got.dtype),
+                       shape_text(got_s, sizeof got_s, got.ndim, got.shape), CR_CONVNET_META_KEY,
+                       cnn->spec.name, shape_text(want_s, sizeof want_s, t->ndim, want));
+    }
+    return CUDARL_OK;
+}
+
+/* A metadata integer that the spec determines too (obs_dim, num_actions): where present, it must
+ * be the spec's. */
+static cudarl_status conv_meta_agrees(const cr_st_file *f, const char *path, const char *key,
+                                      int want) {
+    if (!cr_st_meta(f, key)) return CUDARL_OK;
+    int v = 0;
+    CR_TRY(meta_int(f, path, key, &v));
+    if (v != want)
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s': metadata '%s' is %d but its network "
+                       "spec (metadata \"%s\") gives %d; the file was altered: use a "
+                       "model.safetensors written by cudarl train", path, key, v,
+                       CR_CONVNET_META_KEY, want);
+    return CUDARL_OK;
+}
+
+/* The convolutional network of the spec under "network": parsed and planned, then held against
+ * the algo (its heads), the metadata that describe it too, a registered env's observations and
+ * actions, and the file's tensors. */
+static cudarl_status conv_read(const cr_st_file *f, const char *path, const cudarl_env_def *def,
+                               cr_policy_net *net) {
+    char source[320];
+    snprintf(source, sizeof source, "checkpoint '%.256s' metadata \"%s\"", path,
+             CR_CONVNET_META_KEY);
+    cr_convnet_spec spec;
+    CR_TRY(cr_convnet_spec_parse(&spec, cr_st_meta(f, CR_CONVNET_META_KEY), source));
+    CR_TRY(cr_convnet_plan(&net->cnn, &spec));
+    int is_dqn = net->is_dqn;
+    conv_fields(net);
+    if (net->is_dqn != is_dqn)
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is of algo '%s' but its network spec "
+                       "has %s heads; the file was altered: use a model.safetensors written by "
+                       "cudarl train", path, is_dqn ? "dqn" : "ppo", net->is_dqn ? "dqn" : "ppo");
+    CR_TRY(conv_meta_agrees(f, path, "obs_dim", net->obs_dim));
+    CR_TRY(conv_meta_agrees(f, path, "num_actions", net->num_actions));
+    const char *in = cr_st_meta(f, "obs_input");
+    int cast = net->obs_dtype == CUDARL_OBS_U8 && !net->u8_scaled;
+    if (in && (strcmp(in, CR_POLICY_U8_CAST) || !cast))
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' records obs_input '%.64s' but its "
+                       "network spec reads %s observations%s; the file was altered: use a "
+                       "model.safetensors written by cudarl train", path, in,
+                       net->obs_dtype == CUDARL_OBS_U8 ? "uint8" : "float32",
+                       net->u8_scaled ? " scaled by 1/255" : "");
+    const cr_convnet_spec *s = &net->cnn.spec;
+    if (def && (def->obs_rank != 3 || def->obs_shape[0] != s->in_c ||
+                def->obs_shape[1] != s->in_h || def->obs_shape[2] != s->in_w ||
+                def->num_actions != s->num_actions ||
+                (def->obs_dtype == CUDARL_OBS_U8) != (s->dtype == CR_CONVNET_U8)))
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' holds a network for %s observations "
+                       "(%d, %d, %d) and %d actions, but the registered env '%s' gives %s "
+                       "observations of rank %d (%d, %d, %d) and has %d actions; load it in a "
+                       "process where '%s' is the env it was trained on", path,
+                       s->dtype == CR_CONVNET_U8 ? "uint8" : "float32", s->in_c, s->in_h, s->in_w,
+                       s->num_actions, def->id, def->obs_dtype == CUDARL_OBS_U8 ? "uint8"
+                       : "float32", def->obs_rank, def->obs_shape[0], def->obs_shape[1],
+                       def->obs_shape[2], def->num_actions, def->id);
+    return conv_tensors_check(f, path, &net->cnn);
+}
+
+/* The network and its observations; an env registered here must agree with the file. */
+static cudarl_status net_read(const cr_st_file *f, const char *path, cr_policy_net *net) {
+    memset(net, 0, sizeof *net);
+    CR_TRY(net_kind(f, path, net));
+    const char *env = cr_st_meta(f, "env_id");
+    snprintf(net->env_id, sizeof net->env_id, "%s", env ? env : "(unnamed)");
+    const cudarl_env_def *def = env ? cr_env_def_find(env) : NULL;
+    return net->is_conv ? conv_read(f, path, def, net) : mlp_read(f, path, def, net);
 }
 
 /* ---- options and the context ------------------------------------------------------------- */
@@ -138,10 +258,12 @@ static cudarl_status options_check(const cudarl_policy_options *o) {
         (int)o->precision > (int)CUDARL_PRECISION_FP16)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_load: precision %d is not one of "
                        "CUDARL_PRECISION_FP32, _TF32, _BF16, _FP16", (int)o->precision);
-    if (o->precision != CUDARL_PRECISION_FP32)
+    if (o->precision != CUDARL_PRECISION_FP32 && o->precision != CUDARL_PRECISION_TF32)
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_policy_load: precision %s is not "
-                       "implemented in the policy runtime yet: only CUDARL_PRECISION_FP32 runs; "
-                       "load the policy with precision FP32", precision_text(o->precision));
+                       "implemented in the policy runtime yet (MLP or convolutional network): "
+                       "CUDARL_PRECISION_FP32 runs on the CPU and CUDA, CUDARL_PRECISION_TF32 on "
+                       "CUDA; load the policy with precision FP32 or TF32",
+                       precision_text(o->precision));
     if (o->max_batch < 1 || o->max_batch > CUDARL_POLICY_MAX_BATCH)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_load: max_batch is %d; give the "
                        "most observations one act() will take, 1 to %d", o->max_batch,
@@ -165,14 +287,26 @@ static const char *backend_lacks(const cudarl_ctx *ctx, const cr_policy_net *net
 }
 
 /* Opens the context the options ask for; AUTO falls back to the CPU where the GPU's backend
- * cannot run the network. */
+ * cannot run the network (not under TF32, which the CPU does not compute in). */
 static cudarl_status ctx_open(const cudarl_policy_options *o, const cr_policy_net *net,
                               const char *path, cudarl_ctx **out) {
+    const int tf32 = o->precision == CUDARL_PRECISION_TF32;
+    if (tf32 && o->device == CUDARL_DEVICE_CPU)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_policy_load: precision "
+                       "CUDARL_PRECISION_TF32 runs on CUDA only (TF32 is a tensor-core format; "
+                       "the CPU computes in fp32): load '%s' with precision FP32 on the CPU",
+                       path);
     CR_TRY(cudarl_ctx_init(out, o->device, o->device_index));
     const char *why = backend_lacks(*out, net);
+    if (tf32 && !why && (*out)->kind == CUDARL_DEVICE_CPU)
+        why = "no usable GPU was found";
     if (!why) return CUDARL_OK;
     cudarl_ctx_free(*out);
     *out = NULL;
+    if (tf32)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_policy_load: precision "
+                       "CUDARL_PRECISION_TF32 runs on CUDA only, and '%s' cannot run there: %s; "
+                       "load it with precision FP32 (on the CPU)", path, why);
     if (o->device != CUDARL_DEVICE_AUTO)
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "cannot run the %s policy of '%s' on cuda:%d: %s; "
                        "load it with device CUDARL_DEVICE_CPU (or AUTO)",
@@ -184,7 +318,7 @@ static cudarl_status ctx_open(const cudarl_policy_options *o, const cr_policy_ne
 /* ---- the plan ---------------------------------------------------------------------------- */
 
 enum { H_SELF, H_RING, H_PARAMS, H_COUNT };
-enum { B_PARAMS, B_OBS_U8, B_OBS, B_CACHE, B_OUT, B_COUNT };
+enum { B_PARAMS, B_OBS_U8, B_OBS, B_CACHE, B_WORKSPACE, B_OUT, B_COUNT };
 
 size_t cr_policy_out_bytes(const cudarl_policy *p, int rows) {
     return (size_t)rows * (sizeof(int32_t) + sizeof(float) +
@@ -199,25 +333,65 @@ void cr_policy_out_layout(const cudarl_policy *p, void *base, int rows, int32_t 
     *logits = (float *)(b + (size_t)rows * (sizeof(int32_t) + sizeof(float)));
 }
 
+/* Bytes of the conv net's cache and workspace for p->rows rows: on the CPU the full cache of
+ * cr_convnet_forward (no workspace), on the device the twin's forward-only cache and its
+ * workspace (p->conv_gpu made). */
+static void conv_bytes(const cudarl_policy *p, int on_device, size_t *cache, size_t *workspace) {
+    *cache = *workspace = 0;
+    if (!on_device) {
+        *cache = cr_convnet_cache_bytes(&p->net.cnn, p->rows);
+        return;
+    }
+#ifdef CUDARL_WITH_CUDA
+    *cache = cr_convnet_cuda_forward_cache_bytes(&p->net.cnn, p->rows);
+    *workspace = cr_convnet_cuda_workspace_bytes(p->conv_gpu);
+#endif
+}
+
 /* Adds the backend buffers for `rows` rows to `pl`; idx[B_*] receives their items (B_PARAMS is
- * -1 where the weights are read in place: on the CPU). */
-static void plan_backend(cr_plan *pl, const cudarl_policy *p, int with_params, int idx[B_COUNT]) {
+ * -1 where the weights are read in place: on the CPU). An MLP's obs_u8 holds uint8 input and
+ * obs its float conversion (or the graphs' float input); a conv net converts its input itself,
+ * so on the device one of the two holds the graphs' input as the spec's dtype, and on the CPU
+ * neither is needed (act() passes its obs in place). */
+static void plan_backend(cr_plan *pl, const cudarl_policy *p, int on_device, int idx[B_COUNT]) {
     const cr_policy_net *n = &p->net;
     size_t elems = (size_t)p->rows * (size_t)n->obs_dim;
-    idx[B_PARAMS] = with_params ? cr_plan_add(pl, "params", n->num_params * sizeof(float)) : -1;
-    idx[B_OBS_U8] = cr_plan_add(pl, "obs_u8", n->obs_dtype == CUDARL_OBS_U8 ? elems : 0);
-    idx[B_OBS] = cr_plan_add(pl, "obs", elems * sizeof(float));
-    idx[B_CACHE] = cr_plan_add(pl, "cache",
-                               cr_mlp_cache_floats(p->rows, n->widest) * sizeof(float));
+    int u8 = n->obs_dtype == CUDARL_OBS_U8;
+    size_t u8_bytes = u8 ? elems : 0, f32_bytes = elems * sizeof(float);
+    size_t cache = cr_mlp_cache_floats(p->rows, n->widest) * sizeof(float), workspace = 0;
+    if (n->is_conv) {
+        u8_bytes = on_device && u8 ? elems : 0;
+        f32_bytes = on_device && !u8 ? elems * sizeof(float) : 0;
+        conv_bytes(p, on_device, &cache, &workspace);
+    }
+    idx[B_PARAMS] = on_device ? cr_plan_add(pl, "params", n->num_params * sizeof(float)) : -1;
+    idx[B_OBS_U8] = cr_plan_add(pl, "obs_u8", u8_bytes);
+    idx[B_OBS] = cr_plan_add(pl, "obs", f32_bytes);
+    idx[B_CACHE] = cr_plan_add(pl, "cache", cache);
+    idx[B_WORKSPACE] = cr_plan_add(pl, "workspace", workspace);
     idx[B_OUT] = cr_plan_add(pl, "out", cr_policy_out_bytes(p, p->rows));
 }
 
-static void point_backend(cudarl_policy *p, const cr_arena *a, const int idx[B_COUNT]) {
+static void point_backend(cudarl_policy *p, const cr_arena *a, int on_device,
+                          const int idx[B_COUNT]) {
+    const cr_policy_net *n = &p->net;
     p->params = idx[B_PARAMS] >= 0 ? cr_arena_get(a, idx[B_PARAMS]) : p->params_host;
-    p->obs_u8 = p->net.obs_dtype == CUDARL_OBS_U8 ? cr_arena_get(a, idx[B_OBS_U8]) : NULL;
-    p->obs = cr_arena_get(a, idx[B_OBS]);
-    p->cache = cr_mlp_cache_carve(cr_arena_get(a, idx[B_CACHE]), p->rows, p->net.widest);
+    p->obs_u8 = a->plan.sizes[idx[B_OBS_U8]] ? cr_arena_get(a, idx[B_OBS_U8]) : NULL;
+    p->obs = a->plan.sizes[idx[B_OBS]] ? cr_arena_get(a, idx[B_OBS]) : NULL;
+    void *cache = cr_arena_get(a, idx[B_CACHE]);
     p->out = cr_arena_get(a, idx[B_OUT]);
+    if (!n->is_conv) {
+        p->cache = cr_mlp_cache_carve(cache, p->rows, n->widest);
+        return;
+    }
+    if (!on_device) {
+        cr_convnet_cache_carve(&n->cnn, cache, p->rows, &p->conv_cache);
+        return;
+    }
+#ifdef CUDARL_WITH_CUDA
+    cr_convnet_cuda_forward_cache_carve(&n->cnn, cache, p->rows, &p->conv_cache);
+    cr_convnet_cuda_set_workspace(p->conv_gpu, cr_arena_get(a, idx[B_WORKSPACE]));
+#endif
 }
 
 static int pow2_at_least(int n) {
@@ -244,7 +418,7 @@ static cudarl_status policy_alloc(cudarl_ctx *ctx, const cr_policy_net *net,
     CR_TRY(cr_arena_alloc(&a, &pl, CR_MEM_HOST));
     cudarl_policy *p = cr_arena_get(&a, H_SELF);
     *p = tmp;
-    p->net.t = p->net.is_dqn ? p->net.q.t : p->net.ac.t; /* into the handle's own copy */
+    if (!p->net.is_conv) p->net.t = p->net.is_dqn ? p->net.q.t : p->net.ac.t; /* its own copy */
     p->host = a;
     p->ctx = ctx;
     p->opt = *o;
@@ -252,33 +426,68 @@ static cudarl_status policy_alloc(cudarl_ctx *ctx, const cr_policy_net *net,
     p->params_host = cr_arena_get(&a, H_PARAMS);
     p->obs_row_bytes = (size_t)net->obs_dim * (net->obs_dtype == CUDARL_OBS_U8 ? 1 : sizeof(float));
     p->deadline_ns = (uint64_t)llround(o->deadline_us * 1e3);
-    if (on_cpu) point_backend(p, &a, idx);
+    if (on_cpu) point_backend(p, &a, 0, idx);
     *out = p;
     return CUDARL_OK;
 }
 
 static cudarl_status params_read(const cr_st_file *f, cudarl_policy *p) {
     const cr_policy_net *n = &p->net;
-    for (int i = 0; i < n->ntensors; i++)
-        CR_TRY(cr_st_read_f32(f, n->t[i].name, p->params_host + n->t[i].offset, n->t[i].count));
+    for (int i = 0; i < n->ntensors; i++) {
+        const char *name = n->is_conv ? n->cnn.t[i].name : n->t[i].name;
+        size_t at = n->is_conv ? n->cnn.t[i].offset : n->t[i].offset;
+        size_t count = n->is_conv ? n->cnn.t[i].count : n->t[i].count;
+        CR_TRY(cr_st_read_f32(f, name, p->params_host + at, count));
+    }
     return CUDARL_OK;
 }
 
-/* Device buffers, weights uploaded, staging and graphs (CUDA); on the CPU, one forward over
- * max_batch rows of zeros so that the first act() finds OpenMP's threads started. */
-static cudarl_status backend_setup(cudarl_policy *p) {
-    cudarl_ctx *ctx = p->ctx;
-    if (ctx->kind == CUDARL_DEVICE_CPU) {
+/* One forward over max_batch rows of zeros on the CPU, so that the first act() finds OpenMP's
+ * threads started. A conv net reads its input in place, so its zeros are a buffer of their own,
+ * freed before returning. */
+static cudarl_status cpu_warm_up(cudarl_policy *p) {
+    if (!p->net.is_conv) {
         cr_policy_forward(p, p->obs, p->opt.max_batch, 1);
         return CUDARL_OK;
     }
+    void *zeros = calloc((size_t)p->opt.max_batch, p->obs_row_bytes);
+    if (!zeros)
+        return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "policy: out of host memory for the warm-up "
+                       "input (%d rows of %zu bytes)", p->opt.max_batch, p->obs_row_bytes);
+    cr_policy_forward(p, zeros, p->opt.max_batch, 1);
+    free(zeros);
+    return CUDARL_OK;
+}
+
 #ifdef CUDARL_WITH_CUDA
+/* On CUDA: the precision's math mode on the policy's own context, and a conv net's CUDA twin
+ * for every graph batch size (1, 2, 4, ..., rows). TF32 runs the conv stages on the GEMM engine,
+ * the one whose products cuBLAS's math mode reaches (cuDNN's plans are fp32 FMA). */
+static cudarl_status cuda_net_init(cudarl_policy *p) {
+    const int tf32 = p->opt.precision == CUDARL_PRECISION_TF32;
+    if (tf32) CR_TRY(cr_convnet_cuda_set_tf32(p->ctx, 1));
+    if (!p->net.is_conv) return CUDARL_OK;
+    int batches[CR_POLICY_MAX_GRAPHS], n = 0;
+    for (int b = 1; b <= p->rows; b <<= 1) batches[n++] = b;
+    cr_convnet_engine engine = tf32 ? CR_CONVNET_ENGINE_GEMM : p->conv_engine;
+    CR_TRY(cr_convnet_cuda_init(p->ctx, &p->net.cnn, batches, n, engine, &p->conv_gpu));
+    CR_DEBUG("policy: %s", cr_convnet_cuda_describe(p->conv_gpu));
+    return CUDARL_OK;
+}
+#endif
+
+/* Device buffers, weights uploaded, staging and graphs (CUDA); on the CPU, the warm-up. */
+static cudarl_status backend_setup(cudarl_policy *p) {
+    cudarl_ctx *ctx = p->ctx;
+    if (ctx->kind == CUDARL_DEVICE_CPU) return cpu_warm_up(p);
+#ifdef CUDARL_WITH_CUDA
+    CR_TRY(cuda_net_init(p));
     cr_plan pl;
     int idx[B_COUNT];
     cr_plan_init(&pl);
     plan_backend(&pl, p, 1, idx);
     CR_TRY(ctx->ops->arena_alloc(ctx, &p->dev, &pl));
-    point_backend(p, &p->dev, idx);
+    point_backend(p, &p->dev, 1, idx);
     ctx->ops->copy_from_host(ctx, p->params, p->params_host, p->net.num_params * sizeof(float));
     ctx->ops->sync(ctx);
     return cr_policy_cuda_init(p);
@@ -294,6 +503,7 @@ void cudarl_policy_free(cudarl_policy *p) {
     cudarl_ctx *ctx = p->ctx;
 #ifdef CUDARL_WITH_CUDA
     if (ctx && ctx->kind == CUDARL_DEVICE_CUDA) cr_policy_cuda_free(p);
+    cr_convnet_cuda_free(p->conv_gpu);
 #endif
     if (p->dev.base) ctx->ops->arena_free(ctx, &p->dev);
     cudarl_ctx_free(ctx);
@@ -301,29 +511,21 @@ void cudarl_policy_free(cudarl_policy *p) {
     cr_arena_free(&host);
 }
 
-cudarl_status cudarl_policy_load(const char *path, const cudarl_policy_options *opt,
-                                 cudarl_policy **out) {
-    if (!out)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_load: out is NULL; pass the address "
-                       "of a cudarl_policy pointer");
-    *out = NULL;
-    if (!path)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_load: checkpoint is NULL; pass the "
-                       "path of a model.safetensors written by cudarl train");
-    cudarl_policy_options o;
-    if (opt) o = *opt;
-    else cudarl_policy_options_default(&o);
-    CR_TRY(options_check(&o));
-    cr_policy_net net;
-    cr_st_file *f;
-    CR_TRY(cr_st_open(&f, path));
-    cudarl_status s = net_read(f, path, &net);
+/* The policy of `net` on the context the options ask for (checked): the handle, the weights
+ * (read from f, or copied from params), the backend's buffers and, on CUDA, the graphs. `what`
+ * names the source in messages. */
+static cudarl_status policy_make(const cr_policy_net *net, const cudarl_policy_options *o,
+                                 cr_convnet_engine engine, const char *what, const cr_st_file *f,
+                                 const float *params, cudarl_policy **out) {
     cudarl_ctx *ctx = NULL;
     cudarl_policy *p = NULL;
-    if (s == CUDARL_OK) s = ctx_open(&o, &net, path, &ctx);
-    if (s == CUDARL_OK) s = policy_alloc(ctx, &net, &o, &p);
-    if (s == CUDARL_OK) s = params_read(f, p);
-    cr_st_close(f);
+    cudarl_status s = ctx_open(o, net, what, &ctx);
+    if (s == CUDARL_OK) s = policy_alloc(ctx, net, o, &p);
+    if (s == CUDARL_OK) {
+        p->conv_engine = engine;
+        if (f) s = params_read(f, p);
+        else memcpy(p->params_host, params, net->num_params * sizeof(float));
+    }
     if (s == CUDARL_OK) {
         p->check_device_ptrs = 0;
 #ifdef CUDARL_WITH_CUDA
@@ -336,10 +538,53 @@ cudarl_status cudarl_policy_load(const char *path, const cudarl_policy_options *
         else cudarl_ctx_free(ctx);
         return s;
     }
-    CR_DEBUG("policy: '%s' (%s, env %s) on %s, max_batch %d", path, net.is_dqn ? "dqn" : "ppo",
-             net.env_id, ctx->ops->name, o.max_batch);
+    CR_DEBUG("policy: '%s' (%s %s, env %s) on %s, %s, max_batch %d", what,
+             net->is_dqn ? "dqn" : "ppo", net->name, net->env_id, ctx->ops->name,
+             cudarl_precision_name(o->precision), o->max_batch);
     *out = p;
     return CUDARL_OK;
+}
+
+/* *o from opt (NULL: the defaults), checked. */
+static cudarl_status options_take(const cudarl_policy_options *opt, cudarl_policy_options *o) {
+    if (opt) *o = *opt;
+    else cudarl_policy_options_default(o);
+    return options_check(o);
+}
+
+cudarl_status cudarl_policy_load(const char *path, const cudarl_policy_options *opt,
+                                 cudarl_policy **out) {
+    if (!out)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_load: out is NULL; pass the address "
+                       "of a cudarl_policy pointer");
+    *out = NULL;
+    if (!path)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_load: checkpoint is NULL; pass the "
+                       "path of a model.safetensors written by cudarl train");
+    cudarl_policy_options o;
+    CR_TRY(options_take(opt, &o));
+    cr_policy_net net;
+    cr_st_file *f;
+    CR_TRY(cr_st_open(&f, path));
+    cudarl_status s = net_read(f, path, &net);
+    if (s == CUDARL_OK) s = policy_make(&net, &o, CR_CONVNET_ENGINE_AUTO, path, f, NULL, out);
+    cr_st_close(f);
+    return s;
+}
+
+cudarl_status cr_policy_load_convnet(const cr_convnet *cnn, const float *params, const char *label,
+                                     cr_convnet_engine engine, const cudarl_policy_options *opt,
+                                     cudarl_policy **out) {
+    CUDARL_ASSERT(cnn && params && label && out);
+    *out = NULL;
+    cudarl_policy_options o;
+    CR_TRY(options_take(opt, &o));
+    cr_policy_net net;
+    memset(&net, 0, sizeof net);
+    net.cnn = *cnn;
+    conv_fields(&net);
+    snprintf(net.env_id, sizeof net.env_id, "%s", label);
+    return policy_make(&net, &o, engine, label, NULL, params, out);
 }
 
 void cudarl_policy_get_info(const cudarl_policy *p, cudarl_policy_info *info) {
@@ -356,16 +601,40 @@ void cudarl_policy_get_info(const cudarl_policy *p, cudarl_policy_info *info) {
     info->host_bytes = p->host.plan.total;
     info->device_bytes = p->dev.base ? p->dev.plan.total : 0;
     info->pinned_bytes = p->cuda.pinned_bytes;
+    snprintf(info->network, sizeof info->network, "%s", p->net.name);
+    info->precision = p->opt.precision;
+#ifdef CUDARL_WITH_CUDA
+    if (p->ctx->kind == CUDARL_DEVICE_CUDA) info->context_bytes = cr_policy_cuda_context_bytes(p);
+#endif
 }
 
 /* ---- act --------------------------------------------------------------------------------- */
 
-void cr_policy_forward(cudarl_policy *p, const float *x, int rows, int with_values) {
+/* A conv net's logits (or Q-values) and, PPO, values of x (rows) into the out block's parts. */
+static void conv_forward(cudarl_policy *p, const void *x, float *logits, float *values,
+                         int rows) {
+    float *v = p->net.cnn.spec.heads == CR_CONVNET_PPO ? values : NULL;
+#ifdef CUDARL_WITH_CUDA
+    if (p->conv_gpu) {
+        cr_convnet_cuda_forward(p->ctx, p->conv_gpu, p->params, x, logits, v, &p->conv_cache,
+                                rows);
+        return;
+    }
+#endif
+    cr_convnet_forward(&p->net.cnn, p->params, x, logits, v, &p->conv_cache, rows);
+}
+
+void cr_policy_forward(cudarl_policy *p, const void *x, int rows, int with_values) {
     cudarl_ctx *ctx = p->ctx;
     const cr_policy_net *n = &p->net;
     int32_t *actions;
     float *values, *logits;
     cr_policy_out_layout(p, p->out, rows, &actions, &values, &logits);
+    if (n->is_conv) {
+        conv_forward(p, x, logits, values, rows);
+        ctx->ops->categorical_argmax(ctx, logits, actions, rows, n->num_actions);
+        return;
+    }
     cr_mlp_view m = n->is_dqn ? cr_qnet_view(&n->q, p->params) : cr_ac_actor(&n->ac, p->params);
     cr_mlp_forward(ctx, &m, x, logits, &p->cache, rows);
     ctx->ops->categorical_argmax(ctx, logits, actions, rows, n->num_actions);
@@ -443,16 +712,16 @@ static cudarl_status act_check(const cudarl_policy *p, const void *obs, cudarl_o
 
 static cudarl_status cpu_act(cudarl_policy *p, const void *obs, int n, int32_t *actions,
                              float *values, float *logits) {
-    const float *x = obs;
-    if (p->net.obs_dtype == CUDARL_OBS_U8) {
+    const void *x = obs;
+    if (p->net.obs_dtype == CUDARL_OBS_F32) {
+        CR_TRY(cr_policy_check_finite(p, obs, n));
+    } else if (!p->net.is_conv) { /* a conv net converts uint8 itself */
         const uint8_t *u = obs;
         size_t count = (size_t)n * (size_t)p->net.obs_dim;
         if (p->net.u8_scaled) cr_cpu_scale_u8(u, p->obs, count);
         else
             for (size_t i = 0; i < count; i++) p->obs[i] = (float)u[i];
         x = p->obs;
-    } else {
-        CR_TRY(cr_policy_check_finite(p, x, n));
     }
     cr_policy_forward(p, x, n, values != NULL);
     int32_t *a;

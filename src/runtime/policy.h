@@ -1,11 +1,20 @@
 /* The policy runtime's handle (cudarl_policy in cudarl.h), shared by its CPU side (policy.c:
  * loading, checks, the forward, latency) and its CUDA side (policy_cuda.cu: staging, graphs).
  *
+ * The networks: the MLPs (PPO's actor-critic, DQN's Q-network: cr_mlp_forward on the backend's
+ * ops) and the convolutional networks of nn/convnet.h (a checkpoint's "network" spec: on the CPU
+ * cr_convnet_forward, on CUDA its twin cr_convnet_cuda_forward with a forward-only cache).
+ *
  * Memory of one policy:
  *   host arena (one allocation):  the handle, the latency ring, the weights as read from the file,
  *                                 and on the CPU also the backend buffers below;
- *   backend buffers (one device arena on CUDA): params, obs_u8, obs, cache, out;
- *   CUDA only: one pinned block (obs staging, then out staging) and the graphs.
+ *   backend buffers (one device arena on CUDA): params, obs_u8, obs, cache, workspace, out
+ *                                 (MLP: obs_u8 and obs hold act()'s input and its float
+ *                                 conversion; conv: on CUDA the graphs' input, uint8 or float as
+ *                                 the spec says, none on the CPU, which reads act()'s obs in
+ *                                 place; workspace: the CUDA conv net's);
+ *   CUDA only: one pinned block (obs staging, then out staging), the graphs, and for a conv net
+ *   the handle of its CUDA twin (host; its cuDNN plans with the cuDNN engine).
  * The out block of a call of `rows` rows is laid out [actions (rows) int32][values (rows)]
  * [logits (rows, A)], so that one copy moves every output of a call. */
 #ifndef CUDARL_RUNTIME_POLICY_H
@@ -16,6 +25,8 @@
 
 #include "core/core.h"
 #include "nn/actor_critic.h"
+#include "nn/convnet.h"
+#include "nn/convnet_cuda.h"
 #include "nn/qnet.h"
 #include "ops/backend.h"
 
@@ -34,15 +45,19 @@ extern "C" {
 /* The network a checkpoint holds and what its observations are. */
 typedef struct cr_policy_net {
     int is_dqn;
-    int obs_dim, num_actions, widest; /* widest: the wider hidden layer (cache rows) */
+    int is_conv;                      /* a convolutional network (cnn), else an MLP (ac or q) */
+    int obs_dim, num_actions, widest; /* widest: the wider hidden layer (MLP cache rows) */
     cudarl_obs_dtype obs_dtype;       /* what act() takes (policy.c: net_read says how) */
     int u8_scaled;                    /* uint8 observations: 1 = x / 255 (pixels), 0 = cast value
-                                         for value (checkpoints with obs_input CR_POLICY_U8_CAST) */
-    cr_ac_layout ac;                  /* PPO: critic.* then actor.* */
-    cr_qnet_layout q;                 /* DQN: network.* */
-    const cr_param_tensor *t;         /* the tensors of whichever layout is in use */
+                                         for value (checkpoints with obs_input CR_POLICY_U8_CAST,
+                                         conv specs with scale none) */
+    cr_ac_layout ac;                  /* PPO MLP: critic.* then actor.* */
+    cr_qnet_layout q;                 /* DQN MLP: network.* */
+    cr_convnet cnn;                   /* conv: the planned spec (its tensors in cnn.t) */
+    const cr_param_tensor *t;         /* MLP: the tensors of whichever layout is in use */
     int ntensors;
     size_t num_params;
+    char name[32];                    /* "mlp", "qnet", or the conv spec's name */
     char env_id[CUDARL_ENV_ID_MAX];
 } cr_policy_net;
 
@@ -73,8 +88,11 @@ struct cudarl_policy {
     float *params;            /* num_params */
     uint8_t *obs_u8;          /* (rows, obs_dim) uint8 input; NULL unless the env is uint8 */
     float *obs;               /* (rows, obs_dim) the network's input when it is not act()'s */
-    cr_mlp_cache cache;       /* rows x widest */
+    cr_mlp_cache cache;       /* MLP: rows x widest */
+    cr_convnet_cache conv_cache; /* conv: the forward's cache for rows rows (CUDA: forward-only) */
     unsigned char *out;       /* the out block */
+    cr_convnet_engine conv_engine; /* conv on CUDA: the engine asked for (AUTO: convnet_cuda.h) */
+    cr_convnet_cuda *conv_gpu;     /* conv on CUDA: the twin's handle (host), else NULL */
     /* latency */
     uint32_t *ring_ns;        /* (host) CUDARL_LATENCY_WINDOW act() durations, ns, saturated */
     int64_t count, misses;
@@ -88,10 +106,19 @@ void cr_policy_out_layout(const cudarl_policy *p, void *base, int rows, int32_t 
                           float **values, float **logits);
 /* Bytes of the out block for `rows` rows. */
 size_t cr_policy_out_bytes(const cudarl_policy *p, int rows);
-/* The network on `rows` rows of x (rows, obs_dim) float (backend memory) into the out block at
- * p->out: logits or Q-values, the argmax actions, and (PPO, when with_values) the values. Ops
+/* The network on `rows` rows of x (rows, obs_dim) (backend memory; float for an MLP, the spec's
+ * dtype for a conv net, which converts it itself) into the out block at p->out: logits or
+ * Q-values, the argmax actions, and (PPO, when with_values; a conv net always) the values. Ops
  * only, on the policy's context: capturable into a CUDA graph. */
-void cr_policy_forward(cudarl_policy *p, const float *x, int rows, int with_values);
+void cr_policy_forward(cudarl_policy *p, const void *x, int rows, int with_values);
+/* Loads the planned convolutional network `net` with the weights `params` (host, num_params
+ * floats in state_dict order, copied) as cudarl_policy_load loads a checkpoint's, for
+ * benchmarks and tests that build a network in memory: algo "ppo" or "dqn" from its heads, env
+ * `label` (messages, info), observations as its spec says; `engine` picks the conv engine on
+ * CUDA (AUTO: what cudarl_policy_load uses). Same options, refusals and memory. */
+cudarl_status cr_policy_load_convnet(const cr_convnet *net, const float *params, const char *label,
+                                     cr_convnet_engine engine, const cudarl_policy_options *opt,
+                                     cudarl_policy **out);
 /* Checks the finite-ness of n host float observations (rows of obs_dim); CUDARL_ERR_NUMERIC
  * naming the first bad row and element. */
 cudarl_status cr_policy_check_finite(const cudarl_policy *p, const float *obs, int n);
@@ -116,6 +143,13 @@ void cr_policy_cuda_u8_to_float(cudarl_ctx *ctx, const uint8_t *x, float *y, siz
 /* act() on CUDA, arguments already checked but for where the pointers live. */
 cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, int n, int32_t *actions,
                                  float *values, float *logits);
+/* GPU time of the forward act() runs for n rows (1 <= n <= max_batch), for benchmarks: `iters`
+ * launches of its forward-only graph on what the device input holds (the latest act()'s
+ * observations), ms[i] between two CUDA events around launch i on the policy's stream, which it
+ * waits for each time. Creates and destroys the two events. */
+cudarl_status cr_policy_cuda_time_forward(cudarl_policy *p, int n, int iters, float *ms);
+/* Device memory the policy's context holds beside its arena (cuBLAS workspace, scratch). */
+size_t cr_policy_cuda_context_bytes(const cudarl_policy *p);
 #endif
 
 #ifdef __cplusplus

@@ -3,7 +3,8 @@
 //
 // For each batch size b = 2^k up to the policy's rows, two graphs are captured at load:
 //   full[k]:    obs staging (pinned) -> device, [uint8 -> float / 255], the network, argmax,
-//               out block -> out staging (pinned). act() with host memory everywhere: copy the
+//               out block -> out staging (pinned). (A conv net converts its uint8 input inside
+//               its forward, cr_convnet_cuda_forward.) act() with host memory everywhere: copy the
 //               observations into the staging, launch, synchronise, copy the outputs out.
 //   compute[k]: the same without the two copies, for calls where the observations or an output
 //               are device memory: act() enqueues its own copies from and to the caller's
@@ -11,7 +12,10 @@
 // On an integrated GPU (Jetson: one memory for CPU and GPU) the staging is mapped
 // (cudaHostAllocMapped) and the graphs read host observations in place: no copy in.
 // A call of n rows runs the graph of the smallest b >= n with rows n..b-1 zeroed; their outputs
-// are computed and ignored.
+// are computed and ignored. A conv net's CUDA twin is declared for every one of those batch
+// sizes and runs each once outside any capture first (cuDNN loads its kernels on a plan's first
+// call); under TF32 the policy's context runs its cuBLAS products as TF32 tensor ops
+// (cr_convnet_cuda_set_tf32, set in policy.c before anything is captured).
 #include <string.h>
 
 #include "ops/cuda/cuda_common.cuh"
@@ -46,6 +50,7 @@ extern "C" int cr_policy_pointer_device(const void *ptr) {
 }
 
 extern "C" const char *cr_policy_cuda_lacks(const cr_policy_net *net) {
+    if (net->is_conv) return NULL; // its CUDA twin converts uint8 itself
 #ifdef CUDARL_WITH_CUDNN
     return NULL;
 #else
@@ -126,8 +131,8 @@ static cudarl_status capture(cudarl_policy *p, int rows, int full, void **exec) 
         e = cudaMemcpyAsync(c->in, c->stage_obs, (size_t)rows * p->obs_row_bytes,
                             cudaMemcpyHostToDevice, st);
     if (e == cudaSuccess) {
-        const float *x = (const float *)c->in;
-        if (p->net.obs_dtype == CUDARL_OBS_U8) {
+        const void *x = c->in;
+        if (p->net.obs_dtype == CUDARL_OBS_U8 && !p->net.is_conv) {
             convert_u8(p, c->in, p->obs, (size_t)rows * (size_t)p->net.obs_dim);
             x = p->obs;
         }
@@ -155,6 +160,14 @@ extern "C" void cr_policy_cuda_free(cudarl_policy *p) {
     memset(c, 0, sizeof *c);
 }
 
+// A conv net's forward of each batch size once, eagerly, on the (zeroed) input.
+static cudarl_status conv_warm_up(cudarl_policy *p, int sizes) {
+    if (!p->net.is_conv) return CUDARL_OK;
+    for (int k = 0; k < sizes; k++) cr_policy_forward(p, p->cuda.in, 1 << k, 1);
+    cudaError_t e = cudaStreamSynchronize(cr_stream(p->ctx));
+    return e == cudaSuccess ? CUDARL_OK : cuda_failed(p, "the conv net's first forwards", e);
+}
+
 extern "C" cudarl_status cr_policy_cuda_init(cudarl_policy *p) {
     cr_policy_cuda *c = &p->cuda;
     cudarl_status s = staging_alloc(p);
@@ -162,6 +175,7 @@ extern "C" cudarl_status cr_policy_cuda_init(cudarl_policy *p) {
     while ((1 << sizes) < p->rows) sizes++;
     sizes++;
     CUDARL_ASSERT(sizes <= CR_POLICY_MAX_GRAPHS);
+    if (s == CUDARL_OK) s = conv_warm_up(p, sizes);
     for (int k = 0; k < sizes && s == CUDARL_OK; k++) {
         s = capture(p, 1 << k, 1, &c->full[k]);
         if (s == CUDARL_OK) s = capture(p, 1 << k, 0, &c->compute[k]);
@@ -248,4 +262,30 @@ extern "C" cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, i
     if (values && !on_dev[2]) memcpy(values, hv, (size_t)n * sizeof *hv);
     if (logits && !on_dev[3]) memcpy(logits, hl, (size_t)n * A * sizeof *hl);
     return CUDARL_OK;
+}
+
+extern "C" cudarl_status cr_policy_cuda_time_forward(cudarl_policy *p, int n, int iters,
+                                                     float *ms) {
+    CUDARL_ASSERT(n >= 1 && n <= p->opt.max_batch && iters >= 1);
+    int k = 0;
+    while ((1 << k) < n) k++;
+    cudaStream_t st = cr_stream(p->ctx);
+    cudaEvent_t ev[2] = {NULL, NULL};
+    cudaError_t e = cudaEventCreate(&ev[0]);
+    if (e == cudaSuccess) e = cudaEventCreate(&ev[1]);
+    for (int i = 0; i < iters && e == cudaSuccess; i++) {
+        e = cudaEventRecord(ev[0], st);
+        if (e == cudaSuccess) e = cudaGraphLaunch((cudaGraphExec_t)p->cuda.compute[k], st);
+        if (e == cudaSuccess) e = cudaEventRecord(ev[1], st);
+        if (e == cudaSuccess) e = cudaEventSynchronize(ev[1]);
+        if (e == cudaSuccess) e = cudaEventElapsedTime(&ms[i], ev[0], ev[1]);
+    }
+    cudarl_status s = e == cudaSuccess ? CUDARL_OK : cuda_failed(p, "timing the forward graph", e);
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) cudaEventDestroy(ev[i]);
+    return s;
+}
+
+extern "C" size_t cr_policy_cuda_context_bytes(const cudarl_policy *p) {
+    return cr_impl(p->ctx)->blas_workspace_bytes + sizeof(cr_cuda_scratch);
 }

@@ -1,0 +1,655 @@
+/* The policy runtime on convolutional networks (cudarl_policy_* with a checkpoint that carries its
+ * network spec under "network", and cr_policy_load_convnet for a net built in memory).
+ *
+ *   test_policy_conv cpu  DQN_CNN_CKPT WORKDIR   (label cpu)
+ *   test_policy_conv cuda DQN_CNN_CKPT WORKDIR   (label gpu)
+ *
+ * DQN_CNN_CKPT is trained by the fixture of tests/policy_conv.cmake (`cudarl train --algo dqn
+ * --policy minatar-cnn` on MinAtar/Breakout-v1, a few thousand steps); WORKDIR receives the
+ * checkpoints this program writes itself: CleanRL ppo_atari-shaped PPO heads (`network.*`,
+ * `actor.*`, `critic.*`) on nature-cnn over CartPolePixels-v1's 4x84x84 frames, a custom spec
+ * with float input, padding and tanh for an env not registered here, and damaged ones.
+ *
+ * The networks (their reference is the CPU forward, cr_convnet_forward, on the same weights):
+ *   dqn  the trained minatar-cnn checkpoint: uint8 0/1 channels cast, not scaled
+ *   ppo  nature-cnn, PPO heads, uint8 pixels scaled by 1/255
+ *   f32  custom: float input (3, 12, 10), conv 8@3x3/1 pad 1 + tanh, conv 6@2x3/2 + relu,
+ *        flatten, linear 20 + tanh, PPO heads (5 actions)
+ *   mem  custom, the bench's shape scaled down: uint8 (4, 40, 40) / 255, conv 8@8x8/4, 16@4x4/2,
+ *        16@3x3/1, flatten, linear 32 relu, PPO heads (7 actions), through cr_policy_load_convnet
+ *
+ * cpu: act()'s logits, values and actions bitwise equal to cr_convnet_forward + argmax at several
+ *   n (the runtime calls the same function on the same weights); what get_info says; every
+ *   refusal of a conv checkpoint (heads of the other algo, a tensor of another shape or missing,
+ *   a malformed spec, metadata that disagree with the spec, an env whose observations are not
+ *   the spec's) and of act (float obs for a uint8 net, values of a DQN, NaN in float obs);
+ *   TF32 on the CPU and BF16/FP16 refused; no allocation over 1,000 acts (mallinfo2, or the
+ *   sanitizer's count under ASan).
+ * cuda: each net's CUDA act() against its CPU act(), normwise per output (||got - want||_2 <=
+ *   rtol ||want||_2, as test_convnet_cuda.c holds the twin's forward): fp32 1e-4 (cuBLAS's and
+ *   cuDNN's summation orders against the CPU's, test_convnet_cuda's RTOL_OUT), on the GEMM
+ *   engine and, where built, on cuDNN; TF32 (stages + 1) 2^-8, the per-product tolerance of
+ *   nn/precision.c's TF32 rows once per product the output went through (relative errors of a
+ *   chain of products add up to first order); actions equal where the CPU's top two logits are
+ *   further apart than the tolerance; uint8 observations in device memory giving exactly what
+ *   host ones give; no device allocation over 2,000 acts (cr_cuda_alloc_count); GPU time of the
+ *   forward graph (cr_policy_cuda_time_forward) and the latency of act() at n = 1, printed. */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "check.h"
+#include "cudarl.h"
+#include "env/env.h"
+#include "nn/convnet.h"
+#include "runtime/checkpoint.h"
+#include "runtime/policy.h"
+#include "runtime/safetensors.h"
+#ifdef CUDARL_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "ops/cuda/cuda_backend.h"
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+size_t __sanitizer_get_current_allocated_bytes(void); /* sanitizer/allocator_interface.h */
+static size_t heap_in_use(void) { return __sanitizer_get_current_allocated_bytes(); }
+#else
+static size_t heap_in_use(void) { return mallinfo2().uordblks; }
+#endif
+
+#define MAXB 16 /* max_batch of the policies compared */
+#define PIXELS "CartPolePixels-v1"
+#define BREAKOUT "MinAtar/Breakout-v1"
+#define UNREGISTERED "Custom/NotRegistered-v0"
+
+static const char *dqn_path, *work;
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+static void expect_refusal(const char *what, cudarl_status s, cudarl_status want,
+                           const char *const *needles) {
+    CHECK_MSG(s == want, "%s: expected %s, got %s (%s)", what, cudarl_status_name(want),
+              cudarl_status_name(s), s == CUDARL_OK ? "no message" : cudarl_last_error());
+    const char *msg = cudarl_last_error();
+    for (int i = 0; needles[i]; i++)
+        CHECK_MSG(strstr(msg, needles[i]), "%s: message lacks '%s': %s", what, needles[i], msg);
+    printf("  refused %-46s %s\n", what, cudarl_status_name(s));
+}
+#define REFUSED(what, expr, want, ...) \
+    expect_refusal(what, (expr), want, (const char *const[]){__VA_ARGS__, NULL})
+
+static void work_path(char *buf, size_t cap, const char *name) {
+    snprintf(buf, cap, "%s/%s", work, name);
+}
+
+static void random_u8(uint8_t *x, size_t n, uint64_t seed, unsigned mask) {
+    cr_philox_state r;
+    cr_philox_seed(&r, seed, 0);
+    for (size_t i = 0; i < n; i++) x[i] = (uint8_t)(cr_philox_next_u32(&r) & mask);
+}
+
+static void random_f32(float *x, size_t n, uint64_t seed) {
+    cr_philox_state r;
+    cr_philox_seed(&r, seed, 0);
+    for (size_t i = 0; i < n; i++) x[i] = (float)cr_philox_normal(&r);
+}
+
+/* PyTorch's default init of every tensor: uniform in +-1/sqrt(fan_in) (cheap at any size, unlike
+ * the orthogonal init; the runtime does not care where the weights came from). */
+static void init_uniform(const cr_convnet *net, float *params, uint64_t seed) {
+    cr_philox_state r;
+    cr_philox_seed(&r, seed, 0);
+    for (int i = 0; i < net->ntensors; i++) {
+        const cr_convnet_tensor *t = &net->t[i];
+        double bound = 1.0 / sqrt((double)t->fan_in);
+        for (size_t e = 0; e < t->count; e++)
+            params[t->offset + e] = (float)((2.0 * cr_philox_uniform_f64(&r) - 1.0) * bound);
+    }
+}
+
+static void set_layers(cr_convnet_spec *s, const cr_convnet_layer *l, int n) {
+    s->num_layers = n;
+    for (int i = 0; i < n; i++) s->layers[i] = l[i];
+}
+
+#define CONV(k, r, s_, st, p) {CR_CONVNET_CONV, k, {r, s_}, st, p}
+#define LAYER(op) {op, 0, {0, 0}, 0, 0}
+#define LINEAR(o) {CR_CONVNET_LINEAR, o, {0, 0}, 0, 0}
+
+/* The custom float-input spec (see the top of the file). */
+static void spec_f32(cr_convnet_spec *s) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "custom");
+    s->in_c = 3, s->in_h = 12, s->in_w = 10;
+    s->dtype = CR_CONVNET_F32, s->scale = CR_CONVNET_SCALE_NONE;
+    s->heads = CR_CONVNET_PPO, s->num_actions = 5;
+    const cr_convnet_layer l[] = {CONV(8, 3, 3, 1, 1), LAYER(CR_CONVNET_TANH),
+                                  CONV(6, 2, 3, 2, 0), LAYER(CR_CONVNET_RELU),
+                                  LAYER(CR_CONVNET_FLATTEN), LINEAR(20), LAYER(CR_CONVNET_TANH)};
+    set_layers(s, l, (int)(sizeof l / sizeof l[0]));
+}
+
+/* The bench's network (tools/bench_infer.c) at 40x40 instead of 256x256. */
+static void spec_mem(cr_convnet_spec *s) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "custom");
+    s->in_c = 4, s->in_h = 40, s->in_w = 40;
+    s->dtype = CR_CONVNET_U8, s->scale = CR_CONVNET_SCALE_255;
+    s->heads = CR_CONVNET_PPO, s->num_actions = 7;
+    const cr_convnet_layer l[] = {CONV(8, 8, 8, 4, 0), LAYER(CR_CONVNET_RELU),
+                                  CONV(16, 4, 4, 2, 0), LAYER(CR_CONVNET_RELU),
+                                  CONV(16, 3, 3, 1, 0), LAYER(CR_CONVNET_RELU),
+                                  LAYER(CR_CONVNET_FLATTEN), LINEAR(32), LAYER(CR_CONVNET_RELU)};
+    set_layers(s, l, (int)(sizeof l / sizeof l[0]));
+}
+
+/* What a checkpoint writer may get wrong, for the refusal cases. */
+typedef struct damage {
+    const char *meta_k, *meta_v; /* one more (or overriding) metadata entry */
+    const char *spec_text;       /* the "network" text instead of the spec's own */
+    const char *skip_tensor;     /* a tensor left out */
+    const char *bad_tensor;      /* a tensor written with its dims reversed */
+} damage;
+
+/* Writes a checkpoint of `algo` for env `env` holding net (spec text under "network") with
+ * weights params, as cudarl train lays one out (policy, obs_dim and num_actions metadata). */
+static void write_conv_checkpoint(const char *path, const char *algo, const char *env,
+                                  const cr_convnet *net, const float *params, const damage *dmg) {
+    static const damage none;
+    if (!dmg) dmg = &none;
+    char text[CR_CONVNET_TEXT_MAX], b[32];
+    CHECK_OK(cr_convnet_spec_to_text(&net->spec, text, sizeof text));
+    cr_st_writer *w = malloc(sizeof *w);
+    CHECK(w);
+    cr_st_writer_init(w);
+    cr_st_add_meta(w, "format", CR_CHECKPOINT_FORMAT);
+    snprintf(b, sizeof b, "%d", CR_CHECKPOINT_VERSION), cr_st_add_meta(w, "format_version", b);
+    cr_st_add_meta(w, "algo", algo);
+    cr_st_add_meta(w, "policy", net->spec.name);
+    cr_st_add_meta(w, CR_CONVNET_META_KEY, dmg->spec_text ? dmg->spec_text : text);
+    cr_st_add_meta(w, "env_id", env);
+    const char *k = dmg->meta_k ? dmg->meta_k : "";
+    snprintf(b, sizeof b, "%d", net->in_floats);
+    if (strcmp(k, "obs_dim")) cr_st_add_meta(w, "obs_dim", b);
+    snprintf(b, sizeof b, "%d", net->spec.num_actions);
+    if (strcmp(k, "num_actions")) cr_st_add_meta(w, "num_actions", b);
+    if (dmg->meta_k) cr_st_add_meta(w, dmg->meta_k, dmg->meta_v);
+    for (int i = 0; i < net->ntensors; i++) {
+        const cr_convnet_tensor *t = &net->t[i];
+        if (dmg->skip_tensor && !strcmp(t->name, dmg->skip_tensor)) continue;
+        int reverse = dmg->bad_tensor && !strcmp(t->name, dmg->bad_tensor);
+        int64_t shape[4];
+        for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[reverse ? t->ndim - 1 - d : d];
+        CHECK_OK(cr_st_add_tensor(w, t->name, CR_ST_F32, t->ndim, shape, params + t->offset));
+    }
+    CHECK_OK(cr_st_write_atomic(w, path));
+    free(w);
+}
+
+/* A net of a checkpoint or built here: its plan, weights, and where it comes from. */
+typedef struct test_net {
+    const char *label;
+    char path[512];            /* the checkpoint; empty for the in-memory net */
+    cr_convnet net;
+    float *params;             /* (host) net.num_params */
+    cudarl_obs_dtype dtype;
+    unsigned u8_mask;          /* random uint8 observations: 1 (MinAtar's 0/1) or 255 */
+} test_net;
+
+/* The trained DQN checkpoint's net, read with the library's own readers. */
+static void net_from_checkpoint(test_net *t, const char *label, const char *path) {
+    memset(t, 0, sizeof *t);
+    t->label = label;
+    snprintf(t->path, sizeof t->path, "%s", path);
+    cr_st_file *f;
+    CHECK_OK(cr_st_open(&f, path));
+    cr_convnet_spec spec;
+    CHECK_OK(cr_convnet_spec_parse(&spec, cr_st_meta(f, CR_CONVNET_META_KEY), path));
+    CHECK_OK(cr_convnet_plan(&t->net, &spec));
+    t->params = malloc(t->net.num_params * sizeof(float));
+    CHECK(t->params);
+    for (int i = 0; i < t->net.ntensors; i++)
+        CHECK_OK(cr_st_read_f32(f, t->net.t[i].name, t->params + t->net.t[i].offset,
+                                t->net.t[i].count));
+    cr_st_close(f);
+    t->dtype = spec.dtype == CR_CONVNET_U8 ? CUDARL_OBS_U8 : CUDARL_OBS_F32;
+    t->u8_mask = spec.scale == CR_CONVNET_SCALE_255 ? 255u : 1u;
+}
+
+/* A net of `spec` with random weights, written as a checkpoint `file` of env `env` (file NULL:
+ * kept in memory, for cr_policy_load_convnet). */
+static void net_made(test_net *t, const char *label, const cr_convnet_spec *spec,
+                     const char *env, const char *file, uint64_t seed) {
+    memset(t, 0, sizeof *t);
+    t->label = label;
+    CHECK_OK(cr_convnet_plan(&t->net, spec));
+    t->params = malloc(t->net.num_params * sizeof(float));
+    CHECK(t->params);
+    init_uniform(&t->net, t->params, seed);
+    t->dtype = spec->dtype == CR_CONVNET_U8 ? CUDARL_OBS_U8 : CUDARL_OBS_F32;
+    t->u8_mask = spec->scale == CR_CONVNET_SCALE_255 ? 255u : 1u;
+    if (!file) return;
+    work_path(t->path, sizeof t->path, file);
+    write_conv_checkpoint(t->path, spec->heads == CR_CONVNET_DQN ? "dqn" : "ppo", env, &t->net,
+                          t->params, NULL);
+}
+
+static cudarl_policy *load_net(const test_net *t, cudarl_device_kind dev, cudarl_precision prec,
+                               cr_convnet_engine engine, int max_batch) {
+    cudarl_policy_options o;
+    cudarl_policy_options_default(&o);
+    o.device = dev, o.precision = prec, o.max_batch = max_batch;
+    cudarl_policy *p = NULL;
+    if (t->path[0] && engine == CR_CONVNET_ENGINE_AUTO)
+        CHECK_OK(cudarl_policy_load(t->path, &o, &p));
+    else
+        CHECK_OK(cr_policy_load_convnet(&t->net, t->params, t->label, engine, &o, &p));
+    return p;
+}
+
+static size_t obs_bytes(const test_net *t, int n) {
+    return (size_t)n * (size_t)t->net.in_floats * (t->dtype == CUDARL_OBS_U8 ? 1 : sizeof(float));
+}
+
+/* n random observations of the net's dtype into obs. */
+static void random_obs(const test_net *t, void *obs, int n, uint64_t seed) {
+    size_t elems = (size_t)n * (size_t)t->net.in_floats;
+    if (t->dtype == CUDARL_OBS_U8) random_u8(obs, elems, seed, t->u8_mask);
+    else random_f32(obs, elems, seed);
+}
+
+static int is_ppo(const test_net *t) { return t->net.spec.heads == CR_CONVNET_PPO; }
+
+/* ---- cpu --------------------------------------------------------------------------------- */
+
+/* act() against cr_convnet_forward + argmax on the same observations, bitwise. */
+static void test_forward_bitwise(const test_net *t) {
+    cudarl_policy *p = load_net(t, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32,
+                                CR_CONVNET_ENGINE_AUTO, MAXB);
+    cudarl_policy_info info;
+    cudarl_policy_get_info(p, &info);
+    const int A = t->net.spec.num_actions, ppo = is_ppo(t);
+    CHECK_MSG(info.obs_dim == t->net.in_floats && info.num_actions == A &&
+              info.obs_dtype == t->dtype && info.has_values == ppo &&
+              !strcmp(info.algo, ppo ? "ppo" : "dqn") &&
+              !strcmp(info.network, t->net.spec.name) && info.device == CUDARL_DEVICE_CPU &&
+              info.precision == CUDARL_PRECISION_FP32 && info.graph_batches == 0,
+              "%s: info says %s %s, obs_dim %d, %d actions", t->label, info.algo, info.network,
+              info.obs_dim, info.num_actions);
+    void *obs = malloc(obs_bytes(t, MAXB));
+    void *cache = aligned_alloc(64, (cr_convnet_cache_bytes(&t->net, MAXB) + 63) / 64 * 64);
+    float *lg = malloc((size_t)MAXB * A * sizeof(float)), *lw = malloc((size_t)MAXB * A * 4);
+    float v[MAXB], vw[MAXB];
+    int32_t a[MAXB], aw[MAXB];
+    CHECK(obs && cache && lg && lw);
+    cr_convnet_cache c;
+    cr_convnet_cache_carve(&t->net, cache, MAXB, &c);
+    const int ns[] = {1, 3, 8, MAXB};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        int n = ns[k];
+        random_obs(t, obs, n, 100 + k);
+        CHECK_OK(cudarl_policy_act(p, obs, t->dtype, n, a, ppo ? v : NULL, lg));
+        cr_convnet_forward(&t->net, t->params, obs, lw, ppo ? vw : NULL, &c, n);
+        cr_cpu_categorical_argmax(lw, aw, n, A);
+        CHECK_MSG(!memcmp(lg, lw, (size_t)n * A * sizeof *lg), "%s n %d: logits differ from "
+                  "cr_convnet_forward's", t->label, n);
+        CHECK_MSG(!memcmp(a, aw, (size_t)n * sizeof *a), "%s n %d: actions differ", t->label, n);
+        if (ppo) CHECK_MSG(!memcmp(v, vw, (size_t)n * sizeof *v), "%s n %d: values differ",
+                           t->label, n);
+        int32_t only[MAXB];
+        CHECK_OK(cudarl_policy_act(p, obs, t->dtype, n, only, NULL, NULL));
+        CHECK_MSG(!memcmp(only, aw, (size_t)n * sizeof *only), "%s n %d: actions without the "
+                  "other outputs differ", t->label, n);
+    }
+    printf("  %s (%s, %s, %s): act() bitwise equal to cr_convnet_forward + argmax at n = 1, 3, "
+           "8, %d\n", t->label, info.algo, info.network,
+           t->dtype == CUDARL_OBS_U8 ? (t->u8_mask == 1 ? "uint8 cast" : "uint8 / 255")
+                                     : "float32", MAXB);
+    cudarl_policy_free(p);
+    free(obs), free(cache), free(lg), free(lw);
+}
+
+static cudarl_status load_status(const char *path, cudarl_device_kind dev,
+                                 cudarl_precision prec) {
+    cudarl_policy_options o;
+    cudarl_policy_options_default(&o);
+    o.device = dev, o.precision = prec;
+    cudarl_policy *p = NULL;
+    cudarl_status s = cudarl_policy_load(path, &o, &p);
+    CHECK_MSG((s == CUDARL_OK) == (p != NULL), "load returned %s with policy %p",
+              cudarl_status_name(s), (void *)p);
+    cudarl_policy_free(p);
+    return s;
+}
+
+/* Writes t's net with one damage and returns what loading it says. */
+static cudarl_status load_damaged(const test_net *t, const char *algo, const char *env,
+                                  const damage *d) {
+    char path[512];
+    work_path(path, sizeof path, "damaged.safetensors");
+    write_conv_checkpoint(path, algo, env, &t->net, t->params, d);
+    return load_status(path, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32);
+}
+
+static void test_load_refusals(const test_net *ppo, const test_net *f32) {
+    damage d;
+    memset(&d, 0, sizeof d);
+    REFUSED("ppo checkpoint of a net with DQN heads",
+            load_damaged(ppo, "dqn", PIXELS, &d), CUDARL_ERR_MISMATCH, "algo 'dqn'",
+            "ppo heads");
+    d = (damage){.bad_tensor = "network.0.weight"};
+    REFUSED("a conv weight of another shape", load_damaged(ppo, "ppo", PIXELS, &d),
+            CUDARL_ERR_MISMATCH, "network.0.weight", "[8, 8, 4, 32]", "[32, 4, 8, 8]");
+    d = (damage){.bad_tensor = "actor.weight"};
+    REFUSED("a head of another shape", load_damaged(ppo, "ppo", PIXELS, &d),
+            CUDARL_ERR_MISMATCH, "actor.weight", "[512, 2]");
+    d = (damage){.skip_tensor = "critic.bias"};
+    REFUSED("a missing tensor", load_damaged(ppo, "ppo", PIXELS, &d), CUDARL_ERR_MISMATCH,
+            "critic.bias");
+    d = (damage){.spec_text = "{\"format\":\"cudarl-convnet\",\"version\":1,"};
+    REFUSED("a spec that is not JSON", load_damaged(ppo, "ppo", PIXELS, &d), CUDARL_ERR_FORMAT,
+            "metadata \"network\"", "not valid JSON");
+    d = (damage){.spec_text = "{\"format\":\"cudarl-convnet\",\"version\":9}"};
+    REFUSED("a spec of a newer version", load_damaged(ppo, "ppo", PIXELS, &d),
+            CUDARL_ERR_FORMAT, "version 9");
+    d = (damage){.meta_k = "obs_dim", .meta_v = "1234"};
+    REFUSED("obs_dim that is not the spec's", load_damaged(f32, "ppo", UNREGISTERED, &d),
+            CUDARL_ERR_MISMATCH, "'obs_dim' is 1234", "360");
+    d = (damage){.meta_k = "obs_input", .meta_v = CR_POLICY_U8_CAST};
+    REFUSED("obs_input cast for a /255 spec", load_damaged(ppo, "ppo", PIXELS, &d),
+            CUDARL_ERR_MISMATCH, "obs_input", "scaled by 1/255");
+    memset(&d, 0, sizeof d);
+    REFUSED("the spec of another env's frames", load_damaged(ppo, "ppo", BREAKOUT, &d),
+            CUDARL_ERR_MISMATCH, "(4, 84, 84)", BREAKOUT, "(4, 10, 10)");
+    REFUSED("float32 frames for a uint8 env", load_damaged(f32, "ppo", PIXELS, &d),
+            CUDARL_ERR_MISMATCH, "float32 observations", PIXELS);
+    REFUSED("TF32 on the CPU", load_status(ppo->path, CUDARL_DEVICE_CPU, CUDARL_PRECISION_TF32),
+            CUDARL_ERR_UNSUPPORTED, "TF32", "CUDA only", "FP32");
+    REFUSED("BF16", load_status(ppo->path, CUDARL_DEVICE_AUTO, CUDARL_PRECISION_BF16),
+            CUDARL_ERR_UNSUPPORTED, "BF16", "not implemented", "FP32 or TF32");
+    REFUSED("FP16", load_status(ppo->path, CUDARL_DEVICE_AUTO, CUDARL_PRECISION_FP16),
+            CUDARL_ERR_UNSUPPORTED, "FP16", "not implemented");
+}
+
+static void test_act_refusals(const test_net *dqn, const test_net *f32) {
+    cudarl_policy *q = load_net(dqn, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32,
+                                CR_CONVNET_ENGINE_AUTO, 4);
+    cudarl_policy *p = load_net(f32, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32,
+                                CR_CONVNET_ENGINE_AUTO, 4);
+    float *obs = calloc((size_t)4 * f32->net.in_floats, sizeof(float));
+    float v[4], lg[4 * 8];
+    int32_t a[4];
+    CHECK(obs);
+    REFUSED("act: float32 obs for a uint8 conv net", cudarl_policy_act(q, obs, CUDARL_OBS_F32, 1,
+            a, NULL, NULL), CUDARL_ERR_INVALID_ARG, "CUDARL_OBS_U8", "cast");
+    REFUSED("act: values of a DQN conv net", cudarl_policy_act(q, obs, CUDARL_OBS_U8, 1, a, v,
+            lg), CUDARL_ERR_INVALID_ARG, "values must be NULL");
+    REFUSED("act: uint8 obs for a float32 conv net", cudarl_policy_act(p, obs, CUDARL_OBS_U8, 1,
+            a, NULL, NULL), CUDARL_ERR_INVALID_ARG, "CUDARL_OBS_F32");
+    obs[2 * f32->net.in_floats + 7] = NAN;
+    REFUSED("act: NaN observation", cudarl_policy_act(p, obs, CUDARL_OBS_F32, 3, a, v, NULL),
+            CUDARL_ERR_NUMERIC, "observation 2, element 7");
+    cudarl_latency_stats st;
+    CHECK_OK(cudarl_policy_latency(p, &st));
+    CHECK_MSG(st.count == 0, "refused acts were counted: %lld", (long long)st.count);
+    cudarl_policy_free(q);
+    cudarl_policy_free(p);
+    free(obs);
+}
+
+static void test_noalloc_cpu(const test_net *const *nets, int count) {
+    cudarl_policy *p[4];
+    void *obs[4];
+    float v[MAXB], lg[MAXB * 8];
+    int32_t a[MAXB];
+    for (int k = 0; k < count; k++) {
+        p[k] = load_net(nets[k], CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32,
+                        CR_CONVNET_ENGINE_AUTO, 8);
+        obs[k] = malloc(obs_bytes(nets[k], 8));
+        CHECK(obs[k]);
+        random_obs(nets[k], obs[k], 8, 31 + k);
+        CHECK_OK(cudarl_policy_act(p[k], obs[k], nets[k]->dtype, 8, a, NULL, NULL));
+    }
+    size_t before = heap_in_use();
+    for (int i = 0; i < 1000; i++)
+        for (int k = 0; k < count; k++) {
+            int n = 1 + i % 4, ppo = is_ppo(nets[k]);
+            CHECK_OK(cudarl_policy_act(p[k], obs[k], nets[k]->dtype, n, a,
+                                       ppo && (i & 1) ? v : NULL, (i & 2) ? lg : NULL));
+        }
+    size_t after = heap_in_use();
+    CHECK_MSG(after == before, "heap in use went from %zu to %zu bytes over 1,000 acts", before,
+              after);
+    printf("  no allocation: heap in use %zu bytes before and after 1,000 acts of each conv net\n",
+           after);
+    for (int k = 0; k < count; k++) cudarl_policy_free(p[k]), free(obs[k]);
+}
+
+/* ---- cuda -------------------------------------------------------------------------------- */
+
+#ifdef CUDARL_WITH_CUDA
+#define CUDA_OK(expr) CHECK_MSG((expr) == cudaSuccess, "%s", cudaGetErrorString(cudaGetLastError()))
+#define RTOL_FP32 1e-4
+
+/* ||got - want||_2 / ||want||_2 over n floats (no NaN in got). */
+static double norm_err(const float *got, const float *want, size_t n) {
+    double e = 0, w = 0;
+    for (size_t i = 0; i < n; i++) {
+        CHECK_MSG(!isnan(got[i]), "element %zu is NaN", i);
+        e += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+        w += (double)want[i] * want[i];
+    }
+    return sqrt(e) / fmax(sqrt(w), 1e-30);
+}
+
+/* Actions equal wherever the CPU's best logit leads the runner-up by more than tol of the row's
+ * largest logit. */
+static void check_actions(const char *what, const int32_t *got, const int32_t *want,
+                          const float *lw, int n, int A, double tol) {
+    for (int i = 0; i < n; i++) {
+        if (got[i] == want[i]) continue;
+        double scale = 1e-30;
+        for (int j = 0; j < A; j++) scale = fmax(scale, fabs(lw[i * A + j]));
+        double gap = fabs((double)lw[i * A + got[i]] - lw[i * A + want[i]]);
+        CHECK_MSG(gap <= tol * scale, "%s row %d: CUDA action %d, CPU %d, logits %g apart", what,
+                  i, got[i], want[i], gap);
+    }
+}
+
+/* The TF32 tolerance of a net's outputs: 2^-8 (nn/precision.c's per-product TF32 rows) for each
+ * product on the way: every stage and the head. */
+static double tf32_rtol(const test_net *t) {
+    return (t->net.nstages + (is_ppo(t) ? 1 : 0)) * 0x1p-8;
+}
+
+/* The net's CUDA act() (precision, engine) against its CPU act() at several n. */
+static void compare_devices(const test_net *t, cudarl_precision prec, cr_convnet_engine engine) {
+    const int A = t->net.spec.num_actions, ppo = is_ppo(t);
+    double rtol = prec == CUDARL_PRECISION_TF32 ? tf32_rtol(t) : RTOL_FP32;
+    cudarl_policy *cpu = load_net(t, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32,
+                                  CR_CONVNET_ENGINE_AUTO, MAXB);
+    cudarl_policy *gpu = load_net(t, CUDARL_DEVICE_CUDA, prec, engine, MAXB);
+    cudarl_policy_info info;
+    cudarl_policy_get_info(gpu, &info);
+    CHECK_MSG(info.device == CUDARL_DEVICE_CUDA && info.graph_batches == 5 &&
+              info.precision == prec && info.device_bytes > 0 && info.context_bytes > 0,
+              "%s: info device %d, %d graph batches, %zu device bytes", t->label,
+              (int)info.device, info.graph_batches, info.device_bytes);
+    void *obs = malloc(obs_bytes(t, MAXB));
+    float *lc = malloc((size_t)MAXB * A * 4), *lg = malloc((size_t)MAXB * A * 4);
+    float vc[MAXB], vg[MAXB];
+    int32_t ac[MAXB], ag[MAXB];
+    CHECK(obs && lc && lg);
+    const int ns[] = {1, 2, 3, 5, 9, MAXB};
+    double worst = 0;
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        int n = ns[k];
+        random_obs(t, obs, n, 40 + k);
+        CHECK_OK(cudarl_policy_act(cpu, obs, t->dtype, n, ac, ppo ? vc : NULL, lc));
+        CHECK_OK(cudarl_policy_act(gpu, obs, t->dtype, n, ag, ppo ? vg : NULL, lg));
+        double e = norm_err(lg, lc, (size_t)n * A);
+        if (ppo) e = fmax(e, norm_err(vg, vc, (size_t)n));
+        CHECK_MSG(e <= rtol, "%s %s n %d: ||cuda - cpu|| / ||cpu|| = %.3g > %.3g", t->label,
+                  cudarl_precision_name(prec), n, e, rtol);
+        check_actions(t->label, ag, ac, lc, n, A, rtol);
+        worst = fmax(worst, e);
+    }
+    const char *eng = cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(gpu->conv_gpu));
+    printf("  %s, %s, engine %s: CUDA act() against CPU act() at n = 1..%d: %.3g (<= %.3g), "
+           "actions equal; %zu B device + %zu B context, %zu B pinned\n", t->label,
+           cudarl_precision_name(prec), eng, MAXB, worst, rtol, info.device_bytes,
+           info.context_bytes, info.pinned_bytes);
+    cudarl_policy_free(cpu);
+    cudarl_policy_free(gpu);
+    free(obs), free(lc), free(lg);
+}
+
+/* uint8 observations in device memory, and outputs there, give what host pointers give. */
+static void test_device_pointers(const test_net *t) {
+    const int n = 13, A = t->net.spec.num_actions;
+    cudarl_policy *gpu = load_net(t, CUDARL_DEVICE_CUDA, CUDARL_PRECISION_FP32,
+                                  CR_CONVNET_ENGINE_AUTO, MAXB);
+    size_t bytes = obs_bytes(t, n);
+    void *obs = malloc(bytes), *d_obs = NULL;
+    float *lh = malloc((size_t)n * A * 4), *l2 = malloc((size_t)n * A * 4), *d_l = NULL;
+    float vh[MAXB], v2[MAXB], *d_v = NULL;
+    int32_t ah[MAXB], a2[MAXB], *d_a = NULL;
+    CHECK(obs && lh && l2);
+    random_obs(t, obs, n, 77);
+    CHECK_OK(cudarl_policy_act(gpu, obs, t->dtype, n, ah, vh, lh));
+    CUDA_OK(cudaMalloc(&d_obs, bytes));
+    CUDA_OK(cudaMalloc((void **)&d_l, (size_t)n * A * 4));
+    CUDA_OK(cudaMalloc((void **)&d_v, (size_t)n * 4));
+    CUDA_OK(cudaMalloc((void **)&d_a, (size_t)n * 4));
+    CUDA_OK(cudaMemcpy(d_obs, obs, bytes, cudaMemcpyHostToDevice));
+    for (int mode = 0; mode < 2; mode++) { /* device obs; device obs and outputs */
+        CHECK_OK(cudarl_policy_act(gpu, d_obs, t->dtype, n, mode ? d_a : a2, mode ? d_v : v2,
+                                   mode ? d_l : l2));
+        if (mode) {
+            CUDA_OK(cudaMemcpy(a2, d_a, (size_t)n * 4, cudaMemcpyDeviceToHost));
+            CUDA_OK(cudaMemcpy(v2, d_v, (size_t)n * 4, cudaMemcpyDeviceToHost));
+            CUDA_OK(cudaMemcpy(l2, d_l, (size_t)n * A * 4, cudaMemcpyDeviceToHost));
+        }
+        CHECK_MSG(!memcmp(a2, ah, (size_t)n * 4) && !memcmp(v2, vh, (size_t)n * 4) &&
+                  !memcmp(l2, lh, (size_t)n * A * 4), "%s: pointer mode %d differs from host",
+                  t->label, mode);
+    }
+    printf("  %s: device observations (and outputs) give the host pointers' outputs, bitwise\n",
+           t->label);
+    cudaFree(d_obs), cudaFree(d_l), cudaFree(d_v), cudaFree(d_a);
+    cudarl_policy_free(gpu);
+    free(obs), free(lh), free(l2);
+}
+
+static void test_noalloc_cuda(const test_net *t) {
+    cudarl_policy *gpu = load_net(t, CUDARL_DEVICE_CUDA, CUDARL_PRECISION_FP32,
+                                  CR_CONVNET_ENGINE_AUTO, MAXB);
+    const int A = t->net.spec.num_actions, ppo = is_ppo(t);
+    size_t bytes = obs_bytes(t, MAXB);
+    void *obs = malloc(bytes), *d_obs = NULL;
+    float *lg = malloc((size_t)MAXB * A * 4), v[MAXB];
+    int32_t a[MAXB];
+    CHECK(obs && lg);
+    random_obs(t, obs, MAXB, 5);
+    CUDA_OK(cudaMalloc(&d_obs, bytes));
+    CUDA_OK(cudaMemcpy(d_obs, obs, bytes, cudaMemcpyHostToDevice));
+    size_t before = cr_cuda_alloc_count();
+    for (int i = 0; i < 2000; i++) {
+        int n = 1 + i % MAXB;
+        CHECK_OK(cudarl_policy_act(gpu, (i % 3) ? obs : d_obs, t->dtype, n, a,
+                                   ppo && (i & 1) ? v : NULL, (i & 2) ? lg : NULL));
+    }
+    size_t after = cr_cuda_alloc_count();
+    CHECK_MSG(after == before, "%s: %zu device allocations over 2,000 acts", t->label,
+              after - before);
+    printf("  %s: no device allocation over 2,000 acts (cr_cuda_alloc_count %zu)\n", t->label,
+           after);
+    cudaFree(d_obs);
+    cudarl_policy_free(gpu);
+    free(obs), free(lg);
+}
+
+/* GPU time of the forward graph and act()'s latency at n = 1 and n = MAXB, printed. */
+static void test_timing(const test_net *t) {
+    cudarl_policy *gpu = load_net(t, CUDARL_DEVICE_CUDA, CUDARL_PRECISION_FP32,
+                                  CR_CONVNET_ENGINE_AUTO, MAXB);
+    void *obs = malloc(obs_bytes(t, MAXB));
+    int32_t a[MAXB];
+    float ms[200];
+    CHECK(obs);
+    random_obs(t, obs, MAXB, 9);
+    const int ns[2] = {1, MAXB};
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 200; i++)
+            CHECK_OK(cudarl_policy_act(gpu, obs, t->dtype, ns[k], a, NULL, NULL));
+        CHECK_OK(cr_policy_cuda_time_forward(gpu, ns[k], 200, ms));
+        float lo = ms[0];
+        for (int i = 0; i < 200; i++) {
+            CHECK_MSG(ms[i] > 0 && ms[i] < 1e4, "GPU time %g ms", ms[i]);
+            lo = ms[i] < lo ? ms[i] : lo;
+        }
+        cudarl_latency_stats st;
+        CHECK_OK(cudarl_policy_latency(gpu, &st));
+        printf("  %s, n = %d: forward graph GPU time min %.1f us; act() end to end (host in and "
+               "out) p50 %.1f us, p99 %.1f us\n", t->label, ns[k], 1e3 * lo, st.p50_us,
+               st.p99_us);
+    }
+    cudarl_policy_free(gpu);
+    free(obs);
+}
+
+static void run_cuda(const test_net *const *nets, int count) {
+    for (int k = 0; k < count; k++) {
+        compare_devices(nets[k], CUDARL_PRECISION_FP32, CR_CONVNET_ENGINE_AUTO);
+#ifdef CUDARL_WITH_CUDNN
+        compare_devices(nets[k], CUDARL_PRECISION_FP32, CR_CONVNET_ENGINE_CUDNN);
+#endif
+        compare_devices(nets[k], CUDARL_PRECISION_TF32, CR_CONVNET_ENGINE_AUTO);
+    }
+    test_device_pointers(nets[0]);
+    test_device_pointers(nets[2]);
+    test_noalloc_cuda(nets[1]);
+    test_timing(nets[1]);
+}
+#endif
+
+int main(int argc, char **argv) {
+    if (argc != 4 || (strcmp(argv[1], "cpu") && strcmp(argv[1], "cuda"))) {
+        fprintf(stderr, "usage: test_policy_conv cpu|cuda DQN_CNN_CKPT WORKDIR\n");
+        return 2;
+    }
+    dqn_path = argv[2], work = argv[3];
+    mkdir(work, 0755); /* may exist */
+    cudarl_log_set_level(CUDARL_LOG_WARN);
+    cr_convnet_spec spec;
+    test_net dqn, ppo, f32, mem;
+    net_from_checkpoint(&dqn, "dqn minatar-cnn", dqn_path);
+    CHECK_OK(cr_convnet_spec_named(&spec, "nature-cnn", 4, 84, 84, CR_CONVNET_PPO, 2));
+    net_made(&ppo, "ppo nature-cnn", &spec, PIXELS, "ppo_nature.safetensors", 1);
+    spec_f32(&spec);
+    net_made(&f32, "ppo custom f32", &spec, UNREGISTERED, "ppo_f32.safetensors", 2);
+    spec_mem(&spec);
+    net_made(&mem, "in-memory custom", &spec, NULL, NULL, 3);
+    const test_net *nets[4] = {&dqn, &ppo, &f32, &mem};
+    if (!strcmp(argv[1], "cpu")) {
+        for (int k = 0; k < 4; k++) test_forward_bitwise(nets[k]);
+        test_load_refusals(&ppo, &f32);
+        test_act_refusals(&dqn, &f32);
+        test_noalloc_cpu(nets, 4);
+    } else {
+#ifdef CUDARL_WITH_CUDA
+        run_cuda(nets, 4);
+#else
+        fprintf(stderr, "test_policy_conv cuda: this build has no CUDA backend\n");
+        return 1;
+#endif
+    }
+    for (int k = 0; k < 4; k++) free(nets[k]->params);
+    printf("test_policy_conv %s: ok\n", argv[1]);
+    return 0;
+}

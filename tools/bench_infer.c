@@ -1,0 +1,521 @@
+/* cudarl bench infer: the deployment latency table (DESIGN.md, "cudarl bench infer"). Builds the
+ * seed's pixel policy in memory - input 4x256x256 uint8 scaled by 1/255, conv 32@8x8/4, 64@4x4/2,
+ * 64@3x3/1 (ReLU after each), flatten, FC 512 ReLU, CleanRL ppo_atari heads actor FC 7 and critic
+ * FC 1, PyTorch's default init (uniform in +-1/sqrt(fan_in)) from a fixed seed - and runs it
+ * through the policy runtime (cr_policy_load_convnet: the same loader, plan and graphs as
+ * cudarl_policy_load) at batch 128 and batch 1, for every precision and conv engine the runtime
+ * runs here; a precision it refuses is listed under the table with the runtime's reason.
+ *
+ * Columns, per row (the peer script bench/peers/infer_peers.py measures the same ones):
+ *   GPU time     one launch of the forward's CUDA graph (observations already on the device,
+ *                uint8 -> float inside, actions and outputs left there) between two CUDA events
+ *                (cr_policy_cuda_time_forward); median and p99 of --iters launches
+ *   end to end   cudarl_policy_act from host uint8 observations (ordinary malloc'd memory) to
+ *                host int32 actions, CLOCK_MONOTONIC around each call; median and p99
+ *   obs/s        batch x calls / the calls' total end-to-end time (back to back)
+ *   memory       what the runtime allocated on the device: its arena (weights, input, forward
+ *                cache, conv workspace, outputs) plus its context's cuBLAS workspace and scratch
+ *                (cudarl_policy_info device_bytes + context_bytes); the host arena on the CPU
+ *   max rel err  max |y - y_ref| over the row's logits / max |y_ref| over the logits of all 128
+ *                observations, and likewise for the values (the larger of the two), y_ref the
+ *                fp32 forward of the CPU runtime (the specification, cr_convnet_forward) on the
+ *                same weights and observations (batch 1: the first of them)
+ * Exit codes as the other commands: 0 done, 1 failed, 2 bad usage. */
+#define _POSIX_C_SOURCE 200809L
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "bench.h"
+#include "cudarl.h"
+#include "nn/convnet.h"
+#include "runtime/policy.h"
+#ifdef CUDARL_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+enum { BENCH_USAGE = 2 };
+
+#define HW 256
+#define ACTIONS 7
+#define MAX_BATCH 128
+#define MAX_ROWS 16
+#define LABEL "bench infer (in memory)"
+
+typedef struct infer_opts {
+    int iters, warmup;
+    cudarl_device_kind device;
+    char engine[16];
+    char json[PATH_MAX];
+} infer_opts;
+
+static const arg_spec infer_specs[] = {
+    {"iters", ARG_INT, offsetof(infer_opts, iters), 0, 0, 1000000, "timed calls per row (0: 1000 on a GPU, 10 on the CPU)"},
+    {"warmup", ARG_INT, offsetof(infer_opts, warmup), 0, -1, 1000000, "untimed calls before them (-1: 100 on a GPU, 2 on the CPU)"},
+    {"device", ARG_DEVICE, offsetof(infer_opts, device), 0, 0, 0, "cuda, cpu or auto (the GPU if there is one)"},
+    {"engine", ARG_STR, offsetof(infer_opts, engine), 16, 0, 0, "conv engine on CUDA: gemm, cudnn, or all (each one built)"},
+    {"json", ARG_STR, offsetof(infer_opts, json), PATH_MAX, 0, 0, "also write the rows to this file as JSON"},
+};
+#define N_INFER_SPECS ((int)(sizeof infer_specs / sizeof infer_specs[0]))
+
+/* One row of the table. Times in ms; NAN where a column does not apply (GPU time on the CPU). */
+typedef struct infer_row {
+    char variant[16];  /* the conv engine ("gemm", "cudnn") or "cpu" */
+    cudarl_precision precision;
+    int batch;
+    double gpu_p50, gpu_p99, e2e_p50, e2e_p99, obs_per_s;
+    size_t mem_bytes;
+    double max_rel_err;
+} infer_row;
+
+/* A precision the runtime refused here, and why. */
+typedef struct infer_skip {
+    cudarl_precision precision;
+    char why[512];
+} infer_skip;
+
+/* What every row shares. */
+typedef struct infer_bench {
+    infer_opts o;
+    cudarl_device_kind kind;  /* where the rows run (AUTO resolved) */
+    cr_convnet net;
+    float *params;            /* (host) net.num_params */
+    uint8_t *obs;             /* (host) MAX_BATCH observations */
+    float *ref_logits;        /* (host) (MAX_BATCH, ACTIONS) the CPU fp32 forward */
+    float *ref_values;        /* (host) (MAX_BATCH) */
+    double *times;            /* (host) iters seconds */
+    float *gpu_ms;            /* (host) iters */
+    infer_row rows[MAX_ROWS];
+    int nrows;
+    infer_skip skips[CUDARL_PRECISION_COUNT];
+    int nskips;
+    char device_name[256];
+} infer_bench;
+
+/* ---- the network ------------------------------------------------------------------------- */
+
+static void seed_spec(cr_convnet_spec *s) {
+    static const cr_convnet_layer layers[] = {
+        {CR_CONVNET_CONV, 32, {8, 8}, 4, 0}, {CR_CONVNET_RELU, 0, {0, 0}, 0, 0},
+        {CR_CONVNET_CONV, 64, {4, 4}, 2, 0}, {CR_CONVNET_RELU, 0, {0, 0}, 0, 0},
+        {CR_CONVNET_CONV, 64, {3, 3}, 1, 0}, {CR_CONVNET_RELU, 0, {0, 0}, 0, 0},
+        {CR_CONVNET_FLATTEN, 0, {0, 0}, 0, 0}, {CR_CONVNET_LINEAR, 512, {0, 0}, 0, 0},
+        {CR_CONVNET_RELU, 0, {0, 0}, 0, 0}};
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "custom");
+    s->in_c = 4, s->in_h = HW, s->in_w = HW;
+    s->dtype = CR_CONVNET_U8, s->scale = CR_CONVNET_SCALE_255;
+    s->num_layers = (int)(sizeof layers / sizeof layers[0]);
+    memcpy(s->layers, layers, sizeof layers);
+    s->heads = CR_CONVNET_PPO, s->num_actions = ACTIONS;
+}
+
+/* PyTorch's default nn.Conv2d / nn.Linear init: every weight and bias uniform in
+ * +-1/sqrt(fan_in) (the peer's modules draw theirs from torch's generator). */
+static void init_params(const cr_convnet *net, float *params) {
+    cr_philox_state r;
+    cr_philox_seed(&r, 1, 0);
+    for (int i = 0; i < net->ntensors; i++) {
+        const cr_convnet_tensor *t = &net->t[i];
+        const double bound = 1.0 / sqrt((double)t->fan_in);
+        for (size_t e = 0; e < t->count; e++)
+            params[t->offset + e] = (float)((2.0 * cr_philox_uniform_f64(&r) - 1.0) * bound);
+    }
+}
+
+/* ---- measuring --------------------------------------------------------------------------- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The nearest-rank q-quantile of v (n, sorted). */
+static double quantile(const double *v, int n, double q) {
+    int k = (int)ceil(q * n) - 1;
+    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
+/* max |got - want| over n values / max |want| over all `all` (>= n) reference values: the scale
+ * of the whole reference batch, so that batch 1's one value is not its own scale. */
+static double rel_err(const float *got, const float *want, int n, int all) {
+    double e = 0, m = 1e-30;
+    for (int i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]);
+        e = isnan(d) ? INFINITY : fmax(e, d);
+    }
+    for (int i = 0; i < all; i++) m = fmax(m, fabs((double)want[i]));
+    return e / m;
+}
+
+static cudarl_status load(const infer_bench *b, cudarl_device_kind dev, cudarl_precision prec,
+                          cr_convnet_engine engine, int batch, cudarl_policy **p) {
+    cudarl_policy_options o;
+    cudarl_policy_options_default(&o);
+    o.device = dev, o.precision = prec, o.max_batch = batch;
+    return cr_policy_load_convnet(&b->net, b->params, LABEL, engine, &o, p);
+}
+
+/* y_ref: the CPU runtime's fp32 forward of all MAX_BATCH observations. */
+static int reference(infer_bench *b) {
+    fprintf(stderr, "cudarl bench infer: the fp32 reference on the CPU (%d observations)...\n",
+            MAX_BATCH);
+    cudarl_policy *p = NULL;
+    int32_t actions[MAX_BATCH];
+    cudarl_status s = load(b, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32, CR_CONVNET_ENGINE_AUTO,
+                           MAX_BATCH, &p);
+    if (s == CUDARL_OK)
+        s = cudarl_policy_act(p, b->obs, CUDARL_OBS_U8, MAX_BATCH, actions, b->ref_values,
+                              b->ref_logits);
+    cudarl_policy_free(p);
+    if (s != CUDARL_OK) {
+        fprintf(stderr, "cudarl bench infer: the CPU reference failed: %s\n", cudarl_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* End to end: warm-up calls, then iters timed calls of act() from host memory. */
+static cudarl_status time_e2e(infer_bench *b, cudarl_policy *p, int batch, infer_row *row) {
+    int32_t actions[MAX_BATCH];
+    for (int i = 0; i < b->o.warmup; i++)
+        CR_TRY(cudarl_policy_act(p, b->obs, CUDARL_OBS_U8, batch, actions, NULL, NULL));
+    double total = 0;
+    for (int i = 0; i < b->o.iters; i++) {
+        double t0 = now_s();
+        CR_TRY(cudarl_policy_act(p, b->obs, CUDARL_OBS_U8, batch, actions, NULL, NULL));
+        b->times[i] = now_s() - t0;
+        total += b->times[i];
+    }
+    qsort(b->times, (size_t)b->o.iters, sizeof *b->times, cmp_double);
+    row->e2e_p50 = 1e3 * quantile(b->times, b->o.iters, 0.5);
+    row->e2e_p99 = 1e3 * quantile(b->times, b->o.iters, 0.99);
+    row->obs_per_s = (double)batch * b->o.iters / total;
+    return CUDARL_OK;
+}
+
+/* GPU time of the forward graph (CUDA only; NAN elsewhere). */
+static cudarl_status time_gpu(infer_bench *b, cudarl_policy *p, int batch, infer_row *row) {
+    row->gpu_p50 = row->gpu_p99 = NAN;
+#ifdef CUDARL_WITH_CUDA
+    if (b->kind != CUDARL_DEVICE_CUDA) return CUDARL_OK;
+    CR_TRY(cr_policy_cuda_time_forward(p, batch, b->o.iters, b->gpu_ms));
+    for (int i = 0; i < b->o.iters; i++) b->times[i] = b->gpu_ms[i];
+    qsort(b->times, (size_t)b->o.iters, sizeof *b->times, cmp_double);
+    row->gpu_p50 = quantile(b->times, b->o.iters, 0.5);
+    row->gpu_p99 = quantile(b->times, b->o.iters, 0.99);
+#else
+    (void)b, (void)p, (void)batch;
+#endif
+    return CUDARL_OK;
+}
+
+/* The outputs of the first `batch` observations against the reference. */
+static cudarl_status error_vs_ref(const infer_bench *b, cudarl_policy *p, int batch,
+                                  infer_row *row) {
+    int32_t actions[MAX_BATCH];
+    float logits[MAX_BATCH * ACTIONS], values[MAX_BATCH];
+    CR_TRY(cudarl_policy_act(p, b->obs, CUDARL_OBS_U8, batch, actions, values, logits));
+    row->max_rel_err = fmax(rel_err(logits, b->ref_logits, batch * ACTIONS, MAX_BATCH * ACTIONS),
+                            rel_err(values, b->ref_values, batch, MAX_BATCH));
+    return CUDARL_OK;
+}
+
+/* The conv engine a CUDA policy runs ("gemm", "cudnn"), or "cpu". */
+static void variant_of(const cudarl_policy *p, char *buf, size_t cap) {
+    snprintf(buf, cap, "cpu");
+#ifdef CUDARL_WITH_CUDA
+    if (p->conv_gpu)
+        snprintf(buf, cap, "%s", cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(p->conv_gpu)));
+#endif
+}
+
+static void add_skip(infer_bench *b, cudarl_precision prec) {
+    for (int i = 0; i < b->nskips; i++)
+        if (b->skips[i].precision == prec) return;
+    infer_skip *s = &b->skips[b->nskips++];
+    s->precision = prec;
+    snprintf(s->why, sizeof s->why, "%s", cudarl_last_error());
+}
+
+/* One row: load, measure, free. 0 done, 1 refused (a precision other than fp32: added to the
+ * skips), -1 failed. */
+static int run_row(infer_bench *b, cudarl_precision prec, cr_convnet_engine engine, int batch) {
+    cudarl_policy *p = NULL;
+    cudarl_status s = load(b, b->o.device, prec, engine, batch, &p);
+    if (s == CUDARL_ERR_UNSUPPORTED && prec != CUDARL_PRECISION_FP32) { /* fp32 always runs */
+        add_skip(b, prec);
+        return 1;
+    }
+    infer_row *row = &b->rows[b->nrows];
+    memset(row, 0, sizeof *row);
+    row->precision = prec, row->batch = batch;
+    if (s == CUDARL_OK) {
+        cudarl_policy_info info;
+        cudarl_policy_get_info(p, &info);
+        b->kind = info.device;
+        row->mem_bytes = info.device == CUDARL_DEVICE_CUDA ? info.device_bytes + info.context_bytes
+                                                           : info.host_bytes;
+        variant_of(p, row->variant, sizeof row->variant);
+        fprintf(stderr, "cudarl bench infer: %s %s, batch %d...\n", row->variant,
+                cudarl_precision_name(prec), batch);
+        s = time_e2e(b, p, batch, row);
+    }
+    if (s == CUDARL_OK) s = time_gpu(b, p, batch, row);
+    if (s == CUDARL_OK) s = error_vs_ref(b, p, batch, row);
+    cudarl_policy_free(p);
+    if (s != CUDARL_OK) {
+        fprintf(stderr, "cudarl bench infer: %s, batch %d: %s\n", cudarl_precision_name(prec),
+                batch, cudarl_last_error());
+        return -1;
+    }
+    b->nrows++;
+    return 0;
+}
+
+/* ---- output ------------------------------------------------------------------------------ */
+
+static void device_name(infer_bench *b) {
+    snprintf(b->device_name, sizeof b->device_name, "cpu");
+#ifdef CUDARL_WITH_CUDA
+    struct cudaDeviceProp prop;
+    if (b->kind == CUDARL_DEVICE_CUDA && cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
+        snprintf(b->device_name, sizeof b->device_name, "%s", prop.name);
+#endif
+}
+
+/* "1.234" or "-" for NAN, into buf. */
+static const char *ms_text(char *buf, size_t cap, double ms) {
+    if (isnan(ms)) snprintf(buf, cap, "-");
+    else snprintf(buf, cap, "%.4f", ms);
+    return buf;
+}
+
+static void print_table(const infer_bench *b) {
+    printf("\ncudarl bench infer: %s; input 4x%dx%d uint8 / 255, conv 32@8x8/4, 64@4x4/2, "
+           "64@3x3/1, FC 512, actor %d + critic 1 (%zu parameters); %d timed calls per row after "
+           "%d\n\n", b->device_name, HW, HW, ACTIONS, b->net.num_params, b->o.iters, b->o.warmup);
+    printf("| runtime | precision | batch | GPU time p50 ms | GPU time p99 ms | end to end p50 ms "
+           "| end to end p99 ms | obs/s | %s memory MiB | max rel. error vs fp32 |\n"
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+           b->kind == CUDARL_DEVICE_CUDA ? "peak device" : "host");
+    for (int i = 0; i < b->nrows; i++) {
+        const infer_row *r = &b->rows[i];
+        char g50[24], g99[24];
+        printf("| cudarl (%s) | %s | %d | %s | %s | %.4f | %.4f | %.0f | %.1f | %.2e |\n",
+               r->variant, cudarl_precision_name(r->precision), r->batch,
+               ms_text(g50, sizeof g50, r->gpu_p50), ms_text(g99, sizeof g99, r->gpu_p99),
+               r->e2e_p50, r->e2e_p99, r->obs_per_s, (double)r->mem_bytes / 1048576.0,
+               r->max_rel_err);
+    }
+    printf("\nGPU time: the forward graph (observations on the device), CUDA events; end to end: "
+           "act() from host uint8\nobservations to host actions; memory: the runtime's arena and "
+           "its context's cuBLAS workspace;\nerror: max |y - y_ref| / max |y_ref| of the "
+           "128 observations, logits and values, y_ref the CPU fp32 forward.\n");
+    for (int i = 0; i < b->nskips; i++)
+        printf("not run: %s: %s\n", cudarl_precision_name(b->skips[i].precision),
+               b->skips[i].why);
+}
+
+/* s as a JSON string (quotes, backslashes and control characters escaped). */
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* A number, or null for NAN. */
+static void json_number(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, "%.9g", v);
+    else fputs("null", f);
+}
+
+static int write_json(const infer_bench *b) {
+    FILE *f = fopen(b->o.json, "w");
+    if (!f) {
+        perror(b->o.json);
+        return -1;
+    }
+    fprintf(f, "{\"bench\": \"infer\", \"runtime\": \"cudarl %s\", \"device\": ",
+            CUDARL_VERSION_STRING);
+    json_string(f, b->device_name);
+    fprintf(f, ", \"input\": [4, %d, %d], \"actions\": %d, \"params\": %zu, \"iters\": %d, "
+            "\"warmup\": %d, \"rows\": [", HW, HW, ACTIONS, b->net.num_params, b->o.iters,
+            b->o.warmup);
+    for (int i = 0; i < b->nrows; i++) {
+        const infer_row *r = &b->rows[i];
+        fprintf(f, "%s\n  {\"name\": \"cudarl (%s)\", \"runtime\": \"cudarl\", \"variant\": "
+                "\"%s\", \"precision\": \"%s\", \"batch\": %d, \"gpu_ms_p50\": ", i ? "," : "",
+                r->variant, r->variant, cudarl_precision_name(r->precision), r->batch);
+        json_number(f, r->gpu_p50);
+        fputs(", \"gpu_ms_p99\": ", f), json_number(f, r->gpu_p99);
+        fputs(", \"e2e_ms_p50\": ", f), json_number(f, r->e2e_p50);
+        fputs(", \"e2e_ms_p99\": ", f), json_number(f, r->e2e_p99);
+        fputs(", \"obs_per_s\": ", f), json_number(f, r->obs_per_s);
+        fprintf(f, ", \"peak_mem_bytes\": %zu, \"max_rel_err\": ", r->mem_bytes);
+        json_number(f, r->max_rel_err);
+        fputc('}', f);
+    }
+    fputs("],\n \"skipped\": [", f);
+    for (int i = 0; i < b->nskips; i++) {
+        fprintf(f, "%s{\"precision\": \"%s\", \"why\": ", i ? ", " : "",
+                cudarl_precision_name(b->skips[i].precision));
+        json_string(f, b->skips[i].why);
+        fputc('}', f);
+    }
+    fputs("]}\n", f);
+    if (fclose(f) != 0) {
+        perror(b->o.json);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the command ------------------------------------------------------------------------- */
+
+/* Engines of the --engine value into e (n of them); -1 for an unknown or unbuilt one. */
+static int engines_of(const char *v, cr_convnet_engine *e) {
+#ifdef CUDARL_WITH_CUDNN
+    const int cudnn = 1;
+#else
+    const int cudnn = 0;
+#endif
+    if (!strcmp(v, "gemm")) return e[0] = CR_CONVNET_ENGINE_GEMM, 1;
+    if (!strcmp(v, "cudnn") && cudnn) return e[0] = CR_CONVNET_ENGINE_CUDNN, 1;
+    if (!strcmp(v, "all")) {
+        e[0] = CR_CONVNET_ENGINE_GEMM, e[1] = CR_CONVNET_ENGINE_CUDNN;
+        return 1 + cudnn;
+    }
+    fprintf(stderr, "cudarl bench infer: --engine '%s' is not %s; choose gemm%s or all\n", v,
+            !strcmp(v, "cudnn") ? "in this build (cuDNN was not found when cudarl was "
+                                  "configured)" : "an engine",
+            cudnn ? ", cudnn" : "");
+    return -1;
+}
+
+/* The device the rows run on (AUTO: the GPU if there is one), for the defaults. */
+static cudarl_device_kind resolve_device(cudarl_device_kind d) {
+    if (d != CUDARL_DEVICE_AUTO) return d;
+#ifdef CUDARL_WITH_CUDA
+    return cr_policy_cuda_devices() > 0 ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_CPU;
+#else
+    return CUDARL_DEVICE_CPU;
+#endif
+}
+
+/* Buffers, weights, observations and the reference. */
+static int setup(infer_bench *b) {
+    cr_convnet_spec spec;
+    seed_spec(&spec);
+    if (cr_convnet_plan(&b->net, &spec) != CUDARL_OK) {
+        fprintf(stderr, "cudarl bench infer: %s\n", cudarl_last_error());
+        return -1;
+    }
+    size_t obs_bytes = (size_t)MAX_BATCH * (size_t)b->net.in_floats;
+    b->params = malloc(b->net.num_params * sizeof(float));
+    b->obs = malloc(obs_bytes);
+    b->ref_logits = malloc((size_t)MAX_BATCH * ACTIONS * sizeof(float));
+    b->ref_values = malloc((size_t)MAX_BATCH * sizeof(float));
+    b->times = malloc((size_t)b->o.iters * sizeof(double));
+    b->gpu_ms = malloc((size_t)b->o.iters * sizeof(float));
+    if (!b->params || !b->obs || !b->ref_logits || !b->ref_values || !b->times || !b->gpu_ms) {
+        fprintf(stderr, "cudarl bench infer: out of host memory\n");
+        return -1;
+    }
+    init_params(&b->net, b->params);
+    cr_philox_state r;
+    cr_philox_seed(&r, 2, 0);
+    for (size_t i = 0; i < obs_bytes; i++) b->obs[i] = (uint8_t)(cr_philox_next_u32(&r) & 255u);
+    return reference(b);
+}
+
+static void teardown(infer_bench *b) {
+    free(b->params), free(b->obs), free(b->ref_logits), free(b->ref_values), free(b->times);
+    free(b->gpu_ms);
+}
+
+static int cmd_infer(int argc, char **argv) {
+    infer_bench *b = calloc(1, sizeof *b);
+    if (!b) {
+        fprintf(stderr, "cudarl bench infer: out of host memory\n");
+        return EXIT_FAILURE;
+    }
+    b->o = (infer_opts){0, -1, CUDARL_DEVICE_AUTO, "all", ""};
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: cudarl bench infer [flags]: the seed's pixel policy (4x256x256 uint8, "
+                   "3 convs, FC 512,\n7 actions + value) through the policy runtime at batch 128 "
+                   "and 1, per precision and conv engine\n\nflags:\n");
+            args_print_help(infer_specs, N_INFER_SPECS, &b->o);
+            free(b);
+            return 0;
+        }
+    arg_result r;
+    cr_convnet_engine engines[2];
+    int nengines = 0, rc = 0;
+    if (args_parse(infer_specs, N_INFER_SPECS, &b->o, argc, argv, "bench infer", 0, &r) != 0 ||
+        (nengines = engines_of(b->o.engine, engines)) < 0) {
+        free(b);
+        return BENCH_USAGE;
+    }
+    if (!getenv("CUDARL_LOG")) cudarl_log_set_level(CUDARL_LOG_WARN); /* no per-load info lines */
+    b->kind = resolve_device(b->o.device);
+    int gpu = b->kind == CUDARL_DEVICE_CUDA;
+    if (!b->o.iters) b->o.iters = gpu ? 1000 : 10;
+    if (b->o.warmup < 0) b->o.warmup = gpu ? 100 : 2;
+    if (!gpu) nengines = 1; /* the CPU has one convolution */
+    cudarl_ctx *probe = NULL; /* --device cuda without a GPU fails here, not after setup */
+    if (b->o.device == CUDARL_DEVICE_CUDA && cudarl_ctx_init(&probe, b->o.device, 0) != CUDARL_OK) {
+        fprintf(stderr, "cudarl bench infer: %s\n", cudarl_last_error());
+        rc = EXIT_FAILURE;
+    }
+    cudarl_ctx_free(probe);
+    if (!rc && setup(b) != 0) rc = EXIT_FAILURE;
+    static const int batches[2] = {MAX_BATCH, 1};
+    for (int bi = 0; bi < 2 && !rc; bi++)
+        for (int pr = 0; pr < CUDARL_PRECISION_COUNT && !rc; pr++)
+            for (int e = 0; e < nengines && !rc; e++) {
+                int k = run_row(b, (cudarl_precision)pr, engines[e], batches[bi]);
+                if (k < 0) rc = EXIT_FAILURE;
+                if (k != 0 || pr == CUDARL_PRECISION_TF32) break; /* TF32 runs on gemm only */
+            }
+    if (!rc) {
+        device_name(b);
+        print_table(b);
+        if (b->o.json[0] && write_json(b) != 0) rc = EXIT_FAILURE;
+    }
+    teardown(b);
+    free(b);
+    return rc;
+}
+
+int cudarl_cmd_bench(int argc, char **argv) {
+    if (argc >= 1 && !strcmp(argv[0], "infer")) return cmd_infer(argc - 1, argv + 1);
+    if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+        printf("usage: cudarl bench infer [flags]   the deployment latency table (cudarl bench "
+               "infer --help)\n");
+        return 0;
+    }
+    if (argc)
+        fprintf(stderr, "cudarl bench: unknown benchmark '%s'; benchmarks: infer (cudarl bench "
+                        "infer --help)\n", argv[0]);
+    else
+        fprintf(stderr, "cudarl bench: which benchmark? usage: cudarl bench infer [flags]\n");
+    return BENCH_USAGE;
+}
