@@ -9,7 +9,8 @@
 #            count), conv (the cuDNN convolutions on the Nature-CNN trunk), convnet (a conv
 #            policy's learner step, cudarl vs PyTorch eager and graphed), dqn_gpu (DQN's
 #            time to solve CartPole on the GPU, 3 seeds), minatar (the five MinAtar games'
-#            CUDA twins, steps/s at 4,096 and 65,536 envs, vs the CPU def on 1 thread), infer
+#            CUDA twins, steps/s at 4,096 and 65,536 envs, vs the CPU def on 1 thread),
+#            dqn_minatar (DQN on MinAtar Breakout, 3 seeds, frames and seconds to a mean of 10), infer
 #            (the policy runtime on the seed's 4x256x256 pixel policy at batch 128 and 1, per
 #            precision and conv engine: cudarl bench infer, then bench/peers/infer_peers.py on
 #            the same network and inputs, one combined table)
@@ -38,7 +39,8 @@ build_rc=$?
 add "build (cmake, -j16)" "rc=$build_rc in $(( $(date +%s) - t0 )) s"
 [ $build_rc -eq 0 ] || { tail -30 "$OUT/build.log"; printf '%s\n' "${summary[@]}"; exit 1; }
 
-(cd build-gpu && ctest --output-on-failure -L gpu) >"$OUT/ctest-gpu.log" 2>&1
+(cd build-gpu && ctest --output-on-failure -L gpu --timeout "${GPU_TEST_TIMEOUT:-600}") \
+  >"$OUT/ctest-gpu.log" 2>&1
 add "ctest -L gpu" "rc=$? ($(grep -E 'tests passed' "$OUT/ctest-gpu.log"))"
 grep -E "Test +#|FAIL|seed|memory:|max|resets" "$OUT/ctest-gpu.log" | head -40
 if [ "${SKIP_CPU_SUITE:-0}" != 1 ]; then # CI runs it too; skip it when device time is short
@@ -125,6 +127,27 @@ for b in "$@"; do
     PYTHONUNBUFFERED=1 python3 bench/peers/replay_peers.py --json "$OUT/replay_peers.json" 2>&1 |
       tee "$OUT/replay_peers.txt"
     add "replay buffer (GPU) and its peers" "see the tables above"
+    ;;
+  dqn_minatar)
+    # DQN on MinAtar Breakout (issue 6: mean return >= 10 within 5M frames in <= 120 s, 3 seeds),
+    # the envs on their CUDA twin, iterations in graphs; the 3 seeds run side by side (each
+    # slower than alone). DQN_MINATAR_STEPS (default 2500000) caps the frames.
+    for seed in 1 2 3; do
+      timeout 300 build-gpu/cudarl train --algo dqn --env-id MinAtar/Breakout-v1 \
+        --policy minatar-cnn --device cuda --seed $seed --num-envs 64 --batch-size 128 \
+        --learning-rate 5e-4 --train-frequency 16 --target-network-frequency 8192 \
+        --buffer-size 100000 --learning-starts 5000 --end-e 0.01 --exploration-fraction 0.02 \
+        --huber --total-timesteps "${DQN_MINATAR_STEPS:-2500000}" --quiet --runs-dir /tmp/dqnm \
+        --run-name "seed$seed" > "$OUT/dqn_minatar_$seed.log" 2>&1 &
+    done
+    wait
+    for seed in 1 2 3; do
+      f=/tmp/dqnm/seed$seed/metrics.csv
+      r=$(awk -F, 'NR > 1 && $5 >= 10 { printf "reached 10 at frame %d, %.1f s", $1, $11; exit }' "$f" 2>/dev/null)
+      last=$(tail -1 "$f" 2>/dev/null | awk -F, '{ printf "last: frame %d, mean(100) %.2f, %.1f s", $1, $5, $11 }')
+      echo "seed $seed: ${r:-never reached 10}; $last" | tee -a "$OUT/dqn_minatar.txt"
+    done
+    add "DQN MinAtar Breakout, 3 seeds side by side" "see $OUT/dqn_minatar.txt"
     ;;
   minatar)
     "$(find build-gpu -name bench_minatar_cuda -type f | head -1)" 2>&1 | tee "$OUT/bench_minatar.txt"
