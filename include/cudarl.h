@@ -147,6 +147,12 @@ typedef struct cudarl_ppo_config {
     double max_grad_norm;
     double target_kl;  /* <= 0 disables the early stop */
     int hidden;        /* hidden width of both MLPs (64) */
+    /* The actor-critic: "mlp" (ppo.py's two tanh MLPs over float features, `hidden` wide), or
+     * for uint8 image (C, H, W) envs a convolutional network with ppo_atari.py's Agent layout
+     * (a shared `network` trunk, `actor` and `critic` heads), on the CPU or CUDA: "minatar-cnn"
+     * (MinAtar's 0/1 channels, unscaled) or "nature-cnn" (84x84 frames, x / 255). Its envs
+     * always step on CPU threads. */
+    char policy[16];
     int threads;       /* CPU worker threads; 0 = all cores */
     cudarl_device_kind device;
     /* Where the envs step: CUDARL_DEVICE_CUDA on the GPU (envs with a CUDA twin: CartPole-v1),
@@ -169,6 +175,14 @@ void cudarl_ppo_config_default(cudarl_ppo_config *cfg, const char *env_id);
  * train it: on CUDA, 1024 envs x 16 steps, lr 5e-3, 2M steps - a batch wide enough to fill a GPU
  * and still solve CartPole in ~50 updates. A no-op for the CPU. */
 void cudarl_ppo_config_for_device(cudarl_ppo_config *cfg, cudarl_device_kind kind);
+/* Sets cfg->policy to `policy` and, for a convolutional one, CleanRL ppo_atari.py's defaults
+ * over whatever the two calls above set (on any device): 8 envs x 128 steps, lr 2.5e-4
+ * annealed, clip-coef 0.1, ent-coef 0.01, 10M steps; the rest (4 minibatches, 4 epochs, gamma
+ * 0.99, GAE 0.95, vf 0.5, max grad norm 0.5, Adam eps 1e-5) is ppo.py's already. The CPU ops
+ * keep their one thread (threads > 1 pays on a machine of its own, and costs several times
+ * over on a shared one, where OpenMP's workers spin for cores the env threads need). A NULL
+ * policy keeps cfg->policy; "mlp" changes nothing else. */
+void cudarl_ppo_config_for_policy(cudarl_ppo_config *cfg, const char *policy);
 /* Checks every field; the message names the field and the accepted range. */
 cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *cfg);
 

@@ -11,7 +11,8 @@ got (exit code, stdout, stderr) and exits 1.
 
     python3 test_cli.py --cudarl build/cudarl --work build/cli-work [--only GROUP]
 
-GROUP is one of: bad_input, help, determinism, checkpoint, resume, eval (default: all). Each
+GROUP is one of: bad_input, help, determinism, checkpoint, resume, eval, dqn_plan, ppo_conv
+(default: all). Each
 group works in its own folder <work>/<group>, emptied first, so groups may run in parallel.
 Needs Python 3 with numpy and safetensors.
 """
@@ -290,7 +291,8 @@ def test_bad_input(work):
     expect_error("--env-groups beyond the envs", train("--env-groups", "20", "--num-envs", "16"),
                  work, U, ["--env-groups 20", "--num-envs 16"])
     expect_error("an image env with the MLP policy", train("--env-id", "MinAtar/Breakout-v1"),
-                 work, U, ["MinAtar/Breakout-v1", "uint8 image observations", "MLP"])
+                 work, U, ["MinAtar/Breakout-v1", "uint8 image observations", "MLP",
+                           "use --policy minatar-cnn"])
     expect_error("unknown --algo lists the available ones", train("--algo", "sac"), work, U,
                  ["--algo 'sac'", "not available", "choose: ppo or dqn"])
     expect_error("unknown command", ["trian"], work, U,
@@ -716,9 +718,86 @@ def test_dqn_plan(work):
         fail("dqn eval", "a mean return", r.describe())
 
 
+# ---- 8. PPO with a convolutional policy -------------------------------------------------------
+
+# ppo_atari.py's Agent state_dict for minatar-cnn on MinAtar/Breakout-v1 (4 channels, 3 actions)
+MINATAR_PPO_STATE_DICT = {"network.0.weight": (16, 4, 3, 3), "network.0.bias": (16,),
+                          "network.3.weight": (128, 1024), "network.3.bias": (128,),
+                          "actor.weight": (3, 128), "actor.bias": (3,),
+                          "critic.weight": (1, 128), "critic.bias": (1,)}
+
+
+def test_ppo_conv(work):
+    U, F = 2, 1
+    ppo = ["train", "--runs-dir", "runs", "--quiet", "--threads", "1"]
+    expect_error("PPO: an unknown --policy lists the policies", ppo + ["--policy", "resnet"],
+                 work, U, ["--policy 'resnet'", "not a known policy",
+                           "mlp, minatar-cnn, nature-cnn"])
+    expect_error("PPO: a convolutional --policy on CartPole's feature vector",
+                 ppo + ["--policy", "minatar-cnn"], work, U,
+                 ["--policy minatar-cnn", "image observations", "CartPole-v1",
+                  "use --policy mlp"])
+    expect_error("PPO: the MLP on CartPole's pixels names the conv policy to use",
+                 ppo + ["--env-id", "CartPolePixels-v1"], work, U,
+                 ["CartPolePixels-v1", "4x84x84", "use --policy nature-cnn"])
+    expect_error("PPO: nature-cnn does not fit MinAtar's 10x10",
+                 ppo + ["--env-id", "MinAtar/Breakout-v1", "--policy", "nature-cnn"], work, U,
+                 ["--policy nature-cnn", "does not fit", "use --policy minatar-cnn"])
+    expect_error("PPO: a conv policy with --async",
+                 ppo + ["--env-id", "MinAtar/Breakout-v1", "--policy", "minatar-cnn",
+                        "--async", "--env-device", "cpu"], work, U,
+                 ["--async", "--policy mlp", "drop --async"])
+    check("cudarl train --help lists --policy and the conv policies' preset")
+    r = run_ok("help", ["train", "--help"], work)
+    if "--policy" not in r.out or "ppo_atari.py" not in r.out:
+        fail("train --help", "a line for --policy and the ppo_atari.py preset", r.describe())
+
+    check("PPO trains MinAtar/Breakout-v1 with --policy minatar-cnn on ppo_atari.py's preset "
+          "(8 envs x 128 steps: one iteration is 1024 steps)")
+    run_ok("ppo minatar-cnn", ppo + ["--env-id", "MinAtar/Breakout-v1", "--policy",
+                                     "minatar-cnn", "--device", "cpu", "--env-threads", "1",
+                                     "--total-timesteps", "2048", "--run-name", "breakout_cnn"],
+           work)
+    run_dir = os.path.join(work, "runs", "breakout_cnn")
+    with open(os.path.join(run_dir, "metrics.csv")) as f:
+        rows = list(csv.DictReader(f))
+    if [int(r["global_step"]) for r in rows] != [1024, 2048] or \
+            not all(math.isfinite(float(r["losses/value_loss"])) for r in rows):
+        fail("ppo minatar-cnn metrics", "rows at steps 1024 and 2048 with finite losses",
+             f"{[(r['global_step'], r['losses/value_loss']) for r in rows]}")
+    ckpt = os.path.join(run_dir, "model.safetensors")
+    check("its checkpoint holds ppo_atari.py's state_dict, Adam's moments, uint8 observations "
+          "and the network spec")
+    meta = checkpoint_metadata(ckpt)
+    net = json.loads(meta.get("network", "{}"))
+    if meta.get("algo") != "ppo" or meta.get("policy") != "minatar-cnn" or \
+            net.get("name") != "minatar-cnn" or net.get("heads", {}).get("type") != "ppo" or \
+            net.get("input", {}).get("shape") != [4, 10, 10] or \
+            meta.get("num_envs") != "8" or meta.get("num_steps") != "128" or \
+            float(meta.get("learning_rate", 0)) != 2.5e-4 or \
+            float(meta.get("clip_coef", 0)) != 0.1 or float(meta.get("ent_coef", 0)) != 0.01:
+        fail("ppo minatar-cnn checkpoint metadata", "algo ppo, policy and network minatar-cnn "
+             "with ppo heads on (4, 10, 10), ppo_atari.py's hyperparameters", f"{meta}")
+    t = load_file(ckpt)
+    for name, shape in MINATAR_PPO_STATE_DICT.items():
+        for prefix in ("", "optimizer.exp_avg.", "optimizer.exp_avg_sq."):
+            x = t.get(prefix + name)
+            if x is None or x.shape != shape or x.dtype != np.float32 or \
+                    not np.isfinite(x).all():
+                fail(f"tensor {prefix + name}", f"float32 {shape}, finite",
+                     "  got: " + ("missing" if x is None else f"{x.dtype} {x.shape}"))
+    if t["state.obs"].dtype != np.uint8 or t["state.obs"].shape != (8, 400):
+        fail("state.obs", "uint8 (8, 400)", f"  got: {t['state.obs'].dtype} {t['state.obs'].shape}")
+    expect_error("eval refuses a convolutional PPO checkpoint (eval reads MLPs only)",
+                 ["eval", ckpt], work, F, ["convolutional network", "minatar-cnn"])
+    expect_error("--policy cannot be changed with --resume",
+                 ["train", "--resume", ckpt, "--policy", "mlp"], work, U,
+                 ["--policy cannot be changed with --resume", "drop --policy"])
+
+
 GROUPS = {"bad_input": test_bad_input, "help": test_help, "determinism": test_determinism,
           "checkpoint": test_checkpoint, "resume": test_resume, "eval": test_eval,
-          "dqn_plan": test_dqn_plan}
+          "dqn_plan": test_dqn_plan, "ppo_conv": test_ppo_conv}
 
 
 def main():

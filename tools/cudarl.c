@@ -45,6 +45,7 @@ static const arg_spec train_specs[] = {
     {"max-grad-norm", ARG_F64, CFG(max_grad_norm), 0, 1e-9, 1e9, "global gradient norm clip"},
     {"target-kl", ARG_F64, CFG(target_kl), 0, 0, 1e9, "stop an update's epochs above this KL (0: off)"},
     {"hidden", ARG_INT, CFG(hidden), 0, 1, 4096, "hidden width of actor and critic MLPs"},
+    {"policy", ARG_STR, CFG(policy), 16, 0, 0, "actor-critic: mlp, or for image envs minatar-cnn / nature-cnn"},
     {"device", ARG_DEVICE, CFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
     {"threads", ARG_INT, CFG(threads), 0, 0, 1024, "CPU threads for the ops (0: all cores)"},
     {"env-device", ARG_DEVICE, CFG(env_device), 0, 0, 0, "where envs step: cpu (threads), cuda (CartPole's twin) or auto"},
@@ -269,6 +270,9 @@ static int cmd_train(int argc, char **argv) {
             printf("\nOn a CUDA device four defaults change to fill the GPU: num-envs 1024, "
                    "num-steps 16,\nlearning-rate 0.005, total-timesteps 2000000. Flags given "
                    "still win.\n");
+            printf("With --policy minatar-cnn or nature-cnn (any device) they are CleanRL "
+                   "ppo_atari.py's instead:\nnum-envs 8, num-steps 128, learning-rate 0.00025, "
+                   "clip-coef 0.1, ent-coef 0.01,\ntotal-timesteps 10000000.\n");
             return 0;
         }
     arg_result r;
@@ -282,8 +286,11 @@ static int cmd_train(int argc, char **argv) {
     if (cudarl_ctx_init(&ctx, o.cfg.device, 0) != CUDARL_OK) return fail("no device");
     if (!o.resume[0]) {
         /* the device's batch shape, then the user's flags over it */
+        char policy[sizeof o.cfg.policy]; /* --policy picks a preset too */
+        memcpy(policy, o.cfg.policy, sizeof policy);
         cudarl_ppo_config_default(&o.cfg, NULL);
         cudarl_ppo_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));
+        cudarl_ppo_config_for_policy(&o.cfg, policy);
         args_parse(train_specs, N_TRAIN_SPECS, &o, argc, argv, "train", 0, &r);
     } else {
         int rc = apply_resume(&o, &r);

@@ -1,6 +1,9 @@
 /* PPO (CleanRL's ppo.py) for discrete actions: rollout -> GAE -> clipped update -> log ->
  * checkpoint. Everything here goes through the context's backend, so the same loop runs on any
- * device the backend supports. */
+ * device the backend supports. The policy is ppo.py's two MLPs over float features, or with
+ * --policy minatar-cnn | nature-cnn ppo_atari.py's convolutional Agent over uint8 frames
+ * (ppo_conv.c), whose envs step on CPU threads (ppo_pool.c); the loop, the memory plan and the
+ * checkpoint are shared. */
 #include <errno.h>
 #include <stddef.h>
 #include <signal.h>
@@ -46,6 +49,7 @@ static void shape_views(const cr_ppo *p, cr_mlp_view *a, cr_mlp_view *c) {
 /* Whether the update's minibatches go through the backend's fused op (ppo_minibatch_grads):
  * the backend has it (the CUDA backend unless CUDARL_FUSED=0) and the MLPs' shapes are its. */
 static int fused_update(const cr_ppo *p, const cudarl_ctx *ctx) {
+    if (p->conv) return 0;
     cr_mlp_view a, c;
     shape_views(p, &a, &c);
     return cr_ppo_fused_supported(ctx->ops, &a, &c);
@@ -55,8 +59,9 @@ static int fused_update(const cr_ppo *p, const cudarl_ctx *ctx) {
  * shapes, and CUDARL_FUSED not 0 (the same switch as the fused update). */
 static int fused_rollout(const cr_ppo *p, const cudarl_ctx *ctx) {
 #ifdef CUDARL_WITH_CUDA
-    if (ctx->kind != CUDARL_DEVICE_CUDA || strcmp(p->env_info->id, "CartPole-v1") != 0 ||
-        cr_ppo_pool_wanted(p) || !fused_update(p, ctx))
+    if (p->conv || ctx->kind != CUDARL_DEVICE_CUDA ||
+        strcmp(p->env_info->id, "CartPole-v1") != 0 || cr_ppo_pool_wanted(p) ||
+        !fused_update(p, ctx))
         return 0;
     cr_mlp_view a, c;
     shape_views(p, &a, &c);
@@ -72,8 +77,8 @@ static int fused_rollout(const cr_ppo *p, const cudarl_ctx *ctx) {
  * 2 actions, the 64-wide tanh MLPs), and CUDARL_FUSED not 0. */
 static int fused_pool(const cr_ppo *p, const cudarl_ctx *ctx) {
 #ifdef CUDARL_WITH_CUDA
-    if (ctx->kind != CUDARL_DEVICE_CUDA || !cr_ppo_pool_wanted(p) || !fused_update(p, ctx) ||
-        p->env_info->def->obs_dtype != CUDARL_OBS_F32)
+    if (p->conv || ctx->kind != CUDARL_DEVICE_CUDA || !cr_ppo_pool_wanted(p) ||
+        !fused_update(p, ctx) || p->env_info->def->obs_dtype != CUDARL_OBS_F32)
         return 0;
     cr_mlp_view a, c;
     shape_views(p, &a, &c);
@@ -84,25 +89,33 @@ static int fused_pool(const cr_ppo *p, const cudarl_ctx *ctx) {
 #endif
 }
 
+/* The plan of the trainer's arena. A conv policy takes the MLP's observation and cache items
+ * for its own: uint8 observations (its final_obs one step's, N rows), the network's cache in
+ * cache.actor's and the CUDA twin's workspace in cache.critic's. */
 static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
-    size_t P = p->layout.num_params, TN = (size_t)p->batch, F = sizeof(float);
+    size_t P = p->num_params, TN = (size_t)p->batch, F = sizeof(float);
     size_t N = (size_t)p->N, D = (size_t)p->D, A = (size_t)p->A, mb = (size_t)p->mb;
     size_t cache = cr_mlp_cache_floats(p->mb > p->N ? p->mb : p->N, p->layout.hidden) * F;
     size_t A2 = p->cfg.async ? 1 : 0; /* the --async items' sizes are 0 otherwise */
+    const int cv = p->conv;
+    const size_t OB = cv ? 1 : F; /* bytes of an observation element as stored */
     const struct { const char *name; size_t bytes; } items[M_COUNT] = {
         {"params", P * F}, {"grads", P * F}, {"adam.m", P * F}, {"adam.v", P * F},
         {"adam.t", 8}, {"lr", F}, {"env", cr_ppo_pool_wanted(p) ? 0 : cr_env_batch_bytes(p->env_info, p->N)},
-        {"rollout.obs", TN * D * F}, {"rollout.final_obs", TN * D * F}, {"obs", N * D * F},
+        {"rollout.obs", TN * D * OB}, {"rollout.final_obs", (cv ? N : TN) * D * OB},
+        {"obs", N * D * OB},
         {"rollout.actions", TN * 4}, {"rollout.logp", TN * F}, {"rollout.rewards", TN * F},
         {"rollout.values", TN * F}, {"rollout.final_values", TN * F},
         {"rollout.next_values", TN * F}, {"rollout.adv", TN * F}, {"rollout.returns", TN * F},
         {"rollout.terminated", TN}, {"rollout.truncated", TN}, {"rollout.done", TN},
         {"last_values", N * F}, {"logits", N * A * F}, {"u", N * F}, {"mb.idx", TN * 4},
-        {"mb.obs", mb * D * F},
+        {"mb.obs", mb * D * OB},
         {"mb.logp", mb * F}, {"mb.adv", mb * F}, {"mb.ret", mb * F}, {"mb.val", mb * F},
         {"mb.act", mb * 4}, {"mb.logits", mb * A * F}, {"mb.value", mb * F},
-        {"mb.dlogits", mb * A * F}, {"mb.dvalue", mb * F}, {"cache.actor", cache},
-        {"cache.critic", cache}, {"metrics", sizeof(cr_ppo_metrics)},
+        {"mb.dlogits", mb * A * F}, {"mb.dvalue", mb * F},
+        {cv ? "conv.cache" : "cache.actor", cv ? cr_ppo_conv_cache_bytes(p) : cache},
+        {cv ? "conv.workspace" : "cache.critic", cv ? cr_ppo_conv_workspace_bytes(p) : cache},
+        {"metrics", sizeof(cr_ppo_metrics)},
         {"rng.sampler", sizeof(cr_rng_stream)}, {"rng.shuffle", sizeof(cr_rng_stream)},
         {"episode.return", N * 8}, {"episode.length", N * 8},
         {"fused.scratch",
@@ -125,12 +138,20 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
 static void carve_memory(cr_ppo *p) {
     const cr_arena *a = &p->mem;
     int rows = p->mb > p->N ? p->mb : p->N;
+    if (p->conv) { /* the observation and cache items hold the conv policy's (plan_memory) */
+        p->cnn.obs = cr_arena_get(a, M_OBS), p->cnn.final_obs = cr_arena_get(a, M_FINAL_OBS);
+        p->cnn.cur_obs = cr_arena_get(a, M_CUR_OBS), p->cnn.mb_obs = cr_arena_get(a, M_MB_OBS);
+        cr_ppo_conv_carve(p, cr_arena_get(a, M_CACHE_A), cr_arena_get(a, M_CACHE_C));
+    }
     p->params = cr_arena_get(a, M_PARAMS), p->grads = cr_arena_get(a, M_GRADS);
     p->adam_m = cr_arena_get(a, M_ADAM_M), p->adam_v = cr_arena_get(a, M_ADAM_V);
     p->adam_t = cr_arena_get(a, M_ADAM_T), p->lr = cr_arena_get(a, M_LR);
     if (!cr_ppo_pool_wanted(p)) cr_env_batch_init(&p->env, p->env_info, p->N, cr_arena_get(a, M_ENV));
-    p->obs = cr_arena_get(a, M_OBS), p->final_obs = cr_arena_get(a, M_FINAL_OBS);
-    p->cur_obs = cr_arena_get(a, M_CUR_OBS), p->actions = cr_arena_get(a, M_ACTIONS);
+    if (!p->conv) {
+        p->obs = cr_arena_get(a, M_OBS), p->final_obs = cr_arena_get(a, M_FINAL_OBS);
+        p->cur_obs = cr_arena_get(a, M_CUR_OBS);
+    }
+    p->actions = cr_arena_get(a, M_ACTIONS);
     p->logp = cr_arena_get(a, M_LOGP), p->rewards = cr_arena_get(a, M_REWARDS);
     p->values = cr_arena_get(a, M_VALUES), p->final_values = cr_arena_get(a, M_FINAL_VALUES);
     p->next_values = cr_arena_get(a, M_NEXT_VALUES), p->adv = cr_arena_get(a, M_ADV);
@@ -138,13 +159,16 @@ static void carve_memory(cr_ppo *p) {
     p->truncated = cr_arena_get(a, M_TRUNC), p->done = cr_arena_get(a, M_DONE);
     p->last_values = cr_arena_get(a, M_LAST_VALUES), p->logits = cr_arena_get(a, M_LOGITS);
     p->u = cr_arena_get(a, M_U), p->mb_idx = cr_arena_get(a, M_MB_IDX);
-    p->mb_obs = cr_arena_get(a, M_MB_OBS), p->mb_logp = cr_arena_get(a, M_MB_LOGP);
+    if (!p->conv) p->mb_obs = cr_arena_get(a, M_MB_OBS);
+    p->mb_logp = cr_arena_get(a, M_MB_LOGP);
     p->mb_adv = cr_arena_get(a, M_MB_ADV), p->mb_ret = cr_arena_get(a, M_MB_RET);
     p->mb_val = cr_arena_get(a, M_MB_VAL), p->mb_act = cr_arena_get(a, M_MB_ACT);
     p->mb_logits = cr_arena_get(a, M_MB_LOGITS), p->mb_value = cr_arena_get(a, M_MB_VALUE);
     p->mb_dlogits = cr_arena_get(a, M_MB_DLOGITS), p->mb_dvalue = cr_arena_get(a, M_MB_DVALUE);
-    p->cache_actor = cr_mlp_cache_carve(cr_arena_get(a, M_CACHE_A), rows, p->layout.hidden);
-    p->cache_critic = cr_mlp_cache_carve(cr_arena_get(a, M_CACHE_C), rows, p->layout.hidden);
+    if (!p->conv) {
+        p->cache_actor = cr_mlp_cache_carve(cr_arena_get(a, M_CACHE_A), rows, p->layout.hidden);
+        p->cache_critic = cr_mlp_cache_carve(cr_arena_get(a, M_CACHE_C), rows, p->layout.hidden);
+    }
     p->metrics = cr_arena_get(a, M_METRICS);
     p->acc = &p->metrics->acc, p->log = &p->metrics->log;
     p->sampler = cr_arena_get(a, M_SAMPLER), p->shuffler = cr_arena_get(a, M_SHUFFLER);
@@ -191,10 +215,11 @@ static cudarl_status seed_state(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
     cr_philox_state init;
     cr_philox_seed(&init, p->cfg.seed, CR_STREAM_INIT);
-    float *h_params = malloc(p->layout.num_params * sizeof(float));
+    float *h_params = malloc(p->num_params * sizeof(float));
     if (!h_params) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for parameters");
-    cr_ac_init_params(&p->layout, h_params, &init);
-    ctx->ops->copy_from_host(ctx, p->params, h_params, p->layout.num_params * sizeof(float));
+    if (p->conv) cr_ppo_conv_init_params(p, h_params, &init);
+    else cr_ac_init_params(&p->layout, h_params, &init);
+    ctx->ops->copy_from_host(ctx, p->params, h_params, p->num_params * sizeof(float));
     free(h_params);
     cr_rng_stream sampler, shuffler;
     cr_rng_stream_seed(&sampler, p->cfg.seed, CR_STREAM_SAMPLER);
@@ -202,7 +227,7 @@ static cudarl_status seed_state(cr_ppo *p) {
     ctx->ops->copy_from_host(ctx, p->sampler, &sampler, sizeof sampler);
     ctx->ops->copy_from_host(ctx, p->shuffler, &shuffler, sizeof shuffler);
     if (p->act_params != p->params)
-        ctx->ops->copy(ctx, p->act_params, p->params, p->layout.num_params * sizeof(float));
+        ctx->ops->copy(ctx, p->act_params, p->params, p->num_params * sizeof(float));
     if (p->pool) cr_ppo_pool_reset(p);
     else cr_env_batch_reset(ctx, &p->env, p->cfg.seed, p->cur_obs);
     ctx->ops->sync(ctx);
@@ -243,22 +268,40 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
     p->num_iterations = cfg->total_timesteps / p->batch;
     p->solved_step = -1, p->solved_seconds = -1;
     if (cfg->threads > 0) cr_cpu_set_threads(cfg->threads);
-    cr_ac_layout_init(&p->layout, p->D, cfg->hidden, p->A);
+    p->conv = strcmp(cfg->policy, "mlp") != 0;
+    if (p->conv) {
+        cudarl_status s = cr_ppo_conv_init(p);
+        if (s != CUDARL_OK) {
+            cr_ppo_conv_free(p);
+            return s;
+        }
+    } else {
+        cr_ac_layout_init(&p->layout, p->D, cfg->hidden, p->A);
+        p->num_params = p->layout.num_params;
+    }
 
     cr_plan pl;
     plan_memory(p, ctx, &pl);
     cr_plan_print(&pl, ctx->kind == CUDARL_DEVICE_CUDA ? "device" : "training (host)");
-    CR_TRY(ctx->ops->arena_alloc(ctx, &p->mem, &pl));
+    cudarl_status s = ctx->ops->arena_alloc(ctx, &p->mem, &pl);
+    if (s != CUDARL_OK) {
+        cr_ppo_free(p);
+        return s;
+    }
     carve_memory(p);
-    cudarl_status s = cr_ppo_pool_wanted(p) ? cr_ppo_pool_init(p) : CUDARL_OK;
+    s = cr_ppo_pool_wanted(p) ? cr_ppo_pool_init(p) : CUDARL_OK;
     if (s == CUDARL_OK && cfg->async) s = async_init(p);
     if (s != CUDARL_OK) {
         cr_ppo_free(p);
         return s;
     }
     s = seed_state(p);
-    if (s != CUDARL_OK) cr_ppo_free(p);
-    return s;
+    if (s != CUDARL_OK) {
+        cr_ppo_free(p);
+        return s;
+    }
+    if (p->conv) cr_ppo_conv_warm_up(p);
+    return CUDARL_OK;
 }
 
 void cr_ppo_free(cr_ppo *p) {
@@ -274,6 +317,7 @@ void cr_ppo_free(cr_ppo *p) {
     p->csv = NULL;
     cr_tb_close(&p->tb);
     if (p->ctx && p->mem.base) p->ctx->ops->arena_free(p->ctx, &p->mem);
+    cr_ppo_conv_free(p);
 }
 
 /* ---- rollout ---------------------------------------------------------------------------- */
@@ -295,8 +339,10 @@ static void rollout_steps_fused(cr_ppo *p) {
 }
 #endif
 
-/* The T steps with the backend's ops, one op at a time: the reference of the fused kernel. */
+/* The T steps with the backend's ops, one op at a time: the reference of the fused kernel.
+ * The MLP policy only (a conv policy's envs step in the pool). */
 static void rollout_steps(cr_ppo *p) {
+    CUDARL_ASSERT(!p->conv);
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     const size_t N = (size_t)p->N, D = (size_t)p->D;
@@ -344,6 +390,10 @@ void cr_ppo_rollout(cr_ppo *p) {
 /* ---- update ----------------------------------------------------------------------------- */
 
 void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
+    if (p->conv) {
+        cr_ppo_conv_update_minibatch(p, idx);
+        return;
+    }
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     int mb = p->mb;
@@ -373,8 +423,8 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
         cr_mlp_backward(ctx, &actor, &g_actor, p->mb_obs, p->mb_dlogits, &p->cache_actor, mb);
         cr_mlp_backward(ctx, &critic, &g_critic, p->mb_obs, p->mb_dvalue, &p->cache_critic, mb);
     }
-    o->clip_grad_norm(ctx, p->grads, p->layout.num_params, p->cfg.max_grad_norm, p->acc);
-    o->adam_step(ctx, p->params, p->grads, p->adam_m, p->adam_v, p->layout.num_params, p->lr,
+    o->clip_grad_norm(ctx, p->grads, p->num_params, p->cfg.max_grad_norm, p->acc);
+    o->adam_step(ctx, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr,
                  0.9f, 0.999f, 1e-5f, p->adam_t);
 }
 
@@ -387,7 +437,7 @@ static float lr_of(const cr_ppo *p, int64_t it) {
 
 static float current_lr(const cr_ppo *p) { return lr_of(p, p->iteration); }
 
-static void update(cr_ppo *p) {
+void cr_ppo_update(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
     ctx->ops->zero(ctx, p->acc, sizeof *p->acc);
     for (int epoch = 0; epoch < p->cfg.update_epochs; epoch++) {
@@ -612,6 +662,10 @@ static void profile_print(const cr_ppo *p) {
                     "--env-threads (or cheaper envs) would speed this up" : "the device is the "
                     "bottleneck (the threads wait for it longer than it waits for them)");
     }
+    if (p->conv) {
+        fprintf(stderr, "  (the FLOP/s and GB/s model covers the MLP policy only)\n");
+        return;
+    }
     double af, ab, cf, cb;
     mlp_flops(&p->layout, p->A, &af, &ab);
     mlp_flops(&p->layout, 1, &cf, &cb);
@@ -736,8 +790,8 @@ static void iterate(cr_ppo *p, cr_metric_pipe *m, float lr, void **g_rollout, vo
     p->global_step += p->batch;
     phase_end(p, CR_PHASE_ROLLOUT);
     CR_RANGE_PUSH("update");
-    if (capture_update) run_phase(p, update, g_update);
-    else update(p);
+    if (capture_update) run_phase(p, cr_ppo_update, g_update);
+    else cr_ppo_update(p);
     phase_end(p, CR_PHASE_UPDATE);
 }
 
@@ -750,11 +804,11 @@ static void async_learn(cr_ppo *p, int64_t it, void **g_update) {
     cr_cuda_stream_wait_event(l, p->ev_rollout);
     float lr = lr_of(p, it);
     l->ops->copy_from_host(l, p->lr, &lr, sizeof lr);
-    l->ops->copy(l, p->act_params, p->params, p->layout.num_params * sizeof(float));
+    l->ops->copy(l, p->act_params, p->params, p->num_params * sizeof(float));
     l->ops->event_record(l, p->ev_snapshot);
     p->ctx = l; /* the update's ops run on the learner's stream, scratch and handles */
-    if (p->cfg.target_kl <= 0) run_phase(p, update, &g_update[it & 1]);
-    else update(p);
+    if (p->cfg.target_kl <= 0) run_phase(p, cr_ppo_update, &g_update[it & 1]);
+    else cr_ppo_update(p);
     p->ctx = actor;
     l->ops->event_record(l, p->ev_update);
 }
@@ -844,13 +898,13 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
     cudarl_status s = cr_ppo_init(&p, ctx, cfg);
     if (s == CUDARL_OK && resume_path) s = cr_ppo_checkpoint_load(&p, resume_path);
     if (s == CUDARL_OK && resume_path && p.act_params != p.params) /* --async's snapshot */
-        ctx->ops->copy(ctx, p.act_params, p.params, p.layout.num_params * sizeof(float));
+        ctx->ops->copy(ctx, p.act_params, p.params, p.num_params * sizeof(float));
     if (s == CUDARL_OK) s = open_run_dir(&p, resume_path != NULL);
     p.tty = isatty(STDERR_FILENO);
     if (s == CUDARL_OK) {
-        CR_INFO("training PPO on %s: %d envs x %d steps, %lld iterations, %zu parameters, %s, "
-                "run %s", p.cfg.env_id, p.N, p.T, (long long)p.num_iterations,
-                p.layout.num_params, ctx->ops->name, p.run_dir);
+        CR_INFO("training PPO on %s: %d envs x %d steps, %lld iterations, policy %s, %zu "
+                "parameters, %s, run %s", p.cfg.env_id, p.N, p.T, (long long)p.num_iterations,
+                p.cfg.policy, p.num_params, ctx->ops->name, p.run_dir);
         int64_t start_step = p.global_step;
         s = train_loop(&p);
         double secs = cr_time_now() - p.loop_start;

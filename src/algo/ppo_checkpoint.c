@@ -1,10 +1,13 @@
 /* PPO checkpoints: the whole training state in one standard safetensors file.
  *
- * Tensors: the 12 parameters under their PyTorch state_dict names (CleanRL's Agent loads them
- * as they are), Adam's moments as optimizer.exp_avg.<name> / optimizer.exp_avg_sq.<name>, and
- * state.* (env states, RNG streams, episode statistics, counters) so a resumed run continues
- * exactly where it stopped. __metadata__ holds the format, its version, the model shape and
- * every hyperparameter as strings. */
+ * Tensors: the parameters under their PyTorch state_dict names (CleanRL's Agent loads them as
+ * they are: ppo.py's 12 MLP tensors, or for a conv policy ppo_atari.py's network.<i>.*,
+ * actor.*, critic.*), Adam's moments as optimizer.exp_avg.<name> / optimizer.exp_avg_sq.<name>,
+ * and state.* (env states, RNG streams, episode statistics, counters; the current observations
+ * as float32, or uint8 for a conv policy) so a resumed run continues exactly where it stopped.
+ * __metadata__ holds the format, its version, the model shape, every hyperparameter as
+ * strings, the policy's name and, for a conv policy, the network's spec text under "network"
+ * (cr_convnet_spec_parse rebuilds the net from it). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +23,8 @@ enum { C_ITERATION, C_GLOBAL_STEP, C_ADAM_T, C_SOLVED_STEP, C_COUNT };
 
 /* Host copies of the training state that lives in backend memory. */
 typedef struct host_state {
-    float *params, *m, *v, *obs;
+    float *params, *m, *v;
+    void *obs;                /* (N, D) floats, or uint8 with a conv policy */
     double *env, *ep_return;
     int64_t *ep_length;
     int32_t *elapsed;
@@ -31,12 +35,17 @@ typedef struct host_state {
     cr_arena arena;
 } host_state;
 
+/* Bytes of the current observations (N, D) as stored: floats, or uint8 (conv policy). */
+static size_t obs_bytes(const cr_ppo *p) {
+    return (size_t)p->N * (size_t)p->D * (p->conv ? 1 : sizeof(float));
+}
+
 static cudarl_status host_state_alloc(host_state *h, const cr_ppo *p) {
-    size_t P = p->layout.num_params, N = (size_t)p->N;
+    size_t P = p->num_params, N = (size_t)p->N;
     cr_plan pl;
     cr_plan_init(&pl);
     cr_plan_add(&pl, "params", P * 4), cr_plan_add(&pl, "m", P * 4), cr_plan_add(&pl, "v", P * 4);
-    cr_plan_add(&pl, "obs", N * (size_t)p->D * 4), cr_plan_add(&pl, "env", N * 4 * 8);
+    cr_plan_add(&pl, "obs", obs_bytes(p)), cr_plan_add(&pl, "env", N * 4 * 8);
     cr_plan_add(&pl, "ep_return", N * 8), cr_plan_add(&pl, "ep_length", N * 8);
     cr_plan_add(&pl, "elapsed", N * 4), cr_plan_add(&pl, "env_rng", N * sizeof(cr_philox_state));
     CR_TRY(cr_arena_alloc(&h->arena, &pl, CR_MEM_HOST));
@@ -51,12 +60,13 @@ static cudarl_status host_state_alloc(host_state *h, const cr_ppo *p) {
 /* Moves every piece of state between backend memory and `h` (to_host: 1 = save, 0 = load). */
 static void host_state_transfer(host_state *h, cr_ppo *p, int to_host) {
     cudarl_ctx *ctx = p->ctx;
-    size_t P = p->layout.num_params * 4, N = (size_t)p->N;
+    size_t P = p->num_params * 4, N = (size_t)p->N;
     const cr_cartpole *e = &p->env.cartpole;
+    void *cur_obs = p->conv ? (void *)p->cnn.cur_obs : (void *)p->cur_obs;
     size_t batch = p->pool ? 0 : N; /* envs on CPU threads keep their state in the pool */
     struct { void *dev; void *host; size_t bytes; } t[] = {
         {p->params, h->params, P}, {p->adam_m, h->m, P}, {p->adam_v, h->v, P},
-        {p->cur_obs, h->obs, N * (size_t)p->D * 4}, {e->state, h->env, batch * 4 * 8},
+        {cur_obs, h->obs, obs_bytes(p)}, {e->state, h->env, batch * 4 * 8},
         {p->ep_return, h->ep_return, N * 8}, {p->ep_length, h->ep_length, N * 8},
         {e->elapsed, h->elapsed, batch * 4}, {e->rng, h->env_rng, batch * sizeof(cr_philox_state)},
         {p->sampler, &h->sampler, sizeof h->sampler}, {p->shuffler, &h->shuffler, sizeof h->shuffler},
@@ -87,7 +97,7 @@ static void add_config_meta(cr_st_writer *w, const cr_ppo *p) {
     meta_int(w, "format_version", CR_CHECKPOINT_VERSION);
     cr_st_add_meta(w, "cudarl_version", CUDARL_VERSION_STRING);
     cr_st_add_meta(w, "algo", "ppo");
-    cr_st_add_meta(w, "policy", "mlp");
+    cr_st_add_meta(w, "policy", c->policy);
     cr_st_add_meta(w, "env_id", c->env_id);
     cr_st_add_meta(w, "env_device", p->pool ? "cpu" : "cuda-batch");
     cr_st_add_meta(w, "run_name", c->run_name);
@@ -115,8 +125,38 @@ static void add_config_meta(cr_st_writer *w, const cr_ppo *p) {
     meta_int(w, "iteration", p->iteration);
 }
 
+/* One parameter tensor, as the checkpoint names and shapes it. */
+typedef struct param_desc {
+    const char *name;
+    int ndim;
+    int64_t shape[4];
+    size_t offset, count;
+} param_desc;
+
+/* The policy's tensors in state_dict order into t (CR_CONVNET_MAX_TENSORS); their count. */
+static int param_tensors(const cr_ppo *p, param_desc *t) {
+    const int n = p->conv ? p->cnn.net.ntensors : CR_AC_NUM_TENSORS;
+    for (int i = 0; i < n; i++) {
+        memset(&t[i], 0, sizeof t[i]);
+        if (p->conv) {
+            const cr_convnet_tensor *c = &p->cnn.net.t[i];
+            t[i].name = c->name, t[i].ndim = c->ndim, t[i].offset = c->offset;
+            t[i].count = c->count;
+            for (int d = 0; d < c->ndim; d++) t[i].shape[d] = c->shape[d];
+        } else {
+            const cr_param_tensor *m = &p->layout.t[i];
+            t[i].name = m->name, t[i].ndim = m->ndim, t[i].offset = m->offset;
+            t[i].count = m->count;
+            for (int d = 0; d < m->ndim; d++) t[i].shape[d] = m->shape[d];
+        }
+    }
+    return n;
+}
+
 cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     host_state h;
+    char spec[CR_CONVNET_TEXT_MAX];
+    if (p->conv) CR_TRY(cr_convnet_spec_to_text(&p->cnn.net.spec, spec, sizeof spec));
     CR_TRY(host_state_alloc(&h, p));
     cr_st_writer *w = malloc(sizeof *w);
     if (!w) {
@@ -134,6 +174,12 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     double ep_sums[3] = {(double)h.log.episodes, h.log.iter_return_sum, h.log.iter_length_sum};
     cr_st_writer_init(w);
     add_config_meta(w, p);
+    if (p->conv) {
+        cr_st_add_meta(w, CR_CONVNET_META_KEY, spec);
+        /* MinAtar's 0/1 channels reach the network cast to float, not divided by 255 */
+        if (p->cnn.net.spec.scale == CR_CONVNET_SCALE_NONE)
+            cr_st_add_meta(w, "obs_input", "uint8 cast to float32, unscaled");
+    }
     /* 8-byte types first, so every tensor stays aligned */
     void *pool_states = NULL;
     int32_t *pool_elapsed = NULL;
@@ -146,17 +192,18 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     cr_st_add_tensor(w, "state.recent_returns", CR_ST_F64, 1, s_rec, h.log.recent);
     cr_st_add_tensor(w, "state.episode_sums", CR_ST_F64, 1, s_ep, ep_sums);
     cr_st_add_tensor(w, "state.counters", CR_ST_I64, 1, s_cnt, h.counters);
-    for (int i = 0; i < CR_AC_NUM_TENSORS; i++) {
-        const cr_param_tensor *t = &p->layout.t[i];
-        int64_t shape[2] = {t->shape[0], t->shape[1]};
+    param_desc pt[CR_CONVNET_MAX_TENSORS];
+    const int ntensors = param_tensors(p, pt);
+    for (int i = 0; i < ntensors; i++) {
+        const param_desc *t = &pt[i];
         char name[96];
-        cr_st_add_tensor(w, t->name, CR_ST_F32, t->ndim, shape, h.params + t->offset);
+        cr_st_add_tensor(w, t->name, CR_ST_F32, t->ndim, t->shape, h.params + t->offset);
         snprintf(name, sizeof name, "optimizer.exp_avg.%s", t->name);
-        cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, shape, h.m + t->offset);
+        cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, t->shape, h.m + t->offset);
         snprintf(name, sizeof name, "optimizer.exp_avg_sq.%s", t->name);
-        cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, shape, h.v + t->offset);
+        cr_st_add_tensor(w, name, CR_ST_F32, t->ndim, t->shape, h.v + t->offset);
     }
-    cr_st_add_tensor(w, "state.obs", CR_ST_F32, 2, s_obs, h.obs);
+    if (!p->conv) cr_st_add_tensor(w, "state.obs", CR_ST_F32, 2, s_obs, h.obs);
     if (p->pool) { /* the pool's env states, byte for byte (a def's state has no pointers) */
         cr_st_add_tensor(w, "state.pool_elapsed", CR_ST_I32, 1, s_n, pool_elapsed);
         cr_st_add_tensor(w, "state.pool_states", CR_ST_U8, 1, s_pool, pool_states);
@@ -166,6 +213,8 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     }
     cr_st_add_tensor(w, "state.rng_sampler", CR_ST_U32, 1, s_st, &h.sampler);
     cudarl_status s = cr_st_add_tensor(w, "state.rng_shuffle", CR_ST_U32, 1, s_st, &h.shuffler);
+    if (s == CUDARL_OK && p->conv) /* bytes, so last */
+        s = cr_st_add_tensor(w, "state.obs", CR_ST_U8, 2, s_obs, h.obs);
     if (s == CUDARL_OK) s = cr_st_write_atomic(w, path);
     free(w);
     cr_arena_free(&h.arena);
@@ -189,10 +238,12 @@ static cudarl_status read_raw(const cr_st_file *f, const char *path, const char 
 static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path) {
     host_state h;
     CR_TRY(host_state_alloc(&h, p));
-    size_t P = p->layout.num_params, N = (size_t)p->N;
+    size_t P = p->num_params, N = (size_t)p->N;
     cudarl_status s = CUDARL_OK;
-    for (int i = 0; i < CR_AC_NUM_TENSORS && s == CUDARL_OK; i++) {
-        const cr_param_tensor *t = &p->layout.t[i];
+    param_desc pt[CR_CONVNET_MAX_TENSORS];
+    const int ntensors = param_tensors(p, pt);
+    for (int i = 0; i < ntensors && s == CUDARL_OK; i++) {
+        const param_desc *t = &pt[i];
         char name[96];
         s = cr_st_read_f32(f, t->name, h.params + t->offset, t->count);
         snprintf(name, sizeof name, "optimizer.exp_avg.%s", t->name);
@@ -215,7 +266,7 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
         {p->pool ? "state.pool_elapsed" : "state.env_elapsed", CR_ST_I32,
          p->pool ? (void *)pool_elapsed : (void *)h.elapsed, N * 4},
         {"state.env_rng", CR_ST_U32, h.env_rng, batch * sizeof(cr_philox_state)},
-        {"state.obs", CR_ST_F32, h.obs, N * (size_t)p->D * 4},
+        {"state.obs", p->conv ? CR_ST_U8 : CR_ST_F32, h.obs, obs_bytes(p)},
         {"state.episode_return", CR_ST_F64, h.ep_return, N * 8},
         {"state.episode_length", CR_ST_I64, h.ep_length, N * 8},
         {"state.recent_returns", CR_ST_F64, h.log.recent, sizeof h.log.recent},
@@ -238,9 +289,79 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     return s;
 }
 
+/* "[a, b, ...]" of ndim dims into b (cap bytes). */
+static const char *shape_text(char *b, size_t cap, int ndim, const int64_t *shape) {
+    int n = snprintf(b, cap, "[");
+    for (int d = 0; d < ndim && n > 0 && (size_t)n < cap; d++)
+        n += snprintf(b + n, cap - (size_t)n, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (n > 0 && (size_t)n < cap) snprintf(b + n, cap - (size_t)n, "]");
+    return b;
+}
+
+/* Conv policy: every parameter tensor and Adam moment of the layout has the layout's dtype and
+ * shape in the file (a transposed or resized weight must not load because its element count
+ * fits). */
+static cudarl_status check_conv_tensors(const cr_ppo *p, const cr_st_file *f, const char *path) {
+    static const char *const prefix[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
+    param_desc pt[CR_CONVNET_MAX_TENSORS];
+    const int n = param_tensors(p, pt);
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < n; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "%s%s", prefix[k], pt[i].name);
+            cr_st_tensor t;
+            CR_TRY(cr_st_find(f, name, &t));
+            int same = t.dtype == CR_ST_F32 && t.ndim == pt[i].ndim;
+            for (int d = 0; same && d < t.ndim; d++) same = t.shape[d] == pt[i].shape[d];
+            if (same) continue;
+            char got[160], want[96];
+            return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s': tensor '%s' is %s of shape %s, "
+                           "but its network spec gives F32 of shape %s; the file was altered or "
+                           "damaged: use a model.safetensors written by cudarl train", path, name,
+                           cr_st_dtype_name(t.dtype), shape_text(got, sizeof got, t.ndim, t.shape),
+                           shape_text(want, sizeof want, pt[i].ndim, pt[i].shape));
+        }
+    return CUDARL_OK;
+}
+
+/* Refuses a checkpoint whose policy is not this run's: a conv policy's must be a cudarl PPO
+ * checkpoint (format, version and algo checked here: cr_checkpoint_check_format refuses every
+ * convolutional network, which eval and export do not read yet) whose network spec text is
+ * this run's, with every tensor of that network's shape. */
+static cudarl_status check_policy(const cr_ppo *p, const cr_st_file *f, const char *path) {
+    const char *pol = cr_st_meta(f, "policy"), *net = cr_st_meta(f, CR_CONVNET_META_KEY);
+    if (!net && !p->conv) return cr_checkpoint_check_format(f, path, "ppo");
+    const char *fmt = cr_st_meta(f, "format"), *ver = cr_st_meta(f, "format_version");
+    const char *algo = cr_st_meta(f, "algo");
+    long v = ver ? strtol(ver, NULL, 10) : 0;
+    if (!fmt || strcmp(fmt, CR_CHECKPOINT_FORMAT) || v < 1 || v > CR_CHECKPOINT_VERSION)
+        return cr_fail(CUDARL_ERR_FORMAT, "'%s' is not a cudarl checkpoint this build reads "
+                       "(format %s, version %s; this build reads %s 1 to %d); pass a "
+                       "model.safetensors written by cudarl train", path, fmt ? fmt : "missing",
+                       ver ? ver : "missing", CR_CHECKPOINT_FORMAT, CR_CHECKPOINT_VERSION);
+    if (!algo || strcmp(algo, "ppo"))
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained with algo '%s', not ppo",
+                       path, algo ? algo : "(missing)");
+    const char *theirs = net ? (pol ? pol : "(unnamed)") : "mlp";
+    if (!net || !p->conv || strcmp(theirs, p->cfg.policy))
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' holds policy %s but this run's is "
+                       "%s; resume with --policy %s", path, theirs, p->cfg.policy, theirs);
+    char source[700], want[CR_CONVNET_TEXT_MAX], got[CR_CONVNET_TEXT_MAX];
+    snprintf(source, sizeof source, "checkpoint '%s' metadata \"%s\"", path, CR_CONVNET_META_KEY);
+    cr_convnet_spec spec;
+    CR_TRY(cr_convnet_spec_parse(&spec, net, source));
+    CR_TRY(cr_convnet_spec_to_text(&spec, got, sizeof got));
+    CR_TRY(cr_convnet_spec_to_text(&p->cnn.net.spec, want, sizeof want));
+    if (strcmp(got, want))
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' holds the network %s, but this run "
+                       "(--policy %s on %s) builds %s; resume it with the env and policy it was "
+                       "trained on", path, got, p->cfg.policy, p->cfg.env_id, want);
+    return check_conv_tensors(p, f, path);
+}
+
 /* Refuses a checkpoint whose model or env batch differs from this run's. */
 static cudarl_status check_shape(const cr_ppo *p, const cr_st_file *f, const char *path) {
-    CR_TRY(cr_checkpoint_check_format(f, path, "ppo"));
+    CR_TRY(check_policy(p, f, path));
     const char *env = cr_st_meta(f, "env_id"), *where = cr_st_meta(f, "env_device");
     const char *here = p->pool ? "cpu" : "cuda-batch";
     if (!where) where = "cuda-batch"; /* written before envs could step on CPU threads */
@@ -258,6 +379,7 @@ static cudarl_status check_shape(const cr_ppo *p, const cr_st_file *f, const cha
         {"hidden", p->cfg.hidden, "--hidden"}, {"num_envs", p->cfg.num_envs, "--num-envs"},
         {"num_steps", p->cfg.num_steps, "--num-steps"}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        if (p->conv && !strcmp(k[i].key, "hidden")) continue; /* the MLP's width */
         const char *v = cr_st_meta(f, k[i].key);
         if (!v || strtoll(v, NULL, 10) != k[i].want)
             return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' has %s = %s but this run has %lld; "

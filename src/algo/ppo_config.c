@@ -1,10 +1,12 @@
-/* PPO hyperparameters: cudarl's tuned defaults and their validation. */
+/* PPO hyperparameters: cudarl's tuned defaults, the presets of the device and the policy, and
+ * their validation. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/core.h"
 #include "env/env.h"
+#include "nn/convnet.h"
 
 void cudarl_ppo_config_default(cudarl_ppo_config *c, const char *env_id) {
     memset(c, 0, sizeof *c);
@@ -28,6 +30,7 @@ void cudarl_ppo_config_default(cudarl_ppo_config *c, const char *env_id) {
     c->max_grad_norm = 0.5;
     c->target_kl = 0.0;
     c->hidden = 64;
+    snprintf(c->policy, sizeof c->policy, "mlp");
     c->threads = 1; /* one core is as fast as two at this model size, and never spin-waits */
     c->device = CUDARL_DEVICE_AUTO;
     c->env_device = CUDARL_DEVICE_AUTO;
@@ -40,6 +43,20 @@ void cudarl_ppo_config_for_device(cudarl_ppo_config *c, cudarl_device_kind kind)
     c->num_steps = 16;
     c->learning_rate = 5e-3;
     c->total_timesteps = 2000000;
+}
+
+void cudarl_ppo_config_for_policy(cudarl_ppo_config *c, const char *policy) {
+    if (policy) snprintf(c->policy, sizeof c->policy, "%s", policy);
+    if (!strcmp(c->policy, "mlp")) return;
+    /* CleanRL ppo_atari.py's defaults (its num_minibatches 4, update_epochs 4, gamma, GAE
+     * lambda, vf_coef, max_grad_norm, norm_adv and clip_vloss are ppo.py's, set already) */
+    c->num_envs = 8;
+    c->num_steps = 128;
+    c->learning_rate = 2.5e-4;
+    c->anneal_lr = 1;
+    c->clip_coef = 0.1;
+    c->ent_coef = 0.01;
+    c->total_timesteps = 10000000;
 }
 
 #define REQUIRE(cond, ...)                                         \
@@ -61,6 +78,50 @@ static cudarl_status validate_run_name(const char *name) {
     return CUDARL_OK;
 }
 
+/* The convolutional policy that suits an image env of (c, h, w): MinAtar's 10x10 channels get
+ * minatar-cnn, anything else (84x84 frames) nature-cnn. (static storage) */
+static const char *conv_policy_for(int c, int h, int w) {
+    (void)c;
+    return h == 10 && w == 10 ? "minatar-cnn" : "nature-cnn";
+}
+
+/* --policy: "mlp" for float features, a named convolutional network that fits a uint8 image
+ * env's (C, H, W) observations, and what the conv policies do not support (yet). */
+static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_def *def) {
+    const int *s = def->obs_shape;
+    const int image = def->obs_rank == 3 && def->obs_dtype == CUDARL_OBS_U8;
+    if (!strcmp(c->policy, "mlp")) {
+        REQUIRE(def->obs_dtype == CUDARL_OBS_F32,
+                "--env-id %s has uint8 image observations of %dx%dx%d, which --policy mlp (an "
+                "MLP over float features) does not read; use --policy %s (a convolutional "
+                "network over the frames)",
+                c->env_id, s[0], s[1], s[2], conv_policy_for(s[0], s[1], s[2]));
+        return CUDARL_OK;
+    }
+    REQUIRE(!strcmp(c->policy, "minatar-cnn") || !strcmp(c->policy, "nature-cnn"),
+            "--policy '%.32s' is not a known policy; choose one of: mlp, minatar-cnn, nature-cnn",
+            c->policy);
+    REQUIRE(image, "--policy %s is a convolutional network for uint8 image observations (C, H, "
+            "W), and %s gives %s; use --policy mlp", c->policy, c->env_id,
+            def->obs_dtype == CUDARL_OBS_F32 ? "float features" : "no (C, H, W) image");
+    cr_convnet_spec spec;
+    CR_TRY(cr_convnet_spec_named(&spec, c->policy, s[0], s[1], s[2], CR_CONVNET_PPO,
+                                 def->num_actions));
+    cr_convnet net;
+    if (cr_convnet_plan(&net, &spec) != CUDARL_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", cudarl_last_error());
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--policy %s does not fit %s's observations of "
+                       "(%d, %d, %d) (%s); use --policy %s", c->policy, c->env_id, s[0], s[1],
+                       s[2], why, conv_policy_for(s[0], s[1], s[2]));
+    }
+    REQUIRE(c->env_device != CUDARL_DEVICE_CUDA,
+            "--policy %s steps its envs on CPU threads; use --env-device cpu or auto", c->policy);
+    REQUIRE(!c->async, "--async is for --policy mlp for now; drop --async for --policy %s",
+            c->policy);
+    return CUDARL_OK;
+}
+
 cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
     const cudarl_env_def *def = cr_env_def_find(c->env_id);
     if (!def) {
@@ -70,11 +131,7 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-id '%s' is not a known environment; choose "
                                                "one of: %s", c->env_id, list);
     }
-    REQUIRE(def->obs_dtype == CUDARL_OBS_F32,
-            "--env-id %s has uint8 image observations of %dx%dx%d; PPO's policy is an MLP over "
-            "float features, so train a feature env (CartPole-v1, or your own registered env) "
-            "until the convolutional policies arrive", c->env_id, def->obs_shape[0],
-            def->obs_shape[1], def->obs_shape[2]);
+    CR_TRY(check_policy(c, def));
     REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
                 c->env_device == CUDARL_DEVICE_CUDA,
             "--env-device must be cpu, cuda or auto");

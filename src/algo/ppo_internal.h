@@ -7,6 +7,7 @@
 #include "env/env.h"
 #include "env/env_pool.h"
 #include "nn/actor_critic.h"
+#include "nn/convnet.h"
 #include "ops/backend.h"
 #include "runtime/tensorboard.h"
 
@@ -50,12 +51,34 @@ typedef struct cr_ppo_rollout_bufs {
     int32_t *fin_length;
 } cr_ppo_rollout_bufs;
 
+struct cr_convnet_cuda;
+
+/* The convolutional policy (cfg.policy minatar-cnn or nature-cnn; ppo_conv.c): ppo_atari.py's
+ * Agent, one trunk with actor and critic heads, over uint8 (C, H, W) observations, which are
+ * stored as uint8 and converted by the network as its spec says (x / 255, or cast). Its envs
+ * step on CPU threads (ppo_pool.c). Parameters are cr_ppo's flat buffers in the net's
+ * state_dict order. Backend memory, carved from cr_ppo's arena (the items of the MLP's float
+ * observations and caches, sized for these instead). */
+typedef struct cr_ppo_conv {
+    cr_convnet net;                   /* the planned spec (host, plain data) */
+    struct cr_convnet_cuda *gpu;      /* its CUDA twin on a CUDA context, else NULL */
+    cr_convnet_cache cache;           /* one forward's activations, max(mb, N) rows */
+    uint8_t *obs;                     /* (T, N, C, H, W) the rollout's observations */
+    uint8_t *cur_obs;                 /* (N, C, H, W) the observations the next step acts on */
+    uint8_t *final_obs;               /* (N, C, H, W) one step's final observations (rows of
+                                       * envs that truncated; the others stale) */
+    uint8_t *mb_obs;                  /* (mb, C, H, W) */
+} cr_ppo_conv;
+
 typedef struct cr_ppo {
     cudarl_ctx *ctx;
     cudarl_ppo_config cfg;
     const cr_env_info *env_info;
-    cr_ac_layout layout;
-    int T, N, D, A;        /* steps, envs, obs floats, actions */
+    cr_ac_layout layout;   /* the MLPs' (policy mlp; zeros with a conv policy) */
+    int conv;              /* the policy is the convolutional network `cnn`, not the MLPs */
+    cr_ppo_conv cnn;
+    size_t num_params;     /* P: floats of the parameters, whichever the policy */
+    int T, N, D, A;        /* steps, envs, obs elements, actions */
     int batch, mb;         /* T*N, rows per minibatch */
     int64_t num_iterations, iteration, global_step;
     int64_t start_iteration; /* iteration this process started at (resume) */
@@ -64,6 +87,8 @@ typedef struct cr_ppo {
     /* backend memory (device memory on CUDA): everything the loop touches */
     cr_arena mem;
     float *params, *grads, *adam_m, *adam_v;      /* (P) each */
+    /* with a conv policy obs, final_obs, cur_obs, mb_obs and the two MLP caches are NULL, and
+     * `cnn` holds the observations (uint8) and the network's cache instead */
     float *act_params;    /* (P) the weights the rollout acts with: params, or with --async a
                            * snapshot taken before the update that runs beside the rollout */
     int64_t *adam_t;                              /* Adam's step count */
@@ -135,8 +160,12 @@ void cr_ppo_pool_rollout_steps(cr_ppo *p);
 double cr_ppo_pool_thread_wait(const cr_ppo *p);
 int cr_ppo_pool_threads(const cr_ppo *p);
 int cr_ppo_pool_groups(const cr_ppo *p);
-/* Sets the current observations (N, D) the next step starts from (a resumed checkpoint's). */
-void cr_ppo_pool_set_obs(cr_ppo *p, const float *obs);
+/* Sets the current observations (N, D) of the env's dtype the next step starts from (a resumed
+ * checkpoint's). */
+void cr_ppo_pool_set_obs(cr_ppo *p, const void *obs);
+/* How many groups the pool splits the envs into for cfg on p->ctx (what cr_ppo_pool_init
+ * uses; known before the pool exists). */
+int cr_ppo_pool_group_count(const cr_ppo *p);
 void cr_ppo_pool_free(cr_ppo *p);
 /* The env states as bytes for a checkpoint: states (N, stride) and elapsed (N). */
 void cr_ppo_pool_state(cr_ppo *p, void **states, size_t *bytes, int32_t **elapsed);
@@ -144,6 +173,35 @@ void cr_ppo_pool_state(cr_ppo *p, void **states, size_t *bytes, int32_t **elapse
 /* One minibatch step on rollout rows idx (mb of them, backend memory): gather, forward, loss,
  * backward, clip, Adam at the learning rate in p->lr. Stats accumulate into p->acc. */
 void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx);
+/* The update of one rollout: update_epochs epochs of shuffled minibatches (stopping early on
+ * --target-kl); p->acc restarts. */
+void cr_ppo_update(cr_ppo *p);
+
+/* ---- the convolutional policy (ppo_conv.c) ---- */
+
+/* Plans p->cnn.net for cfg.policy and the env, and on a CUDA context makes its twin for the
+ * batch sizes the loop uses (the pool's group sizes, N, mb). Sets p->num_params. */
+cudarl_status cr_ppo_conv_init(cr_ppo *p);
+/* Bytes of the conv cache and of the CUDA twin's workspace (0 on the CPU), for the plan. */
+size_t cr_ppo_conv_cache_bytes(const cr_ppo *p);
+size_t cr_ppo_conv_workspace_bytes(const cr_ppo *p);
+/* Points the cache (and the twin's workspace) into the arena's pieces. */
+void cr_ppo_conv_carve(cr_ppo *p, void *cache, void *workspace);
+/* CleanRL's init of the network into params (host, P floats), drawn from rng. */
+void cr_ppo_conv_init_params(const cr_ppo *p, float *params, cr_philox_state *rng);
+/* The CUDA twin's first call of every batch size, outside graph capture; a no-op on the CPU.
+ * Writes only buffers the loop overwrites before reading (logits, last values, minibatch). */
+void cr_ppo_conv_warm_up(cr_ppo *p);
+/* logits (B, A) and value (B) of obs (B, C, H, W) uint8 under params; fills the cache. */
+void cr_ppo_conv_forward(cr_ppo *p, const float *params, const uint8_t *obs, float *logits,
+                         float *value, int B);
+/* p->grads = d loss / d params from dlogits (B, A) and dvalue (B), with the cache of the
+ * forward on the same rows. */
+void cr_ppo_conv_backward(cr_ppo *p, const float *params, const float *dlogits,
+                          const float *dvalue, int B);
+/* cr_ppo_update_minibatch for the conv policy. */
+void cr_ppo_conv_update_minibatch(cr_ppo *p, const int32_t *idx);
+void cr_ppo_conv_free(cr_ppo *p);
 
 /* Writes the whole training state to `path` atomically (safetensors). */
 cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path);

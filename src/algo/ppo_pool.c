@@ -22,7 +22,16 @@
  * threads' outputs and writes the actions in the pinned buffers themselves, mapped into the
  * device's address space (zero-copy: no copy launches, and on an integrated GPU such as Orin no
  * second copy of the data). It computes what the fused all-GPU rollout computes, bit for bit,
- * so there G groups give exactly the trajectories of the envs' CUDA twin. */
+ * so there G groups give exactly the trajectories of the envs' CUDA twin.
+ *
+ * A convolutional policy (p->conv, ppo_conv.c) runs the op-by-op schedule with uint8
+ * observations: the pinned buffers hold the env's bytes, which are copied as they are into the
+ * rollout's uint8 rows, and one forward of the network gives a group's logits and values
+ * together. V(final obs) needs a forward only where an env truncated (a terminated episode's
+ * is multiplied by 0 in GAE, and rows of envs that did not end are not read): the host sees
+ * the flags once it has waited for the group, so a step without truncations (every step of a
+ * MinAtar game) costs no second forward. The final_values rows it skips keep earlier finite
+ * values (the arena starts zeroed). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +49,8 @@ typedef struct cr_ppo_pool {
     const cudarl_env_def *def;
     int groups;
     /* pinned host buffers the threads write and the stream reads (or the reverse) */
-    float *obs, *final_obs;          /* (N, D) */
+    float *obs, *final_obs;          /* (N, D) of the env's dtype: floats, or (conv policy)
+                                      * uint8, read through obs_u8() */
     float *reward;                   /* (N) */
     uint8_t *terminated, *truncated, *done; /* (N) */
     int32_t *actions;                /* (N) */
@@ -52,6 +62,14 @@ typedef struct cr_ppo_pool {
     struct hook_arg { struct cr_ppo_pool *pp; cudarl_ctx *ctx; } hook_arg;
     _Atomic uint64_t thread_wait_ns; /* threads' time in the hook, summed */
 } cr_ppo_pool;
+
+/* The pinned observations as the bytes of a uint8 env (conv policy). */
+static const uint8_t *obs_u8(const float *obs) { return (const uint8_t *)obs; }
+
+int cr_ppo_pool_group_count(const cr_ppo *p) {
+    int gpu = p->ctx->kind == CUDARL_DEVICE_CUDA && p->ctx->ops->event_create;
+    return p->cfg.env_groups > 0 ? p->cfg.env_groups : (gpu && p->N >= 2 ? 2 : 1);
+}
 
 int cr_ppo_pool_wanted(const cr_ppo *p) {
     const cudarl_ppo_config *c = &p->cfg;
@@ -95,13 +113,12 @@ cudarl_status cr_ppo_pool_init(cr_ppo *p) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = c->env_threads > 0 ? c->env_threads : (int)(cores > 0 ? cores : 1);
     int gpu = ctx->kind == CUDARL_DEVICE_CUDA && ctx->ops->event_create;
-    pp->groups = c->env_groups > 0 ? c->env_groups : (gpu && p->N >= 2 ? 2 : 1);
+    pp->groups = cr_ppo_pool_group_count(p);
     cr_env_pool_config pc = {.num_envs = p->N, .num_threads = threads, .num_groups = pp->groups};
-    size_t N = (size_t)p->N, D = (size_t)p->D;
+    size_t N = (size_t)p->N, ob = cr_env_def_obs_bytes(pp->def); /* D floats, or D bytes */
     cudarl_status s = cr_env_pool_init(&pp->pool, pp->def, &pc, NULL);
-    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->obs, N * D * sizeof(float));
-    if (s == CUDARL_OK)
-        s = cr_host_buffer_alloc(ctx, (void **)&pp->final_obs, N * D * sizeof(float));
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->obs, N * ob);
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->final_obs, N * ob);
     if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->reward, N * sizeof(float));
     if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->terminated, N);
     if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->truncated, N);
@@ -132,12 +149,16 @@ cudarl_status cr_ppo_pool_init(cr_ppo *p) {
 void cr_ppo_pool_reset(cr_ppo *p) {
     cr_ppo_pool *pp = p->pool;
     cr_env_pool_reset(&pp->pool, p->cfg.seed);
-    p->ctx->ops->copy_from_host(p->ctx, p->cur_obs, pp->obs,
-                                (size_t)p->N * (size_t)p->D * sizeof(float));
+    if (p->conv)
+        p->ctx->ops->copy_from_host(p->ctx, p->cnn.cur_obs, pp->obs,
+                                    (size_t)p->N * pp->pool.obs_bytes);
+    else
+        p->ctx->ops->copy_from_host(p->ctx, p->cur_obs, pp->obs,
+                                    (size_t)p->N * (size_t)p->D * sizeof(float));
 }
 
-void cr_ppo_pool_set_obs(cr_ppo *p, const float *obs) {
-    memcpy(p->pool->obs, obs, (size_t)p->N * (size_t)p->D * sizeof(float));
+void cr_ppo_pool_set_obs(cr_ppo *p, const void *obs) {
+    memcpy(p->pool->obs, obs, (size_t)p->N * p->pool->pool.obs_bytes);
 }
 
 int cr_ppo_pool_threads(const cr_ppo *p) { return p->pool->pool.num_threads; }
@@ -166,6 +187,22 @@ static void wait_group(cr_ppo *p, int g, int last_g) {
     if (idle) p->prof.gpu_wait_cpu += dt;
 }
 
+/* Conv policy: V(final obs) into rollout rows [r, r + n) of envs [b, b + n), where one of them
+ * truncated (the flags are on the host); the group's logits rows serve as the actor's scratch
+ * (act() has sampled from them, and rewrites them next). */
+static void absorb_final_conv(cr_ppo *p, size_t r, int b, int n) {
+    cr_ppo_pool *pp = p->pool;
+    int truncated = 0;
+    for (int i = b; i < b + n; i++) truncated |= pp->truncated[i];
+    if (!truncated) return;
+    size_t D = (size_t)p->D;
+    uint8_t *final = p->cnn.final_obs + (size_t)b * D;
+    p->ctx->ops->copy_from_host(p->ctx, final, obs_u8(pp->final_obs) + (size_t)b * D,
+                                (size_t)n * D);
+    cr_ppo_conv_forward(p, p->act_params, final, p->logits + (size_t)b * (size_t)p->A,
+                        p->final_values + r, n);
+}
+
 /* Queues what follows step t of envs [b, b + n): their outputs into the rollout rows, done,
  * V(final obs) of the envs that ended, and the episode sums. */
 static void absorb(cr_ppo *p, int t, int b, int n) {
@@ -178,10 +215,15 @@ static void absorb(cr_ppo *p, int t, int b, int n) {
     o->copy_from_host(ctx, p->terminated + r, pp->terminated + b, (size_t)n);
     o->copy_from_host(ctx, p->truncated + r, pp->truncated + b, (size_t)n);
     o->copy_from_host(ctx, p->done + r, pp->done + b, (size_t)n);
-    o->copy_from_host(ctx, p->final_obs + r * D, pp->final_obs + (size_t)b * D,
-                      (size_t)n * D * sizeof(float));
-    cr_mlp_view critic = cr_ac_critic(&p->layout, p->act_params);
-    cr_mlp_forward(ctx, &critic, p->final_obs + r * D, p->final_values + r, &p->cache_critic, n);
+    if (p->conv) {
+        absorb_final_conv(p, r, b, n);
+    } else {
+        o->copy_from_host(ctx, p->final_obs + r * D, pp->final_obs + (size_t)b * D,
+                          (size_t)n * D * sizeof(float));
+        cr_mlp_view critic = cr_ac_critic(&p->layout, p->act_params);
+        cr_mlp_forward(ctx, &critic, p->final_obs + r * D, p->final_values + r,
+                       &p->cache_critic, n);
+    }
     o->episodes_record(ctx, p->rewards + r, p->done + r, p->ep_return + b, p->ep_length + b,
                        p->log, n);
 }
@@ -192,12 +234,18 @@ static void act(cr_ppo *p, int t, int b, int n) {
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     size_t r = (size_t)t * (size_t)p->N + (size_t)b, D = (size_t)p->D, A = (size_t)p->A;
-    float *obs = p->obs + r * D;
-    o->copy_from_host(ctx, obs, pp->obs + (size_t)b * D, (size_t)n * D * sizeof(float));
-    cr_mlp_view actor = cr_ac_actor(&p->layout, p->act_params);
-    cr_mlp_view critic = cr_ac_critic(&p->layout, p->act_params);
-    cr_mlp_forward(ctx, &actor, obs, p->logits + (size_t)b * A, &p->cache_actor, n);
-    cr_mlp_forward(ctx, &critic, obs, p->values + r, &p->cache_critic, n);
+    if (p->conv) {
+        uint8_t *obs = p->cnn.obs + r * D;
+        o->copy_from_host(ctx, obs, obs_u8(pp->obs) + (size_t)b * D, (size_t)n * D);
+        cr_ppo_conv_forward(p, p->act_params, obs, p->logits + (size_t)b * A, p->values + r, n);
+    } else {
+        float *obs = p->obs + r * D;
+        o->copy_from_host(ctx, obs, pp->obs + (size_t)b * D, (size_t)n * D * sizeof(float));
+        cr_mlp_view actor = cr_ac_actor(&p->layout, p->act_params);
+        cr_mlp_view critic = cr_ac_critic(&p->layout, p->act_params);
+        cr_mlp_forward(ctx, &actor, obs, p->logits + (size_t)b * A, &p->cache_actor, n);
+        cr_mlp_forward(ctx, &critic, obs, p->values + r, &p->cache_critic, n);
+    }
     o->uniform(ctx, p->sampler, p->u + b, n);
     o->categorical_sample(ctx, p->logits + (size_t)b * A, p->u + b, p->actions + r,
                           p->logp + r, n, p->A);
@@ -300,6 +348,11 @@ void cr_ppo_pool_rollout_steps(cr_ppo *p) {
         cr_env_pool_group_range(&pp->pool, g, &b, &e);
         wait_group(p, g, (g + G - 1) % G);
         absorb(p, p->T - 1, b, e - b);
+    }
+    if (p->conv) { /* the logits are the forward's scratch here */
+        ctx->ops->copy_from_host(ctx, p->cnn.cur_obs, pp->obs, (size_t)p->N * (size_t)p->D);
+        cr_ppo_conv_forward(p, p->act_params, p->cnn.cur_obs, p->logits, p->last_values, p->N);
+        return;
     }
     ctx->ops->copy_from_host(ctx, p->cur_obs, pp->obs, (size_t)p->N * (size_t)p->D * sizeof(float));
     cr_mlp_view critic = cr_ac_critic(&p->layout, p->act_params);

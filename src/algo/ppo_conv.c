@@ -1,0 +1,145 @@
+/* PPO's convolutional policy (--policy minatar-cnn | nature-cnn): CleanRL ppo_atari.py's Agent,
+ * one `network` trunk with `actor` and `critic` linear heads on its features (nn/convnet.h),
+ * over uint8 (C, H, W) observations stepped by the env pool on CPU threads (ppo_pool.c).
+ *
+ * Where the CPU and CUDA part: the network is the only piece with two implementations. On a
+ * CPU context it is cr_convnet_forward / cr_convnet_backward on the arena's host memory; on a
+ * CUDA context its twin cr_convnet_cuda (nn/convnet_cuda.h) on device memory, declared for the
+ * batch sizes the loop uses: the pool's group sizes (each rollout step's forward), N (the last
+ * values of a rollout) and mb (the update). Everything around it - sampling, GAE, the gathers,
+ * the PPO loss, the gradient clip and Adam over the one flat parameter buffer - is the
+ * backend's ops, the same calls as the MLP's.
+ *
+ * Memory: the observations stay uint8 from the env to the network, which converts a batch to
+ * float inside its cache (x / 255 for nature-cnn, a cast for MinAtar's 0/1 channels): the
+ * rollout holds (T, N, C, H, W) bytes, a quarter of float storage. The network's cache (its
+ * activations for max(mb, N) rows) and the CUDA twin's workspace are two items of the
+ * trainer's arena, sized here before it is allocated; nothing is allocated in the loop. */
+#include <string.h>
+
+#include "algo/ppo_internal.h"
+#ifdef CUDARL_WITH_CUDA
+#include "nn/convnet_cuda.h"
+#endif
+
+/* Rows one cache serves: the update's minibatch and the rollout's N envs. */
+static int cache_rows(const cr_ppo *p) { return p->mb > p->N ? p->mb : p->N; }
+
+cudarl_status cr_ppo_conv_init(cr_ppo *p) {
+    const cudarl_env_def *def = p->env_info->def;
+    cr_convnet_spec spec;
+    CR_TRY(cr_convnet_spec_named(&spec, p->cfg.policy, def->obs_shape[0], def->obs_shape[1],
+                                 def->obs_shape[2], CR_CONVNET_PPO, p->A));
+    CR_TRY(cr_convnet_plan(&p->cnn.net, &spec));
+    p->num_params = p->cnn.net.num_params;
+#ifdef CUDARL_WITH_CUDA
+    if (p->ctx->kind == CUDARL_DEVICE_CUDA) {
+        /* groups are even splits of N: floor(N / G) or ceil(N / G) envs (env_pool.h) */
+        const int G = cr_ppo_pool_group_count(p);
+        const int batches[4] = {p->N / G, (p->N + G - 1) / G, p->N, p->mb};
+        CR_TRY(cr_convnet_cuda_init(p->ctx, &p->cnn.net, batches, 4, CR_CONVNET_ENGINE_AUTO,
+                                    &p->cnn.gpu));
+        CR_INFO("PPO: %s on the GPU, conv engine %s", p->cfg.policy,
+                cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(p->cnn.gpu)));
+        CR_DEBUG("%s", cr_convnet_cuda_describe(p->cnn.gpu));
+    }
+#endif
+    return CUDARL_OK;
+}
+
+void cr_ppo_conv_free(cr_ppo *p) {
+#ifdef CUDARL_WITH_CUDA
+    cr_convnet_cuda_free(p->cnn.gpu);
+#endif
+    p->cnn.gpu = NULL;
+}
+
+size_t cr_ppo_conv_cache_bytes(const cr_ppo *p) {
+#ifdef CUDARL_WITH_CUDA
+    if (p->cnn.gpu) return cr_convnet_cuda_cache_bytes(&p->cnn.net, cache_rows(p));
+#endif
+    return cr_convnet_cache_bytes(&p->cnn.net, cache_rows(p));
+}
+
+size_t cr_ppo_conv_workspace_bytes(const cr_ppo *p) {
+#ifdef CUDARL_WITH_CUDA
+    if (p->cnn.gpu) return cr_convnet_cuda_workspace_bytes(p->cnn.gpu);
+#endif
+    (void)p;
+    return 0;
+}
+
+void cr_ppo_conv_carve(cr_ppo *p, void *cache, void *workspace) {
+#ifdef CUDARL_WITH_CUDA
+    if (p->cnn.gpu) {
+        cr_convnet_cuda_cache_carve(&p->cnn.net, cache, cache_rows(p), &p->cnn.cache);
+        cr_convnet_cuda_set_workspace(p->cnn.gpu, workspace);
+        return;
+    }
+#endif
+    (void)workspace;
+    cr_convnet_cache_carve(&p->cnn.net, cache, cache_rows(p), &p->cnn.cache);
+}
+
+void cr_ppo_conv_init_params(const cr_ppo *p, float *params, cr_philox_state *rng) {
+    cr_convnet_init_params(&p->cnn.net, params, rng);
+}
+
+void cr_ppo_conv_forward(cr_ppo *p, const float *params, const uint8_t *obs, float *logits,
+                         float *value, int B) {
+#ifdef CUDARL_WITH_CUDA
+    if (p->cnn.gpu) {
+        cr_convnet_cuda_forward(p->ctx, p->cnn.gpu, params, obs, logits, value, &p->cnn.cache, B);
+        return;
+    }
+#endif
+    CUDARL_ASSERT(p->ctx->kind == CUDARL_DEVICE_CPU);
+    cr_convnet_forward(&p->cnn.net, params, obs, logits, value, &p->cnn.cache, B);
+}
+
+void cr_ppo_conv_backward(cr_ppo *p, const float *params, const float *dlogits,
+                          const float *dvalue, int B) {
+#ifdef CUDARL_WITH_CUDA
+    if (p->cnn.gpu) {
+        cr_convnet_cuda_backward(p->ctx, p->cnn.gpu, params, p->grads, dlogits, dvalue,
+                                 &p->cnn.cache, B);
+        return;
+    }
+#endif
+    CUDARL_ASSERT(p->ctx->kind == CUDARL_DEVICE_CPU);
+    cr_convnet_backward(&p->cnn.net, params, p->grads, dlogits, dvalue, &p->cnn.cache, B);
+}
+
+void cr_ppo_conv_warm_up(cr_ppo *p) {
+    if (!p->cnn.gpu) return;
+    const int G = cr_ppo_pool_group_count(p);
+    const int small[3] = {p->N / G, (p->N + G - 1) / G, p->N};
+    for (int k = 0; k < 3; k++) /* the rollout's batches, into its per-step outputs */
+        cr_ppo_conv_forward(p, p->params, p->cnn.obs, p->logits, p->last_values, small[k]);
+    cr_ppo_conv_forward(p, p->params, p->cnn.mb_obs, p->mb_logits, p->mb_value, p->mb);
+    cr_ppo_conv_backward(p, p->params, p->mb_dlogits, p->mb_dvalue, p->mb);
+    p->ctx->ops->sync(p->ctx);
+}
+
+void cr_ppo_conv_update_minibatch(cr_ppo *p, const int32_t *idx) {
+    cudarl_ctx *ctx = p->ctx;
+    const cr_backend *o = ctx->ops;
+    const int mb = p->mb;
+    /* the observation rows on their own: a CUDA gather_rows spreads a wide row over threads */
+    o->gather_rows(ctx, p->cnn.obs, idx, p->cnn.mb_obs, mb, (size_t)p->D);
+    const cr_gather_item rows[5] = {
+        {p->actions, p->mb_act, sizeof(int32_t)}, {p->logp, p->mb_logp, sizeof(float)},
+        {p->adv, p->mb_adv, sizeof(float)},       {p->returns, p->mb_ret, sizeof(float)},
+        {p->values, p->mb_val, sizeof(float)},
+    };
+    o->gather_rows_many(ctx, idx, mb, 5, rows);
+    cr_ppo_loss_params lp = {(float)p->cfg.clip_coef, (float)p->cfg.ent_coef,
+                             (float)p->cfg.vf_coef, p->cfg.clip_vloss, p->cfg.norm_adv};
+    cr_ppo_conv_forward(p, p->params, p->cnn.mb_obs, p->mb_logits, p->mb_value, mb);
+    o->ppo_loss(ctx, p->mb_logits, p->mb_act, p->mb_logp, p->mb_adv, p->mb_value, p->mb_val,
+                p->mb_ret, &lp, p->mb_dlogits, p->mb_dvalue, p->acc, mb, p->A);
+    cr_ppo_conv_backward(p, p->params, p->mb_dlogits, p->mb_dvalue, mb);
+    o->clip_grad_norm(ctx, p->grads, p->num_params, p->cfg.max_grad_norm, p->acc);
+    o->adam_step(ctx, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr, 0.9f,
+                 0.999f, 1e-5f, p->adam_t);
+}

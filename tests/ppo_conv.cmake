@@ -1,0 +1,15 @@
+# PPO with a convolutional policy (--policy minatar-cnn | nature-cnn): on the CPU, --policy's
+# refusals, a MinAtar/Breakout-v1 run whose checkpoint records its network spec (eval refusing
+# it), an exact resume, and learning a small image task; on a CUDA build (label gpu) the CPU and
+# CUDA trainers side by side (rollouts and updates within the tolerances of the test's header),
+# a CUDA run with its exact resume, and nature-cnn on CartPolePixels-v1.
+cudarl_test(test_ppo_conv SOURCES test_ppo_conv.c LABELS cpu
+            ARGS cpu ${CMAKE_CURRENT_BINARY_DIR}/ppo-conv-runs)
+if(CUDARL_HAVE_CUDA)
+  add_test(NAME test_ppo_conv_cuda
+           COMMAND test_ppo_conv cuda ${CMAKE_CURRENT_BINARY_DIR}/ppo-conv-cuda-runs)
+  # reads device-wide free memory (the run's memory growth): other GPU tests must not run beside it
+  set_tests_properties(test_ppo_conv_cuda PROPERTIES LABELS gpu RUN_SERIAL TRUE)
+endif()
+# one minatar-cnn PPO update through the trainer against PyTorch (scripts/golden_ppo_conv.py)
+cudarl_test(test_ppo_conv_golden SOURCES test_ppo_conv_golden.c LABELS cpu)

@@ -1,0 +1,601 @@
+/* PPO with a convolutional policy (--policy minatar-cnn | nature-cnn: src/algo/ppo_conv.c and
+ * the conv branches of ppo.c, ppo_pool.c, ppo_checkpoint.c) on the context given by argv[1]
+ * (cpu; cuda for the gpu label). Envs: MinAtar/Breakout-v1, and "test/Lamp-v0", registered
+ * here: a (1, 10, 10) uint8 frame with one lit cell; action 1 pays 1 when the cell is in the
+ * right half, action 0 when it is in the left half; the next frame is a new random cell. An
+ * episode ends when the cell lands on the corner (terminated, 1 in 100) or after 8 steps
+ * (truncated), so both kinds of episode end occur, unsynchronised across envs: the rollout's
+ * V(final obs) path runs. Random play earns half of each episode's steps; the best, all.
+ *
+ *  cpu  1. validation: --policy's refusals (unknown name, conv on float features, mlp on
+ *          pixels naming the conv policy to use, a conv net that does not fit, --async,
+ *          --env-device cuda) and cudarl_ppo_config_for_policy's preset (ppo_atari.py's).
+ *       2. breakout: a few iterations of minatar-cnn on MinAtar/Breakout-v1: episodes finish,
+ *          metrics.csv has a row per iteration, and the checkpoint records the policy, the
+ *          network spec text (parses back to minatar-cnn (4, 10, 10), 3 actions, PPO heads),
+ *          every tensor of that layout and Adam's moments with the layout's shapes (finite),
+ *          and the current observations as uint8 (N, 400); cudarl eval refuses it
+ *          (CUDARL_ERR_UNSUPPORTED: eval reads MLPs only, src/runtime/checkpoint.c).
+ *       3. resume: 4 iterations straight, and 2 + a resume to 4 (learning rate not annealed, so
+ *          the two schedules agree), give the same checkpoint bit for bit: every tensor,
+ *          parameters, Adam's moments, env states, RNG streams, episode statistics; resuming
+ *          with another policy is refused.
+ *       4. learn: minatar-cnn on test/Lamp-v0 (gamma 0.5) goes from random play (mean return
+ *          about half an episode's length) to at least 90% of the best within 24,576 steps,
+ *          and the value loss of the last iterations is below that of the first.
+ *  cuda 1. match: a CPU and a CUDA trainer (same seed, Lamp-v0, 13 envs: two groups of 6 and 7
+ *          on CUDA, one of 13 on the CPU) run 3 iterations side by side. Each rollout is held
+ *          to the CPU's: the same env steps (obs, rewards, flags bit for bit while the sampled
+ *          actions agree), values and log-probabilities within VAL_TOL, advantages within
+ *          ADV_TOL; at most one env may sample another action (a uniform within rounding of a
+ *          softmax boundary, about 1e-6 per draw). Then the CUDA trainer is given the CPU's
+ *          rollout, both update on it, and parameters, Adam's moments and the loss statistics
+ *          are compared, ||cuda - cpu|| / ||cpu|| per buffer (expected: ~1e-6):
+ *            parameters    1e-3  each minibatch's gradient differs by ~1e-6 relative (the
+ *                                network's sums in cuBLAS's order against the CPU's; the
+ *                                convnet twin's own test holds gradients to 5e-4), and Adam
+ *                                turns that into steps of lr = 1e-3 at most. The margin is for
+ *                                a ReLU whose pre-activation lands within rounding (~1e-7 of
+ *                                its scale) of 0 on one side only (a few percent chance over
+ *                                the test): the forward barely moves, but that sample's term
+ *                                drops out of one row's gradient, moving the row's Adam steps
+ *                                by ~lr / sqrt(mb): ~2e-4 of the weights' norm (~16). A wrong
+ *                                gather, offset or head moves them by O(1) of it.
+ *            Adam's m, v   2e-2  the gradients themselves (and their squares), undamped, over
+ *                                48 minibatches; the same flip moves one row's moments by
+ *                                ~10%, ~1e-2 of the norm
+ *            loss sums     1e-3  relative, the means of the same minibatches (clipfrac: plus
+ *                                two samples' worth, a ratio at the clip boundary may fall
+ *                                either side)
+ *       2. run: cudarl_ppo_train on CUDA, minatar-cnn on MinAtar/Breakout-v1 (the update
+ *          captured into a CUDA graph, envs in two groups): episodes finish, the losses stay
+ *          finite, device memory does not grow after the first iteration, and the checkpoint
+ *          holds the network as on the CPU; then resume is exact on the GPU too (as cpu 3).
+ *       3. pixels: nature-cnn on CartPolePixels-v1 for 4 short iterations runs (the 84x84
+ *          network's CUDA path end to end). */
+#define _GNU_SOURCE /* memmem */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/ppo_internal.h"
+#include "check.h"
+#include "cudarl.h"
+#include "env/env.h"
+#include "nn/convnet.h"
+#include "runtime/safetensors.h"
+
+#define BREAKOUT "MinAtar/Breakout-v1"
+#define LAMP "test/Lamp-v0"
+#define LAMP_STEPS 8 /* the time limit: an episode's best return */
+#define VAL_TOL 1e-4
+#define ADV_TOL 3e-4
+#define TOL_PARAMS 1e-3
+#define TOL_MOMENTS 2e-2
+#define TOL_LOSS 1e-3
+
+static const char *runs;
+
+/* ---- test/Lamp-v0 -------------------------------------------------------------------------- */
+
+typedef struct lamp_state {
+    cr_philox_state rng;
+    int32_t cell; /* the lit cell, row * 10 + column */
+} lamp_state;
+
+static void lamp_draw(lamp_state *s, uint8_t *obs) {
+    s->cell = (int32_t)(cr_philox_next_u32(&s->rng) % 100u);
+    memset(obs, 0, 100);
+    obs[s->cell] = 1;
+}
+
+static void lamp_seed(void *state, uint64_t seed, uint64_t index) {
+    cr_philox_seed(&((lamp_state *)state)->rng, seed, index);
+}
+
+static void lamp_reset(void *state, void *obs) { lamp_draw(state, obs); }
+
+static void lamp_step(void *state, int32_t action, void *obs, float *reward,
+                      uint8_t *terminated) {
+    lamp_state *s = state;
+    *reward = action == (s->cell % 10 >= 5) ? 1.0f : 0.0f;
+    lamp_draw(s, obs);
+    *terminated = s->cell == 0;
+}
+
+static const cudarl_env_def lamp_def = {
+    .id = LAMP,
+    .obs_rank = 3,
+    .obs_shape = {1, 10, 10},
+    .obs_dtype = CUDARL_OBS_U8,
+    .num_actions = 2,
+    .max_episode_steps = LAMP_STEPS,
+    .solved_return = 0.9 * LAMP_STEPS,
+    .state_bytes = sizeof(lamp_state),
+    .seed = lamp_seed,
+    .reset = lamp_reset,
+    .step = lamp_step,
+};
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static void conv_config(cudarl_ppo_config *c, const char *env, const char *policy,
+                        cudarl_device_kind device, const char *name) {
+    cudarl_ppo_config_default(c, env);
+    cudarl_ppo_config_for_policy(c, policy);
+    c->num_envs = 8, c->num_steps = 32, c->num_minibatches = 4, c->update_epochs = 4;
+    c->total_timesteps = 4 * 8 * 32;
+    c->env_threads = 2, c->device = device, c->quiet = 1;
+    snprintf(c->runs_dir, sizeof c->runs_dir, "%s", runs);
+    snprintf(c->run_name, sizeof c->run_name, "%s_%s_%d", name,
+             device == CUDARL_DEVICE_CUDA ? "cuda" : "cpu", (int)getpid());
+}
+
+/* Expects `s` to be `want` with a message containing `needle`. */
+static void expect_refusal(const char *what, cudarl_status s, cudarl_status want,
+                           const char *needle) {
+    const char *msg = cudarl_last_error();
+    CHECK_MSG(s == want && strstr(msg, needle) != NULL, "%s: expected %s with '%s', got %s: %s",
+              what, cudarl_status_name(want), needle, cudarl_status_name(s), msg);
+    printf("%s: refused: %s\n", what, msg);
+}
+
+/* ||a - b|| / ||b|| over n floats. */
+static double rel_diff(const float *a, const float *b, size_t n) {
+    double e = 0, r = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)b[i];
+        e += d * d, r += (double)b[i] * b[i];
+    }
+    double rel = sqrt(e) / (sqrt(r) + 1e-30);
+    return isnan(rel) ? INFINITY : rel;
+}
+
+/* The numbers in column `name` of runs/<run>/metrics.csv, one per row (NaN for an empty
+ * cell); their count. */
+static int csv_column(const char *run_dir, const char *name, double *out, int cap) {
+    char path[700], line[2048];
+    snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "no %s", path);
+    CHECK(fgets(line, sizeof line, f) != NULL);
+    int col = -1, k = 0;
+    for (char *tok = strtok(line, ",\n"); tok; tok = strtok(NULL, ",\n"), k++)
+        if (!strcmp(tok, name)) col = k;
+    CHECK_MSG(col >= 0, "%s: no column %s", path, name);
+    int n = 0;
+    while (n < cap && fgets(line, sizeof line, f)) {
+        const char *p = line;
+        for (int c = 0; c < col && p; c++) {
+            p = strchr(p, ',');
+            if (p) p++;
+        }
+        CHECK(p != NULL);
+        out[n++] = *p == ',' || *p == '\n' ? NAN : atof(p);
+    }
+    fclose(f);
+    return n;
+}
+
+/* The trained network of a checkpoint: its policy and spec text, and every tensor of the layout
+ * the spec plans (parameters and Adam's moments) with that shape and finite values. */
+static void check_checkpoint(const char *path, const char *policy, int c, int h, int w,
+                             int actions, int num_envs) {
+    cr_st_file *f = NULL;
+    CHECK_OK(cr_st_open(&f, path));
+    const char *pol = cr_st_meta(f, "policy"), *algo = cr_st_meta(f, "algo");
+    CHECK_MSG(pol && !strcmp(pol, policy) && algo && !strcmp(algo, "ppo"),
+              "policy metadata '%s', algo '%s'", pol ? pol : "(none)", algo ? algo : "(none)");
+    cr_convnet_spec spec;
+    CHECK_OK(cr_convnet_spec_parse(&spec, cr_st_meta(f, CR_CONVNET_META_KEY), path));
+    CHECK_MSG(!strcmp(spec.name, policy) && spec.heads == CR_CONVNET_PPO && spec.in_c == c &&
+                  spec.in_h == h && spec.in_w == w && spec.num_actions == actions &&
+                  spec.dtype == CR_CONVNET_U8,
+              "network spec %s heads %d (%d, %d, %d) actions %d dtype %d", spec.name,
+              (int)spec.heads, spec.in_c, spec.in_h, spec.in_w, spec.num_actions,
+              (int)spec.dtype);
+    static cr_convnet net;
+    CHECK_OK(cr_convnet_plan(&net, &spec));
+    static const char *const prefix[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < net.ntensors; i++) {
+            const cr_convnet_tensor *t = &net.t[i];
+            char name[96];
+            snprintf(name, sizeof name, "%s%s", prefix[k], t->name);
+            cr_st_tensor st;
+            CHECK_OK(cr_st_find(f, name, &st));
+            CHECK_MSG(st.dtype == CR_ST_F32 && st.ndim == t->ndim, "%s: dtype %d, %d dims", name,
+                      (int)st.dtype, st.ndim);
+            for (int d = 0; d < t->ndim; d++)
+                CHECK_MSG(st.shape[d] == t->shape[d], "%s: dim %d is %lld, expected %d", name, d,
+                          (long long)st.shape[d], t->shape[d]);
+            float *v = malloc(t->count * sizeof(float));
+            CHECK(v != NULL);
+            CHECK_OK(cr_st_read_f32(f, name, v, t->count));
+            for (size_t e = 0; e < t->count; e++)
+                CHECK_MSG(isfinite(v[e]), "%s[%zu] = %g", name, e, v[e]);
+            free(v);
+        }
+    CHECK(cr_convnet_find(&net, "actor.weight") >= 0 && cr_convnet_find(&net, "critic.bias") >= 0);
+    cr_st_tensor obs;
+    CHECK_OK(cr_st_find(f, "state.obs", &obs));
+    CHECK_MSG(obs.dtype == CR_ST_U8 && obs.ndim == 2 && obs.shape[0] == num_envs &&
+                  obs.shape[1] == (int64_t)c * h * w,
+              "state.obs: dtype %d, shape (%lld, %lld)", (int)obs.dtype, (long long)obs.shape[0],
+              (long long)obs.shape[1]);
+    cr_st_close(f);
+    printf("checkpoint: policy %s, %zu parameters in %d tensors, network spec parses back\n",
+           policy, net.num_params, net.ntensors);
+}
+
+/* Every tensor of checkpoint a is in b with the same dtype, shape and bytes, and b has no
+ * other tensors. */
+static void same_checkpoint(const char *what, const char *a, const char *b) {
+    cr_st_file *fa = NULL, *fb = NULL;
+    CHECK_OK(cr_st_open(&fa, a));
+    CHECK_OK(cr_st_open(&fb, b));
+    CHECK_MSG(cr_st_count(fa) == cr_st_count(fb), "%s: %d tensors vs %d", what, cr_st_count(fa),
+              cr_st_count(fb));
+    size_t bytes = 0;
+    for (int i = 0; i < cr_st_count(fa); i++) {
+        const cr_st_tensor *t = cr_st_at(fa, i);
+        cr_st_tensor u;
+        CHECK_OK(cr_st_find(fb, t->name, &u));
+        CHECK_MSG(u.dtype == t->dtype && u.nbytes == t->nbytes &&
+                      memcmp(u.data, t->data, t->nbytes) == 0,
+                  "%s: tensor %s differs", what, t->name);
+        bytes += t->nbytes;
+    }
+    const int count = cr_st_count(fa);
+    cr_st_close(fa);
+    cr_st_close(fb);
+    printf("%s: %d tensors (%zu bytes) bit for bit\n", what, count, bytes);
+}
+
+/* ---- cpu ------------------------------------------------------------------------------------ */
+
+static void validation_case(void) {
+    cudarl_ppo_config c;
+    conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_CPU, "v");
+    CHECK_OK(cudarl_ppo_config_validate(&c));
+    snprintf(c.policy, sizeof c.policy, "resnet");
+    expect_refusal("unknown policy", cudarl_ppo_config_validate(&c), CUDARL_ERR_INVALID_ARG,
+                   "choose one of: mlp, minatar-cnn, nature-cnn");
+    snprintf(c.policy, sizeof c.policy, "nature-cnn");
+    expect_refusal("nature-cnn on MinAtar", cudarl_ppo_config_validate(&c),
+                   CUDARL_ERR_INVALID_ARG, "use --policy minatar-cnn");
+    snprintf(c.policy, sizeof c.policy, "mlp");
+    expect_refusal("mlp on MinAtar", cudarl_ppo_config_validate(&c), CUDARL_ERR_INVALID_ARG,
+                   "use --policy minatar-cnn");
+    conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_CPU, "v");
+    c.env_device = CUDARL_DEVICE_CUDA;
+    expect_refusal("minatar-cnn with --env-device cuda", cudarl_ppo_config_validate(&c),
+                   CUDARL_ERR_INVALID_ARG, "--env-device cpu or auto");
+    conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_CPU, "v");
+    c.async = 1, c.env_device = CUDARL_DEVICE_CPU;
+    expect_refusal("minatar-cnn with --async", cudarl_ppo_config_validate(&c),
+                   CUDARL_ERR_INVALID_ARG, "drop --async");
+    cudarl_ppo_config_default(&c, "CartPolePixels-v1");
+    expect_refusal("mlp on CartPolePixels", cudarl_ppo_config_validate(&c),
+                   CUDARL_ERR_INVALID_ARG, "use --policy nature-cnn");
+    cudarl_ppo_config_for_policy(&c, "nature-cnn");
+    CHECK_OK(cudarl_ppo_config_validate(&c));
+    CHECK_MSG(c.num_envs == 8 && c.num_steps == 128 && c.learning_rate == 2.5e-4 &&
+                  c.clip_coef == 0.1 && c.ent_coef == 0.01 && c.num_minibatches == 4 &&
+                  c.update_epochs == 4 && c.anneal_lr && c.total_timesteps == 10000000 &&
+                  c.max_grad_norm == 0.5 && c.vf_coef == 0.5 && c.gamma == 0.99 &&
+                  c.gae_lambda == 0.95 && c.clip_vloss && c.norm_adv,
+              "the conv preset is not ppo_atari.py's");
+    cudarl_ppo_config_default(&c, "CartPole-v1");
+    cudarl_ppo_config_for_policy(&c, "minatar-cnn");
+    expect_refusal("minatar-cnn on CartPole", cudarl_ppo_config_validate(&c),
+                   CUDARL_ERR_INVALID_ARG, "use --policy mlp");
+    cudarl_ppo_config before;
+    cudarl_ppo_config_default(&c, "CartPole-v1");
+    before = c;
+    cudarl_ppo_config_for_policy(&c, "mlp");
+    CHECK_MSG(memcmp(&before, &c, sizeof c) == 0, "the mlp preset changed the config");
+}
+
+/* Trains on ctx (of `device`); eval runs on cpu (it runs on the CPU only). */
+static void breakout_case(cudarl_ctx *ctx, cudarl_ctx *cpu, cudarl_device_kind device) {
+    cudarl_ppo_config c;
+    conv_config(&c, BREAKOUT, "minatar-cnn", device, "breakout");
+    cudarl_train_summary s;
+    CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &s));
+    printf("%s minatar-cnn (%s): %lld steps, %lld episodes, mean(100) %.2f, %.2f s, %.0f "
+           "steps/s\n", BREAKOUT, device == CUDARL_DEVICE_CUDA ? "cuda" : "cpu",
+           (long long)s.global_step, (long long)s.episodes, s.mean_return_100, s.train_seconds,
+           s.sps);
+    CHECK(s.global_step == c.total_timesteps && !s.interrupted);
+    CHECK_MSG(s.episodes >= 20, "only %lld episodes in %lld steps", (long long)s.episodes,
+              (long long)s.global_step);
+    double loss[16];
+    int rows = csv_column(s.run_dir, "losses/value_loss", loss, 16);
+    CHECK_MSG(rows == 4, "metrics.csv: %d rows, expected one per iteration (4)", rows);
+    for (int i = 0; i < rows; i++) CHECK_MSG(isfinite(loss[i]), "value loss of row %d: %g", i, loss[i]);
+    if (device == CUDARL_DEVICE_CUDA)
+        CHECK_MSG(s.device_bytes_growth <= 0, "device memory grew by %lld bytes",
+                  (long long)s.device_bytes_growth);
+    char path[700];
+    snprintf(path, sizeof path, "%s/model.safetensors", s.run_dir);
+    const cr_env_info *info = cr_env_info_find(BREAKOUT);
+    CHECK(info != NULL);
+    check_checkpoint(path, "minatar-cnn", 4, 10, 10, info->num_actions, c.num_envs);
+    double mean = 0, std = 0;
+    expect_refusal("eval of a PPO minatar-cnn checkpoint",
+                   cudarl_policy_eval(cpu, path, 1, 1, &mean, &std),
+                   CUDARL_ERR_UNSUPPORTED, "convolutional network");
+}
+
+/* A copy of checkpoint `from` at `to` whose header gives network.3.weight the transposed shape
+ * (1024, 128): the same bytes, so only a shape check can tell. */
+static void write_transposed(const char *from, const char *to) {
+    FILE *f = fopen(from, "rb");
+    CHECK_MSG(f != NULL, "cannot read %s", from);
+    static char buf[4 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    CHECK(n > 8 && n < sizeof buf);
+    static const char was[] = "\"network.3.weight\":{\"dtype\":\"F32\",\"shape\":[128,1024]";
+    char *at = memmem(buf, n, was, sizeof was - 1);
+    CHECK_MSG(at != NULL, "%s: no network.3.weight entry of shape [128,1024] in the header", from);
+    memcpy(at + sizeof was - 1 - strlen("128,1024]"), "1024,128]", strlen("1024,128]"));
+    f = fopen(to, "wb");
+    CHECK(f != NULL && fwrite(buf, 1, n, f) == n);
+    fclose(f);
+}
+
+/* 4 iterations straight against 2, then a resume to 4: the same final checkpoint. */
+static void resume_case(cudarl_ctx *ctx, cudarl_device_kind device) {
+    cudarl_ppo_config c;
+    conv_config(&c, BREAKOUT, "minatar-cnn", device, "straight");
+    c.anneal_lr = 0; /* the first half's schedule would otherwise be over 2 iterations */
+    cudarl_train_summary straight, half, rest;
+    CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &straight));
+    conv_config(&c, BREAKOUT, "minatar-cnn", device, "resumed");
+    c.anneal_lr = 0, c.total_timesteps /= 2;
+    CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &half));
+    char path[2][700];
+    snprintf(path[0], sizeof path[0], "%s/model.safetensors", straight.run_dir);
+    snprintf(path[1], sizeof path[1], "%s/model.safetensors", half.run_dir);
+    cudarl_ppo_config other;
+    cudarl_ppo_config_default(&other, "CartPole-v1");
+    other.quiet = 1, other.device = device;
+    snprintf(other.runs_dir, sizeof other.runs_dir, "%s", runs);
+    expect_refusal("resume with another policy", cudarl_ppo_train(ctx, &other, path[1], NULL),
+                   CUDARL_ERR_MISMATCH, "resume with --policy minatar-cnn");
+    char bad[760];
+    snprintf(bad, sizeof bad, "%s/transposed.safetensors", half.run_dir);
+    write_transposed(path[1], bad);
+    c.total_timesteps *= 2;
+    expect_refusal("resume of a checkpoint with a transposed weight",
+                   cudarl_ppo_train(ctx, &c, bad, NULL), CUDARL_ERR_MISMATCH,
+                   "'network.3.weight'");
+    unlink(bad);
+    c.total_timesteps /= 2;
+    c.total_timesteps *= 2;
+    CHECK_OK(cudarl_ppo_train(ctx, &c, path[1], &rest));
+    CHECK(rest.global_step == straight.global_step && rest.run_steps == straight.global_step / 2);
+    CHECK_MSG(rest.episodes == straight.episodes &&
+                  memcmp(&rest.mean_return_100, &straight.mean_return_100, sizeof(double)) == 0,
+              "resumed: %lld episodes (mean %.17g), straight: %lld (%.17g)",
+              (long long)rest.episodes, rest.mean_return_100, (long long)straight.episodes,
+              straight.mean_return_100);
+    same_checkpoint("resume", path[0], path[1]);
+}
+
+static void learn_case(cudarl_ctx *ctx) {
+    cudarl_ppo_config c;
+    conv_config(&c, LAMP, "minatar-cnn", CUDARL_DEVICE_CPU, "lamp");
+    c.gamma = 0.5, c.learning_rate = 1e-3, c.total_timesteps = 96 * 256;
+    cudarl_train_summary s;
+    CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &s));
+    double ret[128], vloss[128];
+    int rows = csv_column(s.run_dir, "charts/mean_return_100", ret, 128);
+    CHECK(csv_column(s.run_dir, "losses/value_loss", vloss, 128) == rows && rows == 96);
+    double v0 = (vloss[0] + vloss[1] + vloss[2]) / 3, v1 = (vloss[93] + vloss[94] + vloss[95]) / 3;
+    printf("%s minatar-cnn: mean return %.2f after the first iteration, %.2f at the end (best "
+           "%d); value loss %.4f -> %.4f; %.1f s\n", LAMP, ret[0], s.mean_return_100,
+           LAMP_STEPS, v0, v1, s.train_seconds);
+    CHECK_MSG(ret[0] < 0.7 * LAMP_STEPS, "the first iteration already earns %.2f", ret[0]);
+    CHECK_MSG(s.mean_return_100 >= 0.9 * LAMP_STEPS, "PPO did not learn %s: mean return %.2f "
+              "of %d after %lld steps", LAMP, s.mean_return_100, LAMP_STEPS,
+              (long long)s.global_step);
+    CHECK_MSG(v1 < v0, "the value loss did not decrease: %.4f -> %.4f", v0, v1);
+}
+
+/* ---- cuda: the trainers side by side -------------------------------------------------------- */
+
+#define M_ENVS 13
+#define M_STEPS 16
+#define M_ITERS 3
+
+/* What a rollout wrote (host copies). */
+typedef struct rollout {
+    uint8_t obs[M_STEPS * M_ENVS * 100];
+    int32_t actions[M_STEPS * M_ENVS];
+    float logp[M_STEPS * M_ENVS], values[M_STEPS * M_ENVS], rewards[M_STEPS * M_ENVS];
+    float adv[M_STEPS * M_ENVS], returns[M_STEPS * M_ENVS];
+    uint8_t terminated[M_STEPS * M_ENVS], truncated[M_STEPS * M_ENVS];
+} rollout;
+
+static void fetch(cr_ppo *p, rollout *r) {
+    cudarl_ctx *c = p->ctx;
+    const cr_backend *o = c->ops;
+    const size_t tn = (size_t)M_STEPS * M_ENVS;
+    o->copy_to_host(c, r->obs, p->cnn.obs, sizeof r->obs);
+    o->copy_to_host(c, r->actions, p->actions, tn * sizeof(int32_t));
+    o->copy_to_host(c, r->logp, p->logp, tn * sizeof(float));
+    o->copy_to_host(c, r->values, p->values, tn * sizeof(float));
+    o->copy_to_host(c, r->rewards, p->rewards, tn * sizeof(float));
+    o->copy_to_host(c, r->adv, p->adv, tn * sizeof(float));
+    o->copy_to_host(c, r->returns, p->returns, tn * sizeof(float));
+    o->copy_to_host(c, r->terminated, p->terminated, tn);
+    o->copy_to_host(c, r->truncated, p->truncated, tn);
+}
+
+/* What the update reads, from the host copy r into p. */
+static void give(cr_ppo *p, const rollout *r) {
+    cudarl_ctx *c = p->ctx;
+    const cr_backend *o = c->ops;
+    const size_t tn = (size_t)M_STEPS * M_ENVS;
+    o->copy_from_host(c, p->cnn.obs, r->obs, sizeof r->obs);
+    o->copy_from_host(c, p->actions, r->actions, tn * sizeof(int32_t));
+    o->copy_from_host(c, p->logp, r->logp, tn * sizeof(float));
+    o->copy_from_host(c, p->values, r->values, tn * sizeof(float));
+    o->copy_from_host(c, p->adv, r->adv, tn * sizeof(float));
+    o->copy_from_host(c, p->returns, r->returns, tn * sizeof(float));
+    o->sync(c);
+}
+
+/* The GPU's rollout against the CPU's; diverged[n] marks envs that sampled another action
+ * (their later steps are not compared). Returns the truncations seen. */
+static int compare_rollouts(int it, const rollout *want, const rollout *got, int *diverged) {
+    int truncations = 0;
+    for (int n = 0; n < M_ENVS; n++)
+        for (int t = 0; t < M_STEPS && !diverged[n]; t++) {
+            size_t r = (size_t)t * M_ENVS + n;
+            CHECK_MSG(!memcmp(want->obs + r * 100, got->obs + r * 100, 100),
+                      "iteration %d (t %d, n %d): observations differ", it, t, n);
+            if (want->actions[r] != got->actions[r]) {
+                printf("iteration %d: env %d sampled action %d on CUDA, %d on the CPU at t %d "
+                       "(log-probabilities %.9g, %.9g)\n", it, n, got->actions[r],
+                       want->actions[r], t, got->logp[r], want->logp[r]);
+                diverged[n] = 1;
+                break;
+            }
+            char name[96];
+            snprintf(name, sizeof name, "iteration %d (t %d, n %d) value", it, t, n);
+            CHECK_CLOSE(name, got->values[r], want->values[r], VAL_TOL, 0);
+            snprintf(name, sizeof name, "iteration %d (t %d, n %d) logp", it, t, n);
+            CHECK_CLOSE(name, got->logp[r], want->logp[r], VAL_TOL, 0);
+            CHECK_MSG(got->rewards[r] == want->rewards[r] &&
+                          got->terminated[r] == want->terminated[r] &&
+                          got->truncated[r] == want->truncated[r],
+                      "iteration %d (t %d, n %d): reward or flags differ", it, t, n);
+            truncations += want->truncated[r];
+        }
+    int count = 0;
+    for (int n = 0; n < M_ENVS; n++) count += diverged[n];
+    CHECK_MSG(count <= 1, "%d envs sampled other actions on CUDA", count);
+    for (int n = 0; n < M_ENVS; n++) /* GAE runs back along each env's own steps */
+        for (int t = 0; t < M_STEPS && !diverged[n]; t++) {
+            size_t r = (size_t)t * M_ENVS + n;
+            char name[80];
+            snprintf(name, sizeof name, "iteration %d (t %d, n %d) advantage", it, t, n);
+            CHECK_CLOSE(name, got->adv[r], want->adv[r], ADV_TOL, 0);
+        }
+    return truncations;
+}
+
+/* Parameters, Adam's moments and the loss sums of the two trainers. */
+static void compare_updates(int it, cr_ppo *cpu, cr_ppo *gpu) {
+    const size_t P = cpu->num_params;
+    CHECK(gpu->num_params == P);
+    float *a = malloc(P * sizeof(float)), *b = malloc(P * sizeof(float));
+    CHECK(a && b);
+    float *const bufs[2][3] = {{cpu->params, cpu->adam_m, cpu->adam_v},
+                               {gpu->params, gpu->adam_m, gpu->adam_v}};
+    static const char *const names[3] = {"params", "adam.m", "adam.v"};
+    for (int k = 0; k < 3; k++) {
+        cpu->ctx->ops->copy_to_host(cpu->ctx, a, bufs[0][k], P * sizeof(float));
+        gpu->ctx->ops->copy_to_host(gpu->ctx, b, bufs[1][k], P * sizeof(float));
+        double rel = rel_diff(b, a, P), tol = k ? TOL_MOMENTS : TOL_PARAMS;
+        printf("iteration %d: %-7s ||cuda - cpu|| / ||cpu|| = %.3g (tolerance %g)\n", it,
+               names[k], rel, tol);
+        CHECK_MSG(rel <= tol, "iteration %d: %s differ by %.3g relative (tolerance %g)", it,
+                  names[k], rel, tol);
+    }
+    free(a), free(b);
+    cr_ppo_stats_acc sa, sb;
+    cpu->ctx->ops->copy_to_host(cpu->ctx, &sa, cpu->acc, sizeof sa);
+    gpu->ctx->ops->copy_to_host(gpu->ctx, &sb, gpu->acc, sizeof sb);
+    CHECK(sa.count == sb.count && sa.count > 0);
+    static const char *const stat[7] = {"loss", "pg_loss", "v_loss", "entropy", "old_approx_kl",
+                                        "approx_kl", "clipfrac"};
+    const double flips = 2.0 / cpu->mb; /* clipfrac: two samples of one minibatch */
+    for (int i = 0; i < 7; i++) {
+        double scale = fabs(sa.sum[i]) > 1e-3 * sa.count ? fabs(sa.sum[i]) : 1e-3 * sa.count;
+        CHECK_MSG(fabs(sb.sum[i] - sa.sum[i]) <= TOL_LOSS * scale + (i == 6 ? flips : 0),
+                  "iteration %d: %s sums %.9g (cuda) vs %.9g (cpu)", it, stat[i], sb.sum[i],
+                  sa.sum[i]);
+    }
+}
+
+static void match_case(cudarl_ctx *cpu_ctx, cudarl_ctx *gpu_ctx) {
+    cudarl_ppo_config c;
+    conv_config(&c, LAMP, "minatar-cnn", CUDARL_DEVICE_CPU, "match");
+    c.num_envs = M_ENVS, c.num_steps = M_STEPS, c.gamma = 0.5, c.learning_rate = 1e-3;
+    c.total_timesteps = (int64_t)M_ENVS * M_STEPS * M_ITERS;
+    static cr_ppo cpu, gpu;
+    CHECK_OK(cr_ppo_init(&cpu, cpu_ctx, &c));
+    c.device = CUDARL_DEVICE_CUDA;
+    CHECK_OK(cr_ppo_init(&gpu, gpu_ctx, &c));
+    CHECK_MSG(cpu.pool && gpu.pool && cpu.conv && gpu.conv, "the trainers are not conv + pool");
+    CHECK_MSG(cr_ppo_pool_groups(&gpu) == 2 && cr_ppo_pool_groups(&cpu) == 1,
+              "groups: %d on CUDA, %d on the CPU", cr_ppo_pool_groups(&gpu),
+              cr_ppo_pool_groups(&cpu));
+    static rollout want, got;
+    int diverged[M_ENVS] = {0}, truncations = 0;
+    float lr = (float)c.learning_rate;
+    cpu_ctx->ops->copy_from_host(cpu_ctx, cpu.lr, &lr, sizeof lr);
+    gpu_ctx->ops->copy_from_host(gpu_ctx, gpu.lr, &lr, sizeof lr);
+    for (int it = 1; it <= M_ITERS; it++) {
+        cr_ppo_rollout(&cpu);
+        cr_ppo_rollout(&gpu);
+        fetch(&cpu, &want);
+        fetch(&gpu, &got);
+        truncations += compare_rollouts(it, &want, &got, diverged);
+        give(&gpu, &want);
+        cr_ppo_update(&cpu);
+        cr_ppo_update(&gpu);
+        compare_updates(it, &cpu, &gpu);
+    }
+    CHECK_MSG(truncations >= 5, "only %d truncations: V(final obs) went untested", truncations);
+    cr_ppo_free(&cpu);
+    cr_ppo_free(&gpu);
+}
+
+static void pixels_case(cudarl_ctx *gpu) {
+    cudarl_ppo_config c;
+    conv_config(&c, "CartPolePixels-v1", "nature-cnn", CUDARL_DEVICE_CUDA, "pixels");
+    c.env_threads = 4;
+    cudarl_train_summary s;
+    CHECK_OK(cudarl_ppo_train(gpu, &c, NULL, &s));
+    printf("CartPolePixels-v1 nature-cnn on CUDA: %lld steps, %lld episodes, %.2f s, %.0f "
+           "steps/s\n", (long long)s.global_step, (long long)s.episodes, s.train_seconds, s.sps);
+    CHECK(s.global_step == c.total_timesteps && s.episodes >= 8);
+    char path[700];
+    snprintf(path, sizeof path, "%s/model.safetensors", s.run_dir);
+    check_checkpoint(path, "nature-cnn", 4, 84, 84, 2, c.num_envs);
+}
+
+int main(int argc, char **argv) {
+    int cuda = argc > 1 && !strcmp(argv[1], "cuda");
+    runs = argc > 2 ? argv[2] : "ppo-conv-runs";
+    cudarl_log_set_level(CUDARL_LOG_WARN);
+    CHECK_OK(cudarl_env_register(&lamp_def));
+    cudarl_ctx *ctx;
+    CHECK_OK(cudarl_ctx_init(&ctx, CUDARL_DEVICE_CPU, 0));
+    if (cuda) {
+        cudarl_ctx *gpu;
+        CHECK_OK(cudarl_ctx_init(&gpu, CUDARL_DEVICE_CUDA, 0));
+        match_case(ctx, gpu);
+        breakout_case(gpu, ctx, CUDARL_DEVICE_CUDA);
+        resume_case(gpu, CUDARL_DEVICE_CUDA);
+        pixels_case(gpu);
+        cudarl_ctx_free(gpu);
+    } else {
+        validation_case();
+        breakout_case(ctx, ctx, CUDARL_DEVICE_CPU);
+        resume_case(ctx, CUDARL_DEVICE_CPU);
+        learn_case(ctx);
+    }
+    cudarl_ctx_free(ctx);
+    printf("test_ppo_conv: ok\n");
+    return 0;
+}
