@@ -368,8 +368,10 @@ typedef struct cudarl_policy_options {
     cudarl_precision precision; /* FP32 (CPU and CUDA); TF32 on CUDA only (every product on
                                    TF32 tensor cores, sums and activations fp32; a conv net's
                                    convolutions then run on the GEMM engine, whatever
-                                   CUDARL_CONV_ENGINE says); BF16 and FP16 are refused with
-                                   CUDARL_ERR_UNSUPPORTED for now */
+                                   CUDARL_CONV_ENGINE says); BF16 and FP16 on CUDA only, for
+                                   convolutional networks (weights and activations in the
+                                   format, sums fp32, outputs fp32; a GPU of compute capability
+                                   8.0 or newer); other cases are CUDARL_ERR_UNSUPPORTED */
     int max_batch;              /* most observations one act() takes, 1..CUDARL_POLICY_MAX_BATCH */
     double deadline_us;         /* an act() longer than this counts as a deadline miss (it still
                                    completes); 0 = no deadline */

@@ -1,6 +1,8 @@
 # `cudarl bench infer` (tools/bench_infer.c): its usage on the CPU (help, a bad flag and a bad
 # engine exit non-zero with one line), and on a CUDA build (label gpu) a short run of the whole
-# table, every row and the JSON written: the benchmark itself runs in scripts/gpu-check.sh infer.
+# table, every row (fp32 per engine, tf32 on gemm, bf16 and fp16 on igemm; the table is printed
+# only when every row ran) and the JSON written: the benchmark itself runs in
+# scripts/gpu-check.sh infer.
 add_test(NAME bench_infer_help COMMAND cudarl_cli bench infer --help)
 set_tests_properties(bench_infer_help PROPERTIES LABELS "cpu;cli"
                      PASS_REGULAR_EXPRESSION "--iters.*--warmup.*--device.*--engine.*--json")
@@ -14,5 +16,6 @@ if(CUDARL_HAVE_CUDA)
            COMMAND cudarl_cli bench infer --device cuda --iters 20 --warmup 5
                    --json ${CMAKE_CURRENT_BINARY_DIR}/bench-infer.json)
   set_tests_properties(bench_infer_cuda PROPERTIES LABELS gpu TIMEOUT 600
-                       PASS_REGULAR_EXPRESSION "\\| cudarl \\(gemm\\) \\| tf32 \\| 1 \\|")
+                       PASS_REGULAR_EXPRESSION
+                       "\\| cudarl \\(gemm\\) \\| tf32 \\| 1 \\|(.|\n)*\\| cudarl \\(igemm\\) \\| fp16 \\| 1 \\|")
 endif()

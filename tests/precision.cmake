@@ -1,11 +1,12 @@
 # The precision policy (src/nn/precision.c): spelling, table invariants, roundings, and the
-# tolerance table against a CPU emulation of each precision (label cpu, one ctest per group).
+# tolerance table and a network's chain tolerance against a CPU emulation of each precision
+# (label cpu, one ctest per group).
 add_executable(test_precision ${CMAKE_CURRENT_LIST_DIR}/test_precision.c)
 target_include_directories(test_precision PRIVATE ${PROJECT_SOURCE_DIR}/src
                            ${PROJECT_SOURCE_DIR}/tests)
 target_compile_options(test_precision PRIVATE ${CUDARL_C_WARNINGS})
 target_link_libraries(test_precision PRIVATE cudarl)
-foreach(group parse policy round tolerances)
+foreach(group parse policy round tolerances chain)
   add_test(NAME test_precision_${group} COMMAND test_precision ${group})
   set_tests_properties(test_precision_${group} PROPERTIES LABELS cpu)
 endforeach()

@@ -4,9 +4,11 @@
  * rounding, and the tolerance table against a CPU emulation of each precision: the float32 CPU op
  * run on inputs rounded as the precision rounds them, its output rounded as the precision stores
  * it, must stay within the table's tolerance of the plain float32 op, and not absurdly far
- * inside it (so a tolerance 100x too loose fails too).
+ * inside it (so a tolerance 100x too loose fails too); and the chain tolerance of a network's
+ * outputs (cr_precision_chain_rtol, what the policy runtime's GPU tests hold its reduced-precision
+ * forwards to) against the same emulation of a chain of layers.
  *
- * Usage: test_precision [group]   group: parse policy round tolerances */
+ * Usage: test_precision [group]   group: parse policy round tolerances chain */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -314,6 +316,80 @@ static void test_tolerances(void) {
     }
 }
 
+/* ---- the chain tolerance of a network ------------------------------------------------------- */
+
+/* A net's forward as the policy runtime runs it in precision p, emulated: the input rounded as
+ * it is stored, each layer's weights rounded for its product, the float32 sum plus the float32
+ * bias, ReLU, the output rounded as activations are stored; the last layer (the head) written
+ * in float32. Its outputs against the plain float32 chain on the unrounded input and weights
+ * must stay within cr_precision_chain_rtol(p, layers), and use at least 1/100 of it: the
+ * chain's tolerance adds the stages' 4 u linearly, a bound, while their errors add more like a
+ * random walk and partly average out in the later products (the emulation lands near 1/50). */
+static double chain_case(cudarl_precision p, cr_philox_state *rng) {
+    enum { B = 64, L = 5 };
+    static const int width[L + 1] = {512, 256, 256, 128, 64, 8}; /* in, then each layer's out */
+    const cr_precision_policy *pol = cr_precision_policy_of(p);
+    float *x = uniform((size_t)B * width[0], 0, 1, rng); /* pixels / 255 are in [0, 1] */
+    float *h = malloc((size_t)B * 512 * sizeof *h), *e = malloc((size_t)B * 512 * sizeof *e);
+    float *y = malloc((size_t)B * 512 * sizeof *y), *ey = malloc((size_t)B * 512 * sizeof *ey);
+    CHECK(h && e && y && ey);
+    memcpy(h, x, (size_t)B * width[0] * sizeof *h);
+    memcpy(e, x, (size_t)B * width[0] * sizeof *e);
+    round_in_place(e, (size_t)B * width[0], pol->activations);
+    for (int l = 0; l < L; l++) {
+        const int I = width[l], O = width[l + 1];
+        const float bound = (float)(1.0 / sqrt((double)I)); /* PyTorch's default init */
+        float *w = uniform((size_t)O * I, -bound, bound, rng), *b = uniform((size_t)O, -bound,
+                                                                              bound, rng);
+        float *wr = as_matmul_input(w, (size_t)O * I, pol, 0, 0);
+        float *er = as_matmul_input(e, (size_t)B * I, pol, 0, 0);
+        cr_cpu_linear_forward(h, w, b, y, B, I, O);
+        cr_cpu_linear_forward(er, wr, b, ey, B, I, O);
+        const size_t n = (size_t)B * O;
+        if (l + 1 < L) {
+            for (size_t i = 0; i < n; i++) {
+                y[i] = y[i] < 0 ? 0.0f : y[i];
+                ey[i] = ey[i] < 0 ? 0.0f : ey[i];
+            }
+            round_in_place(ey, n, pol->activations);
+        }
+        memcpy(h, y, n * sizeof *h), memcpy(e, ey, n * sizeof *e);
+        free(w), free(b), free(wr), free(er);
+    }
+    const size_t n = (size_t)B * width[L];
+    double e2 = 0, w2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)e[i] - h[i];
+        e2 += d * d, w2 += (double)h[i] * h[i];
+    }
+    const double rtol = cr_precision_chain_rtol(p, L), ratio = sqrt(e2 / w2) / rtol;
+    CHECK_MSG(ratio <= 1.0, "chain of %d layers in %s: error %.3g of the norm, over %.3g", L,
+              cudarl_precision_name(p), sqrt(e2 / w2), rtol);
+    free(x), free(h), free(e), free(y), free(ey);
+    return ratio;
+}
+
+static void test_chain(void) {
+    CHECK(cr_precision_chain_rtol(CUDARL_PRECISION_FP32, 7) == 1e-4);
+    CHECK(cr_precision_chain_rtol(CUDARL_PRECISION_FP16, 5) == 5 * 0x1p-9);
+    CHECK(cr_precision_chain_rtol(CUDARL_PRECISION_BF16, 5) == 5 * 0x1p-6);
+    CHECK(cr_precision_chain_rtol(CUDARL_PRECISION_TF32, 2) == 2 * 0x1p-8);
+    CHECK(cr_precision_twin_rtol(CUDARL_PRECISION_FP16) == 0x1p-11);
+    CHECK(cr_precision_twin_rtol(CUDARL_PRECISION_BF16) == 0x1p-8);
+    CHECK(cr_precision_twin_rtol(CUDARL_PRECISION_FP32) == 1e-4);
+    cr_philox_state rng;
+    cr_philox_seed(&rng, 99, 0);
+    printf("  chain of 5 layers, worst error / cr_precision_chain_rtol over 10 nets:");
+    for (int p = CUDARL_PRECISION_TF32; p < CUDARL_PRECISION_COUNT; p++) {
+        double worst_ratio = 0;
+        for (int k = 0; k < 10; k++) worst_ratio = fmax(worst_ratio, chain_case(p, &rng));
+        printf(" %s %.3f", cudarl_precision_name((cudarl_precision)p), worst_ratio);
+        CHECK_MSG(worst_ratio >= 0.01, "%s: the chain's error is %.3g of its tolerance: too "
+                  "loose?", cudarl_precision_name((cudarl_precision)p), worst_ratio);
+    }
+    printf("\n");
+}
+
 int main(int argc, char **argv) {
     static const struct {
         const char *name;
@@ -323,6 +399,7 @@ int main(int argc, char **argv) {
         {"policy", test_policy},
         {"round", test_round},
         {"tolerances", test_tolerances},
+        {"chain", test_chain},
     };
     int known = argc < 2;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0] && !known; i++)

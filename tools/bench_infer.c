@@ -4,7 +4,9 @@
  * FC 1, PyTorch's default init (uniform in +-1/sqrt(fan_in)) from a fixed seed - and runs it
  * through the policy runtime (cr_policy_load_convnet: the same loader, plan and graphs as
  * cudarl_policy_load) at batch 128 and batch 1, for every precision and conv engine the runtime
- * runs here; a precision it refuses is listed under the table with the runtime's reason.
+ * runs here (fp32 on each engine built, tf32 on gemm, bf16 and fp16 on igemm, the half-precision
+ * implicit GEMM); a precision it refuses (every one but fp32 on the CPU) is listed under the
+ * table with the runtime's reason.
  *
  * Columns, per row (the peer script bench/peers/infer_peers.py measures the same ones):
  *   GPU time     one launch of the forward's CUDA graph (observations already on the device,
@@ -13,9 +15,10 @@
  *   end to end   cudarl_policy_act from host uint8 observations (ordinary malloc'd memory) to
  *                host int32 actions, CLOCK_MONOTONIC around each call; median and p99
  *   obs/s        batch x calls / the calls' total end-to-end time (back to back)
- *   memory       what the runtime allocated on the device: its arena (weights, input, forward
- *                cache, conv workspace, outputs) plus its context's cuBLAS workspace and scratch
- *                (cudarl_policy_info device_bytes + context_bytes); the host arena on the CPU
+ *   memory       what the runtime allocated on the device: its arena (weights: fp32, or at
+ *                bf16 / fp16 only their converted copy; input, forward cache, conv workspace,
+ *                outputs) plus its context's cuBLAS workspace and scratch (cudarl_policy_info
+ *                device_bytes + context_bytes); the host arena on the CPU
  *   max rel err  max |y - y_ref| over the row's logits / max |y_ref| over the logits of all 128
  *                observations, and likewise for the values (the larger of the two), y_ref the
  *                fp32 forward of the CPU runtime (the specification, cr_convnet_forward) on the
@@ -65,7 +68,7 @@ static const arg_spec infer_specs[] = {
 
 /* One row of the table. Times in ms; NAN where a column does not apply (GPU time on the CPU). */
 typedef struct infer_row {
-    char variant[16];  /* the conv engine ("gemm", "cudnn") or "cpu" */
+    char variant[16];  /* the conv engine ("gemm", "cudnn", "igemm") or "cpu" */
     cudarl_precision precision;
     int batch;
     double gpu_p50, gpu_p99, e2e_p50, e2e_p99, obs_per_s;
@@ -232,7 +235,7 @@ static cudarl_status error_vs_ref(const infer_bench *b, cudarl_policy *p, int ba
     return CUDARL_OK;
 }
 
-/* The conv engine a CUDA policy runs ("gemm", "cudnn"), or "cpu". */
+/* The conv engine a CUDA policy runs ("gemm", "cudnn", "igemm"), or "cpu". */
 static void variant_of(const cudarl_policy *p, char *buf, size_t cap) {
     snprintf(buf, cap, "cpu");
 #ifdef CUDARL_WITH_CUDA
@@ -493,7 +496,8 @@ static int cmd_infer(int argc, char **argv) {
             for (int e = 0; e < nengines && !rc; e++) {
                 int k = run_row(b, (cudarl_precision)pr, engines[e], batches[bi]);
                 if (k < 0) rc = EXIT_FAILURE;
-                if (k != 0 || pr == CUDARL_PRECISION_TF32) break; /* TF32 runs on gemm only */
+                /* one engine each: TF32 runs on gemm, BF16 and FP16 on igemm */
+                if (k != 0 || pr != CUDARL_PRECISION_FP32) break;
             }
     if (!rc) {
         device_name(b);

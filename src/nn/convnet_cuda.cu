@@ -39,6 +39,9 @@
 //
 // CUDNN engine: cr_cuda_conv2d_forward / _backward (ops/cuda/conv2d.cu) with one plan per conv
 // stage and declared batch size; a tanh after a conv is one more elementwise pass each way.
+//
+// IGEMM engine (fp16 and bf16 handles, forward only): convnet_half.cu; this file makes its plan
+// (convnet_half.cuh) at init and hands it the handle's weights, workspace and cache.
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,6 +55,7 @@
 #endif
 // convnet.h and convnet_cuda.h have their own extern "C"
 #include "nn/convnet_cuda.h"
+#include "nn/convnet_half.cuh"
 
 // Alignment of the workspace's and the caches' pieces (cudaMalloc's); the caller's workspace
 // pointer is rounded up inside, its size includes the slack.
@@ -69,6 +73,7 @@ struct cr_convnet_cuda {
     cudaStream_t stream;
     cr_convnet net;
     cr_convnet_engine engine;
+    cudarl_precision precision;
     int nbatches, max_batch;
     int batches[CR_CONVNET_CUDA_MAX_BATCHES];
     // GEMM engine: offsets of the pieces in the aligned workspace (col, prod, bias partials)
@@ -79,8 +84,15 @@ struct cr_convnet_cuda {
     // CUDNN engine: plan[stage][batch index], NULL for linear stages
     cr_cuda_conv2d_plan *plan[CR_CONVNET_MAX_LAYERS + 1][CR_CONVNET_CUDA_MAX_BATCHES];
 #endif
+    // IGEMM engine (fp16, bf16): its plan, and the converted weights (the caller's, device)
+    cr_convnet_half_plan half;
+    void *weights;
     char describe[2048];
 };
+
+static int is_half(cudarl_precision p) {
+    return p == CUDARL_PRECISION_FP16 || p == CUDARL_PRECISION_BF16;
+}
 
 // One conv stage at batch N, as the kernels read it.
 struct geom {
@@ -443,11 +455,27 @@ static void stage_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, int i, in
 // ---- the API -------------------------------------------------------------------------------
 
 extern "C" const char *cr_convnet_cuda_engine_name(cr_convnet_engine e) {
-    return e == CR_CONVNET_ENGINE_GEMM ? "gemm" : e == CR_CONVNET_ENGINE_CUDNN ? "cudnn" : "auto";
+    return e == CR_CONVNET_ENGINE_GEMM    ? "gemm"
+           : e == CR_CONVNET_ENGINE_CUDNN ? "cudnn"
+           : e == CR_CONVNET_ENGINE_IGEMM ? "igemm"
+                                          : "auto";
 }
 
-// AUTO -> CUDARL_CONV_ENGINE or GEMM; the CUDNN engine only where cuDNN is built in.
-static cudarl_status resolve_engine(cr_convnet_engine *e) {
+// AUTO -> IGEMM at fp16 and bf16 (the only engine they run), else CUDARL_CONV_ENGINE or GEMM;
+// the CUDNN engine only where cuDNN is built in.
+static cudarl_status resolve_engine(cr_convnet_engine *e, cudarl_precision prec) {
+    if (is_half(prec)) {
+        if (*e == CR_CONVNET_ENGINE_AUTO) *e = CR_CONVNET_ENGINE_IGEMM;
+        if (*e != CR_CONVNET_ENGINE_IGEMM)
+            return cr_fail(CUDARL_ERR_INVALID_ARG, "convnet on CUDA: precision %s runs on the "
+                           "igemm engine only, not %s; ask for engine AUTO or IGEMM",
+                           cudarl_precision_name(prec), cr_convnet_cuda_engine_name(*e));
+        return CUDARL_OK;
+    }
+    if (*e == CR_CONVNET_ENGINE_IGEMM)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "convnet on CUDA: the igemm engine runs fp16 and "
+                       "bf16 only, not %s; use engine AUTO, GEMM or CUDNN",
+                       cudarl_precision_name(prec));
     if (*e == CR_CONVNET_ENGINE_AUTO) {
         const char *v = getenv("CUDARL_CONV_ENGINE");
         if (!v || !*v || !strcmp(v, "gemm")) *e = CR_CONVNET_ENGINE_GEMM;
@@ -542,12 +570,20 @@ static void describe_add(cr_convnet_cuda *cn, const char *fmt, ...) {
 static void describe(cr_convnet_cuda *cn) {
     const cr_convnet *net = &cn->net;
     cn->describe[0] = '\0';
+    const char *how = cn->engine == CR_CONVNET_ENGINE_GEMM ? "im2col + cuBLAS SGEMM, fp32"
+                      : cn->engine == CR_CONVNET_ENGINE_CUDNN
+                          ? "cuDNN plans, fp32 FMA"
+                          : cn->precision == CUDARL_PRECISION_FP16
+                                ? "implicit GEMM on tensor cores, fp16 inputs, fp32 sums"
+                                : "implicit GEMM on tensor cores, bf16 inputs, fp32 sums";
     describe_add(cn, "%s on CUDA, conv engine %s (%s), batches", net->spec.name,
-                 cr_convnet_cuda_engine_name(cn->engine),
-                 cn->engine == CR_CONVNET_ENGINE_GEMM ? "im2col + cuBLAS SGEMM, fp32"
-                                                      : "cuDNN plans, fp32 FMA");
+                 cr_convnet_cuda_engine_name(cn->engine), how);
     for (int b = 0; b < cn->nbatches; b++) describe_add(cn, "%s%d", b ? ", " : " ", cn->batches[b]);
-    describe_add(cn, "; workspace %zu bytes\n", cn->workspace_bytes);
+    describe_add(cn, "; workspace %zu bytes", cn->workspace_bytes);
+    if (cn->engine == CR_CONVNET_ENGINE_IGEMM)
+        describe_add(cn, "; %s weights %zu bytes", cudarl_precision_name(cn->precision),
+                     cn->half.weights_bytes);
+    describe_add(cn, "\n");
     for (int i = 0; i < net->ntrunk; i++) {
         const cr_convnet_stage *st = &net->stage[i];
         if (st->op != CR_CONVNET_CONV) continue;
@@ -573,10 +609,43 @@ extern "C" void cr_convnet_cuda_free(cr_convnet_cuda *cn) {
     free(cn);
 }
 
+// The half engine's tensor-core kernels (bf16 WMMA) need compute capability 8.0; *sms: the
+// device's SMs, which its split-K plan is made for.
+static cudarl_status check_half_device(const cudarl_ctx *ctx, cudarl_precision prec, int *sms) {
+    int major = 0, minor = 0;
+    cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                           ctx->device_index);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ctx->device_index);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, ctx->device_index);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cr_fail(CUDARL_ERR_CUDA, "cuda:%d: cudaDeviceGetAttribute failed: %s",
+                       ctx->device_index, cudaGetErrorString(e));
+    }
+    if (major < 8)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "convnet on CUDA: precision %s needs a GPU of "
+                       "compute capability 8.0 or newer (bf16 / fp16 tensor-core kernels), and "
+                       "cuda:%d is %d.%d; use precision fp32 (or tf32) there",
+                       cudarl_precision_name(prec), ctx->device_index, major, minor);
+    return CUDARL_OK;
+}
+
 extern "C" cudarl_status cr_convnet_cuda_init(cudarl_ctx *ctx, const cr_convnet *net,
                                               const int *batches, int nbatches,
                                               cr_convnet_engine engine, cr_convnet_cuda **out) {
+    return cr_convnet_cuda_init_precision(ctx, net, batches, nbatches, engine,
+                                          CUDARL_PRECISION_FP32, out);
+}
+
+extern "C" cudarl_status cr_convnet_cuda_init_precision(cudarl_ctx *ctx, const cr_convnet *net,
+                                                        const int *batches, int nbatches,
+                                                        cr_convnet_engine engine,
+                                                        cudarl_precision precision,
+                                                        cr_convnet_cuda **out) {
     CUDARL_ASSERT(ctx && ctx->kind == CUDARL_DEVICE_CUDA && ctx->stream && net && out);
+    CUDARL_ASSERT((unsigned)precision < CUDARL_PRECISION_COUNT);
     *out = NULL;
     if (nbatches < 1 || nbatches > CR_CONVNET_CUDA_MAX_BATCHES || !batches)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "convnet on CUDA: %d batch sizes; declare 1 to %d",
@@ -588,7 +657,9 @@ extern "C" cudarl_status cr_convnet_cuda_init(cudarl_ctx *ctx, const cr_convnet 
                            batches[b]);
         max_batch = batches[b] > max_batch ? batches[b] : max_batch;
     }
-    CR_TRY(resolve_engine(&engine));
+    CR_TRY(resolve_engine(&engine, precision));
+    int sms = 0;
+    if (is_half(precision)) CR_TRY(check_half_device(ctx, precision, &sms));
     CR_TRY(check_sizes(net, max_batch));
     cr_convnet_cuda *cn = (cr_convnet_cuda *)calloc(1, sizeof *cn);
     if (!cn) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "convnet on CUDA: out of host memory");
@@ -596,11 +667,15 @@ extern "C" cudarl_status cr_convnet_cuda_init(cudarl_ctx *ctx, const cr_convnet 
     cn->stream = cr_stream(ctx);
     cn->net = *net;
     cn->engine = engine;
+    cn->precision = precision;
     cn->max_batch = max_batch;
     for (int b = 0; b < nbatches; b++) // distinct sizes only: one cuDNN plan each
         if (batch_index(cn, batches[b]) < 0) cn->batches[cn->nbatches++] = batches[b];
     if (engine == CR_CONVNET_ENGINE_GEMM) {
         plan_gemm_workspace(cn);
+    } else if (engine == CR_CONVNET_ENGINE_IGEMM) {
+        cr_convnet_half_plan_init(net, precision, cn->batches, cn->nbatches, sms, &cn->half);
+        cn->workspace_bytes = cn->half.workspace_bytes;
     } else {
 #ifdef CUDARL_WITH_CUDNN
         cudarl_status s = plan_cudnn(cn);
@@ -617,6 +692,10 @@ extern "C" cudarl_status cr_convnet_cuda_init(cudarl_ctx *ctx, const cr_convnet 
 
 extern "C" cr_convnet_engine cr_convnet_cuda_engine(const cr_convnet_cuda *cn) {
     return cn->engine;
+}
+
+extern "C" cudarl_precision cr_convnet_cuda_precision(const cr_convnet_cuda *cn) {
+    return cn->precision;
 }
 
 extern "C" const char *cr_convnet_cuda_describe(const cr_convnet_cuda *cn) { return cn->describe; }
@@ -705,6 +784,55 @@ extern "C" void cr_convnet_cuda_forward_cache_carve(const cr_convnet *net, void 
     carve_forward(net, (unsigned char *)mem, max_rows, c);
 }
 
+// ---- half precision (convnet_half.cu) --------------------------------------------------------
+
+extern "C" size_t cr_convnet_cuda_weights_bytes(const cr_convnet_cuda *cn) {
+    return cn->engine == CR_CONVNET_ENGINE_IGEMM ? cn->half.weights_bytes : 0;
+}
+
+extern "C" void cr_convnet_cuda_set_weights(cr_convnet_cuda *cn, void *weights) {
+    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && ((uintptr_t)weights & 63) == 0);
+    cn->weights = weights;
+}
+
+extern "C" void cr_convnet_cuda_weights_pack(const cr_convnet_cuda *cn, const float *params,
+                                             void *out) {
+    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && params && out);
+    cr_convnet_half_pack(&cn->half, params, out);
+}
+
+extern "C" void cr_convnet_cuda_weights_update(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
+                                               const float *params) {
+    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && cr_stream(ctx) == cn->stream);
+    CUDARL_ASSERT(cn->weights != NULL); // cr_convnet_cuda_set_weights first
+    cr_convnet_half_update(ctx, &cn->half, params, cn->weights);
+}
+
+extern "C" size_t cr_convnet_cuda_half_cache_bytes(const cr_convnet_cuda *cn, int max_rows) {
+    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && max_rows >= cn->max_batch);
+    cr_convnet_half_cache sizing;
+    return cr_convnet_half_cache_carve(&cn->net, &cn->half, NULL, max_rows, &sizing);
+}
+
+extern "C" void cr_convnet_cuda_half_cache_carve(const cr_convnet_cuda *cn, void *mem,
+                                                 int max_rows, cr_convnet_half_cache *c) {
+    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && max_rows >= cn->max_batch &&
+                  mem != NULL && ((uintptr_t)mem & 63) == 0);
+    cr_convnet_half_cache_carve(&cn->net, &cn->half, (unsigned char *)mem, max_rows, c);
+}
+
+extern "C" void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
+                                             const void *obs, float *out, float *value,
+                                             const cr_convnet_half_cache *c, int B) {
+    const int ppo = cn->net.spec.heads == CR_CONVNET_PPO;
+    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && cr_stream(ctx) == cn->stream &&
+                  batch_index(cn, B) >= 0 && c->max_rows >= cn->max_batch &&
+                  (value != NULL) == ppo);
+    CUDARL_ASSERT(cn->weights != NULL); // cr_convnet_cuda_set_weights and a pack or an update
+    void *ws = cn->half.workspace_bytes ? aligned_ws(cn) : NULL;
+    cr_convnet_half_forward(ctx, &cn->net, &cn->half, cn->weights, ws, obs, out, value, c, B);
+}
+
 // c->x (n) = obs as float, scaled as the spec says.
 static void input_to_float(cudarl_ctx *ctx, const cr_convnet_spec *s, const void *obs, float *x,
                            size_t n) {
@@ -728,6 +856,7 @@ extern "C" void cr_convnet_cuda_forward(cudarl_ctx *ctx, const cr_convnet_cuda *
     const int ppo = net->spec.heads == CR_CONVNET_PPO, bi = batch_index(cn, B);
     CUDARL_ASSERT(cr_stream(ctx) == cn->stream && bi >= 0 && B <= c->max_rows &&
                   (value != NULL) == ppo);
+    CUDARL_ASSERT(cn->engine != CR_CONVNET_ENGINE_IGEMM); // cr_convnet_cuda_half_forward
     input_to_float(ctx, &net->spec, obs, c->x, (size_t)B * net->in_floats);
     const float *h = c->x;
     for (int i = 0; i < net->ntrunk; i++) {
@@ -782,6 +911,7 @@ extern "C" void cr_convnet_cuda_backward(cudarl_ctx *ctx, const cr_convnet_cuda 
     CUDARL_ASSERT(cr_stream(ctx) == cn->stream && bi >= 0 && B <= c->max_rows &&
                   (dvalue != NULL) == ppo);
     CUDARL_ASSERT(c->d[0] && c->d[1]); // not a forward-only cache
+    CUDARL_ASSERT(cn->engine != CR_CONVNET_ENGINE_IGEMM); // half handles run forwards only
     heads_backward(ctx, cn, params, grads, dout, dvalue, c, B);
     int cur = 0; // c->d[cur] holds d loss / d (output of stage i)
     for (int i = net->ntrunk - 1; i >= 0; i--) {

@@ -20,6 +20,25 @@
  * chosen at init), and agree with the CPU to rounding: their sums run in cuBLAS's / cuDNN's
  * order, not the CPU's.
  *
+ * Half precision (a handle of cr_convnet_cuda_init_precision with CUDARL_PRECISION_FP16 or
+ * _BF16; forward only, for inference): the third engine,
+ *   IGEMM  each conv stage one implicit-GEMM kernel on the tensor cores (WMMA 16x16x16, fp16 or
+ *          bf16 inputs, fp32 accumulation): it gathers its im2col tiles straight from the
+ *          previous stage's output, or from the observations (uint8 scaled by 1/255 or cast, or
+ *          float, rounded to the format as they are read), so no im2col matrix exists; the bias
+ *          and activation run in fp32 on the accumulators and the result is rounded once to the
+ *          format (channels-last between convs, NCHW before a flatten). Linear stages are one
+ *          cublasGemmEx each (format inputs, fp32 output, CUBLAS_COMPUTE_32F) with an fp32 bias
+ *          + activation epilogue that rounds to the format; the heads (and DQN's Q head) one
+ *          kernel, fp32 sums of format products plus the fp32 bias, written in fp32.
+ * Its weights are a converted copy in a block of their own (cr_convnet_cuda_weights_*): weights
+ * in the format, conv weights zero-padded to the kernel's tile and, after the first conv,
+ * reordered to the channels-last taps; biases fp32. Made once from the float parameters
+ * (cr_convnet_cuda_weights_pack on the host, or cr_convnet_cuda_weights_update on the device when
+ * the caller's float weights change); the float parameters are not read by its forward.
+ * Deterministic as the fp32 engines: every sum in a fixed order (the WMMA tiles' chunk order,
+ * cuBLAS's order for a fixed handle and shape), no atomics.
+ *
  * Memory, sized up front:
  *   - the handle (cr_convnet_cuda_init): host memory, a few KB, and the cuDNN plans' handles;
  *   - a workspace of cr_convnet_cuda_workspace_bytes (device): im2col columns, the GEMM
@@ -52,6 +71,7 @@ typedef enum cr_convnet_engine {
     CR_CONVNET_ENGINE_AUTO = 0,
     CR_CONVNET_ENGINE_GEMM,
     CR_CONVNET_ENGINE_CUDNN,
+    CR_CONVNET_ENGINE_IGEMM, /* fp16 / bf16 handles only (and the only engine they run) */
 } cr_convnet_engine;
 
 /* Batch sizes a handle may be declared for (e.g. {act rows, learner rows}; the policy runtime
@@ -70,10 +90,24 @@ typedef struct cr_convnet_cuda cr_convnet_cuda;
  * on failure. net is copied. (host) */
 cudarl_status cr_convnet_cuda_init(cudarl_ctx *ctx, const cr_convnet *net, const int *batches,
                                    int nbatches, cr_convnet_engine engine, cr_convnet_cuda **cn);
+/* cr_convnet_cuda_init with a precision. FP32 and TF32: what cr_convnet_cuda_init makes (TF32 is
+ * the context's cuBLAS math mode, cr_convnet_cuda_set_tf32). FP16 and BF16: a forward-only handle
+ * on the IGEMM engine (engine AUTO or IGEMM; CUDARL_CONV_ENGINE is not read), whose calls are the
+ * cr_convnet_cuda_weights_* and _half_* ones below; GEMM or CUDNN asked for with them is
+ * CUDARL_ERR_INVALID_ARG, and so is IGEMM with FP32 or TF32; a device below compute capability
+ * 8.0 (no bf16 tensor cores) is CUDARL_ERR_UNSUPPORTED. Other refusals as cr_convnet_cuda_init's.
+ * (host) */
+cudarl_status cr_convnet_cuda_init_precision(cudarl_ctx *ctx, const cr_convnet *net,
+                                             const int *batches, int nbatches,
+                                             cr_convnet_engine engine, cudarl_precision precision,
+                                             cr_convnet_cuda **cn);
+/* The precision the handle was made for (cr_convnet_cuda_init: FP32). */
+cudarl_precision cr_convnet_cuda_precision(const cr_convnet_cuda *cn);
 /* Releases what init made (NULL is fine); not the workspace, which is the caller's. */
 void cr_convnet_cuda_free(cr_convnet_cuda *cn);
 
-/* The engine init chose (GEMM or CUDNN, never AUTO), and its name ("gemm", "cudnn"). */
+/* The engine init chose (GEMM, CUDNN or IGEMM, never AUTO), and its name ("gemm", "cudnn",
+ * "igemm"). */
 cr_convnet_engine cr_convnet_cuda_engine(const cr_convnet_cuda *cn);
 const char *cr_convnet_cuda_engine_name(cr_convnet_engine engine);
 /* Lines naming the engine, each conv stage's shape and (cuDNN) algorithms, and the workspace,
@@ -88,8 +122,9 @@ const char *cr_convnet_cuda_describe(const cr_convnet_cuda *cn);
  * own). The CUDNN engine's plans stay fp32 FMA either way. A cuBLAS failure is CUDARL_ERR_CUDA. */
 cudarl_status cr_convnet_cuda_set_tf32(cudarl_ctx *ctx, int tf32);
 
-/* Bytes of device workspace forward and backward need at every declared batch size; any
- * alignment works (the pieces are aligned inside). */
+/* Bytes of device workspace forward and backward need at every declared batch size (IGEMM: the
+ * forward's fp32 products of the linear stages, 0 without any); any alignment works (the pieces
+ * are aligned inside). */
 size_t cr_convnet_cuda_workspace_bytes(const cr_convnet_cuda *cn);
 /* The workspace (device, cr_convnet_cuda_workspace_bytes) the calls below use. */
 void cr_convnet_cuda_set_workspace(cr_convnet_cuda *cn, void *workspace);
@@ -113,16 +148,68 @@ size_t cr_convnet_cuda_forward_cache_bytes(const cr_convnet *net, int max_rows);
 void cr_convnet_cuda_forward_cache_carve(const cr_convnet *net, void *mem, int max_rows,
                                          cr_convnet_cache *c);
 
-/* cr_convnet_forward on the device: out (B, A) and, ppo only, value (B) (NULL for dqn) of obs
- * (B, C, H, W), uint8 or float as the spec's dtype; fills the cache c. B must be one of the
- * declared batch sizes and <= c->max_rows. params (num_params), obs, out, value and c: device
- * memory. ctx: the handle's. */
+/* ---- half precision (FP16 / BF16 handles, IGEMM engine) ---------------------------------- */
+
+/* Bytes of the handle's converted weights (device): every weight in its format (2 bytes an
+ * element), conv weights zero-padded to the kernel's tile, biases fp32, each tensor on a 256-byte
+ * line; 0 for an FP32 or TF32 handle. About half the float parameters' bytes. */
+size_t cr_convnet_cuda_weights_bytes(const cr_convnet_cuda *cn);
+/* Where they live (device, cr_convnet_cuda_weights_bytes, 64-byte aligned); before the first
+ * forward or update. */
+void cr_convnet_cuda_set_weights(cr_convnet_cuda *cn, void *weights);
+/* Converts params (host, num_params floats in state_dict order) into out (host,
+ * cr_convnet_cuda_weights_bytes): the bytes cr_convnet_cuda_weights_update writes, for a caller
+ * whose float weights stay on the host (the policy runtime uploads them and keeps no float copy
+ * on the device). Rounds to nearest even (__float2half_rn / __float2bfloat16_rn). */
+void cr_convnet_cuda_weights_pack(const cr_convnet_cuda *cn, const float *params, void *out);
+/* The same conversion on the device: the handle's weights (set with cr_convnet_cuda_set_weights)
+ * from params (device, num_params floats), on ctx's stream; for a caller whose float weights
+ * change (after an optimizer step). Allocates nothing, waits for nothing: capturable. */
+void cr_convnet_cuda_weights_update(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
+                                    const float *params);
+
+/* A half handle's forward cache for up to max_rows rows (device memory, 2 bytes an element in
+ * the handle's format; carved by cr_convnet_cuda_half_cache_carve). */
+typedef struct cr_convnet_half_cache {
+    int max_rows;
+    void *x;                              /* (B, C, H, W) the input in the format when the first
+                                             stage is a linear (or there is none); else NULL:
+                                             the first conv reads the observations in place */
+    void *act[CR_CONVNET_MAX_LAYERS + 1]; /* (B, stage out) after the activation; even stages
+                                             share one buffer, odd ones the other. A conv's
+                                             output is channels-last (B, P, Q, K) when a conv
+                                             follows it, else (B, K, P, Q): the flatten order */
+} cr_convnet_half_cache;
+
+/* Bytes of that cache for max_rows rows, at least the largest declared batch size (a conv's
+ * split-K partial sums at a small batch use the rows past it), on 256-byte lines. */
+size_t cr_convnet_cuda_half_cache_bytes(const cr_convnet_cuda *cn, int max_rows);
+/* Points *c into mem (device, cr_convnet_cuda_half_cache_bytes(cn, max_rows), 64-byte
+ * aligned). */
+void cr_convnet_cuda_half_cache_carve(const cr_convnet_cuda *cn, void *mem, int max_rows,
+                                      cr_convnet_half_cache *c);
+/* cr_convnet_forward on a half handle: out (B, A) and, ppo only, value (B) (NULL for dqn), both
+ * fp32, of obs (B, C, H, W), uint8 or float as the spec's dtype, with the handle's converted
+ * weights (the float parameters are not read); fills the cache c (carved for the largest
+ * declared batch size or more). B must be one of the declared batch sizes. obs (16-byte
+ * aligned: the first conv reads uint8 rows a 32-bit word at a time), out, value and c: device
+ * memory; ctx: the handle's. Enqueues everything on ctx's stream, allocates nothing:
+ * capturable. At batches too small to give every SM two blocks, a conv splits its reduction
+ * across blocks and sums the partial sums in a fixed order (the workspace, or the free rows of
+ * its output buffer, holds them): every batch size sums in one fixed order. */
+void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const void *obs,
+                                  float *out, float *value, const cr_convnet_half_cache *c, int B);
+
+/* cr_convnet_forward on the device (an FP32 or TF32 handle): out (B, A) and, ppo only, value (B)
+ * (NULL for dqn) of obs (B, C, H, W), uint8 or float as the spec's dtype; fills the cache c. B
+ * must be one of the declared batch sizes and <= c->max_rows. params (num_params), obs, out,
+ * value and c: device memory. ctx: the handle's. */
 void cr_convnet_cuda_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const float *params,
                              const void *obs, float *out, float *value,
                              const cr_convnet_cache *c, int B);
-/* cr_convnet_backward on the device: grads (num_params) overwritten with the gradients given
- * dout (B, A) and dvalue (B) (ppo; NULL for dqn), from the cache of the forward on the same
- * params and rows. All device memory; dout and dvalue are not written. */
+/* cr_convnet_backward on the device (an FP32 or TF32 handle): grads (num_params) overwritten
+ * with the gradients given dout (B, A) and dvalue (B) (ppo; NULL for dqn), from the cache of the
+ * forward on the same params and rows. All device memory; dout and dvalue are not written. */
 void cr_convnet_cuda_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const float *params,
                               float *grads, const float *dout, const float *dvalue,
                               const cr_convnet_cache *c, int B);

@@ -262,3 +262,17 @@ const cr_precision_tolerance *cr_precision_tolerance_of(const char *op, cudarl_p
             return &cr_precision_tolerances[i];
     return NULL;
 }
+
+double cr_precision_chain_rtol(cudarl_precision p, int products) {
+    CUDARL_ASSERT(products >= 1);
+    if (p == CUDARL_PRECISION_FP32) return 1e-4;
+    const cr_precision_tolerance *t = cr_precision_tolerance_of("linear.y", p);
+    CUDARL_ASSERT(t != NULL);
+    return products * t->rtol;
+}
+
+double cr_precision_twin_rtol(cudarl_precision p) {
+    const cr_precision_policy *pol = cr_precision_policy_of(p);
+    if (pol->activations == CR_DTYPE_F32) return cr_precision_chain_rtol(p, 1);
+    return cr_dtype_unit_roundoff(pol->activations);
+}

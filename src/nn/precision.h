@@ -97,6 +97,24 @@ extern const size_t cr_precision_tolerance_count;
  * held to the float32 tables of tests/test_ops_cuda.c under every precision). */
 const cr_precision_tolerance *cr_precision_tolerance_of(const char *op, cudarl_precision p);
 
+/* The NORM rtol of a network's outputs computed in `p` against the float32 CPU reference, when
+ * they went through `products` matmuls or convolutions one after another (each stage, and the
+ * head that writes them): for tf32, bf16 and fp16, `products` times the per-product rtol of
+ * "linear.y" (each stage's output, rounded, is the next one's input, so the relative errors of
+ * a chain add, to first order; adding them linearly rather than as a random walk is the margin
+ * for depth); for fp32 1e-4 at any depth (summation order only, test_convnet_cuda.c's
+ * RTOL_OUT). products >= 1. */
+double cr_precision_chain_rtol(cudarl_precision p, int products);
+/* The NORM rtol of a network's outputs computed in `p` (bf16, fp16) against the CPU's emulation
+ * of the same roundings (input, weights and every stage's output rounded to the format, float32
+ * sums and biases): the unit roundoff of the format. Only the float32 sums' order differs, and a
+ * sum that differs in its last bits crosses a rounding boundary of the format with probability
+ * ~ sqrt(T) 2^-24 / u per element, moving that element by one u: a small fraction of u in the
+ * norm (the host emulation of the GPU kernels measured 0.12 u at worst), while a wrong index
+ * costs percents. For fp32 and tf32 (nothing rounded between stages) it is
+ * cr_precision_chain_rtol(p, 1). */
+double cr_precision_twin_rtol(cudarl_precision p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -258,12 +258,6 @@ static cudarl_status options_check(const cudarl_policy_options *o) {
         (int)o->precision > (int)CUDARL_PRECISION_FP16)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_load: precision %d is not one of "
                        "CUDARL_PRECISION_FP32, _TF32, _BF16, _FP16", (int)o->precision);
-    if (o->precision != CUDARL_PRECISION_FP32 && o->precision != CUDARL_PRECISION_TF32)
-        return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_policy_load: precision %s is not "
-                       "implemented in the policy runtime yet (MLP or convolutional network): "
-                       "CUDARL_PRECISION_FP32 runs on the CPU and CUDA, CUDARL_PRECISION_TF32 on "
-                       "CUDA; load the policy with precision FP32 or TF32",
-                       precision_text(o->precision));
     if (o->max_batch < 1 || o->max_batch > CUDARL_POLICY_MAX_BATCH)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_load: max_batch is %d; give the "
                        "most observations one act() will take, 1 to %d", o->max_batch,
@@ -286,27 +280,44 @@ static const char *backend_lacks(const cudarl_ctx *ctx, const cr_policy_net *net
     return NULL;
 }
 
+/* BF16 and FP16: the half-precision forward of a conv net's CUDA twin (nn/convnet_cuda.h). */
+static int is_half(cudarl_precision p) {
+    return p == CUDARL_PRECISION_BF16 || p == CUDARL_PRECISION_FP16;
+}
+
+/* Why a precision other than FP32 runs on CUDA only (messages). */
+static const char *gpu_only_why(cudarl_precision p) {
+    return p == CUDARL_PRECISION_TF32 ? "TF32 is a tensor-core format; the CPU computes in fp32"
+                                      : "its products run on the GPU's tensor cores; the CPU "
+                                        "computes in fp32";
+}
+
 /* Opens the context the options ask for; AUTO falls back to the CPU where the GPU's backend
- * cannot run the network (not under TF32, which the CPU does not compute in). */
+ * cannot run the network (not under TF32, BF16 or FP16, which the CPU does not compute in).
+ * BF16 and FP16 run convolutional networks only. */
 static cudarl_status ctx_open(const cudarl_policy_options *o, const cr_policy_net *net,
                               const char *path, cudarl_ctx **out) {
-    const int tf32 = o->precision == CUDARL_PRECISION_TF32;
-    if (tf32 && o->device == CUDARL_DEVICE_CPU)
-        return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_policy_load: precision "
-                       "CUDARL_PRECISION_TF32 runs on CUDA only (TF32 is a tensor-core format; "
-                       "the CPU computes in fp32): load '%s' with precision FP32 on the CPU",
-                       path);
+    const int gpu_only = o->precision != CUDARL_PRECISION_FP32;
+    const char *prec = precision_text(o->precision);
+    if (is_half(o->precision) && !net->is_conv)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_policy_load: precision %s is not "
+                       "implemented for MLP policies yet (it runs convolutional networks on "
+                       "CUDA): load '%s' with precision FP32, or TF32 on CUDA", prec, path);
+    if (gpu_only && o->device == CUDARL_DEVICE_CPU)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_policy_load: precision %s runs on CUDA "
+                       "only (%s): load '%s' with precision FP32 on the CPU", prec,
+                       gpu_only_why(o->precision), path);
     CR_TRY(cudarl_ctx_init(out, o->device, o->device_index));
     const char *why = backend_lacks(*out, net);
-    if (tf32 && !why && (*out)->kind == CUDARL_DEVICE_CPU)
+    if (gpu_only && !why && (*out)->kind == CUDARL_DEVICE_CPU)
         why = "no usable GPU was found";
     if (!why) return CUDARL_OK;
     cudarl_ctx_free(*out);
     *out = NULL;
-    if (tf32)
-        return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_policy_load: precision "
-                       "CUDARL_PRECISION_TF32 runs on CUDA only, and '%s' cannot run there: %s; "
-                       "load it with precision FP32 (on the CPU)", path, why);
+    if (gpu_only)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_policy_load: precision %s runs on CUDA "
+                       "only, and '%s' cannot run there: %s; load it with precision FP32 (on the "
+                       "CPU)", prec, path, why);
     if (o->device != CUDARL_DEVICE_AUTO)
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "cannot run the %s policy of '%s' on cuda:%d: %s; "
                        "load it with device CUDARL_DEVICE_CPU (or AUTO)",
@@ -318,7 +329,7 @@ static cudarl_status ctx_open(const cudarl_policy_options *o, const cr_policy_ne
 /* ---- the plan ---------------------------------------------------------------------------- */
 
 enum { H_SELF, H_RING, H_PARAMS, H_COUNT };
-enum { B_PARAMS, B_OBS_U8, B_OBS, B_CACHE, B_WORKSPACE, B_OUT, B_COUNT };
+enum { B_PARAMS, B_OBS_U8, B_OBS, B_CACHE, B_WORKSPACE, B_WEIGHTS, B_OUT, B_COUNT };
 
 size_t cr_policy_out_bytes(const cudarl_policy *p, int rows) {
     return (size_t)rows * (sizeof(int32_t) + sizeof(float) +
@@ -333,49 +344,65 @@ void cr_policy_out_layout(const cudarl_policy *p, void *base, int rows, int32_t 
     *logits = (float *)(b + (size_t)rows * (sizeof(int32_t) + sizeof(float)));
 }
 
-/* Bytes of the conv net's cache and workspace for p->rows rows: on the CPU the full cache of
- * cr_convnet_forward (no workspace), on the device the twin's forward-only cache and its
- * workspace (p->conv_gpu made). */
-static void conv_bytes(const cudarl_policy *p, int on_device, size_t *cache, size_t *workspace) {
-    *cache = *workspace = 0;
+/* Whether the policy runs its conv net's half-precision forward (BF16, FP16 on CUDA). */
+static int runs_half(const cudarl_policy *p, int on_device) {
+    return on_device && p->net.is_conv && is_half(p->opt.precision);
+}
+
+/* Bytes of the conv net's cache, workspace and converted weights for p->rows rows: on the CPU
+ * the full cache of cr_convnet_forward (no workspace); on the device the twin's forward-only
+ * cache (fp32, or half: cr_convnet_cuda_half_cache_bytes) and its workspace (p->conv_gpu made),
+ * and at half precision its converted weights. */
+static void conv_bytes(const cudarl_policy *p, int on_device, size_t *cache, size_t *workspace,
+                       size_t *weights) {
+    *cache = *workspace = *weights = 0;
     if (!on_device) {
         *cache = cr_convnet_cache_bytes(&p->net.cnn, p->rows);
         return;
     }
 #ifdef CUDARL_WITH_CUDA
-    *cache = cr_convnet_cuda_forward_cache_bytes(&p->net.cnn, p->rows);
+    *cache = runs_half(p, on_device) ? cr_convnet_cuda_half_cache_bytes(p->conv_gpu, p->rows)
+                                     : cr_convnet_cuda_forward_cache_bytes(&p->net.cnn, p->rows);
     *workspace = cr_convnet_cuda_workspace_bytes(p->conv_gpu);
+    *weights = cr_convnet_cuda_weights_bytes(p->conv_gpu);
 #endif
 }
 
 /* Adds the backend buffers for `rows` rows to `pl`; idx[B_*] receives their items (B_PARAMS is
- * -1 where the weights are read in place: on the CPU). An MLP's obs_u8 holds uint8 input and
- * obs its float conversion (or the graphs' float input); a conv net converts its input itself,
- * so on the device one of the two holds the graphs' input as the spec's dtype, and on the CPU
- * neither is needed (act() passes its obs in place). */
+ * -1 where no float weights are on the backend: on the CPU, which reads the host copy in place,
+ * and at half precision on CUDA, which reads only the converted weights, B_WEIGHTS). An MLP's
+ * obs_u8 holds uint8 input and obs its float conversion (or the graphs' float input); a conv net
+ * converts its input itself, so on the device one of the two holds the graphs' input as the
+ * spec's dtype, and on the CPU neither is needed (act() passes its obs in place). */
 static void plan_backend(cr_plan *pl, const cudarl_policy *p, int on_device, int idx[B_COUNT]) {
     const cr_policy_net *n = &p->net;
     size_t elems = (size_t)p->rows * (size_t)n->obs_dim;
     int u8 = n->obs_dtype == CUDARL_OBS_U8;
     size_t u8_bytes = u8 ? elems : 0, f32_bytes = elems * sizeof(float);
     size_t cache = cr_mlp_cache_floats(p->rows, n->widest) * sizeof(float), workspace = 0;
+    size_t weights = 0;
     if (n->is_conv) {
         u8_bytes = on_device && u8 ? elems : 0;
         f32_bytes = on_device && !u8 ? elems * sizeof(float) : 0;
-        conv_bytes(p, on_device, &cache, &workspace);
+        conv_bytes(p, on_device, &cache, &workspace, &weights);
     }
-    idx[B_PARAMS] = on_device ? cr_plan_add(pl, "params", n->num_params * sizeof(float)) : -1;
+    idx[B_PARAMS] = on_device && !runs_half(p, on_device)
+                        ? cr_plan_add(pl, "params", n->num_params * sizeof(float))
+                        : -1;
     idx[B_OBS_U8] = cr_plan_add(pl, "obs_u8", u8_bytes);
     idx[B_OBS] = cr_plan_add(pl, "obs", f32_bytes);
     idx[B_CACHE] = cr_plan_add(pl, "cache", cache);
     idx[B_WORKSPACE] = cr_plan_add(pl, "workspace", workspace);
+    idx[B_WEIGHTS] = cr_plan_add(pl, "weights (converted)", weights);
     idx[B_OUT] = cr_plan_add(pl, "out", cr_policy_out_bytes(p, p->rows));
 }
 
 static void point_backend(cudarl_policy *p, const cr_arena *a, int on_device,
                           const int idx[B_COUNT]) {
     const cr_policy_net *n = &p->net;
-    p->params = idx[B_PARAMS] >= 0 ? cr_arena_get(a, idx[B_PARAMS]) : p->params_host;
+    p->params = idx[B_PARAMS] >= 0 ? cr_arena_get(a, idx[B_PARAMS])
+                : on_device        ? NULL /* half precision: only converted weights */
+                                   : p->params_host;
     p->obs_u8 = a->plan.sizes[idx[B_OBS_U8]] ? cr_arena_get(a, idx[B_OBS_U8]) : NULL;
     p->obs = a->plan.sizes[idx[B_OBS]] ? cr_arena_get(a, idx[B_OBS]) : NULL;
     void *cache = cr_arena_get(a, idx[B_CACHE]);
@@ -389,7 +416,12 @@ static void point_backend(cudarl_policy *p, const cr_arena *a, int on_device,
         return;
     }
 #ifdef CUDARL_WITH_CUDA
-    cr_convnet_cuda_forward_cache_carve(&n->cnn, cache, p->rows, &p->conv_cache);
+    if (runs_half(p, on_device)) {
+        cr_convnet_cuda_half_cache_carve(p->conv_gpu, cache, p->rows, &p->conv_half);
+        cr_convnet_cuda_set_weights(p->conv_gpu, cr_arena_get(a, idx[B_WEIGHTS]));
+    } else {
+        cr_convnet_cuda_forward_cache_carve(&n->cnn, cache, p->rows, &p->conv_cache);
+    }
     cr_convnet_cuda_set_workspace(p->conv_gpu, cr_arena_get(a, idx[B_WORKSPACE]));
 #endif
 }
@@ -462,16 +494,44 @@ static cudarl_status cpu_warm_up(cudarl_policy *p) {
 #ifdef CUDARL_WITH_CUDA
 /* On CUDA: the precision's math mode on the policy's own context, and a conv net's CUDA twin
  * for every graph batch size (1, 2, 4, ..., rows). TF32 runs the conv stages on the GEMM engine,
- * the one whose products cuBLAS's math mode reaches (cuDNN's plans are fp32 FMA). */
+ * the one whose products cuBLAS's math mode reaches (cuDNN's plans are fp32 FMA); BF16 and FP16
+ * on the IGEMM engine, the half-precision forward. */
 static cudarl_status cuda_net_init(cudarl_policy *p) {
-    const int tf32 = p->opt.precision == CUDARL_PRECISION_TF32;
-    if (tf32) CR_TRY(cr_convnet_cuda_set_tf32(p->ctx, 1));
+    const cudarl_precision prec = p->opt.precision;
+    if (prec == CUDARL_PRECISION_TF32) CR_TRY(cr_convnet_cuda_set_tf32(p->ctx, 1));
     if (!p->net.is_conv) return CUDARL_OK;
     int batches[CR_POLICY_MAX_GRAPHS], n = 0;
     for (int b = 1; b <= p->rows; b <<= 1) batches[n++] = b;
-    cr_convnet_engine engine = tf32 ? CR_CONVNET_ENGINE_GEMM : p->conv_engine;
-    CR_TRY(cr_convnet_cuda_init(p->ctx, &p->net.cnn, batches, n, engine, &p->conv_gpu));
+    cr_convnet_engine engine = prec == CUDARL_PRECISION_TF32 ? CR_CONVNET_ENGINE_GEMM
+                               : is_half(prec)              ? CR_CONVNET_ENGINE_IGEMM
+                                                            : p->conv_engine;
+    CR_TRY(cr_convnet_cuda_init_precision(p->ctx, &p->net.cnn, batches, n, engine, prec,
+                                          &p->conv_gpu));
     CR_DEBUG("policy: %s", cr_convnet_cuda_describe(p->conv_gpu));
+    return CUDARL_OK;
+}
+
+/* The weights on the device: the float parameters as they are, or at half precision their
+ * converted copy into `converted` (device), made on the host (cr_convnet_cuda_weights_pack, in a
+ * buffer freed before returning) so that no float copy is ever on the device. */
+static cudarl_status weights_upload(cudarl_policy *p, void *converted) {
+    cudarl_ctx *ctx = p->ctx;
+    if (!runs_half(p, 1)) {
+        ctx->ops->copy_from_host(ctx, p->params, p->params_host,
+                                 p->net.num_params * sizeof(float));
+        ctx->ops->sync(ctx);
+        return CUDARL_OK;
+    }
+    const size_t bytes = cr_convnet_cuda_weights_bytes(p->conv_gpu);
+    void *packed = malloc(bytes);
+    if (!packed)
+        return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "policy: out of host memory converting the "
+                       "weights to %s (%zu bytes)", cudarl_precision_name(p->opt.precision),
+                       bytes);
+    cr_convnet_cuda_weights_pack(p->conv_gpu, p->params_host, packed);
+    ctx->ops->copy_from_host(ctx, converted, packed, bytes);
+    ctx->ops->sync(ctx);
+    free(packed);
     return CUDARL_OK;
 }
 #endif
@@ -488,8 +548,7 @@ static cudarl_status backend_setup(cudarl_policy *p) {
     plan_backend(&pl, p, 1, idx);
     CR_TRY(ctx->ops->arena_alloc(ctx, &p->dev, &pl));
     point_backend(p, &p->dev, 1, idx);
-    ctx->ops->copy_from_host(ctx, p->params, p->params_host, p->net.num_params * sizeof(float));
-    ctx->ops->sync(ctx);
+    CR_TRY(weights_upload(p, cr_arena_get(&p->dev, idx[B_WEIGHTS])));
     return cr_policy_cuda_init(p);
 #else
     return cr_fail(CUDARL_ERR_UNSUPPORTED, "this cudarl was built without CUDA");
@@ -615,6 +674,10 @@ static void conv_forward(cudarl_policy *p, const void *x, float *logits, float *
                          int rows) {
     float *v = p->net.cnn.spec.heads == CR_CONVNET_PPO ? values : NULL;
 #ifdef CUDARL_WITH_CUDA
+    if (p->conv_gpu && runs_half(p, 1)) {
+        cr_convnet_cuda_half_forward(p->ctx, p->conv_gpu, x, logits, v, &p->conv_half, rows);
+        return;
+    }
     if (p->conv_gpu) {
         cr_convnet_cuda_forward(p->ctx, p->conv_gpu, p->params, x, logits, v, &p->conv_cache,
                                 rows);

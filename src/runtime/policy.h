@@ -3,16 +3,19 @@
  *
  * The networks: the MLPs (PPO's actor-critic, DQN's Q-network: cr_mlp_forward on the backend's
  * ops) and the convolutional networks of nn/convnet.h (a checkpoint's "network" spec: on the CPU
- * cr_convnet_forward, on CUDA its twin cr_convnet_cuda_forward with a forward-only cache).
+ * cr_convnet_forward, on CUDA its twin cr_convnet_cuda_forward with a forward-only cache, or at
+ * BF16 / FP16 the twin's half-precision forward, cr_convnet_cuda_half_forward).
  *
  * Memory of one policy:
  *   host arena (one allocation):  the handle, the latency ring, the weights as read from the file,
  *                                 and on the CPU also the backend buffers below;
- *   backend buffers (one device arena on CUDA): params, obs_u8, obs, cache, workspace, out
- *                                 (MLP: obs_u8 and obs hold act()'s input and its float
+ *   backend buffers (one device arena on CUDA): params, obs_u8, obs, cache, workspace, weights,
+ *                                 out (MLP: obs_u8 and obs hold act()'s input and its float
  *                                 conversion; conv: on CUDA the graphs' input, uint8 or float as
  *                                 the spec says, none on the CPU, which reads act()'s obs in
- *                                 place; workspace: the CUDA conv net's);
+ *                                 place; workspace: the CUDA conv net's; weights: at BF16 / FP16
+ *                                 the conv net's converted weights, and then no float params
+ *                                 on the device);
  *   CUDA only: one pinned block (obs staging, then out staging), the graphs, and for a conv net
  *   the handle of its CUDA twin (host; its cuDNN plans with the cuDNN engine).
  * The out block of a call of `rows` rows is laid out [actions (rows) int32][values (rows)]
@@ -85,11 +88,12 @@ struct cudarl_policy {
     cr_arena dev;             /* CUDA: the device arena (base NULL on the CPU) */
     float *params_host;       /* (host) num_params, the checkpoint's weights */
     /* backend memory (host on the CPU, device on CUDA) */
-    float *params;            /* num_params */
+    float *params;            /* num_params (NULL on CUDA at BF16 / FP16: converted weights only) */
     uint8_t *obs_u8;          /* (rows, obs_dim) uint8 input; NULL unless the env is uint8 */
     float *obs;               /* (rows, obs_dim) the network's input when it is not act()'s */
     cr_mlp_cache cache;       /* MLP: rows x widest */
     cr_convnet_cache conv_cache; /* conv: the forward's cache for rows rows (CUDA: forward-only) */
+    cr_convnet_half_cache conv_half; /* conv on CUDA at BF16 / FP16: the half forward's cache */
     unsigned char *out;       /* the out block */
     cr_convnet_engine conv_engine; /* conv on CUDA: the engine asked for (AUTO: convnet_cuda.h) */
     cr_convnet_cuda *conv_gpu;     /* conv on CUDA: the twin's handle (host), else NULL */

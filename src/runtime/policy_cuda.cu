@@ -15,7 +15,9 @@
 // are computed and ignored. A conv net's CUDA twin is declared for every one of those batch
 // sizes and runs each once outside any capture first (cuDNN loads its kernels on a plan's first
 // call); under TF32 the policy's context runs its cuBLAS products as TF32 tensor ops
-// (cr_convnet_cuda_set_tf32, set in policy.c before anything is captured).
+// (cr_convnet_cuda_set_tf32, set in policy.c before anything is captured); under BF16 and FP16
+// the graphs hold the conv net's half-precision forward (cr_convnet_cuda_half_forward, on the
+// weights policy.c converted at load).
 #include <string.h>
 
 #include "ops/cuda/cuda_common.cuh"
