@@ -641,8 +641,13 @@ def test_dqn_plan(work):
     expect_error("DQN: --env-device gpu is not a device name", dqn + ["--env-device", "gpu"],
                  work, U, ["--env-device", "cpu, cuda or auto"])
     expect_error("DQN: --env-device cuda for an env without a CUDA twin",
-                 dqn + ["--env-id", "MinAtar/Breakout-v1", "--env-device", "cuda"], work, U,
-                 ["--env-device cuda", "MinAtar/Breakout-v1", "no CUDA twin", "--env-device cpu"])
+                 dqn + ["--env-id", "CartPolePixels-v1", "--policy", "nature-cnn",
+                        "--env-device", "cuda"], work, U,
+                 ["--env-device cuda", "CartPolePixels-v1", "no CUDA twin", "--env-device cpu"])
+    expect_error("DQN: MinAtar's CUDA twin needs the GPU",
+                 dqn + ["--env-id", "MinAtar/Breakout-v1", "--policy", "minatar-cnn",
+                        "--device", "cpu", "--env-device", "cuda"], work, U,
+                 ["--env-device cuda", "--device cuda"])
     expect_error("DQN: --env-device cuda with --device cpu",
                  dqn + ["--device", "cpu", "--env-device", "cuda"], work, U,
                  ["--env-device cuda", "--device cuda"])

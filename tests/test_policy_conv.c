@@ -654,7 +654,7 @@ static void compare_devices(const test_net *t, cudarl_precision prec, cr_convnet
 /* Observations in device memory, and outputs there (the compute graph and act()'s own copies),
  * give what host pointers give (the full graph). */
 static void test_device_pointers(const test_net *t, cudarl_precision prec) {
-    const int n = 13, A = t->net.spec.num_actions;
+    const int n = 13, A = t->net.spec.num_actions, ppo = is_ppo(t);
     cudarl_policy *gpu = load_net(t, CUDARL_DEVICE_CUDA, prec, CR_CONVNET_ENGINE_AUTO, MAXB);
     size_t bytes = obs_bytes(t, n);
     void *obs = malloc(bytes), *d_obs = NULL;
@@ -663,18 +663,21 @@ static void test_device_pointers(const test_net *t, cudarl_precision prec) {
     int32_t ah[MAXB], a2[MAXB], *d_a = NULL;
     CHECK(obs && lh && l2);
     random_obs(t, obs, n, 77);
-    CHECK_OK(cudarl_policy_act(gpu, obs, t->dtype, n, ah, vh, lh));
+    /* values only from a PPO net: a DQN policy refuses a values buffer */
+    memset(vh, 0, sizeof vh), memset(v2, 0, sizeof v2);
+    CHECK_OK(cudarl_policy_act(gpu, obs, t->dtype, n, ah, ppo ? vh : NULL, lh));
     CUDA_OK(cudaMalloc(&d_obs, bytes));
     CUDA_OK(cudaMalloc((void **)&d_l, (size_t)n * A * 4));
     CUDA_OK(cudaMalloc((void **)&d_v, (size_t)n * 4));
     CUDA_OK(cudaMalloc((void **)&d_a, (size_t)n * 4));
     CUDA_OK(cudaMemcpy(d_obs, obs, bytes, cudaMemcpyHostToDevice));
     for (int mode = 0; mode < 2; mode++) { /* device obs; device obs and outputs */
-        CHECK_OK(cudarl_policy_act(gpu, d_obs, t->dtype, n, mode ? d_a : a2, mode ? d_v : v2,
+        float *vals = !ppo ? NULL : mode ? d_v : v2;
+        CHECK_OK(cudarl_policy_act(gpu, d_obs, t->dtype, n, mode ? d_a : a2, vals,
                                    mode ? d_l : l2));
         if (mode) {
             CUDA_OK(cudaMemcpy(a2, d_a, (size_t)n * 4, cudaMemcpyDeviceToHost));
-            CUDA_OK(cudaMemcpy(v2, d_v, (size_t)n * 4, cudaMemcpyDeviceToHost));
+            if (ppo) CUDA_OK(cudaMemcpy(v2, d_v, (size_t)n * 4, cudaMemcpyDeviceToHost));
             CUDA_OK(cudaMemcpy(l2, d_l, (size_t)n * A * 4, cudaMemcpyDeviceToHost));
         }
         CHECK_MSG(!memcmp(a2, ah, (size_t)n * 4) && !memcmp(v2, vh, (size_t)n * 4) &&

@@ -106,9 +106,9 @@ int cr_env_has_cuda_twin(const char *id) {
         &cr_minatar_breakout_def, &cr_minatar_asterix_def, &cr_minatar_freeway_def,
         &cr_minatar_seaquest_def, &cr_minatar_space_invaders_def};
     if (cr_env_find(id)) return 1;
-    const cudarl_env_def *def = cr_env_def_find(id);
-    for (size_t i = 0; def && i < sizeof minatar / sizeof minatar[0]; i++)
-        if (def == minatar[i]) return 1;
+    /* by id: the registry holds copies of the defs, and ids are unique in it */
+    for (size_t i = 0; id && i < sizeof minatar / sizeof minatar[0]; i++)
+        if (!strcmp(id, minatar[i]->id)) return 1;
     return 0;
 }
 
