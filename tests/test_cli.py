@@ -798,6 +798,15 @@ def test_ppo_conv(work):
     expect_error("--policy cannot be changed with --resume",
                  ["train", "--resume", ckpt, "--policy", "mlp"], work, U,
                  ["--policy cannot be changed with --resume", "drop --policy"])
+    check("cudarl train --resume continues a minatar-cnn run from its checkpoint")
+    run_ok("ppo minatar-cnn resume", ["train", "--resume", ckpt, "--total-timesteps", "4096",
+                                      "--quiet", "--threads", "1"], work)
+    with open(os.path.join(run_dir, "metrics.csv")) as f:
+        steps = [int(r["global_step"]) for r in csv.DictReader(f)]
+    if steps != [1024, 2048, 3072, 4096]:
+        fail("resumed metrics", "rows at steps 1024, 2048, then 3072 and 4096", f"  got: {steps}")
+    if checkpoint_metadata(ckpt).get("policy") != "minatar-cnn":
+        fail("resumed checkpoint", "policy minatar-cnn", f"{checkpoint_metadata(ckpt)}")
 
 
 GROUPS = {"bad_input": test_bad_input, "help": test_help, "determinism": test_determinism,

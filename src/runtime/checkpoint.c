@@ -131,9 +131,9 @@ cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, 
     if (cr_st_meta(f, CR_CONVNET_META_KEY)) {
         const char *pol = cr_st_meta(f, "policy");
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "checkpoint '%s' holds a convolutional network "
-                       "('%.32s'); eval, export and resume read MLP policies only for now (the "
-                       "policy runtime, cudarl_policy_load, runs it)", path,
-                       pol ? pol : "(no policy name)");
+                       "('%.32s'); eval and export read MLP policies only for now (the policy "
+                       "runtime, cudarl_policy_load, runs it; cudarl train --resume continues "
+                       "it)", path, pol ? pol : "(no policy name)");
     }
     return check_model_tensors(f, path, !strcmp(algo, "dqn"));
 }
@@ -141,11 +141,13 @@ cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, 
 static cudarl_status config_from_file(const cr_st_file *f, const char *path,
                                       cudarl_ppo_config *c) {
     const char *env = cr_st_meta(f, "env_id"), *run = cr_st_meta(f, "run_name");
-    if (!env || !cr_env_find(env))
+    const char *pol = cr_st_meta(f, "policy"); /* absent before conv policies: the MLP */
+    if (!env || !cr_env_info_find(env))
         return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this cudarl does "
                        "not have", path, env ? env : "(missing)");
     cudarl_ppo_config_default(c, env);
     if (run) snprintf(c->run_name, sizeof c->run_name, "%s", run);
+    if (pol) snprintf(c->policy, sizeof c->policy, "%s", pol);
     long long seed = 0, tt = 0, ne = 0, ns = 0, al = 0, nm = 0, ue = 0, na = 0, cv = 0, hid = 0;
     CR_TRY(meta_ll(f, path, "seed", &seed));
     CR_TRY(meta_ll(f, path, "total_timesteps", &tt));
@@ -179,7 +181,10 @@ static cudarl_status config_from_file(const cr_st_file *f, const char *path,
 cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg) {
     cr_st_file *f;
     CR_TRY(cr_st_open(&f, path));
-    cudarl_status s = cr_checkpoint_check_format(f, path, "ppo");
+    /* a convolutional policy's tensors are checked against its spec by the trainer's loader */
+    cudarl_status s = cr_st_meta(f, CR_CONVNET_META_KEY)
+                          ? cr_checkpoint_check_header(f, path, "ppo")
+                          : cr_checkpoint_check_format(f, path, "ppo");
     if (s == CUDARL_OK) s = config_from_file(f, path, cfg);
     cr_st_close(f);
     return s;
