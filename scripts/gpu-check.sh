@@ -83,18 +83,21 @@ for b in "$@"; do
         --runs-dir /tmp/envcpu"
     for th in 1 4 8 16; do
       echo "== --env-threads $th"
-      build-gpu/cudarl train $PA --env-threads $th 2>&1 | grep -E "rollout \(|update \(|host waiting|device idle|threads waiting|bottleneck|steps in|solved" |
+      build-gpu/cudarl train $PA --env-threads $th 2>&1 | grep -E "rollout \(|update \(|host waiting|device idle|device busy|threads waiting|bottleneck|steps in|solved" |
         tee -a "$OUT/env_cpu.txt"
     done
     for th in 8 16; do
       echo "== --env-threads $th --async"
       build-gpu/cudarl train $PA --env-threads $th --async 2>&1 |
-        grep -E "rollout \(|host waiting|device idle|threads waiting|steps in|solved" | tee -a "$OUT/env_cpu.txt"
+        grep -E "rollout \(|host waiting|device idle|device busy|threads waiting|steps in|solved" | tee -a "$OUT/env_cpu.txt"
     done
     echo "== --env-threads 16 --env-groups 1 (synchronous)"
     build-gpu/cudarl train $PA --env-threads 16 --env-groups 1 2>&1 |
-      grep -E "rollout \(|device idle|threads waiting|steps in" | tee -a "$OUT/env_cpu.txt"
-    add "PPO, CartPole on CPU threads + GPU learner" "see the runs above ($OUT/env_cpu.txt)"
+      grep -E "rollout \(|device idle|device busy|threads waiting|steps in" | tee -a "$OUT/env_cpu.txt"
+    add "PPO, CartPole on CPU threads + GPU learner" \
+      "steps/s for 1, 4, 8, 16 threads, 8 and 16 --async, 16 in 1 group: $(grep -o '([0-9]* steps/s)' "$OUT/env_cpu.txt" | tr -d '()' | sed 's/ steps\/s//' | paste -sd' ')"
+    add "  device busy in the rollout (8 threads)" \
+      "$(grep -m3 'device busy in the rollout' "$OUT/env_cpu.txt" | tail -1 | sed 's/^ *//')"
     ;;
   dqn_gpu)
     # DQN on the GPU, CUDA preset, three seeds: wall time of the whole process and when the
@@ -161,8 +164,9 @@ for b in "$@"; do
     build-gpu/cudarl bench infer --device cuda --json "$OUT/infer_cudarl.json" 2>&1 |
       tee "$OUT/infer_cudarl.txt" | grep -v "^cudarl bench infer: .*\.\.\.$"
     cmp=(); [ -f "$OUT/infer_cudarl.json" ] && cmp=(--compare "$OUT/infer_cudarl.json")
+    # torch.compile's autotuning logs go to a file of their own: only the tables are shown
     PYTHONUNBUFFERED=1 python3 bench/peers/infer_peers.py --json "$OUT/infer_peers.json" \
-      "${cmp[@]}" 2>&1 | tee "$OUT/infer_peers.txt"
+      "${cmp[@]}" 2>"$OUT/infer_peers.err" | tee "$OUT/infer_peers.txt"
     add "policy runtime inference vs peers (infer)" "see the tables above ($OUT/infer_peers.txt)"
     ;;
   mlp_fused)
