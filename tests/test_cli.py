@@ -664,7 +664,7 @@ def test_dqn_plan(work):
                  ["--policy minatar-cnn", "image observations", "CartPole-v1",
                   "use --policy mlp"])
     check("DQN trains MinAtar with --policy minatar-cnn; the checkpoint records the network and "
-          "eval refuses it")
+          "eval plays it")
     run_ok("dqn minatar-cnn", dqn + ["--env-id", "MinAtar/Breakout-v1", "--policy",
                                      "minatar-cnn", "--device", "cpu", "--num-envs", "4",
                                      "--total-timesteps", "400", "--learning-starts", "100",
@@ -679,8 +679,11 @@ def test_dqn_plan(work):
             net.get("heads", {}).get("type") != "dqn" or shape != (16, 4, 3, 3):
         fail("dqn minatar-cnn checkpoint", "policy and network minatar-cnn, dqn heads, "
              "network.0.weight (16, 4, 3, 3)", f"{meta.get('policy')}, {net}, {shape}")
-    expect_error("eval refuses a convolutional DQN checkpoint", ["eval", cnn], work, 1,
-                 ["convolutional network", "minatar-cnn", "MLP policies only"])
+    check("eval plays a convolutional DQN checkpoint greedily (the policy runtime, CPU envs)")
+    r = run_ok("eval dqn minatar-cnn", ["eval", cnn, "--episodes", "4"], work)
+    m = re.search(r"episodes 4 +mean return (\S+) +std (\S+)", r.out)
+    if not m or not math.isfinite(float(m.group(1))) or float(m.group(1)) < 0:
+        fail("eval dqn minatar-cnn", "'episodes 4  mean return M  std S', M >= 0", r.describe())
     check("DQN trains a MinAtar game (uint8 observations) with its envs on CPU threads")
     run_ok("dqn minatar", dqn + ["--env-id", "MinAtar/Breakout-v1", "--env-device", "cpu",
                                  "--env-threads", "2", "--device", "cpu", "--num-envs", "4",
@@ -793,8 +796,14 @@ def test_ppo_conv(work):
                      "  got: " + ("missing" if x is None else f"{x.dtype} {x.shape}"))
     if t["state.obs"].dtype != np.uint8 or t["state.obs"].shape != (8, 400):
         fail("state.obs", "uint8 (8, 400)", f"  got: {t['state.obs'].dtype} {t['state.obs'].shape}")
-    expect_error("eval refuses a convolutional PPO checkpoint (eval reads MLPs only)",
-                 ["eval", ckpt], work, F, ["convolutional network", "minatar-cnn"])
+    check("eval plays a convolutional PPO checkpoint greedily")
+    r = run_ok("eval ppo minatar-cnn", ["eval", ckpt, "--episodes", "3", "--seed", "5"], work)
+    if not re.search(r"episodes 3 +mean return \S+ +std \S+", r.out):
+        fail("eval ppo minatar-cnn", "'episodes 3  mean return M  std S'", r.describe())
+    r2 = run_ok("eval ppo minatar-cnn again", ["eval", ckpt, "--episodes", "3", "--seed", "5"],
+                work)
+    if r2.out != r.out:
+        fail("eval ppo minatar-cnn is deterministic", r.out, r2.out)
     expect_error("--policy cannot be changed with --resume",
                  ["train", "--resume", ckpt, "--policy", "mlp"], work, U,
                  ["--policy cannot be changed with --resume", "drop --policy"])

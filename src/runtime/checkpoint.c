@@ -7,6 +7,7 @@
 
 #include "env/cartpole.h"
 #include "env/env.h"
+#include "env/env_pool.h"
 #include "nn/actor_critic.h"
 #include "nn/convnet.h"
 #include "nn/qnet.h"
@@ -131,9 +132,9 @@ cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, 
     if (cr_st_meta(f, CR_CONVNET_META_KEY)) {
         const char *pol = cr_st_meta(f, "policy");
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "checkpoint '%s' holds a convolutional network "
-                       "('%.32s'); eval and export read MLP policies only for now (the policy "
-                       "runtime, cudarl_policy_load, runs it; cudarl train --resume continues "
-                       "it)", path, pol ? pol : "(no policy name)");
+                       "('%.32s'); export reads MLP policies only for now (cudarl eval and the "
+                       "policy runtime, cudarl_policy_load, run it; cudarl train --resume "
+                       "continues it)", path, pol ? pol : "(no policy name)");
     }
     return check_model_tensors(f, path, !strcmp(algo, "dqn"));
 }
@@ -287,6 +288,77 @@ static cudarl_status eval_policy_load(const char *path, eval_policy *e) {
     return CUDARL_OK;
 }
 
+/* A convolutional checkpoint (any registered image env): the policy runtime's greedy actions on
+ * the CPU for `n` envs of an env pool on one thread, seeded (seed, i), each played to the end of
+ * its first episode; returns[i] its return. The MLP path below keeps its own batch envs. */
+static cudarl_status eval_runtime(const char *path, int episodes, uint64_t seed,
+                                  double *returns) {
+    cudarl_policy_options opt;
+    cudarl_policy_options_default(&opt);
+    opt.device = CUDARL_DEVICE_CPU;
+    const int chunk = episodes < 64 ? episodes : 64;
+    opt.max_batch = chunk;
+    cudarl_policy *pol;
+    CR_TRY(cudarl_policy_load(path, &opt, &pol));
+    cudarl_policy_info info;
+    cudarl_policy_get_info(pol, &info);
+    const cudarl_env_def *def = cr_env_def_find(info.env_id);
+    cudarl_status s = def ? CUDARL_OK
+                          : cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this "
+                                    "cudarl does not have", path, info.env_id);
+    const size_t ob = def ? cr_env_def_obs_bytes(def) : 0;
+    uint8_t *obs = malloc((size_t)chunk * ob + 1), *fin = malloc((size_t)chunk * ob + 1);
+    float *rew = malloc((size_t)chunk * sizeof(float));
+    uint8_t *term = malloc((size_t)chunk), *trunc = malloc((size_t)chunk);
+    uint8_t *live = malloc((size_t)chunk);
+    int32_t *act = malloc((size_t)chunk * sizeof(int32_t));
+    if (s == CUDARL_OK && !(obs && fin && rew && term && trunc && live && act))
+        s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for evaluation");
+    for (int done = 0; s == CUDARL_OK && done < episodes; done += chunk) {
+        const int n = episodes - done < chunk ? episodes - done : chunk;
+        cr_env_pool pool;
+        cr_env_pool_config pc = {.num_envs = n, .num_threads = 1, .num_groups = 1};
+        s = cr_env_pool_init(&pool, def, &pc, NULL);
+        if (s != CUDARL_OK) break;
+        cr_env_pool_outputs out = {obs, rew, term, trunc, fin};
+        cr_env_pool_set_outputs(&pool, &out);
+        cr_env_pool_reset(&pool, seed + (uint64_t)done);
+        for (int i = 0; i < n; i++) returns[done + i] = 0.0, live[i] = 1;
+        for (int remaining = n; remaining > 0 && s == CUDARL_OK;) {
+            s = cudarl_policy_act(pol, obs, def->obs_dtype, n, act, NULL, NULL);
+            if (s != CUDARL_OK) break;
+            cr_env_pool_step(&pool, act);
+            for (int i = 0; i < n; i++) {
+                if (!live[i]) continue;
+                returns[done + i] += rew[i];
+                if (term[i] || trunc[i]) live[i] = 0, remaining--;
+            }
+        }
+        cr_env_pool_free(&pool);
+    }
+    free(obs), free(fin), free(rew), free(term), free(trunc), free(live), free(act);
+    cudarl_policy_free(pol);
+    return s;
+}
+
+/* *mean and *std (population) of returns[0..n). */
+static void mean_std(const double *returns, int n, double *mean, double *std) {
+    double m = 0, v = 0;
+    for (int i = 0; i < n; i++) m += returns[i];
+    m /= n;
+    for (int i = 0; i < n; i++) v += (returns[i] - m) * (returns[i] - m);
+    *mean = m, *std = sqrt(v / n);
+}
+
+/* Whether the checkpoint at path holds a convolutional network (its spec in the metadata). */
+static int holds_convnet(const char *path) {
+    cr_st_file *f;
+    if (cr_st_open(&f, path) != CUDARL_OK) return 0;
+    int conv = cr_st_meta(f, CR_CONVNET_META_KEY) != NULL;
+    cr_st_close(f);
+    return conv;
+}
+
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
                                  double *mean, double *std) {
     if (episodes < 1 || episodes > 1000000)
@@ -294,6 +366,14 @@ cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes
                        episodes);
     if (ctx->kind != CUDARL_DEVICE_CPU)
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "evaluation runs on the CPU for now; use --device cpu");
+    if (holds_convnet(path)) {
+        double *returns = malloc((size_t)episodes * sizeof(double));
+        if (!returns) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for evaluation");
+        cudarl_status s = eval_runtime(path, episodes, seed, returns);
+        if (s == CUDARL_OK) mean_std(returns, episodes, mean, std);
+        free(returns);
+        return s;
+    }
     eval_policy l;
     CR_TRY(eval_policy_load(path, &l));
     int chunk = episodes < 256 ? episodes : 256;
@@ -313,14 +393,7 @@ cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes
         int n = episodes - done < chunk ? episodes - done : chunk;
         eval_batch(ctx, &l, params, &a, n, seed + (uint64_t)done, returns + done);
     }
-    if (s == CUDARL_OK) {
-        double m = 0, v = 0;
-        for (int i = 0; i < episodes; i++) m += returns[i];
-        m /= episodes;
-        for (int i = 0; i < episodes; i++) v += (returns[i] - m) * (returns[i] - m);
-        *mean = m;
-        *std = sqrt(v / episodes);
-    }
+    if (s == CUDARL_OK) mean_std(returns, episodes, mean, std);
     cr_st_close(f);
     cr_arena_free(&a);
     return s;
