@@ -55,13 +55,13 @@ static int fused_update(const cr_ppo *p, const cudarl_ctx *ctx) {
     return cr_ppo_fused_supported(ctx->ops, &a, &c);
 }
 
-/* Whether the rollout runs as one fused kernel (ppo_rollout_cuda.cu): CUDA, CartPole, the fused
- * shapes, and CUDARL_FUSED not 0 (the same switch as the fused update). */
-static int fused_rollout(const cr_ppo *p, const cudarl_ctx *ctx) {
+/* Whether ppo_rollout_cuda.cu's device code computes the policy's steps: CUDA, an MLP policy of
+ * the fused rollout's shapes (4 float observations, 2 actions, the 64-wide tanh MLPs), and
+ * CUDARL_FUSED not 0 (the same switch as the fused update). */
+static int fused_policy_steps(const cr_ppo *p, const cudarl_ctx *ctx) {
 #ifdef CUDARL_WITH_CUDA
-    if (p->conv || ctx->kind != CUDARL_DEVICE_CUDA ||
-        strcmp(p->env_info->id, "CartPole-v1") != 0 || cr_ppo_pool_wanted(p) ||
-        !fused_update(p, ctx))
+    if (p->conv || ctx->kind != CUDARL_DEVICE_CUDA || !fused_update(p, ctx) ||
+        p->env_info->def->obs_dtype != CUDARL_OBS_F32)
         return 0;
     cr_mlp_view a, c;
     shape_views(p, &a, &c);
@@ -72,21 +72,15 @@ static int fused_rollout(const cr_ppo *p, const cudarl_ctx *ctx) {
 #endif
 }
 
-/* Whether the CPU-env pool's steps run as one kernel each (ppo_rollout_cuda.cu's pool step):
- * CUDA, envs on CPU threads with float observations, the fused rollout's shapes (4 observations,
- * 2 actions, the 64-wide tanh MLPs), and CUDARL_FUSED not 0. */
+/* Whether the whole rollout is one kernel (env included: CartPole's batch on the device). */
+static int fused_rollout(const cr_ppo *p, const cudarl_ctx *ctx) {
+    return fused_policy_steps(p, ctx) && !cr_ppo_pool_wanted(p) &&
+           strcmp(p->env_info->id, "CartPole-v1") == 0;
+}
+
+/* Whether the CPU-env pool's steps run as one kernel each (ppo_rollout_cuda.cu's pool step). */
 static int fused_pool(const cr_ppo *p, const cudarl_ctx *ctx) {
-#ifdef CUDARL_WITH_CUDA
-    if (p->conv || ctx->kind != CUDARL_DEVICE_CUDA || !cr_ppo_pool_wanted(p) ||
-        !fused_update(p, ctx) || p->env_info->def->obs_dtype != CUDARL_OBS_F32)
-        return 0;
-    cr_mlp_view a, c;
-    shape_views(p, &a, &c);
-    return cr_ppo_rollout_cuda_shape_ok(&a, &c);
-#else
-    (void)p, (void)ctx;
-    return 0;
-#endif
+    return fused_policy_steps(p, ctx) && cr_ppo_pool_wanted(p);
 }
 
 /* The plan of the trainer's arena. A conv policy takes the MLP's observation and cache items

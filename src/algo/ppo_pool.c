@@ -288,67 +288,46 @@ static void fused_step(cr_ppo *p, int g, int t_absorb, int t_act, int b, int n, 
 }
 #endif
 
-/* The fused schedule: per group and step one kernel (absorb step t - 1, act on step t) instead
- * of ~20 copies and ops; the order of waits, events and hand-overs is the op-by-op one's. */
-static void rollout_steps_fused(cr_ppo *p) {
+/* The device's work for group g, envs [b, b + n), at step t of the schedule: take in the
+ * outputs of step t - 1 (t > 0) and act on step t (t < T; t == T is the rollout's end). Fused:
+ * one kernel (ppo_rollout_cuda.h's pool step) instead of ~20 copies and ops. */
+static void group_work(cr_ppo *p, int g, int t, int b, int n) {
 #ifdef CUDARL_WITH_CUDA
+    if (p->fused_pool) {
+        fused_step(p, g, t - 1, t < p->T ? t : -1, b, n, t == p->T);
+        return;
+    }
+#else
+    (void)g;
+#endif
+    if (t > 0) absorb(p, t - 1, b, n);
+    if (t < p->T) act(p, t, b, n);
+}
+
+void cr_ppo_pool_rollout_steps(cr_ppo *p) {
     cr_ppo_pool *pp = p->pool;
     cudarl_ctx *ctx = p->ctx;
     const int G = pp->groups;
-    for (int t = 0; t < p->T; t++) {
+    for (int t = 0; t <= p->T; t++) {
         for (int g = 0; g < G; g++) {
             int b, e;
             cr_env_pool_group_range(&pp->pool, g, &b, &e);
             if (t > 0) wait_group(p, g, (g + G - 1) % G);
-            fused_step(p, g, t - 1, t, b, e - b, 0);
+            group_work(p, g, t, b, e - b);
+            if (t == p->T) continue; /* the end: nothing more to step */
             if (pp->event[g]) ctx->ops->event_record(ctx, pp->event[g]);
             CR_RANGE_PUSH("env group step");
             cr_env_pool_step_begin(&pp->pool, g, pp->actions);
             CR_RANGE_POP();
         }
     }
-    for (int g = 0; g < G; g++) {
-        int b, e;
-        cr_env_pool_group_range(&pp->pool, g, &b, &e);
-        wait_group(p, g, (g + G - 1) % G);
-        fused_step(p, g, p->T - 1, -1, b, e - b, 1);
-    }
-    cr_ppo_pool_rollout_cuda_end(ctx, p->sampler, p->T, p->N, p->done, p->fin_return,
-                                 p->fin_length, p->log);
-#else
-    (void)p;
-#endif
-}
-
-void cr_ppo_pool_rollout_steps(cr_ppo *p) {
-    if (p->fused_pool) {
-        rollout_steps_fused(p);
+#ifdef CUDARL_WITH_CUDA
+    if (p->fused_pool) { /* last values and observations are the last kernels' */
+        cr_ppo_pool_rollout_cuda_end(ctx, p->sampler, p->T, p->N, p->done, p->fin_return,
+                                     p->fin_length, p->log);
         return;
     }
-    cr_ppo_pool *pp = p->pool;
-    cudarl_ctx *ctx = p->ctx;
-    const int G = pp->groups;
-    for (int t = 0; t < p->T; t++) {
-        for (int g = 0; g < G; g++) {
-            int b, e;
-            cr_env_pool_group_range(&pp->pool, g, &b, &e);
-            if (t > 0) {
-                wait_group(p, g, (g + G - 1) % G);
-                absorb(p, t - 1, b, e - b);
-            }
-            act(p, t, b, e - b);
-            if (pp->event[g]) ctx->ops->event_record(ctx, pp->event[g]);
-            CR_RANGE_PUSH("env group step");
-            cr_env_pool_step_begin(&pp->pool, g, pp->actions);
-            CR_RANGE_POP();
-        }
-    }
-    for (int g = 0; g < G; g++) {
-        int b, e;
-        cr_env_pool_group_range(&pp->pool, g, &b, &e);
-        wait_group(p, g, (g + G - 1) % G);
-        absorb(p, p->T - 1, b, e - b);
-    }
+#endif
     if (p->conv) { /* the logits are the forward's scratch here */
         ctx->ops->copy_from_host(ctx, p->cnn.cur_obs, pp->obs, (size_t)p->N * (size_t)p->D);
         cr_ppo_conv_forward(p, p->act_params, p->cnn.cur_obs, p->logits, p->last_values, p->N);
