@@ -28,21 +28,7 @@ extern "C" {
 }
 #include "nn/convnet_cuda.h"
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
-#define OK(x)                                                                                  \
-    do {                                                                                       \
-        if ((x) != CUDARL_OK) {                                                                \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudarl_last_error());   \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "bench_check.cuh"
 
 #define WARMUP 10
 

@@ -21,21 +21,7 @@ extern "C" {
 }
 #include "env/minatar_cuda.h"
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
-#define OK(x)                                                                                  \
-    do {                                                                                       \
-        if ((x) != CUDARL_OK) {                                                                \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudarl_last_error());   \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "bench_check.cuh"
 
 #define ACTION_SETS 16
 #define WARMUP 10
