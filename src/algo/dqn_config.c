@@ -53,28 +53,23 @@ void cudarl_dqn_config_for_device(cudarl_dqn_config *c, cudarl_device_kind kind)
     c->total_timesteps = 250000;
 }
 
-#define REQUIRE(cond, ...)                                                \
-    do {                                                                  \
-        if (!(cond)) return cr_fail(CUDARL_ERR_INVALID_ARG, __VA_ARGS__); \
-    } while (0)
-
 static int in(double v, double lo, double hi) { return isfinite(v) && v >= lo && v <= hi; }
 
 /* --policy: "mlp", or a named convolutional network that fits the env's observations. */
 static cudarl_status check_policy(const cudarl_dqn_config *c, const cudarl_env_def *def) {
     if (!strcmp(c->policy, "mlp")) return CUDARL_OK;
-    REQUIRE(!strcmp(c->policy, "minatar-cnn") || !strcmp(c->policy, "nature-cnn"),
-            "--policy '%.32s' is not a known Q-network; choose one of: mlp, minatar-cnn, "
-            "nature-cnn", c->policy);
-    REQUIRE(def->obs_rank == 3, "--policy %s is a convolutional network for image observations "
-            "(C, H, W), and %s gives a vector of %d features; use --policy mlp", c->policy,
-            c->env_id, def->obs_shape[0]);
+    CR_REQUIRE(!strcmp(c->policy, "minatar-cnn") || !strcmp(c->policy, "nature-cnn"),
+               "--policy '%.32s' is not a known Q-network; choose one of: mlp, minatar-cnn, "
+               "nature-cnn", c->policy);
+    CR_REQUIRE(def->obs_rank == 3, "--policy %s is a convolutional network for image observations "
+               "(C, H, W), and %s gives a vector of %d features; use --policy mlp", c->policy,
+               c->env_id, def->obs_shape[0]);
     cr_convnet_spec spec;
     CR_TRY(cr_convnet_spec_named(&spec, c->policy, def->obs_shape[0], def->obs_shape[1],
                                  def->obs_shape[2], CR_CONVNET_DQN, def->num_actions));
-    REQUIRE(spec.dtype == CR_CONVNET_U8 && def->obs_dtype == CUDARL_OBS_U8,
-            "--policy %s reads uint8 observations, and %s gives float32 ones; use --policy mlp",
-            c->policy, c->env_id);
+    CR_REQUIRE(spec.dtype == CR_CONVNET_U8 && def->obs_dtype == CUDARL_OBS_U8,
+               "--policy %s reads uint8 observations, and %s gives float32 ones; use --policy mlp",
+               c->policy, c->env_id);
     cr_convnet net;
     if (cr_convnet_plan(&net, &spec) == CUDARL_OK) return CUDARL_OK;
     char why[256];
@@ -95,54 +90,57 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-id '%s' is not a known environment; "
                        "choose one of: %s", c->env_id, list);
     }
-    REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
-                c->env_device == CUDARL_DEVICE_CUDA,
-            "--env-device must be cpu, cuda or auto");
-    REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_env_has_cuda_twin(c->env_id),
-            "--env-device cuda: %s has no CUDA twin (CartPole-v1 and the MinAtar games have); "
-            "use --env-device cpu, which steps it on CPU threads", c->env_id);
-    REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,
-            "--env-device cuda needs the GPU: use --device cuda (or auto) with it");
-    REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,
-            "--env-threads must be between 0 (all cores) and 1024, got %d", c->env_threads);
-    REQUIRE(c->num_envs >= 1 && c->num_envs <= (1 << 20),
-            "--num-envs must be between 1 and 1048576, got %d", c->num_envs);
-    REQUIRE(c->buffer_size >= 2 * (int64_t)c->num_envs && c->buffer_size <= ((int64_t)1 << 34),
-            "--buffer-size must be at least 2 x --num-envs (%d) and at most 2^34, got %lld",
-            2 * c->num_envs, (long long)c->buffer_size);
-    REQUIRE(c->total_timesteps >= c->num_envs, "--total-timesteps %lld is less than one step of "
-            "--num-envs %d", (long long)c->total_timesteps, c->num_envs);
-    REQUIRE(in(c->learning_rate, 1e-12, 1), "--learning-rate must be in (0, 1], got %g",
-            c->learning_rate);
-    REQUIRE(in(c->gamma, 0, 1), "--gamma must be in [0, 1], got %g", c->gamma);
-    REQUIRE(in(c->tau, 1e-9, 1), "--tau must be in (0, 1], got %g", c->tau);
-    REQUIRE(c->target_network_frequency >= 1, "--target-network-frequency must be >= 1, got %lld",
-            (long long)c->target_network_frequency);
-    REQUIRE(c->batch_size >= 1 && c->batch_size <= (1 << 20),
-            "--batch-size must be between 1 and 1048576, got %d", c->batch_size);
-    REQUIRE(in(c->start_e, 0, 1) && in(c->end_e, 0, 1),
-            "--start-e and --end-e must be in [0, 1], got %g and %g", c->start_e, c->end_e);
-    REQUIRE(in(c->exploration_fraction, 1e-9, 1), "--exploration-fraction must be in (0, 1], "
-            "got %g", c->exploration_fraction);
-    REQUIRE(c->learning_starts >= 0, "--learning-starts must be >= 0, got %lld",
-            (long long)c->learning_starts);
-    REQUIRE(c->train_frequency >= 1, "--train-frequency must be >= 1, got %lld",
-            (long long)c->train_frequency);
-    REQUIRE(in(c->prioritized_alpha, 0, 10), "--prioritized-alpha must be in [0, 10], got %g",
-            c->prioritized_alpha);
-    REQUIRE(in(c->prioritized_beta, 0, 1), "--prioritized-beta must be in [0, 1], got %g",
-            c->prioritized_beta);
-    REQUIRE(in(c->prioritized_eps, 1e-12, 1), "--prioritized-eps must be in (0, 1], got %g",
-            c->prioritized_eps);
-    REQUIRE(in(c->max_grad_norm, 0, 1e9), "--max-grad-norm must be >= 0 (0: no clipping), got %g",
-            c->max_grad_norm);
-    REQUIRE(c->hidden1 >= 1 && c->hidden1 <= 4096 && c->hidden2 >= 1 && c->hidden2 <= 4096,
-            "--hidden1 and --hidden2 must be between 1 and 4096, got %d and %d", c->hidden1,
-            c->hidden2);
+    CR_REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
+               c->env_device == CUDARL_DEVICE_CUDA,
+               "--env-device must be cpu, cuda or auto");
+    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_env_has_cuda_twin(c->env_id),
+               "--env-device cuda: %s has no CUDA twin (CartPole-v1 and the MinAtar games have); "
+               "use --env-device cpu, which steps it on CPU threads", c->env_id);
+    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,
+               "--env-device cuda needs the GPU: use --device cuda (or auto) with it");
+    CR_REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,
+               "--env-threads must be between 0 (all cores) and 1024, got %d", c->env_threads);
+    CR_REQUIRE(c->num_envs >= 1 && c->num_envs <= (1 << 20),
+               "--num-envs must be between 1 and 1048576, got %d", c->num_envs);
+    CR_REQUIRE(c->buffer_size >= 2 * (int64_t)c->num_envs && c->buffer_size <= ((int64_t)1 << 34),
+               "--buffer-size must be at least 2 x --num-envs (%d) and at most 2^34, got %lld",
+               2 * c->num_envs, (long long)c->buffer_size);
+    CR_REQUIRE(c->total_timesteps >= c->num_envs, "--total-timesteps %lld is less than one step of "
+               "--num-envs %d", (long long)c->total_timesteps, c->num_envs);
+    CR_REQUIRE(in(c->learning_rate, 1e-12, 1), "--learning-rate must be in (0, 1], got %g",
+               c->learning_rate);
+    CR_REQUIRE(in(c->gamma, 0, 1), "--gamma must be in [0, 1], got %g", c->gamma);
+    CR_REQUIRE(in(c->tau, 1e-9, 1), "--tau must be in (0, 1], got %g", c->tau);
+    CR_REQUIRE(c->target_network_frequency >= 1,
+               "--target-network-frequency must be >= 1, got %lld",
+               (long long)c->target_network_frequency);
+    CR_REQUIRE(c->batch_size >= 1 && c->batch_size <= (1 << 20),
+               "--batch-size must be between 1 and 1048576, got %d", c->batch_size);
+    CR_REQUIRE(in(c->start_e, 0, 1) && in(c->end_e, 0, 1),
+               "--start-e and --end-e must be in [0, 1], got %g and %g", c->start_e, c->end_e);
+    CR_REQUIRE(in(c->exploration_fraction, 1e-9, 1), "--exploration-fraction must be in (0, 1], "
+               "got %g", c->exploration_fraction);
+    CR_REQUIRE(c->learning_starts >= 0, "--learning-starts must be >= 0, got %lld",
+               (long long)c->learning_starts);
+    CR_REQUIRE(c->train_frequency >= 1, "--train-frequency must be >= 1, got %lld",
+               (long long)c->train_frequency);
+    CR_REQUIRE(in(c->prioritized_alpha, 0, 10), "--prioritized-alpha must be in [0, 10], got %g",
+               c->prioritized_alpha);
+    CR_REQUIRE(in(c->prioritized_beta, 0, 1), "--prioritized-beta must be in [0, 1], got %g",
+               c->prioritized_beta);
+    CR_REQUIRE(in(c->prioritized_eps, 1e-12, 1), "--prioritized-eps must be in (0, 1], got %g",
+               c->prioritized_eps);
+    CR_REQUIRE(in(c->max_grad_norm, 0, 1e9),
+               "--max-grad-norm must be >= 0 (0: no clipping), got %g",
+               c->max_grad_norm);
+    CR_REQUIRE(c->hidden1 >= 1 && c->hidden1 <= 4096 && c->hidden2 >= 1 && c->hidden2 <= 4096,
+               "--hidden1 and --hidden2 must be between 1 and 4096, got %d and %d", c->hidden1,
+               c->hidden2);
     CR_TRY(check_policy(c, def));
-    REQUIRE(c->threads >= 0 && c->threads <= 1024, "--threads must be between 0 and 1024, got %d",
-            c->threads);
-    REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
-    REQUIRE(c->mem_budget >= 0, "--mem-budget must be >= 0 (0: what the device can give)");
+    CR_REQUIRE(c->threads >= 0 && c->threads <= 1024,
+               "--threads must be between 0 and 1024, got %d",
+               c->threads);
+    CR_REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
+    CR_REQUIRE(c->mem_budget >= 0, "--mem-budget must be >= 0 (0: what the device can give)");
     return CUDARL_OK;
 }

@@ -59,10 +59,6 @@ void cudarl_ppo_config_for_policy(cudarl_ppo_config *c, const char *policy) {
     c->total_timesteps = 10000000;
 }
 
-#define REQUIRE(cond, ...)                                         \
-    do {                                                           \
-        if (!(cond)) return cr_fail(CUDARL_ERR_INVALID_ARG, __VA_ARGS__); \
-    } while (0)
 
 static int finite_in(double v, double lo, double hi) { return isfinite(v) && v >= lo && v <= hi; }
 
@@ -70,11 +66,11 @@ static cudarl_status validate_run_name(const char *name) {
     for (const char *p = name; *p; p++) {
         int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
                  *p == '_' || *p == '-' || *p == '.';
-        REQUIRE(ok, "--run-name '%s' contains '%c'; use letters, digits, '.', '_' and '-' only",
-                name, *p);
+        CR_REQUIRE(ok, "--run-name '%s' contains '%c'; use letters, digits, '.', '_' and '-' only",
+                   name, *p);
     }
-    REQUIRE(strcmp(name, ".") && strcmp(name, ".."), "--run-name '%s' is not a usable folder name",
-            name);
+    CR_REQUIRE(strcmp(name, ".") && strcmp(name, ".."),
+               "--run-name '%s' is not a usable folder name", name);
     return CUDARL_OK;
 }
 
@@ -91,19 +87,19 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
     const int *s = def->obs_shape;
     const int image = def->obs_rank == 3 && def->obs_dtype == CUDARL_OBS_U8;
     if (!strcmp(c->policy, "mlp")) {
-        REQUIRE(def->obs_dtype == CUDARL_OBS_F32,
-                "--env-id %s has uint8 image observations of %dx%dx%d, which --policy mlp (an "
-                "MLP over float features) does not read; use --policy %s (a convolutional "
-                "network over the frames)",
-                c->env_id, s[0], s[1], s[2], conv_policy_for(s[0], s[1], s[2]));
+        CR_REQUIRE(def->obs_dtype == CUDARL_OBS_F32,
+                   "--env-id %s has uint8 image observations of %dx%dx%d, which --policy mlp (an "
+                   "MLP over float features) does not read; use --policy %s (a convolutional "
+                   "network over the frames)",
+                   c->env_id, s[0], s[1], s[2], conv_policy_for(s[0], s[1], s[2]));
         return CUDARL_OK;
     }
-    REQUIRE(!strcmp(c->policy, "minatar-cnn") || !strcmp(c->policy, "nature-cnn"),
-            "--policy '%.32s' is not a known policy; choose one of: mlp, minatar-cnn, nature-cnn",
-            c->policy);
-    REQUIRE(image, "--policy %s is a convolutional network for uint8 image observations (C, H, "
-            "W), and %s gives %s; use --policy mlp", c->policy, c->env_id,
-            def->obs_dtype == CUDARL_OBS_F32 ? "float features" : "no (C, H, W) image");
+    CR_REQUIRE(!strcmp(c->policy, "minatar-cnn") || !strcmp(c->policy, "nature-cnn"),
+               "--policy '%.32s' is not a known policy; choose one of: mlp, minatar-cnn, "
+               "nature-cnn", c->policy);
+    CR_REQUIRE(image, "--policy %s is a convolutional network for uint8 image observations (C, H, "
+               "W), and %s gives %s; use --policy mlp", c->policy, c->env_id,
+               def->obs_dtype == CUDARL_OBS_F32 ? "float features" : "no (C, H, W) image");
     cr_convnet_spec spec;
     CR_TRY(cr_convnet_spec_named(&spec, c->policy, s[0], s[1], s[2], CR_CONVNET_PPO,
                                  def->num_actions));
@@ -115,10 +111,11 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
                        "(%d, %d, %d) (%s); use --policy %s", c->policy, c->env_id, s[0], s[1],
                        s[2], why, conv_policy_for(s[0], s[1], s[2]));
     }
-    REQUIRE(c->env_device != CUDARL_DEVICE_CUDA,
-            "--policy %s steps its envs on CPU threads; use --env-device cpu or auto", c->policy);
-    REQUIRE(!c->async, "--async is for --policy mlp for now; drop --async for --policy %s",
-            c->policy);
+    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA,
+               "--policy %s steps its envs on CPU threads; use --env-device cpu or auto",
+               c->policy);
+    CR_REQUIRE(!c->async, "--async is for --policy mlp for now; drop --async for --policy %s",
+               c->policy);
     return CUDARL_OK;
 }
 
@@ -132,63 +129,66 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
                                                "one of: %s", c->env_id, list);
     }
     CR_TRY(check_policy(c, def));
-    REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
-                c->env_device == CUDARL_DEVICE_CUDA,
-            "--env-device must be cpu, cuda or auto");
-    REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_env_find(c->env_id),
-            "--env-device cuda: %s has no CUDA twin (only CartPole-v1 does); use --env-device "
-            "cpu, which steps it on CPU threads", c->env_id);
-    REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,
-            "--env-device cuda needs the GPU: use --device cuda (or auto) with it");
-    REQUIRE(!c->async || c->env_device == CUDARL_DEVICE_CPU,
-            "--async overlaps envs stepped on CPU threads with the GPU learner: it needs "
-            "--env-device cpu");
-    REQUIRE(!c->async || c->device != CUDARL_DEVICE_CPU,
-            "--async needs a GPU (the learner runs on a second CUDA stream): use --device cuda");
-    REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,
-            "--env-threads must be between 0 (all cores) and 1024, got %d", c->env_threads);
-    REQUIRE(c->env_groups >= 0 && c->env_groups <= 31,
-            "--env-groups must be between 0 (auto) and 31, got %d", c->env_groups);
-    REQUIRE(c->env_groups <= c->num_envs,
-            "--env-groups %d is more than --num-envs %d; each group needs an env",
-            c->env_groups, c->num_envs);
-    REQUIRE(c->num_envs >= 1 && c->num_envs <= (1 << 22),
-            "--num-envs must be between 1 and 4194304, got %d", c->num_envs);
-    REQUIRE(c->num_steps >= 1 && c->num_steps <= (1 << 16),
-            "--num-steps must be between 1 and 65536, got %d", c->num_steps);
+    CR_REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
+               c->env_device == CUDARL_DEVICE_CUDA,
+               "--env-device must be cpu, cuda or auto");
+    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_env_find(c->env_id),
+               "--env-device cuda: %s has no CUDA twin (only CartPole-v1 does); use --env-device "
+               "cpu, which steps it on CPU threads", c->env_id);
+    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,
+               "--env-device cuda needs the GPU: use --device cuda (or auto) with it");
+    CR_REQUIRE(!c->async || c->env_device == CUDARL_DEVICE_CPU,
+               "--async overlaps envs stepped on CPU threads with the GPU learner: it needs "
+               "--env-device cpu");
+    CR_REQUIRE(!c->async || c->device != CUDARL_DEVICE_CPU,
+               "--async needs a GPU (the learner runs on a second CUDA stream): use --device cuda");
+    CR_REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,
+               "--env-threads must be between 0 (all cores) and 1024, got %d", c->env_threads);
+    CR_REQUIRE(c->env_groups >= 0 && c->env_groups <= 31,
+               "--env-groups must be between 0 (auto) and 31, got %d", c->env_groups);
+    CR_REQUIRE(c->env_groups <= c->num_envs,
+               "--env-groups %d is more than --num-envs %d; each group needs an env",
+               c->env_groups, c->num_envs);
+    CR_REQUIRE(c->num_envs >= 1 && c->num_envs <= (1 << 22),
+               "--num-envs must be between 1 and 4194304, got %d", c->num_envs);
+    CR_REQUIRE(c->num_steps >= 1 && c->num_steps <= (1 << 16),
+               "--num-steps must be between 1 and 65536, got %d", c->num_steps);
     int64_t batch = (int64_t)c->num_envs * c->num_steps;
-    REQUIRE(batch <= (1 << 26), "--num-envs x --num-steps = %lld is over the limit of 67108864 "
-            "transitions per iteration; lower one of them", (long long)batch);
-    REQUIRE(c->num_minibatches >= 1, "--num-minibatches must be >= 1, got %d", c->num_minibatches);
-    REQUIRE(batch % c->num_minibatches == 0,
-            "--num-minibatches %d does not divide the batch (--num-envs %d x --num-steps %d = "
-            "%lld); pick a divisor of %lld", c->num_minibatches, c->num_envs, c->num_steps,
-            (long long)batch, (long long)batch);
-    REQUIRE(c->total_timesteps >= batch,
-            "--total-timesteps %lld is less than one iteration (--num-envs x --num-steps = %lld); "
-            "raise it", (long long)c->total_timesteps, (long long)batch);
-    REQUIRE(finite_in(c->learning_rate, 1e-12, 1.0),
-            "--learning-rate must be in (0, 1], got %g", c->learning_rate);
-    REQUIRE(finite_in(c->gamma, 0.0, 1.0), "--gamma must be in [0, 1], got %g", c->gamma);
-    REQUIRE(finite_in(c->gae_lambda, 0.0, 1.0), "--gae-lambda must be in [0, 1], got %g",
-            c->gae_lambda);
-    REQUIRE(c->update_epochs >= 1 && c->update_epochs <= 1000,
-            "--update-epochs must be between 1 and 1000, got %d", c->update_epochs);
-    REQUIRE(finite_in(c->clip_coef, 1e-9, 10.0), "--clip-coef must be in (0, 10], got %g",
-            c->clip_coef);
-    REQUIRE(finite_in(c->ent_coef, 0.0, 10.0), "--ent-coef must be in [0, 10], got %g", c->ent_coef);
-    REQUIRE(finite_in(c->vf_coef, 0.0, 100.0), "--vf-coef must be in [0, 100], got %g", c->vf_coef);
-    REQUIRE(finite_in(c->max_grad_norm, 1e-9, 1e9), "--max-grad-norm must be > 0, got %g",
-            c->max_grad_norm);
-    REQUIRE(isfinite(c->target_kl) && c->target_kl >= 0,
-            "--target-kl must be >= 0 (0 disables it), got %g", c->target_kl);
-    REQUIRE(c->hidden >= 1 && c->hidden <= 4096, "--hidden must be between 1 and 4096, got %d",
-            c->hidden);
-    REQUIRE(c->threads >= 0 && c->threads <= 1024, "--threads must be between 0 (all cores) and "
-            "1024, got %d", c->threads);
-    REQUIRE(c->checkpoint_every >= 0, "--checkpoint-every must be >= 0, got %d",
-            c->checkpoint_every);
-    REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
+    CR_REQUIRE(batch <= (1 << 26), "--num-envs x --num-steps = %lld is over the limit of 67108864 "
+               "transitions per iteration; lower one of them", (long long)batch);
+    CR_REQUIRE(c->num_minibatches >= 1,
+               "--num-minibatches must be >= 1, got %d", c->num_minibatches);
+    CR_REQUIRE(batch % c->num_minibatches == 0,
+               "--num-minibatches %d does not divide the batch (--num-envs %d x --num-steps %d = "
+               "%lld); pick a divisor of %lld", c->num_minibatches, c->num_envs, c->num_steps,
+               (long long)batch, (long long)batch);
+    CR_REQUIRE(c->total_timesteps >= batch,
+               "--total-timesteps %lld is less than one iteration (--num-envs x --num-steps = "
+               "%lld); raise it", (long long)c->total_timesteps, (long long)batch);
+    CR_REQUIRE(finite_in(c->learning_rate, 1e-12, 1.0),
+               "--learning-rate must be in (0, 1], got %g", c->learning_rate);
+    CR_REQUIRE(finite_in(c->gamma, 0.0, 1.0), "--gamma must be in [0, 1], got %g", c->gamma);
+    CR_REQUIRE(finite_in(c->gae_lambda, 0.0, 1.0), "--gae-lambda must be in [0, 1], got %g",
+               c->gae_lambda);
+    CR_REQUIRE(c->update_epochs >= 1 && c->update_epochs <= 1000,
+               "--update-epochs must be between 1 and 1000, got %d", c->update_epochs);
+    CR_REQUIRE(finite_in(c->clip_coef, 1e-9, 10.0), "--clip-coef must be in (0, 10], got %g",
+               c->clip_coef);
+    CR_REQUIRE(finite_in(c->ent_coef, 0.0, 10.0),
+               "--ent-coef must be in [0, 10], got %g", c->ent_coef);
+    CR_REQUIRE(finite_in(c->vf_coef, 0.0, 100.0),
+               "--vf-coef must be in [0, 100], got %g", c->vf_coef);
+    CR_REQUIRE(finite_in(c->max_grad_norm, 1e-9, 1e9), "--max-grad-norm must be > 0, got %g",
+               c->max_grad_norm);
+    CR_REQUIRE(isfinite(c->target_kl) && c->target_kl >= 0,
+               "--target-kl must be >= 0 (0 disables it), got %g", c->target_kl);
+    CR_REQUIRE(c->hidden >= 1 && c->hidden <= 4096, "--hidden must be between 1 and 4096, got %d",
+               c->hidden);
+    CR_REQUIRE(c->threads >= 0 && c->threads <= 1024, "--threads must be between 0 (all cores) and "
+               "1024, got %d", c->threads);
+    CR_REQUIRE(c->checkpoint_every >= 0, "--checkpoint-every must be >= 0, got %d",
+               c->checkpoint_every);
+    CR_REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
     if (c->run_name[0]) CR_TRY(validate_run_name(c->run_name));
     return CUDARL_OK;
 }

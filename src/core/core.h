@@ -25,6 +25,13 @@ cudarl_status cr_fail(cudarl_status s, const char *fmt, ...)
         if (cr_try_s_ != CUDARL_OK) return cr_try_s_; \
     } while (0)
 
+/* Refuses bad user input: unless cond, records the message (which names the problem and the
+ * fix) and returns CUDARL_ERR_INVALID_ARG from the calling function. */
+#define CR_REQUIRE(cond, ...)                                                  \
+    do {                                                                       \
+        if (!(cond)) return cr_fail(CUDARL_ERR_INVALID_ARG, __VA_ARGS__);      \
+    } while (0)
+
 /* A broken invariant is a bug in cudarl: print file:line and abort. Never for user input. */
 #define CUDARL_ASSERT(cond)                                                  \
     do {                                                                     \

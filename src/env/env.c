@@ -122,71 +122,67 @@ const char *const *cudarl_env_names(void) {
     return registry_names;
 }
 
-#define REQUIRE(cond, ...)                                             \
-    do {                                                               \
-        if (!(cond)) return cr_fail(CUDARL_ERR_INVALID_ARG, __VA_ARGS__); \
-    } while (0)
-
 /* The id: 1 .. CUDARL_ENV_ID_MAX-1 printable characters without spaces (it is typed after
  * --env-id and stored in checkpoints). */
 static cudarl_status check_id(const char *id) {
-    REQUIRE(id, "the env's id is NULL; give the env a name such as \"Chain-v0\"");
+    CR_REQUIRE(id, "the env's id is NULL; give the env a name such as \"Chain-v0\"");
     size_t len = strnlen(id, CUDARL_ENV_ID_MAX);
-    REQUIRE(len > 0, "the env's id is empty; give the env a name such as \"Chain-v0\"");
-    REQUIRE(len < CUDARL_ENV_ID_MAX, "the env's id '%.16s...' is longer than %d characters; use "
-            "a shorter name", id, CUDARL_ENV_ID_MAX - 1);
+    CR_REQUIRE(len > 0, "the env's id is empty; give the env a name such as \"Chain-v0\"");
+    CR_REQUIRE(len < CUDARL_ENV_ID_MAX, "the env's id '%.16s...' is longer than %d characters; use "
+               "a shorter name", id, CUDARL_ENV_ID_MAX - 1);
     for (const char *c = id; *c; c++)
-        REQUIRE(*c > ' ' && *c < 127, "the env's id '%s' contains character %d at position %d; "
-                "use printable ASCII without spaces (letters, digits, '-', '_', '.', '/')", id,
-                (unsigned char)*c, (int)(c - id));
+        CR_REQUIRE(*c > ' ' && *c < 127, "the env's id '%s' contains character %d at position %d; "
+                   "use printable ASCII without spaces (letters, digits, '-', '_', '.', '/')", id,
+                   (unsigned char)*c, (int)(c - id));
     return CUDARL_OK;
 }
 
 /* obs_rank, obs_shape (used dims >= 1; unused ones 1, or 0 as a zero-filled initializer leaves
  * them, which the registry stores as 1) and obs_dtype; an observation's elements fit an int. */
 static cudarl_status check_obs(const cudarl_env_def *d) {
-    REQUIRE(d->obs_rank == 1 || d->obs_rank == 3, "env '%s': obs_rank is %d; use 1 for a "
-            "feature vector or 3 for an image (C, H, W)", d->id, d->obs_rank);
+    CR_REQUIRE(d->obs_rank == 1 || d->obs_rank == 3, "env '%s': obs_rank is %d; use 1 for a "
+               "feature vector or 3 for an image (C, H, W)", d->id, d->obs_rank);
     int64_t elems = 1;
     for (int k = 0; k < 3; k++) {
         int dim = d->obs_shape[k];
         if (k < d->obs_rank) {
-            REQUIRE(dim >= 1, "env '%s': obs_shape[%d] is %d; every dim of a rank-%d observation "
-                    "must be >= 1", d->id, k, dim, d->obs_rank);
+            CR_REQUIRE(dim >= 1,
+                       "env '%s': obs_shape[%d] is %d; every dim of a rank-%d observation "
+                       "must be >= 1", d->id, k, dim, d->obs_rank);
             elems *= dim;
-            REQUIRE(elems <= INT32_MAX, "env '%s': an observation of obs_shape (%d, %d, %d) has "
-                    "more than %d elements; use a smaller one", d->id, d->obs_shape[0],
-                    d->obs_shape[1], d->obs_shape[2], INT32_MAX);
+            CR_REQUIRE(elems <= INT32_MAX, "env '%s': an observation of obs_shape (%d, %d, %d) has "
+                       "more than %d elements; use a smaller one", d->id, d->obs_shape[0],
+                       d->obs_shape[1], d->obs_shape[2], INT32_MAX);
         } else {
-            REQUIRE(dim == 1 || dim == 0, "env '%s': obs_shape[%d] is %d but obs_rank is %d; "
-                    "set unused trailing dims to 1", d->id, k, dim, d->obs_rank);
+            CR_REQUIRE(dim == 1 || dim == 0, "env '%s': obs_shape[%d] is %d but obs_rank is %d; "
+                       "set unused trailing dims to 1", d->id, k, dim, d->obs_rank);
         }
     }
-    REQUIRE(d->obs_dtype == CUDARL_OBS_F32 || d->obs_dtype == CUDARL_OBS_U8, "env '%s': "
-            "obs_dtype is %d; use CUDARL_OBS_F32 or CUDARL_OBS_U8", d->id, (int)d->obs_dtype);
+    CR_REQUIRE(d->obs_dtype == CUDARL_OBS_F32 || d->obs_dtype == CUDARL_OBS_U8, "env '%s': "
+               "obs_dtype is %d; use CUDARL_OBS_F32 or CUDARL_OBS_U8", d->id, (int)d->obs_dtype);
     return CUDARL_OK;
 }
 
 cudarl_status cr_env_def_check(const cudarl_env_def *d) {
-    REQUIRE(d, "the def is NULL; pass a filled cudarl_env_def");
+    CR_REQUIRE(d, "the def is NULL; pass a filled cudarl_env_def");
     CR_TRY(check_id(d->id));
     CR_TRY(check_obs(d));
-    REQUIRE(d->num_actions >= 1, "env '%s': num_actions is %d; a discrete env needs at least 1 "
-            "action (actions are 0 .. num_actions-1)", d->id, d->num_actions);
-    REQUIRE(d->max_episode_steps >= 0, "env '%s': max_episode_steps is %d; use the time limit "
-            "in steps, or 0 for none", d->id, d->max_episode_steps);
-    REQUIRE(isfinite(d->solved_return), "env '%s': solved_return is not finite; use the mean "
-            "return over 100 episodes that counts as solved", d->id);
-    REQUIRE(d->state_bytes > 0, "env '%s': state_bytes is 0; use the size of one env's state "
-            "struct (sizeof)", d->id);
-    REQUIRE(d->state_bytes <= ((size_t)1 << 30), "env '%s': state_bytes is %zu, more than 1 GiB "
-            "per env; keep large read-only data outside the state", d->id, d->state_bytes);
-    REQUIRE(d->seed, "env '%s': seed is NULL; give a function that seeds the RNG inside one "
-            "env's state", d->id);
-    REQUIRE(d->reset, "env '%s': reset is NULL; give a function that starts an episode and "
-            "writes its first observation", d->id);
-    REQUIRE(d->step, "env '%s': step is NULL; give a function that takes an action and writes "
-            "the next observation, reward and terminated", d->id);
+    CR_REQUIRE(d->num_actions >= 1, "env '%s': num_actions is %d; a discrete env needs at least 1 "
+               "action (actions are 0 .. num_actions-1)", d->id, d->num_actions);
+    CR_REQUIRE(d->max_episode_steps >= 0, "env '%s': max_episode_steps is %d; use the time limit "
+               "in steps, or 0 for none", d->id, d->max_episode_steps);
+    CR_REQUIRE(isfinite(d->solved_return), "env '%s': solved_return is not finite; use the mean "
+               "return over 100 episodes that counts as solved", d->id);
+    CR_REQUIRE(d->state_bytes > 0, "env '%s': state_bytes is 0; use the size of one env's state "
+               "struct (sizeof)", d->id);
+    CR_REQUIRE(d->state_bytes <= ((size_t)1 << 30), "env '%s': state_bytes is %zu, more than 1 GiB "
+               "per env; keep large read-only data outside the state", d->id, d->state_bytes);
+    CR_REQUIRE(d->seed, "env '%s': seed is NULL; give a function that seeds the RNG inside one "
+               "env's state", d->id);
+    CR_REQUIRE(d->reset, "env '%s': reset is NULL; give a function that starts an episode and "
+               "writes its first observation", d->id);
+    CR_REQUIRE(d->step, "env '%s': step is NULL; give a function that takes an action and writes "
+               "the next observation, reward and terminated", d->id);
     return CUDARL_OK;
 }
 

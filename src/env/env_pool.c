@@ -286,41 +286,36 @@ void cr_env_pool_reset(cr_env_pool *p, uint64_t seed) {
 
 /* ---- set-up ---------------------------------------------------------------------------------- */
 
-#define REQUIRE(cond, ...)                                                \
-    do {                                                                  \
-        if (!(cond)) return cr_fail(CUDARL_ERR_INVALID_ARG, __VA_ARGS__); \
-    } while (0)
-
 static int config_groups(const cr_env_pool_config *c) {
     return c->num_groups == 0 ? 1 : c->num_groups;
 }
 
 static cudarl_status check_config(const cudarl_env_def *def, const cr_env_pool_config *c) {
-    REQUIRE(def, "env pool: def is NULL; look the env up with cr_env_def_find");
+    CR_REQUIRE(def, "env pool: def is NULL; look the env up with cr_env_def_find");
     if (cr_env_def_check(def) != CUDARL_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", cudarl_last_error());
         return cr_fail(CUDARL_ERR_INVALID_ARG, "env pool: %s", why);
     }
-    REQUIRE(c->num_envs >= 1, "env pool '%s': num_envs is %d; use at least 1", def->id,
-            c->num_envs);
-    REQUIRE(c->num_threads >= 1 && c->num_threads <= CR_ENV_POOL_MAX_THREADS,
-            "env pool '%s': num_threads is %d; use 1 .. %d", def->id, c->num_threads,
-            CR_ENV_POOL_MAX_THREADS);
+    CR_REQUIRE(c->num_envs >= 1, "env pool '%s': num_envs is %d; use at least 1", def->id,
+               c->num_envs);
+    CR_REQUIRE(c->num_threads >= 1 && c->num_threads <= CR_ENV_POOL_MAX_THREADS,
+               "env pool '%s': num_threads is %d; use 1 .. %d", def->id, c->num_threads,
+               CR_ENV_POOL_MAX_THREADS);
     int groups = config_groups(c);
     int max_groups = c->num_envs < CR_ENV_POOL_MAX_GROUPS ? c->num_envs : CR_ENV_POOL_MAX_GROUPS;
-    REQUIRE(groups >= 1 && groups <= max_groups, "env pool '%s': num_groups is %d; use 1 .. %d "
-            "(at most one group per env and %d groups)", def->id, groups, max_groups,
-            CR_ENV_POOL_MAX_GROUPS);
+    CR_REQUIRE(groups >= 1 && groups <= max_groups, "env pool '%s': num_groups is %d; use 1 .. %d "
+               "(at most one group per env and %d groups)", def->id, groups, max_groups,
+               CR_ENV_POOL_MAX_GROUPS);
     if (c->group_sizes) {
         int64_t sum = 0;
         for (int gi = 0; gi < groups; gi++) {
-            REQUIRE(c->group_sizes[gi] >= 1, "env pool '%s': group_sizes[%d] is %d; every group "
-                    "needs at least 1 env", def->id, gi, c->group_sizes[gi]);
+            CR_REQUIRE(c->group_sizes[gi] >= 1, "env pool '%s': group_sizes[%d] is %d; every group "
+                       "needs at least 1 env", def->id, gi, c->group_sizes[gi]);
             sum += c->group_sizes[gi];
         }
-        REQUIRE(sum == c->num_envs, "env pool '%s': group_sizes sum to %lld but num_envs is %d; "
-                "make them add up", def->id, (long long)sum, c->num_envs);
+        CR_REQUIRE(sum == c->num_envs, "env pool '%s': group_sizes sum to %lld but num_envs is %d; "
+                   "make them add up", def->id, (long long)sum, c->num_envs);
     }
     return CUDARL_OK;
 }
