@@ -59,6 +59,10 @@ typedef struct cr_ppo_pool {
      * is recorded and not yet added to prof.gpu_busy */
     void *t_start[CR_ENV_POOL_MAX_GROUPS], *t_end[CR_ENV_POOL_MAX_GROUPS];
     int busy[CR_ENV_POOL_MAX_GROUPS];
+    /* fused steps: the pinned buffers above as the device addresses them (set once at init) */
+    float *d_obs, *d_final_obs, *d_reward;
+    uint8_t *d_terminated, *d_truncated;
+    int32_t *d_actions;
     struct hook_arg { struct cr_ppo_pool *pp; cudarl_ctx *ctx; } hook_arg;
     _Atomic uint64_t thread_wait_ns; /* threads' time in the hook, summed */
 } cr_ppo_pool;
@@ -141,6 +145,16 @@ cudarl_status cr_ppo_pool_init(cr_ppo *p) {
     }
     cr_env_pool_outputs out = {pp->obs, pp->reward, pp->terminated, pp->truncated, pp->final_obs};
     cr_env_pool_set_outputs(&pp->pool, &out);
+#ifdef CUDARL_WITH_CUDA
+    if (p->fused_pool) {
+        pp->d_obs = cr_cuda_host_device_ptr(pp->obs);
+        pp->d_final_obs = cr_cuda_host_device_ptr(pp->final_obs);
+        pp->d_reward = cr_cuda_host_device_ptr(pp->reward);
+        pp->d_terminated = cr_cuda_host_device_ptr(pp->terminated);
+        pp->d_truncated = cr_cuda_host_device_ptr(pp->truncated);
+        pp->d_actions = cr_cuda_host_device_ptr(pp->actions);
+    }
+#endif
     CR_INFO("envs on the CPU: %d x %s on %d thread%s in %d group%s", p->N, pp->def->id,
             threads, threads == 1 ? "" : "s", pp->groups, pp->groups == 1 ? "" : "s");
     return CUDARL_OK;
@@ -271,12 +285,9 @@ static void fused_step(cr_ppo *p, int g, int t_absorb, int t_act, int b, int n, 
         .actor = cr_ac_actor(&p->layout, p->act_params),
         .critic = cr_ac_critic(&p->layout, p->act_params),
         .sampler = p->sampler, .N = p->N, .b = b, .n = n, .t_absorb = t_absorb, .t_act = t_act,
-        .h_obs = cr_cuda_host_device_ptr(pp->obs),
-        .h_final_obs = cr_cuda_host_device_ptr(pp->final_obs),
-        .h_reward = cr_cuda_host_device_ptr(pp->reward),
-        .h_terminated = cr_cuda_host_device_ptr(pp->terminated),
-        .h_truncated = cr_cuda_host_device_ptr(pp->truncated),
-        .h_actions = cr_cuda_host_device_ptr(pp->actions),
+        .h_obs = pp->d_obs, .h_final_obs = pp->d_final_obs, .h_reward = pp->d_reward,
+        .h_terminated = pp->d_terminated, .h_truncated = pp->d_truncated,
+        .h_actions = pp->d_actions,
         .obs = p->obs, .final_obs = p->final_obs, .actions = p->actions, .logp = p->logp,
         .values = p->values, .rewards = p->rewards, .final_values = p->final_values,
         .terminated = p->terminated, .truncated = p->truncated, .done = p->done,
