@@ -15,7 +15,7 @@
 #            precision and conv engine: cudarl bench infer, then bench/peers/infer_peers.py on
 #            the same network and inputs, one combined table), ppo_pixels (PPO on
 #            CartPolePixels-v1 with nature-cnn, 3 seeds side by side in the background while the
-#            rest runs; steps and seconds to the solved mark; PIXELS_STEPS, PIXELS_TIMEOUT)
+#            rest runs; steps and seconds to the solved mark; PIXELS_STEPS, PIXELS_TIMEOUT, PIXELS_ARGS)
 # GPU_TESTS_AFTER=1 runs ctest -L gpu after the benches are started (beside a background one).
 # Needs cJSON and protobuf-c (and libpng for cudarl render): the .deb files in .debs/ (apt-get
 # download libcjson1 libcjson-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-c1
@@ -185,7 +185,8 @@ for b in "$@"; do
     for seed in 1 2 3; do
       timeout "${PIXELS_TIMEOUT:-500}" build-gpu/cudarl train --device cuda \
         --env-id CartPolePixels-v1 --policy nature-cnn --no-clip-vloss --seed $seed \
-        --total-timesteps "${PIXELS_STEPS:-3000000}" --quiet --runs-dir /tmp/ppop \
+        --total-timesteps "${PIXELS_STEPS:-3000000}" --env-threads 4 ${PIXELS_ARGS:-} \
+        --quiet --runs-dir /tmp/ppop \
         --run-name "seed$seed" > "$OUT/ppo_pixels_$seed.log" 2>&1 &
     done
     pixels_bg=1
