@@ -16,7 +16,8 @@
 #            the same network and inputs, one combined table), ppo_pixels (PPO on
 #            CartPolePixels-v1 with nature-cnn, 3 seeds side by side in the background while the
 #            rest runs; steps and seconds to the solved mark; PIXELS_STEPS, PIXELS_TIMEOUT, PIXELS_ARGS)
-# GPU_TESTS_AFTER=1 runs ctest -L gpu after the benches are started (beside a background one).
+# GPU_TESTS_AFTER=1 runs ctest -L gpu after the benches are started (beside a background one);
+# SKIP_GPU_TESTS=1 skips them.
 # Needs cJSON and protobuf-c (and libpng for cudarl render): the .deb files in .debs/ (apt-get
 # download libcjson1 libcjson-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-c1
 # libprotobuf32 libprotoc32 libpng-dev libpng16-16 zlib1g-dev) are unpacked into /tmp/deps when
@@ -43,6 +44,7 @@ add "build (cmake, -j16)" "rc=$build_rc in $(( $(date +%s) - t0 )) s"
 [ $build_rc -eq 0 ] || { tail -30 "$OUT/build.log"; printf '%s\n' "${summary[@]}"; exit 1; }
 
 gpu_tests() {
+  [ "${SKIP_GPU_TESTS:-0}" = 1 ] && return # already run on this commit's code
   (cd build-gpu && ctest --output-on-failure -L gpu --timeout "${GPU_TEST_TIMEOUT:-600}") \
     >"$OUT/ctest-gpu.log" 2>&1
   add "ctest -L gpu" "rc=$? ($(grep -E 'tests passed' "$OUT/ctest-gpu.log"))"
