@@ -81,6 +81,7 @@ static void run(cudarl_ctx *ctx, int64_t capacity, int prio, int reps) {
     int i_rew = cr_plan_add(&plan, "rew", E * 4);
     int i_bo = cr_plan_add(&plan, "b.obs", (size_t)MAXB * K * FE);
     int i_bn = cr_plan_add(&plan, "b.next", (size_t)MAXB * K * FE);
+    int i_bwin = cr_plan_add(&plan, "b.window", (size_t)MAXB * (K + 1) * FE);
     int i_ba = cr_plan_add(&plan, "b.act", MAXB * 4);
     int i_br = cr_plan_add(&plan, "b.rew", MAXB * 4);
     int i_bt = cr_plan_add(&plan, "b.term", MAXB);
@@ -128,16 +129,21 @@ static void run(cudarl_ctx *ctx, int64_t capacity, int prio, int reps) {
     double ins[2] = {median_us(st, reps, insert), graph_us(st, reps, insert)};
     cr_replay_batch out = {G(i_bo), G(i_bn), (int32_t *)G(i_ba), (float *)G(i_br),
                            (uint8_t *)G(i_bt), (uint8_t *)G(i_bu), (int64_t *)G(i_bi),
-                           (float *)G(i_bw)};
+                           (float *)G(i_bw), NULL};
+    // the window layout: obs and next_obs as two views of one (B, K + 1) row (replay.h)
+    cr_replay_batch win = out;
+    win.obs = win.next_obs = NULL, win.window = G(i_bwin);
     cr_rng_stream *ds = (cr_rng_stream *)G(i_s);
     // [way][batch]: way 0 one call, 1 in a graph
-    double su[2][2], sprio[2][2] = {{0, 0}, {0, 0}}, upd[2] = {0, 0};
+    double su[2][2], sw[2][2], sprio[2][2] = {{0, 0}, {0, 0}}, upd[2] = {0, 0};
     int Bs[2] = {32, 1024};
     for (int j = 0; j < 2; j++) {
         int B = Bs[j];
         auto uni = [&] { OK(cr_replay_cuda_sample_uniform(ctx, &rc, ds, B, &out)); };
         auto pri = [&] { OK(cr_replay_cuda_sample_prioritized(ctx, &rc, ds, B, 1000, &out)); };
+        auto uw = [&] { OK(cr_replay_cuda_sample_uniform(ctx, &rc, ds, B, &win)); };
         su[0][j] = median_us(st, reps, uni), su[1][j] = graph_us(st, reps, uni);
+        sw[0][j] = median_us(st, reps, uw), sw[1][j] = graph_us(st, reps, uw);
         if (prio) sprio[0][j] = median_us(st, reps, pri), sprio[1][j] = graph_us(st, reps, pri);
     }
     if (prio) {
@@ -156,9 +162,11 @@ static void run(cudarl_ctx *ctx, int64_t capacity, int prio, int reps) {
             snprintf(p1k, sizeof p1k, "%.1f", sprio[way][1]);
             snprintf(pu, sizeof pu, "%.1f", upd[way]);
         }
-        printf("| %s | %s | %lld | %.2f GB | %.1f us (%.1fM/s) | %.1f | %.1f | %s | %s | %s |\n",
+        printf("| %s | %s | %lld | %.2f GB | %.1f us (%.1fM/s) | %.1f | %.1f | %.1f | %.1f | %s | "
+               "%s | %s |\n",
                prio ? "prioritized" : "uniform", way ? "graph" : "call", (long long)capacity,
-               replay_bytes / 1e9, ins[way], E / ins[way], su[way][0], su[way][1], p32, p1k, pu);
+               replay_bytes / 1e9, ins[way], E / ins[way], su[way][0], su[way][1], sw[way][0],
+               sw[way][1], p32, p1k, pu);
     }
     fflush(stdout);
     ctx->ops->arena_free(ctx, &arena);
@@ -173,11 +181,14 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("replay buffer (CUDA): %d envs, 84x84 uint8 frames, stack %d; GPU time, median of %d "
-           "(call: one call between events; graph: per call of %d captured in a graph)\n\n",
+           "(call: one call between events; graph: per call of %d captured in a graph); "
+           "uniform: obs and next_obs (B, K) each; window: one (B, K + 1) row per sample, read "
+           "as both (replay.h)\n\n",
            E, K, reps, GRAPH_CALLS);
     printf("| buffer | timed | capacity | device bytes | insert 1,024 | uniform 32 (us) | uniform 1,024 "
-           "(us) | prio 32 (us) | prio 1,024 (us) | update 1,024 (us) |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|\n");
+           "(us) | window 32 (us) | window 1,024 (us) | prio 32 (us) | prio 1,024 (us) | update "
+           "1,024 (us) |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     run(&ctx, capacity, 0, reps);
     run(&ctx, capacity, 1, reps);
     printf("\ntargets (issue 5): insert >= 50M transitions/s (<= 20.5 us per 1,024); sample 32 "

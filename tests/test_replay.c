@@ -174,7 +174,7 @@ static int64_t ref_slot(const ref_model *m, int64_t s) {
 /* ---- round trips --------------------------------------------------------------------------- */
 
 typedef struct sample_bufs {
-    uint8_t *obs, *next;
+    uint8_t *obs, *next, *window;
     int32_t *actions;
     float *rewards, *weights;
     uint8_t *term, *trunc;
@@ -185,14 +185,15 @@ typedef struct sample_bufs {
 static void bufs_init(sample_bufs *b, const ref_model *m, int B) {
     size_t stack = (size_t)m->K * m->fb;
     b->obs = malloc(B * stack), b->next = malloc(B * stack);
+    b->window = malloc(B * (stack + m->fb));
     b->actions = malloc(B * 4), b->rewards = malloc(B * 4), b->weights = malloc(B * 4);
     b->term = malloc(B), b->trunc = malloc(B), b->idx = malloc(B * 8);
     b->batch = (cr_replay_batch){b->obs, b->next, b->actions, b->rewards, b->term, b->trunc,
-                                 b->idx, b->weights};
+                                 b->idx, b->weights, b->window};
 }
 
 static void bufs_free(sample_bufs *b) {
-    free(b->obs), free(b->next), free(b->actions), free(b->rewards), free(b->weights);
+    free(b->obs), free(b->next), free(b->window), free(b->actions), free(b->rewards), free(b->weights);
     free(b->term), free(b->trunc), free(b->idx);
 }
 
@@ -219,6 +220,16 @@ static void check_row(const ref_model *m, const sample_bufs *sb, int b, coverage
     CHECK_MSG(memcmp(sb->next + b * stack, m->next + id * stack, stack) == 0,
               "id %lld (step %d, term %d trunc %d): next_obs stack differs", (long long)id,
               m->t_in_ep[id], m->term[id], m->trunc[id]);
+    /* the window row: obs's stack, then next_obs's newest frame (zeros where terminated), so
+     * entries 1 .. K are next_obs except a terminated row's entries 1 .. K-1 (obs's) */
+    const uint8_t *w = sb->window + b * (stack + m->fb);
+    CHECK_MSG(memcmp(w, m->obs + id * stack, stack) == 0, "id %lld: window's obs differs",
+              (long long)id);
+    CHECK_MSG(memcmp(w + stack, m->next + id * stack + stack - m->fb, m->fb) == 0,
+              "id %lld (term %d): window's last frame differs from next_obs's newest",
+              (long long)id, m->term[id]);
+    CHECK_MSG(m->term[id] || memcmp(w + m->fb, m->next + id * stack, stack) == 0,
+              "id %lld: window entries 1 .. K differ from next_obs", (long long)id);
     CHECK_MSG(sb->rewards[b] == m->reward[id], "id %lld: reward %g, expected %g", (long long)id,
               (double)sb->rewards[b], (double)m->reward[id]);
     CHECK_MSG(sb->term[b] == m->term[id] && sb->trunc[b] == m->trunc[id],

@@ -78,6 +78,7 @@ static void twin_init(twin *t, const cr_replay_spec *sp) {
     int i_btrunc = cr_plan_add(&dp, "b.trunc", MAXB);
     int i_bidx = cr_plan_add(&dp, "b.idx", MAXB * 8);
     int i_bw = cr_plan_add(&dp, "b.w", MAXB * 4);
+    int i_bwin = cr_plan_add(&dp, "b.window", MAXB * (t->obs_bytes + t->fb));
     int i_s = cr_plan_add(&dp, "stream", sizeof(cr_rng_stream));
     int i_uidx = cr_plan_add(&dp, "u.idx", MAXB * 8);
     int i_utd = cr_plan_add(&dp, "u.td", MAXB * 4);
@@ -90,13 +91,14 @@ static void twin_init(twin *t, const cr_replay_spec *sp) {
     t->d_obs = DG(i_obs), t->d_fin = DG(i_fin), t->d_term = DG(i_term), t->d_trunc = DG(i_trunc);
     t->d_act = DG(i_act), t->d_rew = DG(i_rew);
     t->db = (cr_replay_batch){DG(i_bobs), DG(i_bnext), DG(i_bact), DG(i_brew), DG(i_bterm),
-                              DG(i_btrunc), DG(i_bidx), DG(i_bw)};
+                              DG(i_btrunc), DG(i_bidx), DG(i_bw), DG(i_bwin)};
     t->ds = DG(i_s);
     t->d_idx = DG(i_uidx), t->d_td = DG(i_utd), t->d_step = DG(i_step);
 #undef DG
     t->hb = (cr_replay_batch){malloc(MAXB * t->obs_bytes), malloc(MAXB * t->obs_bytes),
                               malloc(MAXB * 4), malloc(MAXB * 4), malloc(MAXB), malloc(MAXB),
-                              malloc(MAXB * 8), malloc(MAXB * 4)};
+                              malloc(MAXB * 8), malloc(MAXB * 4),
+                              malloc(MAXB * (t->obs_bytes + t->fb))};
     t->obs = malloc(E * t->fb), t->fin = malloc(E * t->fb);
     t->term = malloc((size_t)E), t->trunc = malloc((size_t)E);
     t->act = malloc((size_t)E * 4), t->rew = malloc((size_t)E * 4);
@@ -110,8 +112,8 @@ static void twin_free(twin *t) {
     gpu.ops->arena_free(&gpu, &t->darena);
     cr_arena_free(&t->harena);
     void *hp[] = {t->hb.obs, t->hb.next_obs, t->hb.actions, t->hb.rewards, t->hb.terminated,
-                  t->hb.truncated, t->hb.indices, t->hb.weights, t->obs, t->fin, t->term,
-                  t->trunc, t->act, t->rew, t->ep_left};
+                  t->hb.truncated, t->hb.indices, t->hb.weights, t->hb.window, t->obs, t->fin,
+                  t->term, t->trunc, t->act, t->rew, t->ep_left};
     for (size_t i = 0; i < sizeof hp / sizeof hp[0]; i++) free(hp[i]);
 }
 
@@ -190,15 +192,15 @@ static void check_storage(twin *t, const char *when) {
 
 static void poison(twin *t) {
     const cr_replay_batch *h = &t->hb, *d = &t->db;
-    size_t sz[8] = {MAXB * t->obs_bytes, MAXB * t->obs_bytes, MAXB * 4, MAXB * 4, MAXB, MAXB,
-                    MAXB * 8, MAXB * 4};
-    void *hp[8] = {h->obs, h->next_obs, h->actions, h->rewards, h->terminated, h->truncated,
-                   h->indices, h->weights};
-    void *dp[8] = {d->obs, d->next_obs, d->actions, d->rewards, d->terminated, d->truncated,
-                   d->indices, d->weights};
-    uint8_t *ff = malloc(sz[0]);
-    memset(ff, 0xFF, sz[0]);
-    for (int i = 0; i < 8; i++) {
+    size_t sz[9] = {MAXB * t->obs_bytes, MAXB * t->obs_bytes, MAXB * 4, MAXB * 4, MAXB, MAXB,
+                    MAXB * 8, MAXB * 4, MAXB * (t->obs_bytes + t->fb)};
+    void *hp[9] = {h->obs, h->next_obs, h->actions, h->rewards, h->terminated, h->truncated,
+                   h->indices, h->weights, h->window};
+    void *dp[9] = {d->obs, d->next_obs, d->actions, d->rewards, d->terminated, d->truncated,
+                   d->indices, d->weights, d->window};
+    uint8_t *ff = malloc(sz[8]);
+    memset(ff, 0xFF, sz[8]);
+    for (int i = 0; i < 9; i++) {
         memset(hp[i], 0xFF, sz[i]);
         gpu.ops->copy_from_host(&gpu, dp[i], ff, sz[i]);
     }
@@ -219,6 +221,7 @@ static void check_batch(twin *t, int B, const char *what) {
     CB("truncated", truncated, MAXB);
     CB("indices", indices, MAXB * 8);
     CB("weights", weights, MAXB * 4);
+    CB("window", window, MAXB * (t->obs_bytes + t->fb));
 #undef CB
     cr_rng_stream g;
     gpu.ops->copy_to_host(&gpu, &g, t->ds, sizeof g);
@@ -227,10 +230,16 @@ static void check_batch(twin *t, int B, const char *what) {
     CHECK_MSG(cr_replay_cuda_errors(&gpu, &t->gpu) == 0, "%s batch %d: device error bits", what, B);
 }
 
+/* Every other call draws the window alone (obs and next_obs NULL, as a learner reading the two
+ * views asks): the kernel's loads then serve one output. Unwritten outputs stay poisoned on
+ * both sides. */
 static void sample_uniform_both(twin *t, int B) {
+    static int calls;
+    cr_replay_batch hb = t->hb, db = t->db;
+    if (calls++ % 2) hb.obs = hb.next_obs = db.obs = db.next_obs = NULL;
     poison(t);
-    CHECK_OK(cr_replay_sample_uniform(&t->cpu, &t->hs, B, &t->hb));
-    CHECK_OK(cr_replay_cuda_sample_uniform(&gpu, &t->gpu, t->ds, B, &t->db));
+    CHECK_OK(cr_replay_sample_uniform(&t->cpu, &t->hs, B, &hb));
+    CHECK_OK(cr_replay_cuda_sample_uniform(&gpu, &t->gpu, t->ds, B, &db));
     check_batch(t, B, "uniform");
 }
 

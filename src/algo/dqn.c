@@ -660,7 +660,7 @@ static cudarl_status train_step(cr_dqn *d, int64_t step) {
     const cr_backend *o = d->o;
     const cudarl_dqn_config *c = &d->cfg;
     cr_replay_batch out = {d->b_obs, d->b_next, d->b_actions, d->b_rewards, d->b_term,
-                           d->b_trunc, d->b_indices, d->b_weights};
+                           d->b_trunc, d->b_indices, d->b_weights, NULL};
     CR_TRY(replay_sample(d, step, &out));
     const void *x = qnet_input(d, d->b_obs, d->b_obs_f, d->B);
     const void *xn = qnet_input(d, d->b_next, d->b_next_f, d->B);

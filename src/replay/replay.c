@@ -228,6 +228,13 @@ void cr_replay_gather(const cr_replay *rb, int64_t s, int b, const cr_replay_bat
         if (f & CR_REPLAY_TERMINATED) memset(dst, 0, obs_bytes);
         else gather_stack(rb, e, p + 1, dst);
     }
+    if (out->window) { /* obs's stack, then frame p + 1: next_obs's stack shares K - 1 frames */
+        uint8_t *dst = (uint8_t *)out->window + (size_t)b * (obs_bytes + rb->frame_bytes);
+        gather_stack(rb, e, p, dst);
+        if (f & CR_REPLAY_TERMINATED) memset(dst + obs_bytes, 0, rb->frame_bytes);
+        else memcpy(dst + obs_bytes, rb->frames + (size_t)slot_of(rb, e, p + 1) * rb->frame_bytes,
+                    rb->frame_bytes);
+    }
     if (out->actions) out->actions[b] = rb->actions[s];
     if (out->rewards) out->rewards[b] = rb->rewards[s];
     if (out->terminated) out->terminated[b] = (f & CR_REPLAY_TERMINATED) ? 1 : 0;

@@ -101,6 +101,13 @@ typedef struct cr_replay_batch {
     uint8_t *truncated;    /* (B) 0/1 (such transitions bootstrap from next_obs) */
     int64_t *indices;      /* (B) slots, for cr_replay_update_priorities */
     float *weights;        /* (B) importance weights (1 for uniform sampling) */
+    void *window;          /* (B, K + 1, frame_elems): both stacks in one row, frames p - K + 1
+                            * .. p + 1 (the last zeros where terminated): obs is entries 0 .. K-1
+                            * and next_obs entries 1 .. K, read as two views with a row stride
+                            * of K + 1 frames. K + 1 frames written per row instead of 2 K (with
+                            * K = 4, 1,024 rows of 84x84 move 72 MB instead of 94); next_obs's
+                            * entries 1 .. K-1 of a terminated row are obs's, not zeros, which the
+                            * TD target's (1 - terminated) mask ignores as it ignores zeros. */
 } cr_replay_batch;
 
 /* ---- memory plan ------------------------------------------------------------------------- */

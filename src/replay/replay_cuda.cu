@@ -122,11 +122,14 @@ template <> __device__ __forceinline__ uint8_t rc_zero<uint8_t>() { return 0; }
 static int aligned(const void *p, size_t a) { return ((uintptr_t)p % a) == 0; }
 
 // The widest copy unit (16, 4 or 1 bytes) that divides frame_bytes and aligns every pointer.
-static size_t copy_unit(size_t frame_bytes, const void *a, const void *b, const void *c) {
+static size_t copy_unit(size_t frame_bytes, const void *a, const void *b, const void *c,
+                        const void *d = NULL) {
     const size_t units[2] = {16, 4};
     for (int i = 0; i < 2; i++) {
         size_t u = units[i];
-        if (frame_bytes % u == 0 && aligned(a, u) && aligned(b, u) && aligned(c, u)) return u;
+        if (frame_bytes % u == 0 && aligned(a, u) && aligned(b, u) && aligned(c, u) &&
+            aligned(d, u))
+            return u;
     }
     return 1;
 }
@@ -419,8 +422,9 @@ __device__ void rc_row_window(const cr_replay &rb, int64_t s, int e, int64_t p, 
     if (lane == 0) row->slot = s, row->zero_next = (f & CR_REPLAY_TERMINATED) != 0, row->ok = 1;
 }
 
-// Unit j of row b's obs and next_obs (NULL: skipped) from its window: obs frame k is window
-// entry k, next_obs frame k entry k + 1. The loads of RC_STAGE + 1 entries are issued before
+// Unit j of row b's obs, next_obs and window (NULL: skipped) from its window: obs frame k is
+// window entry k, next_obs frame k entry k + 1, and the window row (K + 1 frames) all of them,
+// its last entry zeros where next_obs is. The loads of RC_STAGE + 1 entries are issued before
 // any store (pointers restrict: the compiler need not order them behind the stores). Frames
 // are read and the batch written evict-first (__ldcs, __stcs): neither is reused soon, and the
 // flags and heads the next draws read stay in L2.
@@ -428,23 +432,26 @@ __device__ void rc_row_window(const cr_replay &rb, int64_t s, int e, int64_t p, 
 template <typename U>
 __device__ __forceinline__ void rc_copy_unit(const U *__restrict__ frames, const rc_row *row,
                                              int K, int64_t units, int64_t j, U *__restrict__ o,
-                                             U *__restrict__ x) {
-    const int load_next = x && !row->zero_next;
+                                             U *__restrict__ x, U *__restrict__ w) {
+    const int load_next = (x || w) && !row->zero_next;
     for (int k0 = 0; k0 < K; k0 += RC_STAGE) {
         U v[RC_STAGE + 1];
 #pragma unroll
         for (int i = 0; i <= RC_STAGE; i++) {
             v[i] = rc_zero<U>();
             const int k = k0 + i; // obs needs entries < K, next_obs entries 1 .. K
-            if (k <= K && ((o && k < K) || (load_next && k > 0)))
+            if (k <= K && (((o || w) && k < K) || (load_next && k > 0)))
                 v[i] = __ldcs(frames + row->win[k] * units + j);
         }
 #pragma unroll
         for (int i = 0; i < RC_STAGE; i++) {
             const int k = k0 + i;
             if (k >= K) break;
+            const U next = load_next ? v[i + 1] : rc_zero<U>();
             if (o) __stcs(o + (int64_t)k * units + j, v[i]);
-            if (x) __stcs(x + (int64_t)k * units + j, load_next ? v[i + 1] : rc_zero<U>());
+            if (x) __stcs(x + (int64_t)k * units + j, next);
+            if (w) __stcs(w + (int64_t)k * units + j, v[i]);
+            if (w && k == K - 1) __stcs(w + (int64_t)K * units + j, next);
         }
     }
 }
@@ -454,9 +461,10 @@ __device__ __forceinline__ void rc_copy_unit(const U *__restrict__ frames, const
 // in flight: one unit's were too few to keep the memory system busy at B = 1,024).
 template <typename U>
 __device__ __forceinline__ void rc_copy_rows(const cr_replay &rb, const rc_row *rows, int base,
-                                             int here, U *obs, U *next_obs, int64_t units) {
+                                             int here, U *obs, U *next_obs, U *window,
+                                             int64_t units) {
     const int K = rb.spec.stack;
-    const int64_t per = (int64_t)K * units;
+    const int64_t per = (int64_t)K * units, wper = (int64_t)(K + 1) * units;
     const U *__restrict__ frames = (const U *)rb.frames;
     const int64_t j0 = units * blockIdx.y / gridDim.y, j1 = units * (blockIdx.y + 1) / gridDim.y;
     const int64_t len = j1 - j0, total = (int64_t)here * len;
@@ -466,7 +474,8 @@ __device__ __forceinline__ void rc_copy_rows(const cr_replay &rb, const rc_row *
             if (!rows[i].ok) continue;
             const int64_t j = j0 + (idx - (int64_t)i * len), b = base + i;
             rc_copy_unit(frames, &rows[i], K, units, j, obs ? obs + b * per : NULL,
-                         next_obs ? next_obs + b * per : NULL);
+                         next_obs ? next_obs + b * per : NULL,
+                         window ? window + b * wper : NULL);
         }
         return;
     }
@@ -481,11 +490,11 @@ __device__ __forceinline__ void rc_copy_rows(const cr_replay &rb, const rc_row *
             const int i = (int)(idx / len);
             if (!rows[i].ok) continue;
             r[h] = &rows[i], j[h] = j0 + (idx - (int64_t)i * len), b[h] = base + i;
-            const int load_next = next_obs && !r[h]->zero_next;
+            const int load_next = (next_obs || window) && !r[h]->zero_next;
 #pragma unroll
             for (int k = 0; k <= RC_STAGE; k++) {
                 v[h][k] = rc_zero<U>();
-                if (k <= K && ((obs && k < K) || (load_next && k > 0)))
+                if (k <= K && (((obs || window) && k < K) || (load_next && k > 0)))
                     v[h][k] = __ldcs(frames + r[h]->win[k] * units + j[h]);
             }
         }
@@ -494,12 +503,15 @@ __device__ __forceinline__ void rc_copy_rows(const cr_replay &rb, const rc_row *
             if (!r[h]) continue;
             U *__restrict__ o = obs ? obs + b[h] * per : NULL;
             U *__restrict__ x = next_obs ? next_obs + b[h] * per : NULL;
+            U *__restrict__ w = window ? window + b[h] * wper : NULL;
             const int load_next = !r[h]->zero_next;
 #pragma unroll
-            for (int k = 0; k < RC_STAGE; k++) {
-                if (k >= K) break;
-                if (o) __stcs(o + (int64_t)k * units + j[h], v[h][k]);
-                if (x) __stcs(x + (int64_t)k * units + j[h], load_next ? v[h][k + 1] : rc_zero<U>());
+            for (int k = 0; k <= RC_STAGE; k++) {
+                if (k > K) break;
+                if (k < K && o) __stcs(o + (int64_t)k * units + j[h], v[h][k]);
+                if (k < K && x)
+                    __stcs(x + (int64_t)k * units + j[h], load_next ? v[h][k + 1] : rc_zero<U>());
+                if (w) __stcs(w + (int64_t)k * units + j[h], k < K || load_next ? v[h][k] : rc_zero<U>());
             }
         }
     }
@@ -509,8 +521,8 @@ __device__ __forceinline__ void rc_copy_rows(const cr_replay &rb, const rc_row *
 // x per + i (then the grid strides), blockIdx.y its part of the frames.
 template <typename U>
 __global__ void __launch_bounds__(RC_THREADS)
-k_gather(cr_replay rb, const int64_t *slots, int B, U *obs, U *next_obs, int64_t units,
-         int per) {
+k_gather(cr_replay rb, const int64_t *slots, int B, U *obs, U *next_obs, U *window,
+         int64_t units, int per) {
     __shared__ rc_row rows[RC_PER_MAX];
     const int warp = threadIdx.x / 32;
     for (int base = blockIdx.x * per; base < B; base += gridDim.x * per) {
@@ -529,28 +541,31 @@ k_gather(cr_replay rb, const int64_t *slots, int B, U *obs, U *next_obs, int64_t
             rc_row_window(rb, s, e, p, f, &rows[warp]);
         }
         __syncthreads();
-        rc_copy_rows(rb, rows, base, here, obs, next_obs, units);
+        rc_copy_rows(rb, rows, base, here, obs, next_obs, window, units);
     }
 }
 
 static void launch_gather(cudarl_ctx *ctx, const cr_replay_cuda *rc, int B,
                           const cr_replay_batch *out) {
-    if (!out->obs && !out->next_obs) return;
+    if (!out->obs && !out->next_obs && !out->window) return;
     const cr_replay &rb = rc->rb;
-    size_t u = copy_unit(rb.frame_bytes, rb.frames, out->obs, out->next_obs);
+    size_t u = copy_unit(rb.frame_bytes, rb.frames, out->obs, out->next_obs, out->window);
     int64_t units = (int64_t)(rb.frame_bytes / u);
     rc_shape sh = rc_shape_of(B, units);
     dim3 grid(sh.blocks, sh.parts);
     cudaStream_t st = cr_stream(ctx);
     if (u == 16)
-        k_gather<uint4><<<grid, RC_THREADS, 0, st>>>(rb, rc->slots, B, (uint4 *)out->obs,
-                                                     (uint4 *)out->next_obs, units, sh.per);
+        k_gather<uint4><<<grid, RC_THREADS, 0, st>>>(
+            rb, rc->slots, B, (uint4 *)out->obs, (uint4 *)out->next_obs,
+            (uint4 *)out->window, units, sh.per);
     else if (u == 4)
-        k_gather<uint32_t><<<grid, RC_THREADS, 0, st>>>(rb, rc->slots, B, (uint32_t *)out->obs,
-                                                        (uint32_t *)out->next_obs, units, sh.per);
+        k_gather<uint32_t><<<grid, RC_THREADS, 0, st>>>(
+            rb, rc->slots, B, (uint32_t *)out->obs, (uint32_t *)out->next_obs,
+            (uint32_t *)out->window, units, sh.per);
     else
-        k_gather<uint8_t><<<grid, RC_THREADS, 0, st>>>(rb, rc->slots, B, (uint8_t *)out->obs,
-                                                       (uint8_t *)out->next_obs, units, sh.per);
+        k_gather<uint8_t><<<grid, RC_THREADS, 0, st>>>(
+            rb, rc->slots, B, (uint8_t *)out->obs, (uint8_t *)out->next_obs,
+            (uint8_t *)out->window, units, sh.per);
     CR_CUDA_LAUNCHED(ctx);
 }
 
@@ -581,7 +596,7 @@ __device__ __forceinline__ void rc_scalars(const cr_replay &rb, int64_t s, int b
 template <typename U>
 __global__ void __launch_bounds__(RC_THREADS)
 k_uniform_sample(cr_replay rb, cr_rng_stream *sp, int B, int64_t *slots, uint32_t *misc,
-                 cr_replay_batch out, U *obs, U *next_obs, int64_t units, int per) {
+                 cr_replay_batch out, U *obs, U *next_obs, U *window, int64_t units, int per) {
     __shared__ rc_row rows[RC_PER_MAX];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int lead = blockIdx.y == 0;
@@ -638,7 +653,7 @@ k_uniform_sample(cr_replay rb, cr_rng_stream *sp, int B, int64_t *slots, uint32_
                 if (num_valid != 0) sp->offset += 2 * (uint64_t)B * ((uint64_t)k + 1);
             }
         }
-        rc_copy_rows(rb, rows, base, here, obs, next_obs, units);
+        rc_copy_rows(rb, rows, base, here, obs, next_obs, window, units);
         if (warp < here && lane == 0 && lead) { // after the copy: nothing waits for these
             const int b = base + warp;
             const int64_t slot = rows[warp].ok ? rows[warp].slot : -1;
@@ -659,23 +674,23 @@ extern "C" cudarl_status cr_replay_cuda_sample_uniform(cudarl_ctx *ctx, cr_repla
                        batch, rc->max_batch);
     cudaStream_t st = cr_stream(ctx);
     const cr_replay &rb = rc->rb;
-    size_t u = copy_unit(rb.frame_bytes, rb.frames, out->obs, out->next_obs);
+    size_t u = copy_unit(rb.frame_bytes, rb.frames, out->obs, out->next_obs, out->window);
     int64_t units = (int64_t)(rb.frame_bytes / u);
     rc_shape sh = rc_shape_of(batch, units);
-    if (!out->obs && !out->next_obs) sh.parts = 1;
+    if (!out->obs && !out->next_obs && !out->window) sh.parts = 1;
     dim3 grid(sh.blocks, sh.parts);
     if (u == 16)
         k_uniform_sample<uint4><<<grid, RC_THREADS, 0, st>>>(
             rc->rb, s, batch, rc->slots, rc->misc, *out, (uint4 *)out->obs,
-            (uint4 *)out->next_obs, units, sh.per);
+            (uint4 *)out->next_obs, (uint4 *)out->window, units, sh.per);
     else if (u == 4)
         k_uniform_sample<uint32_t><<<grid, RC_THREADS, 0, st>>>(
             rc->rb, s, batch, rc->slots, rc->misc, *out, (uint32_t *)out->obs,
-            (uint32_t *)out->next_obs, units, sh.per);
+            (uint32_t *)out->next_obs, (uint32_t *)out->window, units, sh.per);
     else
         k_uniform_sample<uint8_t><<<grid, RC_THREADS, 0, st>>>(
             rc->rb, s, batch, rc->slots, rc->misc, *out, (uint8_t *)out->obs,
-            (uint8_t *)out->next_obs, units, sh.per);
+            (uint8_t *)out->next_obs, (uint8_t *)out->window, units, sh.per);
     CR_CUDA_LAUNCHED(ctx);
     return CUDARL_OK;
 }
