@@ -107,6 +107,11 @@ typedef struct cudarl_env_def {
     /* Takes `action` (checked in range by the batch); writes the next observation, the reward and
      * whether the episode terminated (a terminal state of the MDP, not a time limit). */
     void (*step)(void *state, int32_t action, void *obs, float *reward, uint8_t *terminated);
+    /* 0 or 1: an observation is one picture. K > 1: a (K, H, W) uint8 observation is the last K
+     * frames along C, oldest first, and an episode's first observation repeats its first frame
+     * (Gymnasium's FrameStackObservation with padding "reset"); DQN's replay then stores each
+     * frame once and rebuilds the stacks (cudarl_dqn_config.replay_frames). */
+    int frame_stack;
 } cudarl_env_def;
 
 #define CUDARL_ENV_ID_MAX 64   /* bytes of an id, with its terminating NUL */
@@ -257,6 +262,10 @@ typedef struct cudarl_dqn_config {
      * both the device and the env allow it, else the CPU. */
     cudarl_device_kind env_device;
     int env_threads;                  /* threads stepping CPU envs; 0 = all cores */
+    /* With an env of frame stacks (cudarl_env_def.frame_stack K > 1) and a conv policy: store
+     * each frame once (a K-th of the stacks' bytes) and sample windows of K + 1 frames that the
+     * Q-network reads as obs and next_obs (default 1); 0 stores whole stacks. Same results. */
+    int replay_frames;
 } cudarl_dqn_config;
 
 /* A replay buffer to size before anything is allocated (`cudarl plan`). */

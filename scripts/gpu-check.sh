@@ -187,7 +187,8 @@ for b in "$@"; do
     for seed in 1 2 3; do
       timeout "${PIXELS_TIMEOUT:-500}" build-gpu/cudarl train --device cuda \
         --env-id CartPolePixels-v1 --policy nature-cnn --no-clip-vloss --seed $seed \
-        --total-timesteps "${PIXELS_STEPS:-3000000}" --env-threads 4 ${PIXELS_ARGS:-} \
+        --num-envs 32 --num-minibatches 16 --vf-coef 0.05 --env-threads 4 \
+        --total-timesteps "${PIXELS_STEPS:-4000000}" ${PIXELS_ARGS:-} \
         --quiet --runs-dir /tmp/ppop \
         --run-name "seed$seed" > "$OUT/ppo_pixels_$seed.log" 2>&1 &
     done

@@ -13,7 +13,7 @@ target_include_directories(test_replay PRIVATE ${PROJECT_SOURCE_DIR}/src
                            ${PROJECT_SOURCE_DIR}/tests)
 target_compile_options(test_replay PRIVATE ${CUDARL_C_WARNINGS})
 target_link_libraries(test_replay PRIVATE cudarl)
-foreach(group roundtrip uniform prioritized plan)
+foreach(group roundtrip uniform prioritized plan stride)
   add_test(NAME test_replay_${group} COMMAND test_replay ${group})
   set_tests_properties(test_replay_${group} PROPERTIES LABELS cpu)
 endforeach()

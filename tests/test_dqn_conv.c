@@ -302,6 +302,54 @@ static void cuda_run_case(cudarl_ctx *gpu) {
     check_checkpoint(path, info->num_actions);
 }
 
+/* replay_frames on CartPolePixels-v1 (a frame-stacked env: each 84x84 frame stored once, the
+ * minibatch sampled as (B, 5) windows the net reads as obs and next_obs) learns exactly what
+ * whole stored stacks learn: before the ring wraps both draw the same transitions, the rebuilt
+ * stacks equal the env's, and the net converts the same bytes. Every tensor, bit for bit. */
+static void frames_case(cudarl_device_kind kind) {
+    float *w[2];
+    static cr_convnet net;
+    for (int frames = 0; frames < 2; frames++) {
+        cudarl_dqn_config c;
+        cudarl_dqn_config_default(&c, "CartPolePixels-v1");
+        snprintf(c.policy, sizeof c.policy, "nature-cnn");
+        c.num_envs = 4, c.total_timesteps = 400, c.learning_starts = 100, c.train_frequency = 8;
+        c.batch_size = 8, c.buffer_size = 2000, c.target_network_frequency = 200;
+        c.env_device = CUDARL_DEVICE_CPU, c.env_threads = 2, c.device = kind, c.quiet = 1;
+        c.replay_frames = frames;
+        snprintf(c.runs_dir, sizeof c.runs_dir, "%s", runs);
+        snprintf(c.run_name, sizeof c.run_name, "pixels_frames%d_%d_%d", frames, (int)kind,
+                 (int)getpid());
+        cudarl_ctx *ctx;
+        CHECK_OK(cudarl_ctx_init(&ctx, kind, 0));
+        cudarl_train_summary s;
+        CHECK_OK(cudarl_dqn_train(ctx, &c, &s));
+        cudarl_ctx_free(ctx);
+        CHECK_MSG(s.episodes >= 10, "only %lld episodes", (long long)s.episodes);
+        char path[700];
+        snprintf(path, sizeof path, "%s/model.safetensors", s.run_dir);
+        if (!frames) {
+            cr_convnet_spec spec;
+            const cr_env_info *info = cr_env_info_find("CartPolePixels-v1");
+            CHECK_OK(cr_convnet_spec_named(&spec, "nature-cnn", 4, 84, 84, CR_CONVNET_DQN,
+                                           info->num_actions));
+            CHECK_OK(cr_convnet_plan(&net, &spec));
+        }
+        w[frames] = load_weights(path, &net);
+    }
+    size_t n = 4 * net.num_params, diff = 0;
+    for (size_t i = 0; i < n; i++) diff += memcmp(&w[0][i], &w[1][i], sizeof(float)) != 0;
+    CHECK_MSG(diff == 0, "replay_frames changed %zu of %zu floats", diff, n);
+    printf("CartPolePixels-v1, %s: frames stored once and whole stacks give the same %zu floats\n",
+           kind == CUDARL_DEVICE_CUDA ? "cuda" : "cpu", n);
+    free(w[0]), free(w[1]);
+    cudarl_dqn_config c;
+    cudarl_dqn_config_default(&c, "CartPolePixels-v1");
+    c.replay_frames = 2;
+    expect_refusal("replay_frames 2", cudarl_dqn_config_validate(&c), CUDARL_ERR_INVALID_ARG,
+                   "replay_frames is 2");
+}
+
 int main(int argc, char **argv) {
     cudarl_device_kind kind =
         argc > 1 && !strcmp(argv[1], "cuda") ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_CPU;
@@ -315,10 +363,12 @@ int main(int argc, char **argv) {
         cuda_match_case(ctx, gpu);
         cuda_twin_case(gpu);
         cuda_run_case(gpu);
+        frames_case(CUDARL_DEVICE_CUDA);
         cudarl_ctx_free(gpu);
     } else {
         validation_case();
         breakout_case(ctx);
+        frames_case(CUDARL_DEVICE_CPU);
     }
     cudarl_ctx_free(ctx);
     printf("test_dqn_conv: ok\n");

@@ -539,6 +539,21 @@ static void test_register_errors(void) {
     cases[n].def.id = "Img-v0";
     cases[n].def.obs_shape[0] = cases[n].def.obs_shape[1] = cases[n].def.obs_shape[2] = 4096;
     cases[n++].want = "more than 2147483647 elements";
+    cases[n].what = "frame_stack out of range";
+    cases[n].def = probe_u8_def;
+    cases[n].def.id = "Img-v0";
+    cases[n].def.frame_stack = 17;
+    cases[n++].want = "frame_stack is 17; use 0 (not a frame stack) or the frames per observation";
+    cases[n].what = "frame_stack not along C";
+    cases[n].def = probe_u8_def;
+    cases[n].def.id = "Img-v0";
+    cases[n].def.frame_stack = 4; /* obs_shape (3, 1, 2) */
+    cases[n++].want = "frame_stack 4 needs uint8 (C, H, W) observations with C = 4";
+    cases[n].what = "frame_stack of float features";
+    cases[n].def = ok;
+    cases[n].def.frame_stack = 2;
+    cases[n++].want = "frame_stack 2 needs uint8 (C, H, W) observations";
+    CHECK(n <= 32);
     for (int k = 0; k < n; k++) {
         cudarl_status s = cudarl_env_register(&cases[k].def);
         CHECK_MSG(s == CUDARL_ERR_INVALID_ARG && strstr(cudarl_last_error(), cases[k].want),

@@ -635,6 +635,49 @@ static void test_plan(void) {
     CHECK(cr_replay_plan(&cartpole, &p) == CUDARL_ERR_INVALID_ARG);
 }
 
+/* An env's own K-frame stacks inserted as they are (insert_stride K frames, from the newest
+ * frame) store exactly what the packed newest frames store; a bad stride is refused. */
+static void test_insert_stride(void) {
+    enum { E = 3, K = 4, FE = 10, STEPS = 40 };
+    cr_replay_spec packed = {.capacity = E * 16, .num_envs = E, .frame_elems = FE,
+                             .dtype = CR_REPLAY_UINT8, .stack = K};
+    cr_replay_spec strided = packed;
+    strided.insert_stride = K * FE;
+    owned_replay a, b;
+    owned_init(&a, &packed);
+    owned_init(&b, &strided);
+    uint8_t stacks[E][K][FE], fin[E][K][FE], newest[E][FE], fin_newest[E][FE];
+    int32_t act[E];
+    float rew[E];
+    uint8_t term[E], trunc[E];
+    uint32_t x = 12345;
+    for (int t = 0; t < STEPS; t++) {
+        for (int e = 0; e < E; e++) {
+            for (int k = 0; k < K; k++)
+                for (int i = 0; i < FE; i++) {
+                    stacks[e][k][i] = (uint8_t)((x = x * 1664525u + 1013904223u) >> 24);
+                    fin[e][k][i] = (uint8_t)(x >> 16);
+                }
+            memcpy(newest[e], stacks[e][K - 1], FE), memcpy(fin_newest[e], fin[e][K - 1], FE);
+            act[e] = t, rew[e] = (float)e;
+            term[e] = (t + e) % 7 == 6, trunc[e] = (t + 2 * e) % 9 == 8;
+        }
+        cr_replay_insert(&a.rb, newest, act, rew, term, trunc, fin_newest);
+        cr_replay_insert(&b.rb, &stacks[0][K - 1][0], act, rew, term, trunc, &fin[0][K - 1][0]);
+    }
+    CHECK(memcmp(a.rb.frames, b.rb.frames, (size_t)packed.capacity * FE) == 0);
+    CHECK(memcmp(a.rb.flags, b.rb.flags, (size_t)packed.capacity) == 0);
+    CHECK(memcmp(a.rb.heads, b.rb.heads, sizeof(int64_t) * E) == 0);
+    CHECK(cr_replay_insert_stride_bytes(&strided) == K * FE);
+    CHECK(cr_replay_insert_stride_bytes(&packed) == FE);
+    strided.insert_stride = FE - 1; /* rows would overlap */
+    CHECK(cr_replay_spec_check(&strided) == CUDARL_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(cudarl_last_error(), "insert stride") != NULL, "message: %s",
+              cudarl_last_error());
+    cr_arena_free(&a.arena);
+    cr_arena_free(&b.arena);
+}
+
 int main(int argc, char **argv) {
     const char *what = argc > 1 ? argv[1] : "all";
     int all = strcmp(what, "all") == 0, ran = 0;
@@ -642,7 +685,8 @@ int main(int argc, char **argv) {
     if (all || !strcmp(what, "uniform")) test_uniform(), ran = 1;
     if (all || !strcmp(what, "prioritized")) test_prioritized(), ran = 1;
     if (all || !strcmp(what, "plan")) test_plan(), ran = 1;
-    CHECK_MSG(ran, "unknown group '%s' (roundtrip, uniform, prioritized, plan)", what);
+    if (all || !strcmp(what, "stride")) test_insert_stride(), ran = 1;
+    CHECK_MSG(ran, "unknown group '%s' (roundtrip, uniform, prioritized, plan, stride)", what);
     printf("test_replay %s: ok\n", what);
     return 0;
 }

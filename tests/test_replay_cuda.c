@@ -43,6 +43,7 @@ typedef struct twin {
     /* batch outputs, host (CPU twin) and device */
     cr_replay_batch hb, db;
     size_t obs_bytes;
+    size_t ib;             /* bytes from one env's insert input to the next (insert_stride) */
     cr_rng_stream hs, *ds;
     int64_t *d_idx;
     float *d_td;
@@ -62,10 +63,11 @@ static void twin_init(twin *t, const cr_replay_spec *sp) {
     cr_replay_init(&t->cpu, sp, &t->harena, hfirst);
     t->fb = t->cpu.frame_bytes;
     t->obs_bytes = (size_t)sp->stack * t->fb;
+    t->ib = cr_replay_insert_stride_bytes(sp);
 
     cr_plan_init(&dp);
-    int i_obs = cr_plan_add(&dp, "obs", E * t->fb);
-    int i_fin = cr_plan_add(&dp, "fin", E * t->fb);
+    int i_obs = cr_plan_add(&dp, "obs", E * t->ib);
+    int i_fin = cr_plan_add(&dp, "fin", E * t->ib);
     int i_term = cr_plan_add(&dp, "term", (size_t)E);
     int i_trunc = cr_plan_add(&dp, "trunc", (size_t)E);
     int i_act = cr_plan_add(&dp, "act", (size_t)E * 4);
@@ -99,7 +101,7 @@ static void twin_init(twin *t, const cr_replay_spec *sp) {
                               malloc(MAXB * 4), malloc(MAXB * 4), malloc(MAXB), malloc(MAXB),
                               malloc(MAXB * 8), malloc(MAXB * 4),
                               malloc(MAXB * (t->obs_bytes + t->fb))};
-    t->obs = malloc(E * t->fb), t->fin = malloc(E * t->fb);
+    t->obs = malloc(E * t->ib), t->fin = malloc(E * t->ib);
     t->term = malloc((size_t)E), t->trunc = malloc((size_t)E);
     t->act = malloc((size_t)E * 4), t->rew = malloc((size_t)E * 4);
     t->ep_left = malloc((size_t)E * sizeof(int));
@@ -129,8 +131,8 @@ static void random_bytes(uint8_t *p, size_t n, int is_float) {
 /* Draws the next step's inputs (host). */
 static void make_step(twin *t) {
     int E = t->sp.num_envs, fl = t->sp.dtype == CR_REPLAY_FLOAT32;
-    random_bytes(t->obs, E * t->fb, fl);
-    random_bytes(t->fin, E * t->fb, fl);
+    random_bytes(t->obs, E * t->ib, fl);
+    random_bytes(t->fin, E * t->ib, fl);
     for (int e = 0; e < E; e++) {
         t->act[e] = (int32_t)rnd(18);
         t->rew[e] = (float)rnd(2001) * 0.5f - 500.0f;
@@ -147,8 +149,8 @@ static void make_step(twin *t) {
 /* Copies the step's inputs to the device (before a capture, or before a plain insert). */
 static void upload_step(twin *t) {
     int E = t->sp.num_envs;
-    gpu.ops->copy_from_host(&gpu, t->d_obs, t->obs, E * t->fb);
-    gpu.ops->copy_from_host(&gpu, t->d_fin, t->fin, E * t->fb);
+    gpu.ops->copy_from_host(&gpu, t->d_obs, t->obs, E * t->ib);
+    gpu.ops->copy_from_host(&gpu, t->d_fin, t->fin, E * t->ib);
     gpu.ops->copy_from_host(&gpu, t->d_term, t->term, (size_t)E);
     gpu.ops->copy_from_host(&gpu, t->d_trunc, t->trunc, (size_t)E);
     gpu.ops->copy_from_host(&gpu, t->d_act, t->act, (size_t)E * 4);
@@ -277,7 +279,7 @@ static void update_both(twin *t, int B) {
 
 /* The configurations: float plain observations (4-byte copies), uint8 frame stacks with 16-byte
  * copies (12x12) and byte copies (13x13); small rings so every run wraps many times. */
-#define SPECS 5 /* spec_of's shapes */
+#define SPECS 6 /* spec_of's shapes */
 
 static cr_replay_spec spec_of(int which, int prio) {
     cr_replay_spec sp = {0};
@@ -291,6 +293,9 @@ static cr_replay_spec spec_of(int which, int prio) {
     case 2: sp.num_envs = 5, sp.capacity = 5 * 16, sp.frame_elems = 169, sp.dtype = CR_REPLAY_UINT8, sp.stack = 4; break;
     /* deeper than the gather's register stage (RC_STAGE 4): two rounds of loads per unit */
     case 3: sp.num_envs = 2, sp.capacity = 2 * 40, sp.frame_elems = 48, sp.dtype = CR_REPLAY_UINT8, sp.stack = 6; break;
+    /* an env's own 4-frame stacks inserted as they are (insert_stride: the newest frame of each
+     * row of 4, 16-byte units) */
+    case 4: sp.num_envs = 3, sp.capacity = 3 * 21, sp.frame_elems = 144, sp.dtype = CR_REPLAY_UINT8, sp.stack = 4, sp.insert_stride = 4 * 144; break;
     /* many insert blocks finishing in any order (the last one publishes and refreshes) */
     default: sp.num_envs = 300, sp.capacity = 300 * 12, sp.frame_elems = 16, sp.dtype = CR_REPLAY_UINT8, sp.stack = 2; break;
     }

@@ -201,6 +201,7 @@ static const arg_spec dqn_specs[] = {
     {"threads", ARG_INT, DCFG(threads), 0, 0, 1024, "CPU threads for the ops (0: all cores)"},
     {"env-device", ARG_DEVICE, DCFG(env_device), 0, 0, 0, "where envs step: cpu (threads, any env), cuda (the CUDA twins: CartPole, MinAtar) or auto"},
     {"env-threads", ARG_INT, DCFG(env_threads), 0, 0, 1024, "threads stepping CPU envs (0: all cores)"},
+    {"replay-frames", ARG_BOOL, DCFG(replay_frames), 0, 0, 1, "frame-stacked envs: store each frame once, sample K+1-frame windows"},
     {"run-name", ARG_STR, DCFG(run_name), 128, 0, 0, "run folder name; empty: <env>__dqn__<seed>__<unix time>"},
     {"runs-dir", ARG_STR, DCFG(runs_dir), 256, 0, 0, "where run folders go"},
     {"quiet", ARG_BOOL, DCFG(quiet), 0, 0, 1, "no progress line"},

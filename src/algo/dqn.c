@@ -133,6 +133,11 @@ typedef struct cr_dqn {
     int cast;              /* the MLP reads uint8 observations cast to float (the convolutional
                               networks read them as they are, converting per their spec) */
     size_t obs_bytes;      /* bytes of one observation */
+    int K;                 /* frames per stack the replay rebuilds (replay_frames with a frame-
+                            * stacked env and a conv net), else 1: whole observations stored */
+    size_t b_stride;       /* elements from one minibatch row to the next: D, or with K > 1
+                            * (K + 1) D / K (b_obs is then a window batch, b_next its second
+                            * frame onwards: replay.h's two views) */
     int on_device;         /* CUDA context: the replay's CUDA twin, pinned metrics */
     int where;             /* envs_where: the env batch, MinAtar's CUDA twin or the pool */
     double duration;       /* epsilon's annealing steps */
@@ -239,9 +244,10 @@ static cr_replay_spec replay_spec(const cr_dqn *d) {
     memset(&s, 0, sizeof s);
     s.capacity = d->cfg.buffer_size / d->N * d->N;
     s.num_envs = d->N;
-    s.frame_elems = d->D;
+    s.frame_elems = d->D / d->K; /* a frame of each stack, or the whole observation */
     s.dtype = d->u8 ? CR_REPLAY_UINT8 : CR_REPLAY_FLOAT32;
-    s.stack = 1;
+    s.stack = d->K;
+    s.insert_stride = d->K > 1 ? d->D : 0; /* the newest frame of each env's own stack */
     s.prioritized = d->cfg.prioritized;
     s.alpha = (float)d->cfg.prioritized_alpha;
     s.beta0 = (float)d->cfg.prioritized_beta;
@@ -329,22 +335,31 @@ static const void *qnet_input(cr_dqn *d, const void *x, float *f, int rows) {
     return f;
 }
 
-/* out (rows, A) = Q(params; x), x from qnet_input; fills the cache c. */
-static void qnet_forward(cr_dqn *d, float *params, const void *x, float *out,
-                         const cr_dqn_cache *c, int rows) {
+/* out (rows, A) = Q(params; x), x from qnet_input with rows `stride` elements apart (D, or a
+ * window batch's (K + 1) D / K: conv nets only); fills the cache c. */
+static void qnet_forward_rows(cr_dqn *d, float *params, const void *x, size_t stride,
+                              float *out, const cr_dqn_cache *c, int rows) {
 #ifdef CUDARL_WITH_CUDA
     if (qnet_on_gpu(d)) {
-        cr_convnet_cuda_forward(d->ctx, d->net.gpu, params, x, out, NULL, &c->cnn, rows);
+        cr_convnet_cuda_forward_rows(d->ctx, d->net.gpu, params, x, stride, out, NULL, &c->cnn,
+                                     rows);
         return;
     }
 #endif
     if (d->net.conv) {
         CUDARL_ASSERT(!d->on_device);
-        cr_convnet_forward(&d->net.cnn, params, x, out, NULL, &c->cnn, rows);
+        cr_convnet_forward_rows(&d->net.cnn, params, x, stride, out, NULL, &c->cnn, rows);
         return;
     }
+    CUDARL_ASSERT(stride == (size_t)d->D);
     cr_mlp_view v = cr_qnet_view(&d->net.mlp, params);
     cr_mlp_forward(d->ctx, &v, x, out, &c->mlp, rows);
+}
+
+/* qnet_forward_rows of rows packed D elements apart. */
+static void qnet_forward(cr_dqn *d, float *params, const void *x, float *out,
+                         const cr_dqn_cache *c, int rows) {
+    qnet_forward_rows(d, params, x, (size_t)d->D, out, c, rows);
 }
 
 /* grads (P) = d loss / d params from dout (rows, A), with the cache of the forward on x. */
@@ -425,7 +440,9 @@ static cudarl_status plan_memory(cr_dqn *d, cr_plan *pl) {
         {"q", R * A * 4}, {"u", 2 * N * 4}, {"rewards", N * 4}, {"actions", N * 4},
         {"terminated", N}, {"truncated", N}, {"done", N}, {"episode.return", N * 8},
         {"episode.length", N * 8}, {"metrics", sizeof(cr_dqn_metrics)},
-        {"scalars", sizeof(cr_dqn_scalars)}, {"batch.obs", B * ob}, {"batch.next_obs", B * ob},
+        {"scalars", sizeof(cr_dqn_scalars)},
+        {d->K > 1 ? "batch.window" : "batch.obs", B * d->b_stride * (d->u8 ? 1 : 4)},
+        {"batch.next_obs", d->K > 1 ? 0 : B * ob},
         {"batch.obs.float", B * cast}, {"batch.next_obs.float", B * cast},
         {"batch.rewards", B * 4}, {"batch.weights", B * 4}, {"batch.actions", B * 4},
         {"batch.terminated", B}, {"batch.truncated", B}, {"batch.indices", B * 8},
@@ -465,6 +482,7 @@ static cudarl_status carve(cr_dqn *d) {
     d->ep_return = cr_arena_get(a, D_EPRET), d->ep_length = cr_arena_get(a, D_EPLEN);
     d->m = cr_arena_get(a, D_METRICS), d->s = cr_arena_get(a, D_SCALARS);
     d->b_obs = cr_arena_get(a, D_BOBS), d->b_next = cr_arena_get(a, D_BNEXT);
+    if (d->K > 1) d->b_next = (uint8_t *)d->b_obs + d->obs_bytes / (size_t)d->K; /* the view */
     d->b_obs_f = d->cast ? cr_arena_get(a, D_BOBSF) : d->b_obs;
     d->b_next_f = d->cast ? cr_arena_get(a, D_BNEXTF) : d->b_next;
     d->b_rewards = cr_arena_get(a, D_BREW), d->b_weights = cr_arena_get(a, D_BW);
@@ -565,15 +583,19 @@ static void pool_step(cr_dqn *d) {
 
 /* ---- the replay buffer, on whichever side the context computes ------------------------- */
 
+/* With K > 1 the newest frame of each env's stack goes in (rows obs_bytes apart). */
 static void replay_insert(cr_dqn *d) {
+    const size_t newest = d->obs_bytes / (size_t)d->K * (size_t)(d->K - 1);
+    const uint8_t *obs = (const uint8_t *)d->obs + newest;
+    const uint8_t *fin = (const uint8_t *)d->final_obs + newest;
 #ifdef CUDARL_WITH_CUDA
     if (d->on_device) {
-        cr_replay_cuda_insert(d->ctx, &d->rcuda, d->obs, d->actions, d->rewards, d->term,
-                              d->trunc, d->final_obs);
+        cr_replay_cuda_insert(d->ctx, &d->rcuda, obs, d->actions, d->rewards, d->term, d->trunc,
+                              fin);
         return;
     }
 #endif
-    cr_replay_insert(&d->replay, d->obs, d->actions, d->rewards, d->term, d->trunc, d->final_obs);
+    cr_replay_insert(&d->replay, obs, d->actions, d->rewards, d->term, d->trunc, fin);
 }
 
 static cudarl_status replay_sample(cr_dqn *d, int64_t step, const cr_replay_batch *out) {
@@ -659,14 +681,17 @@ static cudarl_status train_step(cr_dqn *d, int64_t step) {
     cudarl_ctx *ctx = d->ctx;
     const cr_backend *o = d->o;
     const cudarl_dqn_config *c = &d->cfg;
-    cr_replay_batch out = {d->b_obs, d->b_next, d->b_actions, d->b_rewards, d->b_term,
-                           d->b_trunc, d->b_indices, d->b_weights, NULL};
+    const int win = d->K > 1; /* a window batch: obs and next_obs are views of b_obs */
+    cr_replay_batch out = {win ? NULL : d->b_obs, win ? NULL : d->b_next, d->b_actions,
+                           d->b_rewards, d->b_term, d->b_trunc, d->b_indices, d->b_weights,
+                           win ? d->b_obs : NULL};
     CR_TRY(replay_sample(d, step, &out));
     const void *x = qnet_input(d, d->b_obs, d->b_obs_f, d->B);
     const void *xn = qnet_input(d, d->b_next, d->b_next_f, d->B);
-    qnet_forward(d, d->target, xn, d->b_next_t, &d->cache_t, d->B);
-    if (c->double_dqn) qnet_forward(d, d->online, xn, d->b_next_o, &d->cache_o, d->B);
-    qnet_forward(d, d->online, x, d->b_q, &d->cache_q, d->B);
+    const size_t st = d->b_stride;
+    qnet_forward_rows(d, d->target, xn, st, d->b_next_t, &d->cache_t, d->B);
+    if (c->double_dqn) qnet_forward_rows(d, d->online, xn, st, d->b_next_o, &d->cache_o, d->B);
+    qnet_forward_rows(d, d->online, x, st, d->b_q, &d->cache_q, d->B);
     o->dqn_loss(ctx, d->b_q, d->b_actions, d->b_rewards, d->b_term, d->b_next_t,
                 c->double_dqn ? d->b_next_o : NULL, c->prioritized ? d->b_weights : NULL,
                 (float)c->gamma, c->double_dqn, c->huber, d->b_dq, d->b_td, &d->m->acc, d->B,
@@ -1060,6 +1085,9 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     d->cast = d->u8 && !strcmp(cfg->policy, "mlp");
     d->obs_bytes = cr_env_def_obs_bytes(d->env_info->def);
     d->N = cfg->num_envs, d->D = d->env_info->obs_dim, d->A = d->env_info->num_actions;
+    d->K = cfg->replay_frames && !d->cast && d->u8 && d->env_info->def->frame_stack > 1
+               ? d->env_info->def->frame_stack : 1;
+    d->b_stride = d->K > 1 ? (size_t)d->D / (size_t)d->K * (size_t)(d->K + 1) : (size_t)d->D;
     d->B = cfg->batch_size, d->rows = d->B > d->N ? d->B : d->N;
     d->duration = cfg->exploration_fraction * (double)cfg->total_timesteps;
     d->solved_step = -1, d->solved_seconds = -1;

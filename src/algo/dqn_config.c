@@ -37,6 +37,7 @@ void cudarl_dqn_config_default(cudarl_dqn_config *c, const char *env_id) {
     c->device = CUDARL_DEVICE_AUTO;
     c->env_device = CUDARL_DEVICE_AUTO;
     c->env_threads = 0;
+    c->replay_frames = 1;
 }
 
 void cudarl_dqn_config_for_device(cudarl_dqn_config *c, cudarl_device_kind kind) {
@@ -100,6 +101,9 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
                "--env-device cuda needs the GPU: use --device cuda (or auto) with it");
     CR_REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,
                "--env-threads must be between 0 (all cores) and 1024, got %d", c->env_threads);
+    CR_REQUIRE(c->replay_frames == 0 || c->replay_frames == 1,
+               "replay_frames is %d; use 1 (store each frame once) or 0 (whole stacks)",
+               c->replay_frames);
     CR_REQUIRE(c->num_envs >= 1 && c->num_envs <= (1 << 20),
                "--num-envs must be between 1 and 1048576, got %d", c->num_envs);
     CR_REQUIRE(c->buffer_size >= 2 * (int64_t)c->num_envs && c->buffer_size <= ((int64_t)1 << 34),

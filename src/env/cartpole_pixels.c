@@ -67,4 +67,5 @@ const cudarl_env_def cr_cartpole_pixels_def = {
     .seed = pixels_seed,
     .reset = pixels_reset,
     .step = pixels_step,
+    .frame_stack = CR_CARTPOLE_PIXELS_STACK,
 };

@@ -183,6 +183,14 @@ cudarl_status cr_env_def_check(const cudarl_env_def *d) {
                "writes its first observation", d->id);
     CR_REQUIRE(d->step, "env '%s': step is NULL; give a function that takes an action and writes "
                "the next observation, reward and terminated", d->id);
+    CR_REQUIRE(d->frame_stack >= 0 && d->frame_stack <= 16, "env '%s': frame_stack is %d; use 0 "
+               "(not a frame stack) or the frames per observation, at most 16", d->id,
+               d->frame_stack);
+    CR_REQUIRE(d->frame_stack <= 1 || (d->obs_rank == 3 && d->obs_dtype == CUDARL_OBS_U8 &&
+                                       d->obs_shape[0] == d->frame_stack),
+               "env '%s': frame_stack %d needs uint8 (C, H, W) observations with C = %d (the "
+               "frames along C); set frame_stack 0 or fix obs_shape", d->id, d->frame_stack,
+               d->frame_stack);
     return CUDARL_OK;
 }
 

@@ -266,14 +266,17 @@ void cr_convnet_init_params(const cr_convnet *net, float *params, cr_philox_stat
 /* ---- forward -------------------------------------------------------------------------------- */
 
 /* x (n) = obs (n) as float, scaled as the spec says. */
-static void input_to_float(const cr_convnet_spec *s, const void *obs, float *x, size_t n) {
-    if (s->dtype == CR_CONVNET_F32) {
-        memcpy(x, obs, n * sizeof *x);
-    } else if (s->scale == CR_CONVNET_SCALE_255) {
-        cr_cpu_scale_u8(obs, x, n);
-    } else {
-        const uint8_t *u = obs;
-        for (size_t i = 0; i < n; i++) x[i] = (float)u[i];
+/* x (B, n) from B rows of n elements, `stride` elements apart, as the spec converts them. */
+static void input_to_float(const cr_convnet_spec *s, const void *obs, size_t stride, float *x,
+                           size_t n, int B) {
+    for (int b = 0; b < B; b++, x += n) {
+        if (s->dtype == CR_CONVNET_F32) {
+            memcpy(x, (const float *)obs + (size_t)b * stride, n * sizeof *x);
+            continue;
+        }
+        const uint8_t *u = (const uint8_t *)obs + (size_t)b * stride;
+        if (s->scale == CR_CONVNET_SCALE_255) cr_cpu_scale_u8(u, x, n);
+        else for (size_t i = 0; i < n; i++) x[i] = (float)u[i];
     }
 }
 
@@ -298,9 +301,16 @@ static void stage_forward(const cr_convnet_stage *st, const float *params,
 
 void cr_convnet_forward(const cr_convnet *net, const float *params, const void *obs, float *out,
                         float *value, const cr_convnet_cache *c, int B) {
+    cr_convnet_forward_rows(net, params, obs, (size_t)net->in_floats, out, value, c, B);
+}
+
+void cr_convnet_forward_rows(const cr_convnet *net, const float *params, const void *obs,
+                             size_t obs_stride, float *out, float *value,
+                             const cr_convnet_cache *c, int B) {
     const int ppo = net->spec.heads == CR_CONVNET_PPO;
-    CUDARL_ASSERT(B >= 1 && B <= c->max_rows && (value != NULL) == ppo);
-    input_to_float(&net->spec, obs, c->x, (size_t)B * net->in_floats);
+    CUDARL_ASSERT(B >= 1 && B <= c->max_rows && (value != NULL) == ppo &&
+                  obs_stride >= (size_t)net->in_floats);
+    input_to_float(&net->spec, obs, obs_stride, c->x, (size_t)net->in_floats, B);
     const float *h = c->x;
     for (int i = 0; i < net->ntrunk; i++) {
         stage_forward(&net->stage[i], params, net->t, h, c->act[i], c->scratch, B);

@@ -195,6 +195,12 @@ void cr_convnet_init_params(const cr_convnet *net, float *params, cr_philox_stat
  * cache c (1 <= B <= c->max_rows). params (num_params), all host memory. */
 void cr_convnet_forward(const cr_convnet *net, const float *params, const void *obs, float *out,
                         float *value, const cr_convnet_cache *c, int B);
+/* cr_convnet_forward of rows `obs_stride` elements apart (>= C H W): row b of the input starts
+ * at obs + b obs_stride elements. A replay window (B, K + 1, H, W) is two such inputs, obs and
+ * next_obs, one frame apart with stride (K + 1) H W (replay.h). */
+void cr_convnet_forward_rows(const cr_convnet *net, const float *params, const void *obs,
+                             size_t obs_stride, float *out, float *value,
+                             const cr_convnet_cache *c, int B);
 /* Gradients of a loss w.r.t. every parameter, overwritten into grads (num_params), given
  * dout (B, A) = d loss / d out and dvalue (B) = d loss / d value (ppo; NULL for dqn), from the
  * cache of the forward on the same params and rows. dout and dvalue are not written. */

@@ -132,13 +132,14 @@ template <int ACT> __device__ __forceinline__ float act_forward(float v) {
     return v;
 }
 
-// x (n) = obs (n) uint8 as float, divided by 255 (one IEEE division, cr_cpu_scale_u8) when SCALE.
+// x (n) = obs uint8 as float, divided by 255 (one IEEE division, cr_cpu_scale_u8) when SCALE;
+// element i of x is element i % row of input row i / row, rows `in_stride` bytes apart.
 template <bool SCALE>
 static __global__ void input_kernel(const uint8_t *__restrict__ u, float *__restrict__ x,
-                                    size_t n) {
+                                    size_t n, size_t row, size_t in_stride) {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        float v = (float)u[i];
+        float v = (float)u[row == in_stride ? i : i / row * in_stride + i % row];
         x[i] = SCALE ? __fdiv_rn(v, 255.0f) : v;
     }
 }
@@ -834,30 +835,46 @@ extern "C" void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_c
 }
 
 // c->x (n) = obs as float, scaled as the spec says.
-static void input_to_float(cudarl_ctx *ctx, const cr_convnet_spec *s, const void *obs, float *x,
-                           size_t n) {
+// x (B, row) from B input rows `stride` elements apart, converted as the spec says.
+static void input_to_float(cudarl_ctx *ctx, const cr_convnet_spec *s, const void *obs,
+                           size_t stride, float *x, size_t row, int B) {
+    const size_t n = (size_t)B * row;
     if (s->dtype == CR_CONVNET_F32) {
-        ctx->ops->copy(ctx, x, obs, n * sizeof(float));
+        if (stride == row) {
+            ctx->ops->copy(ctx, x, obs, n * sizeof(float));
+        } else {
+            CUDA_CHECK(cudaMemcpy2DAsync(x, row * sizeof(float), obs, stride * sizeof(float),
+                                         row * sizeof(float), (size_t)B,
+                                         cudaMemcpyDeviceToDevice, cr_stream(ctx)));
+        }
         return;
     }
     const unsigned blocks = cr_cuda_blocks(n, CR_CUDA_THREADS);
     const uint8_t *u = (const uint8_t *)obs;
     if (s->scale == CR_CONVNET_SCALE_255)
-        input_kernel<true><<<blocks, CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(u, x, n);
+        input_kernel<true><<<blocks, CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(u, x, n, row, stride);
     else
-        input_kernel<false><<<blocks, CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(u, x, n);
+        input_kernel<false><<<blocks, CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(u, x, n, row, stride);
     CR_CUDA_LAUNCHED(ctx);
 }
 
 extern "C" void cr_convnet_cuda_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
                                         const float *params, const void *obs, float *out,
                                         float *value, const cr_convnet_cache *c, int B) {
+    cr_convnet_cuda_forward_rows(ctx, cn, params, obs, (size_t)cn->net.in_floats, out, value, c,
+                                 B);
+}
+
+extern "C" void cr_convnet_cuda_forward_rows(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
+                                             const float *params, const void *obs,
+                                             size_t obs_stride, float *out, float *value,
+                                             const cr_convnet_cache *c, int B) {
     const cr_convnet *net = &cn->net;
     const int ppo = net->spec.heads == CR_CONVNET_PPO, bi = batch_index(cn, B);
     CUDARL_ASSERT(cr_stream(ctx) == cn->stream && bi >= 0 && B <= c->max_rows &&
-                  (value != NULL) == ppo);
+                  (value != NULL) == ppo && obs_stride >= (size_t)net->in_floats);
     CUDARL_ASSERT(cn->engine != CR_CONVNET_ENGINE_IGEMM); // cr_convnet_cuda_half_forward
-    input_to_float(ctx, &net->spec, obs, c->x, (size_t)B * net->in_floats);
+    input_to_float(ctx, &net->spec, obs, obs_stride, c->x, (size_t)net->in_floats, B);
     const float *h = c->x;
     for (int i = 0; i < net->ntrunk; i++) {
         stage_forward(ctx, cn, i, bi, params, h, c->act[i], B);

@@ -207,6 +207,10 @@ void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, co
 void cr_convnet_cuda_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const float *params,
                              const void *obs, float *out, float *value,
                              const cr_convnet_cache *c, int B);
+/* cr_convnet_cuda_forward of input rows obs_stride elements apart (cr_convnet_forward_rows). */
+void cr_convnet_cuda_forward_rows(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const float *params,
+                                  const void *obs, size_t obs_stride, float *out, float *value,
+                                  const cr_convnet_cache *c, int B);
 /* cr_convnet_backward on the device (an FP32 or TF32 handle): grads (num_params) overwritten
  * with the gradients given dout (B, A) and dvalue (B) (ppo; NULL for dqn), from the cache of the
  * forward on the same params and rows. All device memory; dout and dvalue are not written. */

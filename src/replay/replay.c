@@ -25,6 +25,11 @@ cudarl_status cr_replay_spec_check(const cr_replay_spec *sp) {
     if (sp->frame_elems < 1 || sp->frame_elems > ((int64_t)1 << 32))
         return cr_fail(CUDARL_ERR_INVALID_ARG, "replay: observation has %lld elements, must be "
                        "in [1, 2^32]", (long long)sp->frame_elems);
+    if (sp->insert_stride != 0 &&
+        (sp->insert_stride < sp->frame_elems || sp->insert_stride > ((int64_t)1 << 36)))
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "replay: insert stride %lld must be 0 (packed) or "
+                       "between the frame's %lld elements and 2^36", (long long)sp->insert_stride,
+                       (long long)sp->frame_elems);
     if (sp->dtype != CR_REPLAY_UINT8 && sp->dtype != CR_REPLAY_FLOAT32)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "replay: dtype %d is neither uint8 nor float32",
                        (int)sp->dtype);
@@ -38,6 +43,11 @@ cudarl_status cr_replay_spec_check(const cr_replay_spec *sp) {
         return cr_fail(CUDARL_ERR_INVALID_ARG, "replay: prioritized alpha %g must be >= 0 and "
                        "beta0 %g in [0, 1]", (double)sp->alpha, (double)sp->beta0);
     return CUDARL_OK;
+}
+
+size_t cr_replay_insert_stride_bytes(const cr_replay_spec *sp) {
+    int64_t s = sp->insert_stride ? sp->insert_stride : sp->frame_elems;
+    return (size_t)s * dtype_bytes(sp->dtype);
 }
 
 size_t cr_replay_bytes_per_transition(const cr_replay_spec *sp) {
@@ -188,12 +198,12 @@ void cr_replay_insert(cr_replay *rb, const void *obs, const int32_t *actions,
                       const float *rewards, const uint8_t *terminated, const uint8_t *truncated,
                       const void *final_obs) {
     const uint8_t *o = obs, *fo = final_obs;
-    size_t fb = rb->frame_bytes;
+    size_t stride = cr_replay_insert_stride_bytes(&rb->spec);
     for (int e = 0; e < rb->spec.num_envs; e++) {
         uint8_t f = (uint8_t)((terminated[e] ? CR_REPLAY_TERMINATED : 0) |
                               (truncated[e] ? CR_REPLAY_TRUNCATED : 0));
-        insert_env(rb, e, o + (size_t)e * fb, actions[e], rewards[e], f,
-                   fo ? fo + (size_t)e * fb : NULL);
+        insert_env(rb, e, o + (size_t)e * stride, actions[e], rewards[e], f,
+                   fo ? fo + (size_t)e * stride : NULL);
     }
 }
 

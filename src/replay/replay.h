@@ -68,6 +68,11 @@ typedef struct cr_replay_spec {
     float alpha;           /* priority exponent (prioritized) */
     float beta0;           /* importance-sampling exponent at step 0, annealed linearly to 1 */
     int64_t beta_steps;    /* steps over which beta reaches 1 */
+    int64_t insert_stride; /* elements from one env's observation to the next in the obs and
+                            * final_obs that cr_replay_insert reads: 0 means frame_elems (packed).
+                            * A frame-stacked env's own (K, frame) observations go in as they
+                            * are: obs + (K - 1) frame_elems (the newest frame) with stride
+                            * K frame_elems, the frames stored once. */
 } cr_replay_spec;
 
 /* Counters kept with the buffers (in the arena, where a GPU twin keeps them on the device). */
@@ -117,6 +122,8 @@ cudarl_status cr_replay_spec_check(const cr_replay_spec *spec);
 /* Bytes per slot: frame_bytes + 4 (action) + 4 (reward) + 1 (flags), + 8 with a sum tree (two
  * floats per leaf when capacity is a power of two). */
 size_t cr_replay_bytes_per_transition(const cr_replay_spec *spec);
+/* Bytes from one env's observation to the next in cr_replay_insert's input (insert_stride). */
+size_t cr_replay_insert_stride_bytes(const cr_replay_spec *spec);
 /* Appends the buffers to `plan` as consecutive items starting at plan->count (the index to give
  * cr_replay_init): frames, actions, rewards, flags, heads, state, and tree if prioritized. Total:
  *   capacity * bytes_per_transition + 8 E + sizeof(cr_replay_state)

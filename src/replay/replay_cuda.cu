@@ -256,7 +256,8 @@ template <typename U>
 __global__ void __launch_bounds__(RC_THREADS)
 k_insert(cr_replay rb, int64_t *touched, const U *__restrict__ obs,
          const U *__restrict__ final_obs, const int32_t *actions, const float *rewards,
-         const uint8_t *term, const uint8_t *trunc, uint32_t *misc, int64_t units, int per) {
+         const uint8_t *term, const uint8_t *trunc, uint32_t *misc, int64_t units,
+         int64_t src_units, int per) {
     __shared__ int64_t old_sh[RC_PER_MAX];
     __shared__ int end_sh[RC_PER_MAX];
     __shared__ int last;
@@ -327,7 +328,7 @@ k_insert(cr_replay rb, int64_t *touched, const U *__restrict__ obs,
         for (int64_t idx = threadIdx.x; idx < total; idx += blockDim.x) {
             const int i = (int)(idx / units);
             const int64_t j = idx - (int64_t)i * units, o = old_sh[i];
-            const int64_t src = (int64_t)(base + i) * units + j;
+            const int64_t src = (int64_t)(base + i) * src_units + j;
             U a = obs[src];
             __stcs(frames + rc_slot_of(rb, base + i, o) * units + j, a);
             if (end_sh[i]) __stcs(frames + rc_slot_of(rb, base + i, o + 1) * units + j, final_obs[src]);
@@ -361,21 +362,23 @@ extern "C" void cr_replay_cuda_insert(cudarl_ctx *ctx, cr_replay_cuda *rc, const
                                       const void *final_obs) {
     const cr_replay &rb = rc->rb;
     cudaStream_t st = cr_stream(ctx);
+    const size_t stride = cr_replay_insert_stride_bytes(&rb.spec);
     size_t u = copy_unit(rb.frame_bytes, rb.frames, obs, final_obs);
-    int64_t units = (int64_t)(rb.frame_bytes / u);
+    while (stride % u) u /= 4; // 16, 4, 1: the envs' rows start on units too
+    int64_t units = (int64_t)(rb.frame_bytes / u), src_units = (int64_t)(stride / u);
     rc_shape sh = rc_shape_of(rb.spec.num_envs, units);
     if (u == 16)
         k_insert<uint4><<<sh.blocks, RC_THREADS, 0, st>>>(
             rb, rc->touched, (const uint4 *)obs, (const uint4 *)final_obs, actions, rewards,
-            terminated, truncated, rc->misc, units, sh.per);
+            terminated, truncated, rc->misc, units, src_units, sh.per);
     else if (u == 4)
         k_insert<uint32_t><<<sh.blocks, RC_THREADS, 0, st>>>(
             rb, rc->touched, (const uint32_t *)obs, (const uint32_t *)final_obs, actions, rewards,
-            terminated, truncated, rc->misc, units, sh.per);
+            terminated, truncated, rc->misc, units, src_units, sh.per);
     else
         k_insert<uint8_t><<<sh.blocks, RC_THREADS, 0, st>>>(
             rb, rc->touched, (const uint8_t *)obs, (const uint8_t *)final_obs, actions, rewards,
-            terminated, truncated, rc->misc, units, sh.per);
+            terminated, truncated, rc->misc, units, src_units, sh.per);
     CR_CUDA_LAUNCHED(ctx);
 }
 
