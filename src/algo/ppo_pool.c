@@ -116,6 +116,7 @@ cudarl_status cr_ppo_pool_init(cr_ppo *p) {
     pp->def = cr_env_def_find(c->env_id);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = c->env_threads > 0 ? c->env_threads : (int)(cores > 0 ? cores : 1);
+    if (threads > p->N) threads = p->N; /* a thread beyond one per env would only idle */
     int gpu = ctx->kind == CUDARL_DEVICE_CUDA && ctx->ops->event_create;
     pp->groups = cr_ppo_pool_group_count(p);
     cr_env_pool_config pc = {.num_envs = p->N, .num_threads = threads, .num_groups = pp->groups};
