@@ -135,7 +135,8 @@ for b in "$@"; do
     ;;
   replay)
     "$(find build-gpu -name bench_replay -type f | head -1)" 2>&1 | tee "$OUT/bench_replay.txt"
-    PYTHONUNBUFFERED=1 python3 bench/peers/replay_peers.py --json "$OUT/replay_peers.json" 2>&1 |
+    PYTHONUNBUFFERED=1 timeout "${PEERS_TIMEOUT:-600}" python3 bench/peers/replay_peers.py \
+      --json "$OUT/replay_peers.json" 2>&1 |
       tee "$OUT/replay_peers.txt"
     add "replay buffer (GPU) and its peers" "see the tables above"
     ;;
