@@ -314,7 +314,9 @@ typedef struct cudarl_onnx_options {
     int64_t batch;                /* rows of the input: 0 = dynamic (dim "batch"), else fixed,
                                      1 .. CUDARL_ONNX_MAX_BATCH (TensorRT on DLA needs it fixed) */
     cudarl_obs_dtype input_dtype; /* F32: input `obs` float32, as the policy takes it; U8: input
-                                     `obs` uint8, scaled in the graph by Cast + Div(255) */
+                                     `obs` uint8, converted in the graph as cudarl converts it:
+                                     Cast, then Div(255) unless the policy casts its uint8
+                                     observations unscaled (MinAtar) */
     int argmax_action;            /* nonzero: add output `action` (int64 [batch]), the argmax
                                      of the logits or Q-values (the greedy action) */
 } cudarl_onnx_options;
@@ -323,7 +325,8 @@ typedef struct cudarl_onnx_options {
 void cudarl_onnx_options_default(cudarl_onnx_options *opt);
 
 /* Writes the policy in `checkpoint` (a model.safetensors of cudarl train) to `onnx_path` as an
- * ONNX model (opset CUDARL_ONNX_OPSET) for onnxruntime or TensorRT: input `obs` [batch, obs_dim];
+ * ONNX model (opset CUDARL_ONNX_OPSET) for onnxruntime or TensorRT: input `obs` [batch, obs_dim]
+ * (or [batch, C, H, W] for a convolutional policy);
  * a PPO checkpoint gives outputs `logits` [batch, actions] and `value` [batch, 1], a DQN one
  * `q_values` [batch, actions]. Weights are stored as they are (float32). The file is written
  * atomically (temp file, fsync, rename). `opt` NULL means the defaults. A bad option returns

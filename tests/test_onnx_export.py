@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
 """End-to-end tests of `cudarl export CHECKPOINT --onnx FILE`.
 
-Trains tiny PPO and DQN policies with the built `cudarl`, exports them, and checks each model
-as a user's tools would see it: onnx.checker (full check, with shape inference), the IR version,
-opset, producer, doc string and metadata, the input and output names, types and shapes, the
-initializers bitwise equal to the checkpoint's tensors, and onnxruntime's outputs against
-cudarl's own forward pass of the same checkpoint (`onnx_policy_forward`, cr_mlp_forward on the
-CPU backend) on random observations: within a normalised error of 1e-5 (max |ort - cudarl| over
-max |cudarl| of the tensor: float32 sums in another order), the argmax action equal. Dynamic
-batch (run at 1 and 37 rows), fixed batch, uint8 input, and every refusal of bad input with its
-message and exit code (0 done, 1 failed, 2 bad usage).
+Trains tiny PPO and DQN policies with the built `cudarl` (MLPs, and in group `conv` the
+convolutional minatar-cnn and nature-cnn), exports them, and checks each model as a user's tools
+would see it: onnx.checker (full check, with shape inference), the IR version, opset, producer,
+doc string and metadata, the input and output names, types and shapes, the nodes and their
+attributes, the initializers bitwise equal to the checkpoint's tensors, and onnxruntime's
+outputs against cudarl's own forward pass of the same checkpoint (`onnx_policy_forward`:
+cr_mlp_forward on the CPU backend, or the policy runtime's cr_convnet_forward for a conv net) on
+random observations: within a normalised error of 1e-5 (max |ort - cudarl| over max |cudarl| of
+the tensor: float32 sums in another order), the argmax action equal. Dynamic batch (run at 1 and
+37 rows), fixed batch, uint8 input, and every refusal of bad input with its message and exit
+code (0 done, 1 failed, 2 bad usage).
 
     python3 test_onnx_export.py --cudarl build/cudarl --forward build/tests/onnx_policy_forward \
-        --work build/tests/onnx-work [--only ppo|dqn|bad_input]
+        --work build/tests/onnx-work [--only ppo|dqn|conv|bad_input]
 
 Needs Python 3 with numpy, safetensors, onnx and onnxruntime (scripts/setup.sh installs them).
 Each group works in its own folder <work>/<group>, emptied first.
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -35,7 +38,7 @@ from test_cli import (FIX_BAD_FILE, check, checkpoint_metadata, expect_error, fa
 FORWARD = None  # path of onnx_policy_forward, set by main()
 NORM_TOL = 1e-5
 OPSET, IR_VERSION = 17, 8
-OPS = {"Gemm", "Tanh", "Relu", "Cast", "Div", "ArgMax"}
+OPS = {"Gemm", "Conv", "Flatten", "Tanh", "Relu", "Cast", "Div", "ArgMax"}
 THREADS = ["--threads", "1"]
 
 
@@ -48,11 +51,26 @@ def train_ppo(work, name="ppo"):
     return os.path.join(work, "runs", name, "model.safetensors")
 
 
-def train_dqn(work):
-    run_ok("train a tiny DQN", ["train", "--algo", "dqn", "--total-timesteps", "2000",
-                                "--learning-starts", "500", *THREADS, "--runs-dir", "runs",
-                                "--run-name", "dqn", "--quiet"], work)
-    return os.path.join(work, "runs", "dqn", "model.safetensors")
+def train_dqn(work, name="dqn", *extra):
+    run_ok(f"train a tiny DQN {' '.join(extra)}",
+           ["train", "--algo", "dqn", "--total-timesteps", "2000", "--learning-starts", "500",
+            *THREADS, "--runs-dir", "runs", "--run-name", name, "--quiet", *extra], work)
+    return os.path.join(work, "runs", name, "model.safetensors")
+
+
+def train_conv(work, name, algo, env, policy):
+    """A convolutional policy trained for a few steps on the CPU (most of the time is the init)."""
+    if algo == "dqn":
+        sizes = ["--algo", "dqn", "--num-envs", "4", "--total-timesteps", "400",
+                 "--learning-starts", "100", "--batch-size", "16"]
+    else:
+        sizes = ["--num-envs", "2", "--num-steps", "8", "--total-timesteps", "16",
+                 "--num-minibatches", "2", "--update-epochs", "1"]
+    run_ok(f"train a tiny {algo} {policy} on {env}",
+           ["train", *sizes, "--env-id", env, "--policy", policy, "--device", "cpu",
+            "--env-threads", "1", *THREADS, "--runs-dir", "runs", "--run-name", name,
+            "--quiet"], work)
+    return os.path.join(work, "runs", name, "model.safetensors")
 
 
 def export(work, ckpt, name, *flags):
@@ -90,8 +108,28 @@ def dims_of(value_info):
                          for d in t.shape.dim]
 
 
-def check_model(path, ckpt, *, algo, batch, input_dtype, outputs):
-    """The model's header, signature, nodes and weights. `outputs`: [(name, elem, width)]."""
+def conv_spec(ckpt):
+    """The network spec a conv checkpoint records (metadata "network"), or None for an MLP."""
+    text = checkpoint_metadata(ckpt).get("network")
+    return json.loads(text) if text else None
+
+
+def expected_attrs(node, spec_layers):
+    """The attributes `node` must have; spec_layers: the spec's layers by node name (conv)."""
+    layer = spec_layers.get(node.name, {})
+    if node.op_type == "Gemm":
+        return {"transB": 1}
+    if node.op_type == "Conv":
+        a = {"kernel_shape": layer.get("kernel"), "strides": [layer.get("stride")] * 2}
+        return dict(a, pads=[layer["pad"]] * 4) if layer.get("pad") else a
+    return {"Flatten": {"axis": 1}, "ArgMax": {"axis": 1, "keepdims": 0},
+            "Cast": {"to": onnx.TensorProto.FLOAT}}.get(node.op_type, {})
+
+
+def check_model(path, ckpt, *, algo, batch, input_dtype, outputs, env="CartPole-v1",
+                obs_shape=(4,)):
+    """The model's header, signature, nodes and weights. `outputs`: [(name, elem, width)];
+    obs_shape: an observation's shape (obs_dim, or C, H, W)."""
     name = os.path.basename(path)
     check(f"{name}: onnx.checker.check_model (full check) passes")
     m = onnx.load(path)
@@ -106,31 +144,36 @@ def check_model(path, ckpt, *, algo, batch, input_dtype, outputs):
     ck_meta = checkpoint_metadata(ckpt)
     got = (m.ir_version, opsets, m.producer_name, m.producer_version, meta.get("algo"),
            meta.get("env_id"), meta.get("global_step"))
-    want = (IR_VERSION, [("", OPSET)], "cudarl", version, algo, "CartPole-v1",
-            ck_meta["global_step"])
+    want = (IR_VERSION, [("", OPSET)], "cudarl", version, algo, env, ck_meta["global_step"])
     if got != want:
         fail(f"{name} header", want, f"  got: {got}")
-    for needle in (f"{algo.upper()} policy", "CartPole-v1", ck_meta["run_name"]):
+    for needle in (f"{algo.upper()} policy", env, ck_meta["run_name"]):
         if needle not in m.doc_string:
             fail(f"{name} doc string names {needle}", needle, f"  got: {m.doc_string!r}")
-    check(f"{name}: input obs {input_dtype} [{batch}, 4], outputs {[o[0] for o in outputs]}")
+    shape = [batch, *obs_shape]
+    check(f"{name}: input obs {input_dtype} {shape}, outputs {[o[0] for o in outputs]}")
     elem = onnx.TensorProto.UINT8 if input_dtype == "uint8" else onnx.TensorProto.FLOAT
     sig = [(i.name, *dims_of(i)) for i in m.graph.input]
-    if sig != [("obs", elem, [batch, 4])]:
-        fail(f"{name} input", [("obs", elem, [batch, 4])], f"  got: {sig}")
+    if sig != [("obs", elem, shape)]:
+        fail(f"{name} input", [("obs", elem, shape)], f"  got: {sig}")
     sig = [(o.name, *dims_of(o)) for o in m.graph.output]
     want_out = [(n, e, [batch, w] if w else [batch]) for n, e, w in outputs]
     if sig != want_out:
         fail(f"{name} outputs", want_out, f"  got: {sig}")
-    check(f"{name}: only {sorted(OPS)}; every Gemm has transB=1")
+    spec = conv_spec(ckpt)
+    layers = {f"network.{i}": layer for i, layer in enumerate(spec["layers"])} if spec else {}
+    check(f"{name}: only {sorted(OPS)}; every Gemm has transB=1, every Conv the spec's kernel, "
+          "stride and pad")
     for node in m.graph.node:
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        if node.op_type not in OPS or (node.op_type == "Gemm" and attrs != {"transB": 1}):
-            fail(f"{name} node {node.name}", f"one of {sorted(OPS)}, Gemm with transB=1",
+        want_attrs = expected_attrs(node, layers)
+        if node.op_type not in OPS or attrs != want_attrs:
+            fail(f"{name} node {node.name}", f"one of {sorted(OPS)} with {want_attrs}",
                  f"  got: {node.op_type} {attrs}")
     check(f"{name}: the initializers are the checkpoint's weights, bitwise")
     tensors = load_file(ckpt)
-    prefixes = ("network.",) if algo == "dqn" else ("actor.", "critic.")
+    prefixes = ("network.",) if algo == "dqn" else \
+        ("network.", "actor.", "critic.") if spec else ("actor.", "critic.")
     weights = {k: v for k, v in tensors.items() if k.startswith(prefixes)}
     inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
     inits.pop("obs.divisor", None)
@@ -186,6 +229,23 @@ def random_obs(rng, n, dtype="float32"):
     if dtype == "uint8":
         return rng.integers(0, 256, size=(n, 4), dtype=np.uint8)
     return (rng.standard_normal((n, 4)) * np.array([1.0, 2.0, 0.2, 2.0])).astype(np.float32)
+
+
+def image_obs(rng, shape, dtype, pixels):
+    """Random image observations (n, C, H, W) or (n, D) as the env gives them (uint8: pixels
+    0..255, or MinAtar's 0/1 channels) or as the network reads them (float32: pixels / 255, the
+    channels 0.0/1.0)."""
+    u = rng.integers(0, 256 if pixels else 2, size=shape, dtype=np.uint8)
+    if dtype == "uint8":
+        return u
+    return u.astype(np.float32) / np.float32(255.0) if pixels else u.astype(np.float32)
+
+
+def check_ops(m, name, want):
+    check(f"{name}: nodes {' '.join(want)}")
+    got = [n.op_type for n in m.graph.node]
+    if got != want:
+        fail(f"{name} node op types in order", want, f"  got: {got}")
 
 
 def no_temp_files(folder, expected):
@@ -251,7 +311,68 @@ def test_dqn(work):
     fixed = export(work, ckpt, "dqn_b4.onnx", "--batch", "4")
     check_model(fixed, ckpt, algo="dqn", batch=4, input_dtype="float32", outputs=outs[:1])
     check_outputs(work, fixed, ckpt, random_obs(rng, 4), ["q_values"])
-    no_temp_files(os.path.join(work, "out"), ["dqn.onnx", "dqn_b4.onnx"])
+
+    check("DQN's MLP on MinAtar (obs_input: uint8 cast unscaled): --input uint8 casts, no Div")
+    env = "MinAtar/Breakout-v1"
+    mckpt = train_dqn(work, "dqn_minatar", "--env-id", env, "--env-threads", "1", "--device",
+                      "cpu", "--num-envs", "4", "--total-timesteps", "400", "--learning-starts",
+                      "100", "--batch-size", "16")
+    u8 = export(work, mckpt, "dqn_minatar_u8.onnx", "--input", "uint8", "--action")
+    m = check_model(u8, mckpt, algo="dqn", batch="batch", input_dtype="uint8",
+                    outputs=[("q_values", F, 3), ("action", I64, 0)], env=env, obs_shape=(400,))
+    check_ops(m, "dqn_minatar_u8.onnx", ["Cast", "Gemm", "Relu", "Gemm", "Relu", "Gemm", "ArgMax"])
+    for n in (1, 37):
+        check_outputs(work, u8, mckpt, image_obs(rng, (n, 400), "uint8", False),
+                      ["q_values", "action"])
+    no_temp_files(os.path.join(work, "out"), ["dqn.onnx", "dqn_b4.onnx", "dqn_minatar_u8.onnx"])
+
+
+# (run name, algo, env, policy, observation shape, pixels: uint8 0..255 scaled by 1/255, else
+# MinAtar's 0/1 channels cast unscaled)
+CONV_CASES = [("ppo_minatar", "ppo", "MinAtar/Breakout-v1", "minatar-cnn", (4, 10, 10), False),
+              ("ppo_nature", "ppo", "CartPolePixels-v1", "nature-cnn", (4, 84, 84), True),
+              ("dqn_minatar", "dqn", "MinAtar/SpaceInvaders-v1", "minatar-cnn", (6, 10, 10),
+               False)]
+CONV_TRUNKS = {"minatar-cnn": ["Conv", "Relu", "Flatten", "Gemm", "Relu"],
+               "nature-cnn": ["Conv", "Relu", "Conv", "Relu", "Conv", "Relu", "Flatten", "Gemm",
+                              "Relu"]}
+
+
+def test_conv(work):
+    rng = np.random.default_rng(13)
+    written = []
+    for name, algo, env, policy, shape, pixels in CONV_CASES:
+        ckpt = train_conv(work, name, algo, env, policy)
+        actions = int(checkpoint_metadata(ckpt)["num_actions"])
+        scores = ["q_values"] if algo == "dqn" else ["logits", "value"]
+        outs = [(scores[0], F, actions)] + ([("value", F, 1)] if algo == "ppo" else [])
+        heads = ["Gemm"] if algo == "dqn" else ["Gemm", "Gemm"]
+        net = CONV_TRUNKS[policy] + heads
+        kw = dict(algo=algo, env=env, obs_shape=shape)
+
+        dyn = export(work, ckpt, f"{name}.onnx", "--input", "uint8", "--action")
+        m = check_model(dyn, ckpt, batch="batch", input_dtype="uint8",
+                        outputs=outs + [("action", I64, 0)], **kw)
+        check_ops(m, f"{name}.onnx", ["Cast"] + ["Div"] * pixels + net + ["ArgMax"])
+        if pixels:
+            check(f"{name}.onnx divides by a float32 scalar 255")
+            div = [numpy_helper.to_array(i) for i in m.graph.initializer if i.name == "obs.divisor"]
+            if len(div) != 1 or div[0].shape != () or float(div[0]) != 255.0:
+                fail("obs.divisor", "a float32 scalar 255", f"  got: {div}")
+        for n in (1, 37):
+            check_outputs(work, dyn, ckpt, image_obs(rng, (n, *shape), "uint8", pixels),
+                          scores + ["action"])
+        check(f"{name}: the same checkpoint exports to the same bytes")
+        again = export(work, ckpt, f"{name}_again.onnx", "--input", "uint8", "--action")
+        if sha256(again) != sha256(dyn):
+            fail("export is deterministic", "identical files", "  got: different bytes")
+
+        fixed = export(work, ckpt, f"{name}_b5.onnx", "--batch", "5")
+        m = check_model(fixed, ckpt, batch=5, input_dtype="float32", outputs=outs, **kw)
+        check_ops(m, f"{name}_b5.onnx", net)
+        check_outputs(work, fixed, ckpt, image_obs(rng, (5, *shape), "float32", pixels), scores)
+        written += [f"{name}.onnx", f"{name}_again.onnx", f"{name}_b5.onnx"]
+    no_temp_files(os.path.join(work, "out"), written)
 
 
 def bad_checkpoints(ckpt, folder):
@@ -270,12 +391,37 @@ def bad_checkpoints(ckpt, folder):
           ["algo 'sac'", "cudarl export does not know", "--algo ppo", "--algo dqn"])
     write("resized.safetensors", dict(tensors, **{"actor.0.weight": np.zeros((32, 4), np.float32)}),
           meta, ["actor.0.weight", "[32, 4]", "[64, 4]", "written by cudarl train"])
+    write("obs_input.safetensors", tensors, dict(meta, obs_input="uint8 as bits"),
+          ["obs_input 'uint8 as bits'", "does not know", "the cudarl version that wrote it"])
     with open(ckpt, "rb") as f:
         raw = f.read()
     path = os.path.join(folder, "truncated.safetensors")
     with open(path, "wb") as f:
         f.write(raw[:len(raw) // 2])
     out.append(("truncated.safetensors", path, [path, "truncated", FIX_BAD_FILE]))
+    return out
+
+
+def bad_conv_checkpoints(ckpt, folder):
+    """Convolutional checkpoints export must refuse (the policy runtime's checks, as cudarl eval
+    makes them): [(label, path, needles)]."""
+    tensors, meta = load_file(ckpt), checkpoint_metadata(ckpt)
+    out = []
+
+    def write(name, t, m, needles):
+        path = os.path.join(folder, name)
+        save_file(t, path, metadata=m)
+        out.append((name, path, [path] + needles))
+
+    write("conv_resized.safetensors",
+          dict(tensors, **{"network.0.weight": np.zeros((16, 4, 5, 5), np.float32)}), meta,
+          ["network.0.weight", "[16, 4, 5, 5]", "[16, 4, 3, 3]", "written by cudarl train"])
+    write("conv_missing.safetensors",
+          {k: v for k, v in tensors.items() if k != "critic.bias"}, meta, ["critic.bias"])
+    write("conv_spec.safetensors", tensors, dict(meta, network=meta["network"][:40]),
+          ["metadata \"network\""])
+    write("conv_heads.safetensors", tensors, dict(meta, algo="dqn"),
+          ["algo 'dqn'", "ppo heads", "written by cudarl train"])
     return out
 
 
@@ -329,7 +475,8 @@ def test_bad_input(work):
         fail("checkpoint untouched", before, f"  got: {sha256(ckpt)}")
 
     files = fresh_dir(os.path.join(work, "bad_files"))
-    bad = bad_checkpoints(ckpt, files)
+    conv = train_conv(work, "conv", "ppo", "MinAtar/Breakout-v1", "minatar-cnn")
+    bad = bad_checkpoints(ckpt, files) + bad_conv_checkpoints(conv, files)
     for label, path, needles in bad:
         expect_error(f"export refuses {label}", ["export", path, "--onnx", "p.onnx"], work, R,
                      needles)
@@ -351,7 +498,7 @@ def test_bad_input(work):
         fail("cudarl --help names export", "'cudarl export' in stdout", r.describe())
 
 
-GROUPS = {"ppo": test_ppo, "dqn": test_dqn, "bad_input": test_bad_input}
+GROUPS = {"ppo": test_ppo, "dqn": test_dqn, "conv": test_conv, "bad_input": test_bad_input}
 
 
 def main():

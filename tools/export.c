@@ -22,7 +22,7 @@ typedef struct export_opts {
 static const arg_spec export_specs[] = {
     {"onnx", ARG_STR, offsetof(export_opts, onnx), PATH_MAX, 0, 0, "the ONNX file to write (required)"},
     {"batch", ARG_STR, offsetof(export_opts, batch), 24, 0, 0, "rows of the input: dynamic, or a fixed N (TensorRT on DLA needs one)"},
-    {"input", ARG_STR, offsetof(export_opts, input), 16, 0, 0, "float32, or uint8 (the graph divides it by 255)"},
+    {"input", ARG_STR, offsetof(export_opts, input), 16, 0, 0, "float32, or uint8: the env's observations, converted in the graph as cudarl converts them"},
     {"action", ARG_BOOL, offsetof(export_opts, action), 0, 0, 1, "add output 'action': int64 argmax of logits or q_values"},
 };
 #define N_EXPORT_SPECS ((int)(sizeof export_specs / sizeof export_specs[0]))
@@ -66,7 +66,8 @@ int cudarl_cmd_export(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: cudarl export CHECKPOINT --onnx FILE [flags]\n\n"
                    "Writes the policy of CHECKPOINT as an ONNX model (opset %d): input obs\n"
-                   "[batch, obs_dim]; outputs logits and value (PPO) or q_values (DQN).\n\n"
+                   "[batch, obs_dim] (or [batch, C, H, W] for a conv policy); outputs logits\n"
+                   "and value (PPO) or q_values (DQN).\n\n"
                    "flags:\n", CUDARL_ONNX_OPSET);
             args_print_help(export_specs, N_EXPORT_SPECS, &e);
             return 0;
@@ -92,7 +93,7 @@ int cudarl_cmd_export(int argc, char **argv) {
     }
     char batch[32] = "batch";
     if (o.batch) snprintf(batch, sizeof batch, "%lld", (long long)o.batch);
-    printf("cudarl: wrote %s: ONNX opset %d, input obs %s [%s, obs_dim]%s; run it with "
+    printf("cudarl: wrote %s: ONNX opset %d, input obs %s [%s, obs_dim or C, H, W]%s; run it with "
            "onnxruntime, or build a TensorRT engine with trtexec --onnx=%s\n", e.onnx,
            CUDARL_ONNX_OPSET, o.input_dtype == CUDARL_OBS_U8 ? "uint8" : "float32", batch,
            o.argmax_action ? ", with output action" : "", e.onnx);

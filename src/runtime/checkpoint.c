@@ -132,9 +132,9 @@ cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, 
     if (cr_st_meta(f, CR_CONVNET_META_KEY)) {
         const char *pol = cr_st_meta(f, "policy");
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "checkpoint '%s' holds a convolutional network "
-                       "('%.32s'); export reads MLP policies only for now (cudarl eval and the "
-                       "policy runtime, cudarl_policy_load, run it; cudarl train --resume "
-                       "continues it)", path, pol ? pol : "(no policy name)");
+                       "('%.32s'), which this MLP reader does not take; load it with "
+                       "cudarl_policy_load (cudarl eval and export do)", path,
+                       pol ? pol : "(no policy name)");
     }
     return check_model_tensors(f, path, !strcmp(algo, "dqn"));
 }
