@@ -15,6 +15,7 @@
 #include "check.h"
 #include "core/core.h"
 #include "env/cartpole_pixels.h"
+#include "env/env_pool.h"
 
 #define NSTATES 10000
 #define FRAME CR_CARTPOLE_PIXELS_FRAME_BYTES
@@ -68,8 +69,89 @@ static int make_states(double *states) {
     return edges;
 }
 
+/* The env's CUDA twin against a cr_env_pool of its def, step by step: 37 envs, 700 steps, half
+ * of them random and half balanced by a rule on the pool's state (so episodes reach the 500-step
+ * time limit and truncate); obs, rewards, flags, done and the final observations of the envs
+ * that ended must be the same bytes. */
+#define TWIN_N 37
+#define TWIN_STEPS 700
+static void twin_case(void) {
+    const size_t OB = (size_t)CR_CARTPOLE_PIXELS_STACK * FRAME, N = TWIN_N;
+    cr_env_pool pool;
+    cr_env_pool_config pc = {.num_envs = TWIN_N, .num_threads = 2, .num_groups = 1};
+    CHECK_OK(cr_env_pool_init(&pool, &cr_cartpole_pixels_def, &pc, NULL));
+    uint8_t *h_obs = malloc(N * OB), *h_fin = malloc(N * OB), *g_obs = malloc(N * OB);
+    uint8_t *g_fin = malloc(N * OB), h_term[TWIN_N], h_trunc[TWIN_N], g_flags[4 * TWIN_N];
+    float h_rew[TWIN_N], g_rew[TWIN_N];
+    int32_t act[TWIN_N];
+    CHECK(h_obs && h_fin && g_obs && g_fin);
+    cr_env_pool_outputs out = {h_obs, h_rew, h_term, h_trunc, h_fin};
+    cr_env_pool_set_outputs(&pool, &out);
+    cr_env_pool_reset(&pool, 77);
+
+    cr_cartpole_pixels_cuda twin;
+    void *mem;
+    uint8_t *d_obs, *d_fin, *d_flags;
+    float *d_rew;
+    int32_t *d_act;
+    CHECK_CUDA(cudaMalloc(&mem, cr_cartpole_pixels_cuda_bytes(TWIN_N)));
+    CHECK_CUDA(cudaMalloc((void **)&d_obs, N * OB));
+    CHECK_CUDA(cudaMalloc((void **)&d_fin, N * OB));
+    CHECK_CUDA(cudaMalloc((void **)&d_flags, 4 * N));
+    CHECK_CUDA(cudaMalloc((void **)&d_rew, N * 4));
+    CHECK_CUDA(cudaMalloc((void **)&d_act, N * 4));
+    cr_cartpole_pixels_cuda_init(&twin, TWIN_N, mem);
+    cr_cartpole_pixels_cuda_reset(&twin, 77, d_obs, NULL);
+    CHECK_CUDA(cudaMemcpy(g_obs, d_obs, N * OB, cudaMemcpyDeviceToHost));
+    CHECK_MSG(!memcmp(g_obs, h_obs, N * OB), "reset observations differ");
+    uint32_t x = 2024;
+    int ended = 0, truncs = 0;
+    for (int t = 0; t < TWIN_STEPS; t++) {
+        for (size_t i = 0; i < N; i++) {
+            const cr_cartpole_pixels_state *c = cr_env_pool_state(&pool, (int)i);
+            x = x * 1664525u + 1013904223u;
+            act[i] = i % 2 ? (int32_t)(x >> 31) : (c->s[2] + 0.5 * c->s[3] > 0.0);
+        }
+        cr_env_pool_step(&pool, act);
+        CHECK_CUDA(cudaMemcpy(d_act, act, N * 4, cudaMemcpyHostToDevice));
+        cr_cartpole_pixels_cuda_step(&twin, d_act, d_obs, d_rew, d_flags, d_flags + N,
+                                     d_flags + 2 * N, d_fin, NULL);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaMemcpy(g_obs, d_obs, N * OB, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(g_fin, d_fin, N * OB, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(g_rew, d_rew, N * 4, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(g_flags, d_flags, 3 * N, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < N; i++) {
+            CHECK_MSG(g_rew[i] == h_rew[i] && g_flags[i] == h_term[i] &&
+                          g_flags[N + i] == h_trunc[i] &&
+                          g_flags[2 * N + i] == (h_term[i] | h_trunc[i]),
+                      "step %d env %zu: reward/terminated/truncated/done gpu %g %d %d %d, cpu %g "
+                      "%d %d", t, i, g_rew[i], g_flags[i], g_flags[N + i], g_flags[2 * N + i],
+                      h_rew[i], h_term[i], h_trunc[i]);
+            if (h_term[i] | h_trunc[i]) {
+                ended++, truncs += h_trunc[i];
+                CHECK_MSG(!memcmp(g_fin + i * OB, h_fin + i * OB, OB),
+                          "step %d env %zu: final observation differs", t, i);
+            }
+        }
+        CHECK_MSG(!memcmp(g_obs, h_obs, N * OB), "step %d: observations differ", t);
+    }
+    CHECK_MSG(ended > 100 && truncs >= 1, "only %d episodes ended, %d truncated", ended, truncs);
+    printf("CartPolePixels-v1 twin: %d steps of %d envs identical to the pool (%d episodes "
+           "ended, %d truncated)\n", TWIN_STEPS, TWIN_N, ended, truncs);
+    cr_env_pool_free(&pool);
+    free(h_obs), free(h_fin), free(g_obs), free(g_fin);
+    CHECK_CUDA(cudaFree(mem));
+    CHECK_CUDA(cudaFree(d_obs));
+    CHECK_CUDA(cudaFree(d_fin));
+    CHECK_CUDA(cudaFree(d_flags));
+    CHECK_CUDA(cudaFree(d_rew));
+    CHECK_CUDA(cudaFree(d_act));
+}
+
 int main(void) {
     require_gpu();
+    twin_case();
     static double states[NSTATES * 4];
     static uint8_t cpu[(size_t)NSTATES * FRAME], gpu[(size_t)NSTATES * FRAME];
     int edges = make_states(states);

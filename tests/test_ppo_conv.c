@@ -271,9 +271,13 @@ static void validation_case(void) {
     expect_refusal("mlp on MinAtar", cudarl_ppo_config_validate(&c), CUDARL_ERR_INVALID_ARG,
                    "use --policy minatar-cnn");
     conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_CPU, "v");
-    c.env_device = CUDARL_DEVICE_CUDA;
-    expect_refusal("minatar-cnn with --env-device cuda", cudarl_ppo_config_validate(&c),
-                   CUDARL_ERR_INVALID_ARG, "--env-device cpu or auto");
+    c.env_device = CUDARL_DEVICE_CUDA; /* Breakout has a CUDA twin, the run no GPU */
+    expect_refusal("minatar-cnn with --env-device cuda on the CPU", cudarl_ppo_config_validate(&c),
+                   CUDARL_ERR_INVALID_ARG, "--env-device cuda needs the GPU");
+    conv_config(&c, LAMP, "minatar-cnn", CUDARL_DEVICE_CUDA, "v");
+    c.env_device = CUDARL_DEVICE_CUDA; /* a user's env: CPU threads only */
+    expect_refusal("a registered env with --env-device cuda", cudarl_ppo_config_validate(&c),
+                   CUDARL_ERR_INVALID_ARG, "has no CUDA twin for --policy minatar-cnn");
     conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_CPU, "v");
     c.async = 1, c.env_device = CUDARL_DEVICE_CPU;
     expect_refusal("minatar-cnn with --async", cudarl_ppo_config_validate(&c),
@@ -386,6 +390,73 @@ static void resume_case(cudarl_ctx *ctx, cudarl_device_kind device) {
               (long long)rest.episodes, rest.mean_return_100, (long long)straight.episodes,
               straight.mean_return_100);
     same_checkpoint("resume", path[0], path[1]);
+}
+
+/* Tensors of checkpoint a that b has too, bit for bit (the env state's differ in layout between
+ * envs on threads and on the GPU); the network, Adam's moments, the sampler and the episode
+ * statistics among them. */
+static void same_training(const char *what, const char *a, const char *b) {
+    cr_st_file *fa = NULL, *fb = NULL;
+    CHECK_OK(cr_st_open(&fa, a));
+    CHECK_OK(cr_st_open(&fb, b));
+    int compared = 0;
+    for (int i = 0; i < cr_st_count(fa); i++) {
+        const cr_st_tensor *t = cr_st_at(fa, i);
+        cr_st_tensor u;
+        if (cr_st_find(fb, t->name, &u) != CUDARL_OK) continue;
+        CHECK_MSG(u.dtype == t->dtype && u.nbytes == t->nbytes &&
+                      memcmp(u.data, t->data, t->nbytes) == 0,
+                  "%s: tensor %s differs", what, t->name);
+        compared++;
+    }
+    CHECK_MSG(compared >= 3 * 6 + 6, "%s: only %d tensors in common", what, compared);
+    cr_st_close(fa);
+    cr_st_close(fb);
+    printf("%s: %d tensors in common, bit for bit\n", what, compared);
+}
+
+/* The envs' CUDA twin (--env-device cuda) against the env pool on CPU threads in one group (the
+ * same ops in the same order): the same weights, observations, sampler and episode statistics
+ * bit for bit, for MinAtar's twin and CartPolePixels-v1's; then a resumed twin run continues
+ * exactly as a straight one. */
+static void twin_case(cudarl_ctx *gpu) {
+    const char *envs[2] = {BREAKOUT, "CartPolePixels-v1"};
+    const char *policies[2] = {"minatar-cnn", "nature-cnn"};
+    for (int e = 0; e < 2; e++) {
+        char path[2][700];
+        for (int side = 0; side < 2; side++) {
+            cudarl_ppo_config c;
+            conv_config(&c, envs[e], policies[e], CUDARL_DEVICE_CUDA,
+                        side ? "twin" : "pool1");
+            c.env_device = side ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_CPU;
+            c.env_groups = 1;
+            cudarl_train_summary s;
+            CHECK_OK(cudarl_ppo_train(gpu, &c, NULL, &s));
+            printf("%s %s, envs %s: %lld episodes, %.0f steps/s\n", envs[e], policies[e],
+                   side ? "on the GPU" : "on CPU threads", (long long)s.episodes, s.sps);
+            snprintf(path[side], sizeof path[side], "%s/model.safetensors", s.run_dir);
+        }
+        same_training(envs[e], path[0], path[1]);
+    }
+    cudarl_ppo_config c;
+    conv_config(&c, "CartPolePixels-v1", "nature-cnn", CUDARL_DEVICE_CUDA, "twin_straight");
+    c.env_device = CUDARL_DEVICE_CUDA, c.anneal_lr = 0;
+    cudarl_train_summary straight, half, rest;
+    CHECK_OK(cudarl_ppo_train(gpu, &c, NULL, &straight));
+    conv_config(&c, "CartPolePixels-v1", "nature-cnn", CUDARL_DEVICE_CUDA, "twin_resumed");
+    c.env_device = CUDARL_DEVICE_CUDA, c.anneal_lr = 0, c.total_timesteps /= 2;
+    CHECK_OK(cudarl_ppo_train(gpu, &c, NULL, &half));
+    char a[700], b[700];
+    snprintf(a, sizeof a, "%s/model.safetensors", straight.run_dir);
+    snprintf(b, sizeof b, "%s/model.safetensors", half.run_dir);
+    c.env_device = CUDARL_DEVICE_CPU; /* a twin's checkpoint does not resume on threads */
+    c.total_timesteps *= 2;
+    expect_refusal("twin checkpoint resumed on CPU threads", cudarl_ppo_train(gpu, &c, b, NULL),
+                   CUDARL_ERR_MISMATCH, "resume with --env-device cuda");
+    c.env_device = CUDARL_DEVICE_CUDA;
+    CHECK_OK(cudarl_ppo_train(gpu, &c, b, &rest));
+    CHECK(rest.global_step == straight.global_step && rest.episodes == straight.episodes);
+    same_checkpoint("twin resume", a, b);
 }
 
 static void learn_case(cudarl_ctx *ctx) {
@@ -588,6 +659,7 @@ int main(int argc, char **argv) {
         breakout_case(gpu, ctx, CUDARL_DEVICE_CUDA);
         resume_case(gpu, CUDARL_DEVICE_CUDA);
         pixels_case(gpu);
+        twin_case(gpu);
         cudarl_ctx_free(gpu);
     } else {
         validation_case();

@@ -95,7 +95,10 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
     const size_t OB = cv ? 1 : F; /* bytes of an observation element as stored */
     const struct { const char *name; size_t bytes; } items[M_COUNT] = {
         {"params", P * F}, {"grads", P * F}, {"adam.m", P * F}, {"adam.v", P * F},
-        {"adam.t", 8}, {"lr", F}, {"env", cr_ppo_pool_wanted(p) ? 0 : cr_env_batch_bytes(p->env_info, p->N)},
+        {"adam.t", 8}, {"lr", F},
+        {"env", cr_ppo_pool_wanted(p) ? 0
+                : cv                  ? cr_ppo_conv_twin_bytes(p)
+                                      : cr_env_batch_bytes(p->env_info, p->N)},
         {"rollout.obs", TN * D * OB}, {"rollout.final_obs", (cv ? N : TN) * D * OB},
         {"obs", N * D * OB},
         {"rollout.actions", TN * 4}, {"rollout.logp", TN * F}, {"rollout.rewards", TN * F},
@@ -140,7 +143,14 @@ static void carve_memory(cr_ppo *p) {
     p->params = cr_arena_get(a, M_PARAMS), p->grads = cr_arena_get(a, M_GRADS);
     p->adam_m = cr_arena_get(a, M_ADAM_M), p->adam_v = cr_arena_get(a, M_ADAM_V);
     p->adam_t = cr_arena_get(a, M_ADAM_T), p->lr = cr_arena_get(a, M_LR);
-    if (!cr_ppo_pool_wanted(p)) cr_env_batch_init(&p->env, p->env_info, p->N, cr_arena_get(a, M_ENV));
+    if (p->twin_envs) {
+#ifdef CUDARL_WITH_CUDA
+        CUDARL_ASSERT(cr_image_twin_init(&p->twin, p->cfg.env_id, p->N,
+                                         cr_arena_get(a, M_ENV)) == CUDARL_OK);
+#endif
+    } else if (!cr_ppo_pool_wanted(p)) {
+        cr_env_batch_init(&p->env, p->env_info, p->N, cr_arena_get(a, M_ENV));
+    }
     if (!p->conv) {
         p->obs = cr_arena_get(a, M_OBS), p->final_obs = cr_arena_get(a, M_FINAL_OBS);
         p->cur_obs = cr_arena_get(a, M_CUR_OBS);
@@ -223,6 +233,9 @@ static cudarl_status seed_state(cr_ppo *p) {
     if (p->act_params != p->params)
         ctx->ops->copy(ctx, p->act_params, p->params, p->num_params * sizeof(float));
     if (p->pool) cr_ppo_pool_reset(p);
+#ifdef CUDARL_WITH_CUDA
+    else if (p->twin_envs) cr_image_twin_reset(ctx, &p->twin, p->cfg.seed, p->cnn.cur_obs);
+#endif
     else cr_env_batch_reset(ctx, &p->env, p->cfg.seed, p->cur_obs);
     ctx->ops->sync(ctx);
     return CUDARL_OK;
@@ -263,6 +276,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
     p->solved_step = -1, p->solved_seconds = -1;
     if (cfg->threads > 0) cr_cpu_set_threads(cfg->threads);
     p->conv = strcmp(cfg->policy, "mlp") != 0;
+    p->twin_envs = p->conv && !cr_ppo_pool_wanted(p); /* validated: --env-device cuda, a twin */
     if (p->conv) {
         cudarl_status s = cr_ppo_conv_init(p);
         if (s != CUDARL_OK) {
@@ -372,6 +386,8 @@ void cr_ppo_rollout(cr_ppo *p) {
 #endif
     if (p->pool)
         cr_ppo_pool_rollout_steps(p);
+    else if (p->twin_envs)
+        cr_ppo_conv_rollout_twin(p);
     else
         rollout_steps(p);
     o->bootstrap_values(ctx, p->values, p->final_values, p->last_values, p->done, p->next_values,

@@ -63,7 +63,8 @@ static void host_state_transfer(host_state *h, cr_ppo *p, int to_host) {
     size_t P = p->num_params * 4, N = (size_t)p->N;
     const cr_cartpole *e = &p->env.cartpole;
     void *cur_obs = p->conv ? (void *)p->cnn.cur_obs : (void *)p->cur_obs;
-    size_t batch = p->pool ? 0 : N; /* envs on CPU threads keep their state in the pool */
+    /* envs on CPU threads keep their state in the pool, an image twin in its own block */
+    size_t batch = p->pool || p->twin_envs ? 0 : N;
     struct { void *dev; void *host; size_t bytes; } t[] = {
         {p->params, h->params, P}, {p->adam_m, h->m, P}, {p->adam_v, h->v, P},
         {cur_obs, h->obs, obs_bytes(p)}, {e->state, h->env, batch * 4 * 8},
@@ -91,6 +92,28 @@ static void meta_num(cr_st_writer *w, const char *key, double v) {
     cr_st_add_meta(w, key, b);
 }
 
+/* Where the envs step, as the checkpoint's env_device says it. */
+static const char *where_of(const cr_ppo *p) {
+    return p->pool ? "cpu" : p->twin_envs ? "cuda-twin" : "cuda-batch";
+}
+
+/* The image twin's device state as bytes (host, malloc'd; NULL and 0 without a twin). */
+static void *twin_state_to_host(cr_ppo *p, size_t *bytes) {
+    *bytes = 0;
+#ifdef CUDARL_WITH_CUDA
+    if (!p->twin_envs) return NULL;
+    void *h = malloc(p->twin.bytes);
+    if (!h) return NULL;
+    p->ctx->ops->copy_to_host(p->ctx, h, p->twin.mem, p->twin.bytes);
+    p->ctx->ops->sync(p->ctx);
+    *bytes = p->twin.bytes;
+    return h;
+#else
+    (void)p;
+    return NULL;
+#endif
+}
+
 static void add_config_meta(cr_st_writer *w, const cr_ppo *p) {
     const cudarl_ppo_config *c = &p->cfg;
     cr_st_add_meta(w, "format", CR_CHECKPOINT_FORMAT);
@@ -99,7 +122,7 @@ static void add_config_meta(cr_st_writer *w, const cr_ppo *p) {
     cr_st_add_meta(w, "algo", "ppo");
     cr_st_add_meta(w, "policy", c->policy);
     cr_st_add_meta(w, "env_id", c->env_id);
-    cr_st_add_meta(w, "env_device", p->pool ? "cpu" : "cuda-batch");
+    cr_st_add_meta(w, "env_device", where_of(p));
     cr_st_add_meta(w, "run_name", c->run_name);
     meta_int(w, "obs_dim", p->D);
     meta_int(w, "num_actions", p->A);
@@ -186,7 +209,15 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     size_t pool_bytes = 0;
     if (p->pool) cr_ppo_pool_state(p, &pool_states, &pool_bytes, &pool_elapsed);
     int64_t s_pool[1] = {(int64_t)pool_bytes};
-    if (!p->pool) cr_st_add_tensor(w, "state.env", CR_ST_F64, 2, s_n4, h.env);
+    size_t twin_bytes = 0;
+    void *twin_state = twin_state_to_host(p, &twin_bytes);
+    if (p->twin_envs && !twin_state) {
+        free(w);
+        cr_arena_free(&h.arena);
+        return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the envs' state");
+    }
+    int64_t s_twin[1] = {(int64_t)twin_bytes};
+    if (!p->pool && !p->twin_envs) cr_st_add_tensor(w, "state.env", CR_ST_F64, 2, s_n4, h.env);
     cr_st_add_tensor(w, "state.episode_return", CR_ST_F64, 1, s_n, h.ep_return);
     cr_st_add_tensor(w, "state.episode_length", CR_ST_I64, 1, s_n, h.ep_length);
     cr_st_add_tensor(w, "state.recent_returns", CR_ST_F64, 1, s_rec, h.log.recent);
@@ -207,7 +238,7 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     if (p->pool) { /* the pool's env states, byte for byte (a def's state has no pointers) */
         cr_st_add_tensor(w, "state.pool_elapsed", CR_ST_I32, 1, s_n, pool_elapsed);
         cr_st_add_tensor(w, "state.pool_states", CR_ST_U8, 1, s_pool, pool_states);
-    } else {
+    } else if (!p->twin_envs) {
         cr_st_add_tensor(w, "state.env_elapsed", CR_ST_I32, 1, s_n, h.elapsed);
         cr_st_add_tensor(w, "state.env_rng", CR_ST_U32, 2, s_rng, h.env_rng);
     }
@@ -215,7 +246,10 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     cudarl_status s = cr_st_add_tensor(w, "state.rng_shuffle", CR_ST_U32, 1, s_st, &h.shuffler);
     if (s == CUDARL_OK && p->conv) /* bytes, so last */
         s = cr_st_add_tensor(w, "state.obs", CR_ST_U8, 2, s_obs, h.obs);
+    if (s == CUDARL_OK && p->twin_envs) /* the twin's device state, byte for byte */
+        s = cr_st_add_tensor(w, "state.twin", CR_ST_U8, 1, s_twin, twin_state);
     if (s == CUDARL_OK) s = cr_st_write_atomic(w, path);
+    free(twin_state);
     free(w);
     cr_arena_free(&h.arena);
     return s;
@@ -258,13 +292,19 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     int32_t *pool_elapsed = NULL;
     size_t pool_bytes = 0;
     if (p->pool) cr_ppo_pool_state(p, &pool_states, &pool_bytes, &pool_elapsed);
-    size_t batch = p->pool ? 0 : N;
+    size_t batch = p->pool || p->twin_envs ? 0 : N;
+    size_t twin_bytes = 0;
+    void *twin_state = NULL;
+#ifdef CUDARL_WITH_CUDA
+    if (p->twin_envs && !(twin_state = malloc(twin_bytes = p->twin.bytes))) s = CUDARL_ERR_OUT_OF_MEMORY;
+#endif
     struct { const char *name; cr_st_dtype dtype; void *dst; size_t bytes; } t[] = {
         {"state.counters", CR_ST_I64, h.counters, sizeof h.counters},
         {p->pool ? "state.pool_states" : "state.env", p->pool ? CR_ST_U8 : CR_ST_F64,
-         p->pool ? pool_states : h.env, p->pool ? pool_bytes : N * 4 * 8},
+         p->pool ? pool_states : h.env, p->pool ? pool_bytes : batch * 4 * 8},
         {p->pool ? "state.pool_elapsed" : "state.env_elapsed", CR_ST_I32,
-         p->pool ? (void *)pool_elapsed : (void *)h.elapsed, N * 4},
+         p->pool ? (void *)pool_elapsed : (void *)h.elapsed, p->twin_envs ? 0 : N * 4},
+        {"state.twin", CR_ST_U8, twin_state, twin_bytes},
         {"state.env_rng", CR_ST_U32, h.env_rng, batch * sizeof(cr_philox_state)},
         {"state.obs", p->conv ? CR_ST_U8 : CR_ST_F32, h.obs, obs_bytes(p)},
         {"state.episode_return", CR_ST_F64, h.ep_return, N * 8},
@@ -277,6 +317,11 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     for (size_t i = 0; i < sizeof t / sizeof t[0] && s == CUDARL_OK; i++)
         if (t[i].bytes) s = read_raw(f, path, t[i].name, t[i].dtype, t[i].dst, t[i].bytes);
     if (s == CUDARL_OK && p->pool) cr_ppo_pool_set_obs(p, h.obs);
+#ifdef CUDARL_WITH_CUDA
+    if (s == CUDARL_OK && p->twin_envs)
+        p->ctx->ops->copy_from_host(p->ctx, p->twin.mem, twin_state, twin_bytes);
+#endif
+    free(twin_state);
     if (s == CUDARL_OK) {
         h.log.episodes = (int64_t)ep_sums[0];
         h.log.iter_return_sum = ep_sums[1], h.log.iter_length_sum = ep_sums[2];
@@ -359,18 +404,23 @@ static cudarl_status check_policy(const cr_ppo *p, const cr_st_file *f, const ch
     return check_conv_tensors(p, f, path);
 }
 
+static const char *where_words(const char *where) {
+    return !strcmp(where, "cpu")         ? "on CPU threads"
+           : !strcmp(where, "cuda-twin") ? "by their CUDA twin"
+                                         : "by the env batch";
+}
+
 /* Refuses a checkpoint whose model or env batch differs from this run's. */
 static cudarl_status check_shape(const cr_ppo *p, const cr_st_file *f, const char *path) {
     CR_TRY(check_policy(p, f, path));
     const char *env = cr_st_meta(f, "env_id"), *where = cr_st_meta(f, "env_device");
-    const char *here = p->pool ? "cpu" : "cuda-batch";
+    const char *here = where_of(p);
     if (!where) where = "cuda-batch"; /* written before envs could step on CPU threads */
     if (strcmp(where, here))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' has its envs stepped %s but this "
                        "run steps them %s; resume with --env-device %s", path,
-                       strcmp(where, "cpu") ? "by the env batch" : "on CPU threads",
-                       p->pool ? "on CPU threads" : "by the env batch",
-                       strcmp(where, "cpu") ? "cuda (or the device the run had)" : "cpu");
+                       where_words(where), where_words(here),
+                       strcmp(where, "cpu") ? "cuda (and the device the run had)" : "cpu");
     if (!env || strcmp(env, p->cfg.env_id))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is for env '%s' but this run is %s; "
                        "pass --env-id %s", path, env ? env : "?", p->cfg.env_id, env ? env : "?");

@@ -6,6 +6,7 @@
 
 #include "core/core.h"
 #include "env/env.h"
+#include "env/image_twin.h"
 #include "nn/convnet.h"
 
 void cudarl_ppo_config_default(cudarl_ppo_config *c, const char *env_id) {
@@ -111,9 +112,10 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
                        "(%d, %d, %d) (%s); use --policy %s", c->policy, c->env_id, s[0], s[1],
                        s[2], why, conv_policy_for(s[0], s[1], s[2]));
     }
-    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA,
-               "--policy %s steps its envs on CPU threads; use --env-device cpu or auto",
-               c->policy);
+    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_image_twin_has(c->env_id),
+               "--env-device cuda: %s has no CUDA twin for --policy %s (MinAtar's five games and "
+               "CartPolePixels-v1 do); use --env-device cpu or auto, which step it on CPU threads",
+               c->env_id, c->policy);
     CR_REQUIRE(!c->async, "--async is for --policy mlp for now; drop --async for --policy %s",
                c->policy);
     return CUDARL_OK;
@@ -132,7 +134,8 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
     CR_REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
                c->env_device == CUDARL_DEVICE_CUDA,
                "--env-device must be cpu, cuda or auto");
-    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_env_find(c->env_id),
+    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_env_find(c->env_id) ||
+                   (strcmp(c->policy, "mlp") && cr_image_twin_has(c->env_id)),
                "--env-device cuda: %s has no CUDA twin (only CartPole-v1 does); use --env-device "
                "cpu, which steps it on CPU threads", c->env_id);
     CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,

@@ -143,3 +143,48 @@ void cr_ppo_conv_update_minibatch(cr_ppo *p, const int32_t *idx) {
     o->adam_step(ctx, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr, 0.9f,
                  0.999f, 1e-5f, p->adam_t);
 }
+
+/* ---- envs on the GPU (their image twin) ------------------------------------------------- */
+
+size_t cr_ppo_conv_twin_bytes(const cr_ppo *p) {
+    size_t bytes = 0;
+#ifdef CUDARL_WITH_CUDA
+    if (p->twin_envs) CUDARL_ASSERT(cr_image_twin_bytes(p->cfg.env_id, p->N, &bytes) == CUDARL_OK);
+#else
+    (void)p;
+#endif
+    return bytes;
+}
+
+/* The pool's schedule with one group (ppo_pool.c: act, then the step's outputs), every op on the
+ * device: the same uniforms, forwards of N rows and sampling, so the same seed gives the pool's
+ * trajectories and weights. V(final obs) is computed for every env when the env can truncate
+ * (the pool computes it only when one did; other rows are masked in GAE either way) and not at
+ * all for MinAtar, whose episodes only terminate. */
+void cr_ppo_conv_rollout_twin(cr_ppo *p) {
+#ifdef CUDARL_WITH_CUDA
+    cudarl_ctx *ctx = p->ctx;
+    const cr_backend *o = ctx->ops;
+    const size_t N = (size_t)p->N, D = (size_t)p->D;
+    const int truncates = cr_image_twin_truncates(&p->twin);
+    for (int t = 0; t < p->T; t++) {
+        const size_t r = (size_t)t * N;
+        uint8_t *obs = p->cnn.obs + r * D;
+        o->copy(ctx, obs, p->cnn.cur_obs, N * D);
+        cr_ppo_conv_forward(p, p->act_params, obs, p->logits, p->values + r, p->N);
+        o->uniform(ctx, p->sampler, p->u, p->N);
+        o->categorical_sample(ctx, p->logits, p->u, p->actions + r, p->logp + r, p->N, p->A);
+        cr_image_twin_step(ctx, &p->twin, p->actions + r, p->cnn.cur_obs, p->rewards + r,
+                           p->terminated + r, p->truncated + r, p->done + r, p->cnn.final_obs);
+        if (truncates) /* the logits serve as the actor's scratch (sampled from already) */
+            cr_ppo_conv_forward(p, p->act_params, p->cnn.final_obs, p->logits,
+                                p->final_values + r, p->N);
+        o->episodes_record(ctx, p->rewards + r, p->done + r, p->ep_return, p->ep_length, p->log,
+                           p->N);
+    }
+    cr_ppo_conv_forward(p, p->act_params, p->cnn.cur_obs, p->logits, p->last_values, p->N);
+#else
+    (void)p;
+    CUDARL_ASSERT(0 && "envs on the GPU need cudarl built with CUDA");
+#endif
+}

@@ -6,6 +6,7 @@
 
 #include "env/env.h"
 #include "env/env_pool.h"
+#include "env/image_twin.h"
 #include "nn/actor_critic.h"
 #include "nn/convnet.h"
 #include "ops/backend.h"
@@ -132,6 +133,11 @@ typedef struct cr_ppo {
 
     /* envs on CPU threads (env_pool mode, ppo_pool.c); NULL otherwise */
     struct cr_ppo_pool *pool;
+    /* a conv policy's envs on the GPU (--env-device cuda: their image twin, ppo_conv.c) */
+    int twin_envs;
+#ifdef CUDARL_WITH_CUDA
+    cr_image_twin twin;
+#endif
 
     /* --async: the learner's own context (its stream, scratch and cuBLAS handle) on the same
      * device, the rollout buffers the update reads while the next rollout fills the others,
@@ -199,6 +205,11 @@ void cr_ppo_conv_forward(cr_ppo *p, const float *params, const uint8_t *obs, flo
  * forward on the same rows. */
 void cr_ppo_conv_backward(cr_ppo *p, const float *params, const float *dlogits,
                           const float *dvalue, int B);
+/* Bytes of the conv policy's envs on the GPU (their image twin) for N envs; 0 without. */
+size_t cr_ppo_conv_twin_bytes(const cr_ppo *p);
+/* The rollout's T steps with the envs' image twin on the device (p->twin_envs): the same ops
+ * as the pool's schedule with one group, the env step a kernel instead of CPU threads. */
+void cr_ppo_conv_rollout_twin(cr_ppo *p);
 /* cr_ppo_update_minibatch for the conv policy. */
 void cr_ppo_conv_update_minibatch(cr_ppo *p, const int32_t *idx);
 void cr_ppo_conv_free(cr_ppo *p);

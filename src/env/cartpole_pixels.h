@@ -48,6 +48,33 @@ void cr_cartpole_pixels_render(const double state[4], uint8_t frame[CR_CARTPOLE_
  * cudaStream_t; NULL for the default stream); nothing waits. N = 0 launches nothing. A failed
  * launch is a bug: it prints file:line and the CUDA error and aborts. */
 void cr_cartpole_pixels_cuda_render(const double *state, uint8_t *frames, int N, void *stream);
+
+/* The env's CUDA twin: N envs on the device, each state the CPU def's struct (the frame ring
+ * included), stepped as a cr_env_pool of cr_cartpole_pixels_def steps them: the same draws, the
+ * pool's same-step autoreset, truncation at 500 steps counted as the pool counts, the same
+ * observation and final-observation bytes (up to CartPole's double sin/cos, which CUDA may round
+ * differently from glibc in the last ulp: a frame differs only if that moves a pixel edge).
+ * One block per env; every call is queued on `stream` (a cudaStream_t), allocates nothing and
+ * can be captured in a CUDA graph. */
+typedef struct cr_cartpole_pixels_cuda {
+    int num_envs;
+    cr_cartpole_pixels_state *states; /* (N) device */
+    int32_t *elapsed;                 /* (N) device: steps into the episode, as the pool counts */
+} cr_cartpole_pixels_cuda;
+
+/* Device bytes for n envs (states, then elapsed; 64-byte aligned pieces). */
+size_t cr_cartpole_pixels_cuda_bytes(int n);
+/* Points env at mem (cr_cartpole_pixels_cuda_bytes(n) bytes of device memory, 64-byte aligned). */
+void cr_cartpole_pixels_cuda_init(cr_cartpole_pixels_cuda *env, int n, void *mem);
+/* Zeroes, seeds (seed, i) and resets env i, writes obs (N, 4, 84, 84) (device). */
+void cr_cartpole_pixels_cuda_reset(const cr_cartpole_pixels_cuda *env, uint64_t seed,
+                                   uint8_t *obs, void *stream);
+/* Steps env i with actions[i] (0 or 1; device): obs (N, 4, 84, 84), reward, terminated,
+ * truncated, done (NULL: skipped) (N), and for the envs that ended their final_obs row. */
+void cr_cartpole_pixels_cuda_step(const cr_cartpole_pixels_cuda *env, const int32_t *actions,
+                                  uint8_t *obs, float *reward, uint8_t *terminated,
+                                  uint8_t *truncated, uint8_t *done, uint8_t *final_obs,
+                                  void *stream);
 #endif
 
 #ifdef __cplusplus

@@ -1,0 +1,53 @@
+/* The CUDA twins of the built-in image envs, behind one interface for the trainers: MinAtar's
+ * five games (minatar_cuda.h) and CartPolePixels-v1 (cartpole_pixels.h's twin). Each steps N
+ * envs on the device as a cr_env_pool of the env's def steps them on CPU threads (the same
+ * observation bytes, rewards, flags and final observations for the same seed and actions), so a
+ * trainer may put its envs on either side. Every call is queued on the context's stream,
+ * allocates nothing and can be captured in a CUDA graph. */
+#ifndef CUDARL_IMAGE_TWIN_H
+#define CUDARL_IMAGE_TWIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cudarl.h"
+#include "env/cartpole_pixels.h"
+#include "env/minatar_cuda.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Whether env `id` has an image twin (host code, any build). */
+int cr_image_twin_has(const char *id);
+
+#ifdef CUDARL_WITH_CUDA
+typedef struct cr_image_twin {
+    int kind;                   /* 1: a MinAtar game, 2: CartPolePixels-v1 */
+    int num_envs;
+    size_t bytes;               /* of its device state, for checkpoints */
+    void *mem;                  /* its device state (the caller's block) */
+    cr_minatar_cuda minatar;
+    cr_cartpole_pixels_cuda pixels;
+} cr_image_twin;
+
+/* Device bytes for n envs of `id`; INVALID_ARG (with a message) without a twin or for n < 1. */
+cudarl_status cr_image_twin_bytes(const char *id, int n, size_t *bytes);
+/* Points twin at mem (cr_image_twin_bytes, 64-byte aligned device memory); the same errors. */
+cudarl_status cr_image_twin_init(cr_image_twin *twin, const char *id, int n, void *mem);
+/* Seeds env i with (seed, i) and starts its first episode; obs (N, C, H, W) (device). */
+void cr_image_twin_reset(cudarl_ctx *ctx, const cr_image_twin *twin, uint64_t seed,
+                         uint8_t *obs);
+/* One step of every env (all device): cr_env_pool_step's outputs plus done = terminated |
+ * truncated; final_obs rows only for the envs that ended. */
+void cr_image_twin_step(cudarl_ctx *ctx, const cr_image_twin *twin, const int32_t *actions,
+                        uint8_t *obs, float *reward, uint8_t *terminated, uint8_t *truncated,
+                        uint8_t *done, uint8_t *final_obs);
+/* Whether an episode of the env can be truncated (a time limit): MinAtar's cannot. */
+int cr_image_twin_truncates(const cr_image_twin *twin);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif
