@@ -426,8 +426,9 @@ static void twin_case(cudarl_ctx *gpu) {
         char path[2][700];
         for (int side = 0; side < 2; side++) {
             cudarl_ppo_config c;
-            conv_config(&c, envs[e], policies[e], CUDARL_DEVICE_CUDA,
-                        side ? "twin" : "pool1");
+            char name[32];
+            snprintf(name, sizeof name, "%s_env%d", side ? "twin" : "pool1", e);
+            conv_config(&c, envs[e], policies[e], CUDARL_DEVICE_CUDA, name);
             c.env_device = side ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_CPU;
             c.env_groups = 1;
             cudarl_train_summary s;
