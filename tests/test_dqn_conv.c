@@ -313,8 +313,10 @@ static void frames_case(cudarl_device_kind kind) {
         cudarl_dqn_config c;
         cudarl_dqn_config_default(&c, "CartPolePixels-v1");
         snprintf(c.policy, sizeof c.policy, "nature-cnn");
-        c.num_envs = 4, c.total_timesteps = 400, c.learning_starts = 100, c.train_frequency = 8;
-        c.batch_size = 8, c.buffer_size = 2000, c.target_network_frequency = 200;
+        /* short (the suite also runs under ASan): 10 gradient steps on windows with episode
+         * starts in them, before the ring wraps */
+        c.num_envs = 4, c.total_timesteps = 240, c.learning_starts = 100, c.train_frequency = 12;
+        c.batch_size = 8, c.buffer_size = 2000, c.target_network_frequency = 120;
         c.env_device = CUDARL_DEVICE_CPU, c.env_threads = 2, c.device = kind, c.quiet = 1;
         c.replay_frames = frames;
         snprintf(c.runs_dir, sizeof c.runs_dir, "%s", runs);
@@ -325,7 +327,7 @@ static void frames_case(cudarl_device_kind kind) {
         cudarl_train_summary s;
         CHECK_OK(cudarl_dqn_train(ctx, &c, &s));
         cudarl_ctx_free(ctx);
-        CHECK_MSG(s.episodes >= 10, "only %lld episodes", (long long)s.episodes);
+        CHECK_MSG(s.episodes >= 8, "only %lld episodes", (long long)s.episodes);
         char path[700];
         snprintf(path, sizeof path, "%s/model.safetensors", s.run_dir);
         if (!frames) {
