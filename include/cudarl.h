@@ -127,6 +127,29 @@ typedef struct cudarl_env_def {
  * do not wait for it. */
 cudarl_status cudarl_env_register(const cudarl_env_def *def);
 
+/* ---- precision --------------------------------------------------------------------- */
+
+/* What matmuls and convolutions compute in and activations are stored in (`--precision`).
+ * Under every precision the master weights, the weight gradients, Adam's state and every
+ * accumulation are float32, and losses, advantages, returns, GAE, softmax and reductions stay
+ * float32; FP16 adds dynamic loss scaling. docs/precision.md has the table and the reasons. */
+typedef enum cudarl_precision {
+    CUDARL_PRECISION_FP32 = 0, /* everything float32 (the default; the CPU runs only this) */
+    CUDARL_PRECISION_TF32,     /* matmul/conv inputs rounded to TF32 on tensor cores */
+    CUDARL_PRECISION_BF16,     /* matmul/conv in bfloat16, activations stored bfloat16 */
+    CUDARL_PRECISION_FP16,     /* matmul/conv in float16, activations float16, loss scaling */
+} cudarl_precision;
+
+#define CUDARL_PRECISION_COUNT 4
+
+/* The flag spelling of `p` ("fp32", "tf32", "bf16", "fp16"); "?" for a value out of range.
+ * Static storage. */
+const char *cudarl_precision_name(cudarl_precision p);
+/* Reads a --precision value (lower case, as cudarl_precision_name writes it) into *out. Any
+ * other string returns CUDARL_ERR_INVALID_ARG with a message listing the choices; *out is then
+ * left as it was. */
+cudarl_status cudarl_precision_parse(const char *s, cudarl_precision *out);
+
 /* ---- PPO --------------------------------------------------------------------------- */
 
 /* PPO hyperparameters: CleanRL's ppo.py names and meanings. */
@@ -172,6 +195,10 @@ typedef struct cudarl_ppo_config {
     int checkpoint_every; /* iterations between checkpoints; 0 = only at the end */
     int quiet;            /* no progress line */
     int profile;          /* time each phase (synchronising after it) and print a table */
+    /* FP32 (default) or, on the GPU, TF32: the cuBLAS products (the conv nets' GEMMs, linear
+     * layers through cuBLAS) take TF32 inputs on the tensor cores, sums in fp32; the fused
+     * CartPole kernels stay fp32. BF16 and FP16 training are not built yet (refused). */
+    cudarl_precision precision;
 } cudarl_ppo_config;
 
 /* Fills `cfg` with cudarl's tuned defaults for `env_id` (CartPole-v1 if NULL). */
@@ -266,6 +293,7 @@ typedef struct cudarl_dqn_config {
      * each frame once (a K-th of the stacks' bytes) and sample windows of K + 1 frames that the
      * Q-network reads as obs and next_obs (default 1); 0 stores whole stacks. Same results. */
     int replay_frames;
+    cudarl_precision precision;       /* as cudarl_ppo_config.precision */
 } cudarl_dqn_config;
 
 /* A replay buffer to size before anything is allocated (`cudarl plan`). */
@@ -334,29 +362,6 @@ void cudarl_onnx_options_default(cudarl_onnx_options *opt);
  * memory is host memory, freed before returning. */
 cudarl_status cudarl_policy_export_onnx(const char *checkpoint, const char *onnx_path,
                                         const cudarl_onnx_options *opt);
-
-/* ---- precision --------------------------------------------------------------------- */
-
-/* What matmuls and convolutions compute in and activations are stored in (`--precision`).
- * Under every precision the master weights, the weight gradients, Adam's state and every
- * accumulation are float32, and losses, advantages, returns, GAE, softmax and reductions stay
- * float32; FP16 adds dynamic loss scaling. docs/precision.md has the table and the reasons. */
-typedef enum cudarl_precision {
-    CUDARL_PRECISION_FP32 = 0, /* everything float32 (the default; the CPU runs only this) */
-    CUDARL_PRECISION_TF32,     /* matmul/conv inputs rounded to TF32 on tensor cores */
-    CUDARL_PRECISION_BF16,     /* matmul/conv in bfloat16, activations stored bfloat16 */
-    CUDARL_PRECISION_FP16,     /* matmul/conv in float16, activations float16, loss scaling */
-} cudarl_precision;
-
-#define CUDARL_PRECISION_COUNT 4
-
-/* The flag spelling of `p` ("fp32", "tf32", "bf16", "fp16"); "?" for a value out of range.
- * Static storage. */
-const char *cudarl_precision_name(cudarl_precision p);
-/* Reads a --precision value (lower case, as cudarl_precision_name writes it) into *out. Any
- * other string returns CUDARL_ERR_INVALID_ARG with a message listing the choices; *out is then
- * left as it was. */
-cudarl_status cudarl_precision_parse(const char *s, cudarl_precision *out);
 
 /* ---- policy runtime ---------------------------------------------------------------- */
 

@@ -282,6 +282,15 @@ def test_bad_input(work):
     expect_error("--env-device cuda with --device cpu",
                  train("--device", "cpu", "--env-device", "cuda"), work, U,
                  ["--env-device cuda", "--device cuda"])
+    expect_error("--precision fp8 is not a precision", train("--precision", "fp8"), work, U,
+                 ["--precision", "fp32, tf32, bf16 or fp16", "'fp8'"])
+    expect_error("--precision bf16 training is not built", train("--precision", "bf16"), work, U,
+                 ["--precision bf16", "not built yet", "--precision fp32 or tf32"])
+    expect_error("--precision tf32 on the CPU", train("--precision", "tf32", "--device", "cpu"),
+                 work, U, ["--precision tf32 needs the GPU", "--device cuda", "--precision fp32"])
+    expect_error("DQN --precision fp16", ["train", "--algo", "dqn", "--precision", "fp16",
+                                          "--device", "cpu", "--quiet"], work, U,
+                 ["--precision fp16", "not built yet"])
     expect_error("--async without CPU envs", train("--async"), work, U,
                  ["--async", "--env-device cpu"])
     expect_error("--async on the CPU", train("--async", "--env-device", "cpu", "--device", "cpu"),

@@ -304,6 +304,20 @@ static void validation_case(void) {
     CHECK_MSG(memcmp(&before, &c, sizeof c) == 0, "the mlp preset changed the config");
 }
 
+/* --precision tf32 passes validation with --device auto, and a CPU context refuses it when the
+ * trainer starts, before it writes anything. */
+static void precision_case(cudarl_ctx *cpu) {
+    cudarl_ppo_config c;
+    conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_AUTO, "tf32");
+    c.precision = CUDARL_PRECISION_TF32;
+    CHECK_OK(cudarl_ppo_config_validate(&c));
+    expect_refusal("tf32 on a CPU context", cudarl_ppo_train(cpu, &c, NULL, NULL),
+                   CUDARL_ERR_INVALID_ARG, "--precision tf32 needs the GPU");
+    c.precision = CUDARL_PRECISION_BF16;
+    expect_refusal("bf16 training", cudarl_ppo_config_validate(&c), CUDARL_ERR_INVALID_ARG,
+                   "training in bf16 is not built yet");
+}
+
 /* Trains on ctx (of `device`); eval runs on cpu (it runs on the CPU only). */
 static void breakout_case(cudarl_ctx *ctx, cudarl_ctx *cpu, cudarl_device_kind device) {
     cudarl_ppo_config c;
@@ -664,6 +678,7 @@ int main(int argc, char **argv) {
         cudarl_ctx_free(gpu);
     } else {
         validation_case();
+        precision_case(ctx);
         breakout_case(ctx, ctx, CUDARL_DEVICE_CPU);
         resume_case(ctx, CUDARL_DEVICE_CPU);
         learn_case(ctx);

@@ -61,6 +61,7 @@ static const char *type_word(arg_type t) {
     case ARG_DEVICE: return "cpu, cuda or auto";
     case ARG_STR: return "a value";
     case ARG_BYTES: return "a size such as 32GiB, 512M or 7.1GB";
+    case ARG_PRECISION: return "fp32, tf32, bf16 or fp16";
     }
     return "a value";
 }
@@ -109,6 +110,16 @@ static int store(const arg_spec *s, void *opts, const char *v, const char *cmd) 
             return -1;
         }
         *(int *)field = b;
+        return 0;
+    }
+    case ARG_PRECISION: {
+        cudarl_precision p;
+        if (cudarl_precision_parse(v, &p) != CUDARL_OK) {
+            fprintf(stderr, "cudarl %s: --%s expects fp32, tf32, bf16 or fp16, got '%s'\n", cmd,
+                    s->name, v);
+            return -1;
+        }
+        *(cudarl_precision *)field = p;
         return 0;
     }
     case ARG_DEVICE: {
@@ -222,6 +233,9 @@ void args_print_help(const arg_spec *specs, int n, const void *defaults) {
             break;
         }
         case ARG_STR: snprintf(def, sizeof def, "%s", *f ? f : "(none)"); break;
+        case ARG_PRECISION:
+            snprintf(def, sizeof def, "%s", cudarl_precision_name(*(const cudarl_precision *)f));
+            break;
         case ARG_BYTES: {
             int64_t b = *(const int64_t *)f;
             if (b) cr_format_bytes((size_t)b, def, sizeof def);

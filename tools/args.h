@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-typedef enum arg_type { ARG_INT, ARG_I64, ARG_U64, ARG_F64, ARG_BOOL, ARG_STR, ARG_DEVICE, ARG_BYTES } arg_type;
+typedef enum arg_type { ARG_INT, ARG_I64, ARG_U64, ARG_F64, ARG_BOOL, ARG_STR, ARG_DEVICE, ARG_BYTES, ARG_PRECISION } arg_type;
 
 typedef struct arg_spec {
     const char *name;   /* without the leading "--" */

@@ -45,6 +45,7 @@
 #include "env/env.h"
 #include "env/env_pool.h"
 #include "nn/convnet.h"
+#include "nn/precision.h"
 #include "nn/qnet.h"
 #include "ops/cpu/ops_dqn.h"
 #include "replay/replay.h"
@@ -195,6 +196,7 @@ typedef struct cr_dqn {
     int64_t solved_step, next_log, log_every;
     double solved_seconds, solved_unix;
     int tty;
+    int precision_set;     /* cfg.precision was applied to ctx (undone at free) */
 } cr_dqn;
 
 enum { D_ONLINE, D_TARGET, D_GRADS, D_M, D_V, D_ENV, D_OBS, D_NEXT, D_FINAL, D_OBSF, D_Q, D_U,
@@ -1101,6 +1103,11 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     CR_TRY(plan_memory(d, &pl));
     cr_plan_print(&pl, d->on_device ? "DQN (device)" : "DQN (host)");
     CR_TRY(check_budget(d, &pl));
+    CR_TRY(cr_precision_apply(ctx, cfg->precision)); /* the device is known now */
+    d->precision_set = 1;
+    if (cfg->precision != CUDARL_PRECISION_FP32)
+        CR_INFO("precision %s: the cuBLAS products (conv GEMMs, linear layers) on TF32 tensor "
+                "cores, sums and everything else fp32", cudarl_precision_name(cfg->precision));
     CR_TRY(ctx->ops->arena_alloc(ctx, &d->mem, &pl));
     CR_TRY(carve(d));
     CR_TRY(seed_state(d));
@@ -1126,6 +1133,8 @@ static void dqn_free(cr_dqn *d) {
     d->csv = NULL;
     cr_tb_close(&d->tb);
     if (d->mem.base) ctx->ops->arena_free(ctx, &d->mem);
+    if (d->precision_set) cr_precision_apply(ctx, CUDARL_PRECISION_FP32);
+    d->precision_set = 0;
 }
 
 /* network.* (online), target_network.*, Adam's moments, and the hyperparameters; a
@@ -1155,6 +1164,7 @@ static cudarl_status save(cr_dqn *d) {
     if (d->net.conv) cr_st_add_meta(w, CR_CONVNET_META_KEY, spec);
     cr_st_add_meta(w, "env_id", c->env_id);
     cr_st_add_meta(w, "run_name", c->run_name);
+    cr_st_add_meta(w, "precision", cudarl_precision_name(c->precision));
     /* uint8 observations reach the network cast to float, 0/1 as 0/1 (no division by 255) */
     if (d->u8 && (!d->net.conv || d->net.cnn.spec.scale == CR_CONVNET_SCALE_NONE))
         cr_st_add_meta(w, "obs_input", "uint8 cast to float32, unscaled");

@@ -123,6 +123,7 @@ static void add_config_meta(cr_st_writer *w, const cr_ppo *p) {
     cr_st_add_meta(w, "policy", c->policy);
     cr_st_add_meta(w, "env_id", c->env_id);
     cr_st_add_meta(w, "env_device", where_of(p));
+    cr_st_add_meta(w, "precision", cudarl_precision_name(c->precision));
     cr_st_add_meta(w, "run_name", c->run_name);
     meta_int(w, "obs_dim", p->D);
     meta_int(w, "num_actions", p->A);

@@ -8,6 +8,7 @@
 #include "env/env.h"
 #include "env/image_twin.h"
 #include "nn/convnet.h"
+#include "nn/precision.h"
 
 void cudarl_ppo_config_default(cudarl_ppo_config *c, const char *env_id) {
     memset(c, 0, sizeof *c);
@@ -131,6 +132,7 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
                                                "one of: %s", c->env_id, list);
     }
     CR_TRY(check_policy(c, def));
+    CR_TRY(cr_precision_check_training(c->precision, c->device));
     CR_REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
                c->env_device == CUDARL_DEVICE_CUDA,
                "--env-device must be cpu, cuda or auto");

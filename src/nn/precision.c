@@ -5,6 +5,10 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "ops/backend.h"
+#ifdef CUDARL_WITH_CUDA
+#include "nn/convnet_cuda.h"
+#endif
 
 /* ---- --precision --------------------------------------------------------------------------- */
 
@@ -275,4 +279,26 @@ double cr_precision_twin_rtol(cudarl_precision p) {
     const cr_precision_policy *pol = cr_precision_policy_of(p);
     if (pol->activations == CR_DTYPE_F32) return cr_precision_chain_rtol(p, 1);
     return cr_dtype_unit_roundoff(pol->activations);
+}
+
+cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind device) {
+    CR_REQUIRE((int)p >= 0 && (int)p < CUDARL_PRECISION_COUNT,
+               "--precision %d is not a precision; choose one of fp32, tf32, bf16, fp16", (int)p);
+    CR_REQUIRE(p != CUDARL_PRECISION_BF16 && p != CUDARL_PRECISION_FP16,
+               "--precision %s: training in %s is not built yet (the policy runtime runs %s "
+               "inference: cudarl bench infer); train with --precision fp32 or tf32",
+               cudarl_precision_name(p), cudarl_precision_name(p), cudarl_precision_name(p));
+    CR_REQUIRE(p == CUDARL_PRECISION_FP32 || device != CUDARL_DEVICE_CPU,
+               "--precision %s needs the GPU (the CPU trains in fp32 only); use --device cuda, "
+               "or --precision fp32", cudarl_precision_name(p));
+    return CUDARL_OK;
+}
+
+cudarl_status cr_precision_apply(cudarl_ctx *ctx, cudarl_precision p) {
+    CR_TRY(cr_precision_check_training(p, ctx->kind));
+#ifdef CUDARL_WITH_CUDA
+    if (ctx->kind == CUDARL_DEVICE_CUDA)
+        return cr_convnet_cuda_set_tf32(ctx, p == CUDARL_PRECISION_TF32);
+#endif
+    return CUDARL_OK;
 }

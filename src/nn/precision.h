@@ -56,6 +56,15 @@ typedef struct cr_precision_policy {
 /* The policy of `p` (static storage); asserts p is a cudarl_precision. */
 const cr_precision_policy *cr_precision_policy_of(cudarl_precision p);
 
+/* Whether the trainers take --precision p on `device` (CPU, CUDA or AUTO, which is checked again
+ * once the context is known): FP32 anywhere, TF32 on the GPU; BF16 and FP16 training are not
+ * built yet. The message names the problem and the fix. */
+cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind device);
+/* Puts a trainer's context in precision p (checked against the context's device): TF32 turns the
+ * tensor cores on for every cuBLAS product enqueued on ctx, FP32 turns them off again (a trainer
+ * calls it with FP32 when it is done, leaving the caller's context as it was). */
+cudarl_status cr_precision_apply(cudarl_ctx *ctx, cudarl_precision p);
+
 /* Why the float32-only parts of every policy are float32 (the same under every precision). */
 extern const char *const cr_precision_why_fp32_accumulate;
 extern const char *const cr_precision_why_fp32_master;
