@@ -185,8 +185,8 @@ int main(int argc, char **argv) {
            "uniform: obs and next_obs (B, K) each; window: one (B, K + 1) row per sample, read "
            "as both (replay.h)\n\n",
            E, K, reps, GRAPH_CALLS);
-    printf("| buffer | timed | capacity | device bytes | insert 1,024 | uniform 32 (us) | uniform 1,024 "
-           "(us) | window 32 (us) | window 1,024 (us) | prio 32 (us) | prio 1,024 (us) | update "
+    printf("| buffer | timed | capacity | device bytes | insert 1,024 | uniform 32 (us) | "
+           "uniform 1,024 (us) | window 32 (us) | window 1,024 (us) | prio 32 (us) | prio 1,024 (us) | update "
            "1,024 (us) |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     run(&ctx, capacity, 0, reps);

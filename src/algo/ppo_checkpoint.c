@@ -297,7 +297,12 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     size_t twin_bytes = 0;
     void *twin_state = NULL;
 #ifdef CUDARL_WITH_CUDA
-    if (p->twin_envs && !(twin_state = malloc(twin_bytes = p->twin.bytes))) s = CUDARL_ERR_OUT_OF_MEMORY;
+    if (p->twin_envs) {
+        twin_bytes = p->twin.bytes;
+        twin_state = malloc(twin_bytes);
+        if (!twin_state && s == CUDARL_OK)
+            s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the envs' state");
+    }
 #endif
     struct { const char *name; cr_st_dtype dtype; void *dst; size_t bytes; } t[] = {
         {"state.counters", CR_ST_I64, h.counters, sizeof h.counters},
