@@ -196,7 +196,7 @@ typedef struct cr_dqn {
     int64_t solved_step, next_log, log_every;
     double solved_seconds, solved_unix;
     int tty;
-    int precision_set;     /* cfg.precision was applied to ctx (undone at free) */
+    int precision_set;     /* cfg.precision changed ctx's math mode (restored at free) */
 } cr_dqn;
 
 enum { D_ONLINE, D_TARGET, D_GRADS, D_M, D_V, D_ENV, D_OBS, D_NEXT, D_FINAL, D_OBSF, D_Q, D_U,
@@ -1103,8 +1103,7 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     CR_TRY(plan_memory(d, &pl));
     cr_plan_print(&pl, d->on_device ? "DQN (device)" : "DQN (host)");
     CR_TRY(check_budget(d, &pl));
-    CR_TRY(cr_precision_apply(ctx, cfg->precision)); /* the device is known now */
-    d->precision_set = 1;
+    CR_TRY(cr_precision_apply(ctx, cfg->precision, &d->precision_set)); /* the device is known */
     if (cfg->precision != CUDARL_PRECISION_FP32)
         CR_INFO("precision %s: the cuBLAS products (conv GEMMs, linear layers) on TF32 tensor "
                 "cores, sums and everything else fp32", cudarl_precision_name(cfg->precision));
@@ -1133,7 +1132,7 @@ static void dqn_free(cr_dqn *d) {
     d->csv = NULL;
     cr_tb_close(&d->tb);
     if (d->mem.base) ctx->ops->arena_free(ctx, &d->mem);
-    if (d->precision_set) cr_precision_apply(ctx, CUDARL_PRECISION_FP32);
+    if (d->precision_set) cr_precision_restore(ctx);
     d->precision_set = 0;
 }
 

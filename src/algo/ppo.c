@@ -250,7 +250,8 @@ static cudarl_status async_init(cr_ppo *p) {
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--async needs a CUDA device and --env-device cpu");
     CR_TRY(cudarl_ctx_init(&p->learner, CUDARL_DEVICE_CUDA, ctx->device_index));
     cudarl_ctx *l = p->learner;
-    CR_TRY(cr_precision_apply(l, p->cfg.precision));
+    int changed; /* freed with the learner's context: nothing to restore */
+    CR_TRY(cr_precision_apply(l, p->cfg.precision, &changed));
     CR_TRY(l->ops->event_create(l, &p->ev_rollout));
     CR_TRY(l->ops->event_create(l, &p->ev_snapshot));
     CR_TRY(l->ops->event_create(l, &p->ev_update));
@@ -299,8 +300,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
         return s;
     }
     carve_memory(p);
-    s = cr_precision_apply(ctx, cfg->precision); /* the device is known now */
-    p->precision_set = s == CUDARL_OK;
+    s = cr_precision_apply(ctx, cfg->precision, &p->precision_set); /* the device is known now */
     if (s == CUDARL_OK && cfg->precision != CUDARL_PRECISION_FP32)
         CR_INFO("precision %s: the cuBLAS products (conv GEMMs, linear layers) on TF32 tensor "
                 "cores, sums and everything else fp32", cudarl_precision_name(cfg->precision));
@@ -321,7 +321,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
 
 void cr_ppo_free(cr_ppo *p) {
     cr_ppo_pool_free(p);
-    if (p->precision_set) cr_precision_apply(p->ctx, CUDARL_PRECISION_FP32);
+    if (p->precision_set) cr_precision_restore(p->ctx);
     p->precision_set = 0;
     if (p->learner) {
         void *ev[3] = {p->ev_rollout, p->ev_snapshot, p->ev_update};

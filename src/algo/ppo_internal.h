@@ -135,7 +135,7 @@ typedef struct cr_ppo {
     struct cr_ppo_pool *pool;
     /* a conv policy's envs on the GPU (--env-device cuda: their image twin, ppo_conv.c) */
     int twin_envs;
-    int precision_set;     /* cfg.precision was applied to ctx (undone at free) */
+    int precision_set;     /* cfg.precision changed ctx's math mode (restored at free) */
 #ifdef CUDARL_WITH_CUDA
     cr_image_twin twin;
 #endif

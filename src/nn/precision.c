@@ -294,11 +294,22 @@ cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind
     return CUDARL_OK;
 }
 
-cudarl_status cr_precision_apply(cudarl_ctx *ctx, cudarl_precision p) {
+cudarl_status cr_precision_apply(cudarl_ctx *ctx, cudarl_precision p, int *changed) {
+    *changed = 0;
     CR_TRY(cr_precision_check_training(p, ctx->kind));
 #ifdef CUDARL_WITH_CUDA
-    if (ctx->kind == CUDARL_DEVICE_CUDA)
-        return cr_convnet_cuda_set_tf32(ctx, p == CUDARL_PRECISION_TF32);
+    if (ctx->kind == CUDARL_DEVICE_CUDA && p == CUDARL_PRECISION_TF32) {
+        CR_TRY(cr_convnet_cuda_set_tf32(ctx, 1));
+        *changed = 1;
+    }
 #endif
     return CUDARL_OK;
+}
+
+void cr_precision_restore(cudarl_ctx *ctx) {
+#ifdef CUDARL_WITH_CUDA
+    if (ctx->kind == CUDARL_DEVICE_CUDA) (void)cr_convnet_cuda_set_tf32(ctx, 0);
+#else
+    (void)ctx;
+#endif
 }

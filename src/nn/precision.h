@@ -61,9 +61,11 @@ const cr_precision_policy *cr_precision_policy_of(cudarl_precision p);
  * built yet. The message names the problem and the fix. */
 cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind device);
 /* Puts a trainer's context in precision p (checked against the context's device): TF32 turns the
- * tensor cores on for every cuBLAS product enqueued on ctx, FP32 turns them off again (a trainer
- * calls it with FP32 when it is done, leaving the caller's context as it was). */
-cudarl_status cr_precision_apply(cudarl_ctx *ctx, cudarl_precision p);
+ * tensor cores on for every cuBLAS product enqueued on ctx; FP32 changes nothing. Returns
+ * whether ctx was changed in *changed, for cr_precision_restore when the trainer is done. */
+cudarl_status cr_precision_apply(cudarl_ctx *ctx, cudarl_precision p, int *changed);
+/* Undoes a cr_precision_apply that changed ctx: the context's default fp32 math again. */
+void cr_precision_restore(cudarl_ctx *ctx);
 
 /* Why the float32-only parts of every policy are float32 (the same under every precision). */
 extern const char *const cr_precision_why_fp32_accumulate;
