@@ -14,7 +14,10 @@
 // input gradient). bench/peers/convnet_peer.py times PyTorch on the same step the same way and,
 // given --json's file, prints the two side by side.
 //
-// Usage: bench_convnet_cuda [--reps N] [--engine gemm|cudnn|all] [--json FILE]
+// Usage: bench_convnet_cuda [--reps N] [--engine gemm|cudnn|all] [--precision fp32|tf32|all]
+//                           [--json FILE]
+// --precision: the trainers' --precision (nn/precision.h's cr_precision_apply on the context):
+// fp32, tf32 (cuBLAS's products on TF32 tensor cores), or both (default), one row each.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +30,7 @@ extern "C" {
 #include "ops/cuda/cuda_backend.h"
 }
 #include "nn/convnet_cuda.h"
+#include "nn/precision.h"
 
 #include "bench_check.cuh"
 
@@ -210,17 +214,18 @@ static double step_flops(const cr_convnet *net, int B) {
 
 static void usage(void) {
     fprintf(stderr, "usage: bench_convnet_cuda [--reps N >= 1] [--engine gemm|cudnn|all] "
-                    "[--json FILE]\n");
+                    "[--precision fp32|tf32|all] [--json FILE]\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     int reps = 200;
-    const char *json = NULL, *engine_arg = "all";
+    const char *json = NULL, *engine_arg = "all", *precision_arg = "all";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--engine") && i + 1 < argc) engine_arg = argv[++i];
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) precision_arg = argv[++i];
         else usage();
     }
     if (reps < 1) usage();
@@ -233,12 +238,19 @@ int main(int argc, char **argv) {
         engines[n_engines++] = CR_CONVNET_ENGINE_CUDNN;
 #endif
     if (!n_engines) usage();
+    cudarl_precision precisions[2];
+    int n_precisions = 0;
+    if (!strcmp(precision_arg, "fp32") || !strcmp(precision_arg, "all"))
+        precisions[n_precisions++] = CUDARL_PRECISION_FP32;
+    if (!strcmp(precision_arg, "tf32") || !strcmp(precision_arg, "all"))
+        precisions[n_precisions++] = CUDARL_PRECISION_TF32;
+    if (!n_precisions) usage();
 
     cudarl_ctx ctx = {};
     OK(cr_cuda_ctx_init(&ctx, 0));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("Convolutional learner step (forward + backward + Adam), fp32, %s, median of %d\n\n",
+    printf("Convolutional learner step (forward + backward + Adam), %s, median of %d\n\n",
            prop.name, reps);
     FILE *jf = json ? fopen(json, "w") : NULL;
     if (json && !jf) {
@@ -250,35 +262,42 @@ int main(int argc, char **argv) {
     size_t used = 0;
     int rows = 0;
     for (int k = 0; k < NUM_CASES; k++)
-        for (int e = 0; e < n_engines; e++) {
-            const bench_case *c = &cases[k];
-            step_bufs s;
-            bufs_init(&ctx, &s, c, engines[e]);
-            if (k == 0 || k == NUM_CASES - 1) printf("%s\n", cr_convnet_cuda_describe(s.cn));
-            double eager = median_ms(&ctx, &s, NULL, reps);
-            void *graph = NULL;
-            OK(ctx.ops->graph_begin(&ctx));
-            step(&ctx, &s);
-            OK(ctx.ops->graph_end(&ctx, &graph));
-            double replay = median_ms(&ctx, &s, graph, reps);
-            ctx.ops->graph_free(graph);
-            const double fl = step_flops(&s.net, c->batch);
-            const char *eng = cr_convnet_cuda_engine_name(engines[e]);
-            used += (size_t)snprintf(table + used, sizeof table - used,
-                                     "| %s %s | %d | %s | %.3f | %.3f | %.2f |\n", c->name,
-                                     c->module, c->batch, eng, eager, replay,
-                                     fl / (replay * 1e-3) / 1e12);
-            if (used >= sizeof table) used = sizeof table - 1;
-            if (jf)
-                fprintf(jf, "%s\n  {\"net\": \"%s\", \"module\": \"%s\", \"batch\": %d, "
-                        "\"engine\": \"%s\", \"params\": %zu, \"eager_ms\": %.6f, "
-                        "\"graph_ms\": %.6f, \"gflop\": %.6f}", rows ? "," : "", c->name,
-                        c->module, c->batch, eng, s.net.num_params, eager, replay, fl / 1e9);
-            rows++;
-            bufs_free(&ctx, &s);
-        }
-    printf("| network | batch | conv engine | eager step ms | graph step ms | TFLOP/s (graph) |\n"
-           "|---|---:|---|---:|---:|---:|\n%s\n", table);
+        for (int e = 0; e < n_engines; e++)
+            for (int q = 0; q < n_precisions; q++) {
+                const bench_case *c = &cases[k];
+                int changed = 0;
+                OK(cr_precision_apply(&ctx, precisions[q], &changed));
+                step_bufs s;
+                bufs_init(&ctx, &s, c, engines[e]);
+                if ((k == 0 || k == NUM_CASES - 1) && q == 0)
+                    printf("%s\n", cr_convnet_cuda_describe(s.cn));
+                double eager = median_ms(&ctx, &s, NULL, reps);
+                void *graph = NULL;
+                OK(ctx.ops->graph_begin(&ctx));
+                step(&ctx, &s);
+                OK(ctx.ops->graph_end(&ctx, &graph));
+                double replay = median_ms(&ctx, &s, graph, reps);
+                ctx.ops->graph_free(graph);
+                const double fl = step_flops(&s.net, c->batch);
+                const char *eng = cr_convnet_cuda_engine_name(engines[e]);
+                const char *prec = cudarl_precision_name(precisions[q]);
+                used += (size_t)snprintf(table + used, sizeof table - used,
+                                         "| %s %s | %d | %s | %s | %.3f | %.3f | %.2f |\n",
+                                         c->name, c->module, c->batch, eng, prec, eager, replay,
+                                         fl / (replay * 1e-3) / 1e12);
+                if (used >= sizeof table) used = sizeof table - 1;
+                if (jf)
+                    fprintf(jf, "%s\n  {\"net\": \"%s\", \"module\": \"%s\", \"batch\": %d, "
+                            "\"engine\": \"%s\", \"precision\": \"%s\", \"params\": %zu, "
+                            "\"eager_ms\": %.6f, \"graph_ms\": %.6f, \"gflop\": %.6f}",
+                            rows ? "," : "", c->name, c->module, c->batch, eng, prec,
+                            s.net.num_params, eager, replay, fl / 1e9);
+                rows++;
+                bufs_free(&ctx, &s);
+                if (changed) cr_precision_restore(&ctx);
+            }
+    printf("| network | batch | conv engine | precision | eager step ms | graph step ms "
+           "| TFLOP/s (graph) |\n|---|---:|---|---|---:|---:|---:|\n%s\n", table);
     if (jf) {
         fprintf(jf, "\n]}\n");
         fclose(jf);

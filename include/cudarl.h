@@ -230,8 +230,10 @@ typedef struct cudarl_train_summary {
     double solved_seconds;  /* loop time at solved_step; -1 if never */
     char run_dir[512];      /* where metrics.csv and model.safetensors were written */
     int interrupted;        /* stopped early by cudarl_request_stop(); the checkpoint resumes */
-    int64_t device_bytes_after_setup; /* device memory in use after the first iteration (CUDA) */
-    int64_t device_bytes_growth;      /* in use at the end minus after the first iteration */
+    int64_t device_bytes_after_setup; /* device memory in use after the first iteration (CUDA;
+                                         cudaMemGetInfo: the whole device, other processes too) */
+    int64_t device_bytes_growth;      /* in use at the end minus after the first iteration (other
+                                         processes starting or ending on the device show here) */
     int64_t arena_bytes;              /* the training arena (device memory on CUDA) */
     double solved_unix_time;          /* wall clock (CLOCK_REALTIME) at solved_step; 0 if never */
     double host_syncs_per_iteration;  /* times the host waited for the device, per iteration */

@@ -157,7 +157,8 @@ static void print_summary(const cudarl_train_summary *s) {
                s->host_syncs_per_iteration);
     if (s->device_bytes_after_setup > 0)
         printf("cudarl: device memory: training arena %.1f MiB; %.1f MiB in use on the device "
-               "(context and libraries included), %+lld bytes over the run\n",
+               "(context and libraries included, and any other process on the device), %+lld "
+               "bytes over the run\n",
                (double)s->arena_bytes / 1048576.0, (double)s->device_bytes_after_setup / 1048576.0,
                (long long)s->device_bytes_growth);
     printf("cudarl: checkpoint %s/model.safetensors, metrics %s/metrics.csv\n", s->run_dir,

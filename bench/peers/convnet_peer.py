@@ -247,7 +247,7 @@ def compare(path, rows):
     accept = None
     for r in rows:
         mine = [o for o in ours["rows"] if o["net"] == r["net"] and o["module"] == r["module"]
-                and o["batch"] == r["batch"]]
+                and o["batch"] == r["batch"] and o.get("precision", "fp32") == "fp32"]
         if not mine:
             continue
         best = min(mine, key=lambda o: o["graph_ms"])
@@ -258,6 +258,24 @@ def compare(path, rows):
         if r["net"] == "nature-cnn" and r["module"] == "QNetwork" and r["batch"] == 32:
             accept = (best, r, ratio)
     print()
+    tf32 = [(r, [o for o in ours["rows"] if o["net"] == r["net"] and o["module"] == r["module"]
+                 and o["batch"] == r["batch"] and o.get("precision") == "tf32"]) for r in rows]
+    if any(m for _, m in tf32):
+        print("| network | batch | cudarl graph tf32 (engine) | cudarl graph fp32 "
+              "| PyTorch eager, defaults (TF32 convs) | cudarl tf32 vs its fp32 "
+              "| cudarl tf32 vs PyTorch defaults |\n|---|---:|---:|---:|---:|---:|---:|")
+        for r, m in tf32:
+            if not m:
+                continue
+            t = min(m, key=lambda o: o["graph_ms"])
+            f = min((o for o in ours["rows"] if o["net"] == r["net"] and o["module"] == r["module"]
+                     and o["batch"] == r["batch"] and o.get("precision", "fp32") == "fp32"),
+                    key=lambda o: o["graph_ms"])
+            print(f"| {r['net']} {r['module']} | {r['batch']} | {t['graph_ms']:.3f} "
+                  f"({t['engine']}) | {f['graph_ms']:.3f} | {r['eager_default_ms']:.3f} "
+                  f"| {f['graph_ms'] / t['graph_ms']:.2f}x "
+                  f"| {r['eager_default_ms'] / t['graph_ms']:.2f}x |")
+        print()
     if accept:
         best, r, ratio = accept
         print(f"Nature-CNN QNetwork learner step, batch 32: cudarl {best['graph_ms']:.3f} ms "
