@@ -184,13 +184,13 @@ for b in "$@"; do
     ;;
   ppo_pixels)
     # PPO solving CartPole from pixels (issue 6: 3 of 3 seeds), the envs on their CUDA twin
-    # (33.8k steps/s alone on an H200, 2026-11-30); the seeds run
-    # side by side in the background (each slower than alone) and are collected at the end
+    # (the default for a conv policy on the GPU), TF32 products; the seeds run side by side in
+    # the background (each slower than alone) and are collected at the end
     for seed in 1 2 3; do
-      timeout "${PIXELS_TIMEOUT:-500}" build-gpu/cudarl train --device cuda \
+      timeout "${PIXELS_TIMEOUT:-520}" build-gpu/cudarl train --device cuda \
         --env-id CartPolePixels-v1 --policy nature-cnn --no-clip-vloss --seed $seed \
-        --num-envs 32 --num-minibatches 16 --vf-coef 0.05 --env-device cuda \
-        --total-timesteps "${PIXELS_STEPS:-4000000}" ${PIXELS_ARGS:-} \
+        --num-envs 32 --num-minibatches 16 --vf-coef 0.02 --precision tf32 \
+        --total-timesteps "${PIXELS_STEPS:-5800000}" ${PIXELS_ARGS:-} \
         --quiet --runs-dir /tmp/ppop \
         --run-name "seed$seed" > "$OUT/ppo_pixels_$seed.log" 2>&1 &
       pixels_pid[$seed]=$!

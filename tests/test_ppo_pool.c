@@ -11,6 +11,9 @@
  *  3. A checkpoint written after a rollout and loaded into a fresh trainer continues with the
  *     same next rollout, bit for bit (env states, step counts, observations, RNG streams).
  *  4. (cuda) --async, the learner on a second stream beside the next rollout, learns CartPole.
+ *  5. Where --env-device auto steps the envs (cr_ppo_pool_wanted, on CPU and CUDA contexts alike:
+ *     the choice reads only the context's kind): CartPole's batch; an image env's CUDA twin for a
+ *     conv policy on the GPU; CPU threads for the rest.
  * Every 5th env starts 490-499 steps into its episode so that truncations occur. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +181,45 @@ static long run_matrix(cudarl_ctx *ctx, int gpu) {
     return truncations;
 }
 
+static const char *kind_name(cudarl_device_kind k) {
+    return k == CUDARL_DEVICE_CPU ? "cpu" : k == CUDARL_DEVICE_CUDA ? "cuda" : "auto";
+}
+
+/* 5. The auto placement, per env, policy and context kind (1: CPU threads). */
+static void auto_placement(cudarl_ctx *ctx) {
+    static const struct {
+        const char *env, *policy;
+        cudarl_device_kind ctx_kind, env_device;
+        int threads;
+    } cases[] = {
+        {"CartPole-v1", "mlp", CUDARL_DEVICE_CPU, CUDARL_DEVICE_AUTO, 0},
+        {"CartPole-v1", "mlp", CUDARL_DEVICE_CUDA, CUDARL_DEVICE_AUTO, 0},
+        {"CartPole-v1", "mlp", CUDARL_DEVICE_CUDA, CUDARL_DEVICE_CPU, 1},
+        {"CartPolePixels-v1", "nature-cnn", CUDARL_DEVICE_CPU, CUDARL_DEVICE_AUTO, 1},
+        {"CartPolePixels-v1", "nature-cnn", CUDARL_DEVICE_CUDA, CUDARL_DEVICE_AUTO, 0},
+        {"CartPolePixels-v1", "nature-cnn", CUDARL_DEVICE_CUDA, CUDARL_DEVICE_CPU, 1},
+        {"MinAtar/Breakout-v1", "minatar-cnn", CUDARL_DEVICE_CPU, CUDARL_DEVICE_AUTO, 1},
+        {"MinAtar/Breakout-v1", "minatar-cnn", CUDARL_DEVICE_CUDA, CUDARL_DEVICE_AUTO, 0},
+        {"MinAtar/Breakout-v1", "mlp", CUDARL_DEVICE_CUDA, CUDARL_DEVICE_AUTO, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cudarl_ctx fake = *ctx;
+        fake.kind = cases[i].ctx_kind;
+        cr_ppo p;
+        memset(&p, 0, sizeof p);
+        p.ctx = &fake;
+        cudarl_ppo_config_default(&p.cfg, cases[i].env);
+        snprintf(p.cfg.policy, sizeof p.cfg.policy, "%s", cases[i].policy);
+        p.cfg.env_device = cases[i].env_device;
+        p.conv = strcmp(cases[i].policy, "mlp") != 0;
+        CHECK_MSG(cr_ppo_pool_wanted(&p) == cases[i].threads,
+                  "%s, --policy %s, --env-device %s on a %s context: expected %s", cases[i].env,
+                  cases[i].policy, kind_name(cases[i].env_device),
+                  kind_name(cases[i].ctx_kind),
+                  cases[i].threads ? "CPU threads" : "the env batch or CUDA twin");
+    }
+}
+
 int main(int argc, char **argv) {
     int gpu = argc > 1 && !strcmp(argv[1], "cuda");
     cudarl_ctx *ctx;
@@ -185,6 +227,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "FAIL: cannot open the context: %s\n", cudarl_last_error());
         return 1;
     }
+    auto_placement(ctx);
     long truncations = run_matrix(ctx, gpu);
     CHECK_MSG(truncations >= 40, "only %ld truncations: the test would not cover them",
               truncations);

@@ -921,9 +921,13 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
     if (s == CUDARL_OK) s = open_run_dir(&p, resume_path != NULL);
     p.tty = isatty(STDERR_FILENO);
     if (s == CUDARL_OK) {
-        CR_INFO("training PPO on %s: %d envs x %d steps, %lld iterations, policy %s, %zu "
-                "parameters, %s, run %s", p.cfg.env_id, p.N, p.T, (long long)p.num_iterations,
-                p.cfg.policy, p.num_params, ctx->ops->name, p.run_dir);
+        CR_INFO("training PPO on %s: %d envs x %d steps (%s), %lld iterations, policy %s, %zu "
+                "parameters, %s, run %s", p.cfg.env_id, p.N, p.T,
+                p.pool ? "stepped on CPU threads" : p.twin_envs ? "stepped by their CUDA twin"
+                : ctx->kind == CUDARL_DEVICE_CUDA ? "stepped by the CUDA env batch"
+                                                  : "stepped by the env batch",
+                (long long)p.num_iterations, p.cfg.policy, p.num_params, ctx->ops->name,
+                p.run_dir);
         int64_t start_step = p.global_step;
         s = train_loop(&p);
         double secs = cr_time_now() - p.loop_start;

@@ -79,7 +79,10 @@ int cr_ppo_pool_wanted(const cr_ppo *p) {
     const cudarl_ppo_config *c = &p->cfg;
     if (c->env_device == CUDARL_DEVICE_CPU) return 1;
     if (c->env_device == CUDARL_DEVICE_CUDA) return 0;
-    return cr_env_find(c->env_id) == NULL; /* auto: the batch (and its CUDA twin) if it has one */
+    /* auto: the batch (and its CUDA twin) if it has one; a conv policy on the GPU steps an image
+     * env's CUDA twin (MinAtar's games, CartPolePixels-v1); any other env steps on threads */
+    if (cr_env_find(c->env_id)) return 0;
+    return !(p->conv && p->ctx->kind == CUDARL_DEVICE_CUDA && cr_image_twin_has(c->env_id));
 }
 
 static void before_step(void *arg, int group) {
