@@ -48,7 +48,7 @@ static const arg_spec train_specs[] = {
     {"policy", ARG_STR, CFG(policy), 16, 0, 0, "actor-critic: mlp, or for image envs minatar-cnn / nature-cnn"},
     {"device", ARG_DEVICE, CFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
     {"threads", ARG_INT, CFG(threads), 0, 0, 1024, "CPU threads for the ops (0: all cores)"},
-    {"env-device", ARG_DEVICE, CFG(env_device), 0, 0, 0, "where envs step: cpu (threads), cuda (the CUDA twins: CartPole; MinAtar and CartPolePixels with a conv policy) or auto"},
+    {"env-device", ARG_DEVICE, CFG(env_device), 0, 0, 0, "where envs step: cpu (threads), cuda (the CUDA twins: CartPole; MinAtar and CartPolePixels with a conv policy) or auto (a twin on the GPU where there is one, else threads)"},
     {"env-threads", ARG_INT, CFG(env_threads), 0, 0, 1024, "threads stepping CPU envs (0: all cores)"},
     {"env-groups", ARG_INT, CFG(env_groups), 0, 0, 31, "CPU env groups stepped while the policy runs on another (0: 2 on a GPU, else 1)"},
     {"async", ARG_BOOL, CFG(async), 0, 0, 1, "CPU envs: next rollout while the learner updates (policy one update stale)"},

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# PPO on CartPolePixels-v1: variants of the recipe side by side on the one GPU, each for a fixed
+# wall time, then each run's curve (step:mean(100)). For the GPU machine; builds from this tree.
+# Usage (repo root): [SWEEP_S=330] [SEEDS="1 2"] scripts/ppo-pixels-sweep.sh 'FLAGS A' 'FLAGS B' ...
+# e.g. scripts/ppo-pixels-sweep.sh '--vf-coef 0.05' '--vf-coef 0.05 --learning-rate 5e-4' \
+#      '--vf-coef 0.02'   (the 2026-11-30 sweep in bench/RESULTS.md)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+[ $# -ge 1 ] || { echo "usage: $0 'FLAGS' ['FLAGS' ...]" >&2; exit 2; }
+prefix=()
+if [ -d .debs ] && [ ! -f /usr/include/cjson/cJSON.h ]; then # as gpu-check.sh
+  for f in .debs/*.deb; do dpkg -x "$f" /tmp/deps; done
+  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+  prefix=(-DCMAKE_PREFIX_PATH=/tmp/deps/usr)
+fi
+cmake -S . -B build-sweep -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" >/dev/null 2>&1
+cmake --build build-sweep -j16 --target cudarl_cli > "$OUT/sweep_build.log" 2>&1 ||
+  { tail -30 "$OUT/sweep_build.log"; exit 1; }
+base=(--device cuda --env-id CartPolePixels-v1 --policy nature-cnn --no-clip-vloss --num-envs 32
+      --num-minibatches 16 --total-timesteps 8000000 --precision tf32 --quiet --runs-dir /tmp/sweep)
+v=0
+for flags in "$@"; do
+  v=$((v + 1))
+  for seed in ${SEEDS:-1 2}; do
+    # shellcheck disable=SC2086 # the variant's flags are words
+    timeout "${SWEEP_S:-330}" build-sweep/cudarl train "${base[@]}" $flags --seed "$seed" \
+      --run-name "v$v-$seed" > "$OUT/sweep_v$v-$seed.log" 2>&1 &
+  done
+done
+wait
+v=0
+for flags in "$@"; do
+  v=$((v + 1))
+  for seed in ${SEEDS:-1 2}; do
+    f=/tmp/sweep/v$v-$seed/metrics.csv
+    # the last whole row (a run stopped by timeout may leave a partial one)
+    echo "v$v seed $seed ($flags): $(awk -F, 'NF >= 17 { l = $0 } END { split(l, a, ",");
+      printf "step %d, mean(100) %.1f", a[1], a[5] }' "$f")"
+    awk -F, 'NR > 1 && NF >= 17 { s[n] = $1; m[n++] = $5 } END { k = n > 10 ? int(n / 10) : 1;
+      for (i = k - 1; i < n; i += k) printf "%d:%.0f ", s[i], m[i]; print "" }' "$f"
+  done
+done | tee "$OUT/sweep.txt"
