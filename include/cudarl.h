@@ -329,7 +329,9 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *cfg);
 cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
                                cudarl_train_summary *summary);
 
-/* Plays `episodes` greedy (argmax) episodes of the policy in `path`; mean and std of return. */
+/* Plays `episodes` greedy (argmax) episodes of the policy in `path`; mean and std of return.
+ * Conv policies run on ctx's device (the policy runtime, fp32; envs on one CPU thread); MLP
+ * policies on the CPU only (a CUDA ctx is refused). */
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
                                  double *mean, double *std);
 

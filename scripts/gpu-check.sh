@@ -187,7 +187,7 @@ for b in "$@"; do
     # (the default for a conv policy on the GPU), TF32 products; the seeds run side by side in
     # the background (each slower than alone) and are collected at the end
     for seed in 1 2 3; do
-      timeout "${PIXELS_TIMEOUT:-520}" build-gpu/cudarl train --device cuda \
+      timeout -s INT -k 30 "${PIXELS_TIMEOUT:-520}" build-gpu/cudarl train --device cuda \
         --env-id CartPolePixels-v1 --policy nature-cnn --no-clip-vloss --seed $seed \
         --num-envs 32 --num-minibatches 16 --vf-coef 0.02 --precision tf32 \
         --total-timesteps "${PIXELS_STEPS:-5800000}" ${PIXELS_ARGS:-} \
@@ -202,14 +202,15 @@ for b in "$@"; do
 done
 [ "${GPU_TESTS_AFTER:-0}" = 1 ] && gpu_tests
 if [ "${pixels_bg:-0}" = 1 ]; then
-  # a seed is stopped once its mean of 100 reaches 475 (the device time goes to the others)
+  # a seed is stopped (SIGINT: it writes its checkpoint) once its mean of 100 reaches 475 (the
+  # device time goes to the others)
   solved_at() { awk -F, 'NR > 1 && $5 >= 475 { printf "solved at step %d, %.1f s", $1, $17; exit }' "$1" 2>/dev/null; }
   while :; do
     alive=0
     for seed in 1 2 3; do
       kill -0 "${pixels_pid[$seed]}" 2>/dev/null || continue
       alive=1
-      [ -n "$(solved_at /tmp/ppop/seed$seed/metrics.csv)" ] && kill "${pixels_pid[$seed]}"
+      [ -n "$(solved_at /tmp/ppop/seed$seed/metrics.csv)" ] && kill -INT "${pixels_pid[$seed]}"
     done
     [ $alive = 1 ] || break
     sleep 5
@@ -223,6 +224,9 @@ if [ "${pixels_bg:-0}" = 1 ]; then
     awk -F, 'NR > 1 { s[n] = $1; m[n++] = $5 } END { k = n > 12 ? int(n / 12) : 1;
       for (i = k - 1; i < n; i += k) printf "%d:%.0f ", s[i], m[i]; print "" }' "$f" 2>/dev/null |
       tee -a "$OUT/ppo_pixels.txt"
+    # the policy it ended with, greedy (argmax) on the GPU: 100 episodes
+    echo "seed $seed greedy: $(build-gpu/cudarl eval /tmp/ppop/seed$seed/model.safetensors \
+      --device cuda --episodes 100 2>&1 | tail -1)" | tee -a "$OUT/ppo_pixels.txt"
   done
   add "PPO CartPolePixels-v1 nature-cnn, 3 seeds" "see $OUT/ppo_pixels.txt"
 fi

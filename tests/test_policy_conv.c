@@ -47,7 +47,8 @@
  *   outputs bitwise the same over repeated calls and over two loads, no float weights on the
  *   device; no device allocation over 2,000 acts (cr_cuda_alloc_count) at FP32, FP16 and
  *   BF16; GPU time of the forward graph (cr_policy_cuda_time_forward) and the latency of act()
- *   at n = 1 and 16, printed, at FP32 and FP16. */
+ *   at n = 1 and 16, printed, at FP32 and FP16; cudarl_policy_eval on a CUDA context (DQN and PPO
+ *   checkpoints) giving the CPU's returns. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <math.h>
@@ -814,7 +815,33 @@ static void test_repeatable(const test_net *t, cudarl_precision prec) {
     free(obs);
 }
 
+/* cudarl_policy_eval on a CUDA context (the runtime on the GPU, fp32) against the same on the
+ * CPU: the same greedy returns, and the same again when repeated. A greedy action flips only
+ * where two logits are within the fp32 twins' 1e-4 of each other, which the trained DQN and
+ * the seeded PPO net are not at the states these episodes reach (else the means differ and
+ * this says so). */
+static void test_eval_on_device(const test_net *t, int episodes) {
+    cudarl_ctx *cpu, *gpu;
+    CHECK_OK(cudarl_ctx_init(&cpu, CUDARL_DEVICE_CPU, 0));
+    CHECK_OK(cudarl_ctx_init(&gpu, CUDARL_DEVICE_CUDA, 0));
+    double m_cpu, s_cpu, m_gpu, s_gpu, m_again, s_again;
+    CHECK_OK(cudarl_policy_eval(cpu, t->path, episodes, 7, &m_cpu, &s_cpu));
+    CHECK_OK(cudarl_policy_eval(gpu, t->path, episodes, 7, &m_gpu, &s_gpu));
+    CHECK_OK(cudarl_policy_eval(gpu, t->path, episodes, 7, &m_again, &s_again));
+    printf("  %s: eval of %d episodes, mean %.3f std %.3f on the CPU, %.3f %.3f on the GPU\n",
+           t->label, episodes, m_cpu, s_cpu, m_gpu, s_gpu);
+    CHECK_MSG(m_gpu == m_again && s_gpu == s_again, "%s: two GPU evals differ (%.6f, %.6f)",
+              t->label, m_gpu, m_again);
+    CHECK_MSG(m_gpu == m_cpu && s_gpu == s_cpu, "%s: the GPU eval's returns differ from the "
+              "CPU's (mean %.6f vs %.6f): a greedy action flipped at a near-tie of two logits, "
+              "or the runtime's actions differ", t->label, m_gpu, m_cpu);
+    cudarl_ctx_free(cpu);
+    cudarl_ctx_free(gpu);
+}
+
 static void run_cuda(const test_net *const *nets, int count) {
+    test_eval_on_device(nets[0], 12); /* the trained DQN on MinAtar/Breakout-v1 */
+    test_eval_on_device(nets[1], 70); /* PPO nature-cnn on CartPolePixels-v1: two chunks */
     static const cudarl_precision halves[2] = {CUDARL_PRECISION_FP16, CUDARL_PRECISION_BF16};
     for (int k = 0; k < count; k++) {
         compare_devices(nets[k], CUDARL_PRECISION_FP32, CR_CONVNET_ENGINE_AUTO);

@@ -330,7 +330,7 @@ typedef struct eval_opts {
 static const arg_spec eval_specs[] = {
     {"episodes", ARG_INT, offsetof(eval_opts, episodes), 0, 1, 1000000, "episodes to play"},
     {"seed", ARG_U64, offsetof(eval_opts, seed), 0, 0, BIG, "seed of the evaluation envs"},
-    {"device", ARG_DEVICE, offsetof(eval_opts, device), 0, 0, 0, "cpu, cuda or auto"},
+    {"device", ARG_DEVICE, offsetof(eval_opts, device), 0, 0, 0, "cpu, cuda or auto (cuda: conv policies only)"},
 };
 
 static int cmd_eval(int argc, char **argv) {

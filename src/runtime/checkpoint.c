@@ -289,13 +289,14 @@ static cudarl_status eval_policy_load(const char *path, eval_policy *e) {
 }
 
 /* A convolutional checkpoint (any registered image env): the policy runtime's greedy actions on
- * the CPU for `n` envs of an env pool on one thread, seeded (seed, i), each played to the end of
- * its first episode; returns[i] its return. The MLP path below keeps its own batch envs. */
-static cudarl_status eval_runtime(const char *path, int episodes, uint64_t seed,
-                                  double *returns) {
+ * `device` (fp32) for chunks of up to 64 envs of an env pool on one thread, seeded (seed, i),
+ * each played to the end of its first episode; returns[i] its return. The MLP path below keeps
+ * its own batch envs. */
+static cudarl_status eval_runtime(const char *path, cudarl_device_kind device, int episodes,
+                                  uint64_t seed, double *returns) {
     cudarl_policy_options opt;
     cudarl_policy_options_default(&opt);
-    opt.device = CUDARL_DEVICE_CPU;
+    opt.device = device;
     const int chunk = episodes < 64 ? episodes : 64;
     opt.max_batch = chunk;
     cudarl_policy *pol;
@@ -364,16 +365,18 @@ cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes
     if (episodes < 1 || episodes > 1000000)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--episodes must be between 1 and 1000000, got %d",
                        episodes);
-    if (ctx->kind != CUDARL_DEVICE_CPU)
-        return cr_fail(CUDARL_ERR_UNSUPPORTED, "evaluation runs on the CPU for now; use --device cpu");
-    if (holds_convnet(path)) {
+    if (holds_convnet(path)) { /* the policy runtime, on the context's device */
         double *returns = malloc((size_t)episodes * sizeof(double));
         if (!returns) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for evaluation");
-        cudarl_status s = eval_runtime(path, episodes, seed, returns);
+        cudarl_status s = eval_runtime(path, ctx->kind, episodes, seed, returns);
         if (s == CUDARL_OK) mean_std(returns, episodes, mean, std);
         free(returns);
         return s;
     }
+    if (ctx->kind != CUDARL_DEVICE_CPU)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "'%s' holds an MLP policy, which evaluates on the "
+                       "CPU for now (conv policies evaluate on the GPU too); use --device cpu",
+                       path);
     eval_policy l;
     CR_TRY(eval_policy_load(path, &l));
     int chunk = episodes < 256 ? episodes : 256;
