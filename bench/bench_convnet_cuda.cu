@@ -14,10 +14,12 @@
 // input gradient). bench/peers/convnet_peer.py times PyTorch on the same step the same way and,
 // given --json's file, prints the two side by side.
 //
-// Usage: bench_convnet_cuda [--reps N] [--engine gemm|cudnn|all] [--precision fp32|tf32|all]
-//                           [--json FILE]
-// --precision: the trainers' --precision (nn/precision.h's cr_precision_apply on the context):
-// fp32, tf32 (cuBLAS's products on TF32 tensor cores), or both (default), one row each.
+// Usage: bench_convnet_cuda [--reps N] [--engine gemm|cudnn|all]
+//                           [--precision fp32|tf32|bf16|fp16|all] [--json FILE]
+// --precision: the trainers' --precision (cr_precision_apply on the context, the training handle
+// of cr_convnet_cuda_init_training): fp32, tf32 (cuBLAS's products on TF32 tensor cores), bf16
+// and fp16 (the conv products in the format on the GEMM engine, linear layers in TF32; fp16's
+// step with loss scaling as the trainers take it), or all (default), one row each.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@ extern "C" {
 }
 #include "nn/convnet_cuda.h"
 #include "nn/precision.h"
+#include "algo/amp.h"
 
 #include "bench_check.cuh"
 
@@ -60,15 +63,17 @@ struct step_bufs {
     cr_convnet_cuda *cn;
     cr_arena arena;
     float *params, *grads, *m, *v, *out, *value, *dout, *dvalue, *lr;
+    float *dout_s, *dvalue_s; // fp16: the output gradients times the loss scale
     int64_t *t;
     uint8_t *obs;
     cr_convnet_cache cache;
+    cr_amp amp; // fp16: GradScaler's steps (algo/amp.h), as the trainers take them
     float adam_eps;
     int B;
 };
 
 enum { I_PARAMS, I_GRADS, I_M, I_V, I_OUT, I_VALUE, I_DOUT, I_DVALUE, I_LR, I_T, I_OBS, I_CACHE,
-       I_WS, I_COUNT };
+       I_WS, I_DOUT_S, I_DVALUE_S, I_SCALER, I_COUNT };
 
 static float *host_uniform(cr_philox_state *rng, size_t n, float scale) {
     float *h = (float *)malloc(n * sizeof(float) + 4);
@@ -78,24 +83,26 @@ static float *host_uniform(cr_philox_state *rng, size_t n, float scale) {
 }
 
 static void bufs_init(cudarl_ctx *ctx, step_bufs *s, const bench_case *k,
-                      cr_convnet_engine engine) {
+                      cr_convnet_engine engine, cudarl_precision prec) {
     memset(s, 0, sizeof *s);
     cr_convnet_spec spec;
     OK(cr_convnet_spec_named(&spec, k->name, k->c, k->h, k->w, k->heads, k->actions));
     OK(cr_convnet_plan(&s->net, &spec));
     s->B = k->batch, s->adam_eps = k->eps;
     const int batches[1] = {k->batch};
-    OK(cr_convnet_cuda_init(ctx, &s->net, batches, 1, engine, &s->cn));
+    OK(cr_convnet_cuda_init_training(ctx, &s->net, batches, 1, engine, prec, &s->cn));
     const size_t P = s->net.num_params, B = (size_t)k->batch, A = (size_t)k->actions;
     cr_plan p;
     cr_plan_init(&p);
     const size_t sizes[I_COUNT] = {P * 4, P * 4, P * 4, P * 4, B * A * 4, B * 4, B * A * 4, B * 4,
                                    4, 8, B * (size_t)s->net.in_floats,
                                    cr_convnet_cuda_cache_bytes(&s->net, k->batch),
-                                   cr_convnet_cuda_workspace_bytes(s->cn)};
+                                   cr_convnet_cuda_workspace_bytes(s->cn), B * A * 4, B * 4,
+                                   sizeof(cr_loss_scale_state)};
     static const char *const names[I_COUNT] = {"params", "grads", "adam.m", "adam.v", "out",
                                                "value", "dout", "dvalue", "lr", "t", "obs",
-                                               "cache", "workspace"};
+                                               "cache", "workspace", "dout.scaled",
+                                               "dvalue.scaled", "scaler"};
     for (int i = 0; i < I_COUNT; i++) cr_plan_add(&p, names[i], sizes[i]);
     OK(ctx->ops->arena_alloc(ctx, &s->arena, &p)); // zeroed: Adam's moments and t start at 0
     s->params = (float *)cr_arena_get(&s->arena, I_PARAMS);
@@ -111,6 +118,9 @@ static void bufs_init(cudarl_ctx *ctx, step_bufs *s, const bench_case *k,
     s->obs = (uint8_t *)cr_arena_get(&s->arena, I_OBS);
     cr_convnet_cuda_cache_carve(&s->net, cr_arena_get(&s->arena, I_CACHE), k->batch, &s->cache);
     cr_convnet_cuda_set_workspace(s->cn, cr_arena_get(&s->arena, I_WS));
+    s->dout_s = (float *)cr_arena_get(&s->arena, I_DOUT_S);
+    s->dvalue_s = (float *)cr_arena_get(&s->arena, I_DVALUE_S);
+    cr_amp_init(&s->amp, ctx, prec, (cr_loss_scale_state *)cr_arena_get(&s->arena, I_SCALER));
 
     // PyTorch's default init ranges (uniform +-1/sqrt(fan_in)) for every tensor, random pixels
     // (MinAtar: 0/1 channels), and output gradients of a loss averaged over the batch.
@@ -153,13 +163,25 @@ static void bufs_free(cudarl_ctx *ctx, step_bufs *s) {
     ctx->ops->arena_free(ctx, &s->arena);
 }
 
-// The learner step: forward, backward, Adam.
+// The learner step: forward, backward, Adam; under fp16 with GradScaler's steps around them
+// (the output gradients scaled into their own buffers, unscale, Adam unless inf, update).
 static void step(cudarl_ctx *ctx, step_bufs *s) {
     cr_convnet_cuda_forward(ctx, s->cn, s->params, s->obs, s->out, s->value, &s->cache, s->B);
-    cr_convnet_cuda_backward(ctx, s->cn, s->params, s->grads, s->dout, s->dvalue, &s->cache,
-                             s->B);
-    ctx->ops->adam_step(ctx, s->params, s->grads, s->m, s->v, s->net.num_params, s->lr, 0.9f,
-                        0.999f, s->adam_eps, s->t);
+    const float *dout = s->dout, *dvalue = s->dvalue;
+    if (s->amp.scaling) {
+        const size_t n = (size_t)s->B * s->net.spec.num_actions;
+        ctx->ops->copy(ctx, s->dout_s, s->dout, n * sizeof(float));
+        cr_amp_scale(ctx, &s->amp, s->dout_s, n);
+        dout = s->dout_s;
+        if (s->dvalue) {
+            ctx->ops->copy(ctx, s->dvalue_s, s->dvalue, (size_t)s->B * sizeof(float));
+            cr_amp_scale(ctx, &s->amp, s->dvalue_s, (size_t)s->B);
+            dvalue = s->dvalue_s;
+        }
+    }
+    cr_convnet_cuda_backward(ctx, s->cn, s->params, s->grads, dout, dvalue, &s->cache, s->B);
+    cr_amp_step(ctx, &s->amp, s->params, s->grads, s->m, s->v, s->net.num_params, s->lr, 0.9f,
+                0.999f, s->adam_eps, s->t, 0, 0.0, NULL);
 }
 
 static int by_value(const void *a, const void *b) {
@@ -214,7 +236,7 @@ static double step_flops(const cr_convnet *net, int B) {
 
 static void usage(void) {
     fprintf(stderr, "usage: bench_convnet_cuda [--reps N >= 1] [--engine gemm|cudnn|all] "
-                    "[--precision fp32|tf32|all] [--json FILE]\n");
+                    "[--precision fp32|tf32|bf16|fp16|all] [--json FILE]\n");
     exit(2);
 }
 
@@ -238,12 +260,12 @@ int main(int argc, char **argv) {
         engines[n_engines++] = CR_CONVNET_ENGINE_CUDNN;
 #endif
     if (!n_engines) usage();
-    cudarl_precision precisions[2];
+    cudarl_precision precisions[CUDARL_PRECISION_COUNT];
     int n_precisions = 0;
-    if (!strcmp(precision_arg, "fp32") || !strcmp(precision_arg, "all"))
-        precisions[n_precisions++] = CUDARL_PRECISION_FP32;
-    if (!strcmp(precision_arg, "tf32") || !strcmp(precision_arg, "all"))
-        precisions[n_precisions++] = CUDARL_PRECISION_TF32;
+    for (int q = 0; q < CUDARL_PRECISION_COUNT; q++)
+        if (!strcmp(precision_arg, "all") ||
+            !strcmp(precision_arg, cudarl_precision_name((cudarl_precision)q)))
+            precisions[n_precisions++] = (cudarl_precision)q;
     if (!n_precisions) usage();
 
     cudarl_ctx ctx = {};
@@ -265,10 +287,14 @@ int main(int argc, char **argv) {
         for (int e = 0; e < n_engines; e++)
             for (int q = 0; q < n_precisions; q++) {
                 const bench_case *c = &cases[k];
+                const cudarl_precision pq = precisions[q];
+                if ((pq == CUDARL_PRECISION_BF16 || pq == CUDARL_PRECISION_FP16) &&
+                    engines[e] != CR_CONVNET_ENGINE_GEMM)
+                    continue; // the training handle's formats run on the GEMM engine only
                 int changed = 0;
-                OK(cr_precision_apply(&ctx, precisions[q], &changed));
+                OK(cr_precision_apply(&ctx, pq, &changed));
                 step_bufs s;
-                bufs_init(&ctx, &s, c, engines[e]);
+                bufs_init(&ctx, &s, c, engines[e], pq);
                 if ((k == 0 || k == NUM_CASES - 1) && q == 0)
                     printf("%s\n", cr_convnet_cuda_describe(s.cn));
                 double eager = median_ms(&ctx, &s, NULL, reps);

@@ -29,7 +29,10 @@
  * about 10 over the expected error; a wrong index, a dropped tap, image, bias or head is off
  * by a whole term in many elements at once, far above it. NaN never passes.
  *
- * Usage: test_convnet_cuda [group]   group: nets repeat graph bad (all when omitted).
+ *   mixed   the bf16 and fp16 training handles (cr_convnet_cuda_init_training) on every case
+ *           of nets against the CPU's fp32, to the formats' tolerance (test_mixed says why),
+ *           and repeatable bit for bit;
+ * Usage: test_convnet_cuda [group]   group: nets repeat graph mixed bad (all when omitted).
  * Needs a GPU (ctest label gpu); without one it fails and says so. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
@@ -42,6 +45,7 @@
 #include "core/core.h"
 #include "nn/convnet.h"
 #include "nn/convnet_cuda.h"
+#include "nn/precision.h"
 #include "ops/backend.h"
 #include "ops/cuda/cuda_backend.h"
 
@@ -240,13 +244,19 @@ typedef struct gpu_net {
     cr_convnet_cache cache;
 } gpu_net;
 
-static void gpu_init(gpu_net *g, const net_case *k, cr_convnet_engine engine) {
+/* A training handle in `prec` (fp32: cr_convnet_cuda_init's). */
+static void gpu_init_prec(gpu_net *g, const net_case *k, cr_convnet_engine engine,
+                          cudarl_precision prec) {
     const cr_convnet *net = &k->net;
     const int maxB = k->batches[0] > k->batches[1] ? k->batches[0] : k->batches[1];
     const int A = net->spec.num_actions;
     memset(g, 0, sizeof *g);
-    CHECK_OK(cr_convnet_cuda_init(&gpu, net, k->batches, k->nbatches, engine, &g->cn));
-    CHECK(cr_convnet_cuda_engine(g->cn) == engine);
+    if (prec == CUDARL_PRECISION_FP32)
+        CHECK_OK(cr_convnet_cuda_init(&gpu, net, k->batches, k->nbatches, engine, &g->cn));
+    else
+        CHECK_OK(cr_convnet_cuda_init_training(&gpu, net, k->batches, k->nbatches, engine, prec,
+                                               &g->cn));
+    CHECK(cr_convnet_cuda_engine(g->cn) == engine && cr_convnet_cuda_precision(g->cn) == prec);
     g->params = dev_copy(k->params, F(net->num_params));
     g->grads = dev(F(net->num_params));
     g->obs = dev_copy(k->obs, (size_t)maxB * net->in_floats * (obs_u8(net) ? 1 : sizeof(float)));
@@ -262,6 +272,10 @@ static void gpu_init(gpu_net *g, const net_case *k, cr_convnet_engine engine) {
     g->ws_bytes = cr_convnet_cuda_workspace_bytes(g->cn);
     g->ws = (char *)dev(g->ws_bytes + 4) + 4;
     cr_convnet_cuda_set_workspace(g->cn, g->ws);
+}
+
+static void gpu_init(gpu_net *g, const net_case *k, cr_convnet_engine engine) {
+    gpu_init_prec(g, k, engine, CUDARL_PRECISION_FP32);
 }
 
 static void gpu_poison(gpu_net *g, const net_case *k, int B) {
@@ -337,16 +351,18 @@ static void exact_adapter(const char *what, const float *got, const float *want,
 }
 
 /* out, value and each gradient tensor of got against want. */
+static double rtol_out = RTOL_OUT, rtol_grad = RTOL_GRAD; /* the mixed group widens them */
+
 static void compare_results(const net_case *k, int B, const results *got, const results *want,
                             compare_fn cmp) {
     const cr_convnet *net = &k->net;
-    cmp("out", got->out, want->out, (size_t)B * net->spec.num_actions, RTOL_OUT);
-    if (is_ppo(net)) cmp("value", got->value, want->value, (size_t)B, RTOL_OUT);
+    cmp("out", got->out, want->out, (size_t)B * net->spec.num_actions, rtol_out);
+    if (is_ppo(net)) cmp("value", got->value, want->value, (size_t)B, rtol_out);
     for (int i = 0; i < net->ntensors; i++) {
         const cr_convnet_tensor *t = &net->t[i];
         char what[64];
         snprintf(what, sizeof what, "grad %s", t->name);
-        cmp(what, got->grads + t->offset, want->grads + t->offset, t->count, RTOL_GRAD);
+        cmp(what, got->grads + t->offset, want->grads + t->offset, t->count, rtol_grad);
     }
 }
 
@@ -495,6 +511,65 @@ static void test_graph(void) {
         }
 }
 
+/* The training handles in bf16 and fp16 (the GEMM engine with the conv products' inputs in the
+ * format) against the CPU's fp32, every case of the nets group at every batch. Tolerance: a conv
+ * product with both inputs rounded errs by about 2u of its size (u the format's unit roundoff),
+ * inside nn/precision.c's per-product "linear.y" bound, and the errors of products one after
+ * another add (cr_precision_chain_rtol): the outputs went through the n conv products, a weight
+ * gradient through at most 3n (the forward's, G's and the weights' rounding on the way back, and
+ * its own product); a ReLU mask that flips for an output within rounding of 0 moves one term.
+ * Per product the table allows 4u: bf16 (u = 2^-8) with 3 convs, outputs 4.7% and gradients 14%;
+ * fp16 (u = 2^-11) 8x tighter. About 1u per product is what the rounding gives. A wrong
+ * index or a product on the wrong matrix is off by its whole size (100%). Nets without a conv
+ * run exactly fp32's code, and are held to fp32's tolerance. The handle must also differ from
+ * fp32 somewhere when the net has a conv (else the format was never used). */
+static void test_mixed(void) {
+    static const cudarl_precision precs[2] = {CUDARL_PRECISION_BF16, CUDARL_PRECISION_FP16};
+    for (int q = 0; q < 2; q++)
+        for (int i = 0; i < NUM_CASES; i++) {
+            net_case k;
+            make_case(&k, i);
+            int convs = 0;
+            for (int s = 0; s < k.net.ntrunk; s++) convs += k.net.stage[s].op == CR_CONVNET_CONV;
+            rtol_out = convs ? cr_precision_chain_rtol(precs[q], convs) : RTOL_OUT;
+            rtol_grad = convs ? cr_precision_chain_rtol(precs[q], 3 * convs) : RTOL_GRAD;
+            gpu_net g, f;
+            gpu_init_prec(&g, &k, CR_CONVNET_ENGINE_GEMM, precs[q]);
+            gpu_init(&f, &k, CR_CONVNET_ENGINE_GEMM);
+            if (i == 0) printf("%s", cr_convnet_cuda_describe(g.cn));
+            for (int b = 0; b < k.nbatches; b++) {
+                const int B = k.batches[b];
+                CASE("%s, batch %d, %s training handle (rtol %.3g outputs, %.3g gradients)",
+                     k.what, B, cudarl_precision_name(precs[q]), rtol_out, rtol_grad);
+                results want = cpu_run(&k, B), got = gpu_run(&g, &k, B), f32 = gpu_run(&f, &k, B);
+                compare_results(&k, B, &got, &want, compare_rel);
+                const size_t n_out = (size_t)B * k.net.spec.num_actions;
+                CHECK_MSG(!convs || memcmp(got.out, f32.out, n_out * sizeof(float)) != 0,
+                          "%s: the outputs are fp32's bit for bit: the format was not used",
+                          case_name);
+                results_free(&want), results_free(&got), results_free(&f32);
+                printf("  ok %s\n", case_name);
+            }
+            gpu_free(&g), gpu_free(&f);
+            end_case();
+            case_free(&k);
+        }
+    rtol_out = RTOL_OUT, rtol_grad = RTOL_GRAD;
+    /* and repeatable: a second run gives the same bits */
+    net_case k;
+    make_case(&k, 1);
+    gpu_net g;
+    gpu_init_prec(&g, &k, CR_CONVNET_ENGINE_GEMM, CUDARL_PRECISION_BF16);
+    CASE("%s, batch 32, bf16 training handle, second run", k.what);
+    results first = gpu_run(&g, &k, 32), again = gpu_run(&g, &k, 32);
+    compare_results(&k, 32, &again, &first, exact_adapter);
+    results_free(&first), results_free(&again);
+    printf("  ok %s\n", case_name);
+    gpu_free(&g);
+    end_case();
+    case_free(&k);
+}
+
 /* init with these arguments must fail with `want` and leave the handle NULL. */
 static void expect_refused(const char *what, const cr_convnet *net, const int *batches,
                            int nbatches, cr_convnet_engine engine, cudarl_status want) {
@@ -542,7 +617,7 @@ int main(int argc, char **argv) {
         const char *name;
         void (*run)(void);
     } tests[] = {{"nets", test_nets}, {"repeat", test_repeat}, {"graph", test_graph},
-                 {"bad", test_bad}};
+                 {"mixed", test_mixed}, {"bad", test_bad}};
     int known = argc < 2;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0] && !known; i++)
         known = strcmp(argv[1], tests[i].name) == 0;

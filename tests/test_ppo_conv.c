@@ -304,18 +304,33 @@ static void validation_case(void) {
     CHECK_MSG(memcmp(&before, &c, sizeof c) == 0, "the mlp preset changed the config");
 }
 
-/* --precision tf32 passes validation with --device auto, and a CPU context refuses it when the
- * trainer starts, before it writes anything. */
+/* --precision tf32, bf16 and fp16 pass validation for a conv policy with --device auto, and a
+ * CPU context refuses them when the trainer starts, before it writes anything; bf16 and fp16
+ * are refused for the MLP policy and on --device cpu. */
 static void precision_case(cudarl_ctx *cpu) {
-    cudarl_ppo_config c;
-    conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_AUTO, "tf32");
-    c.precision = CUDARL_PRECISION_TF32;
-    CHECK_OK(cudarl_ppo_config_validate(&c));
-    expect_refusal("tf32 on a CPU context", cudarl_ppo_train(cpu, &c, NULL, NULL),
-                   CUDARL_ERR_INVALID_ARG, "--precision tf32 needs the GPU");
-    c.precision = CUDARL_PRECISION_BF16;
-    expect_refusal("bf16 training", cudarl_ppo_config_validate(&c), CUDARL_ERR_INVALID_ARG,
-                   "training in bf16 is not built yet");
+    static const cudarl_precision precs[3] = {CUDARL_PRECISION_TF32, CUDARL_PRECISION_BF16,
+                                              CUDARL_PRECISION_FP16};
+    for (int q = 0; q < 3; q++) {
+        cudarl_ppo_config c;
+        conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_AUTO, "precision");
+        c.precision = precs[q];
+        char needle[64];
+        snprintf(needle, sizeof needle, "--precision %s needs the GPU",
+                 cudarl_precision_name(precs[q]));
+        CHECK_OK(cudarl_ppo_config_validate(&c));
+        expect_refusal("a reduced precision on a CPU context",
+                       cudarl_ppo_train(cpu, &c, NULL, NULL), CUDARL_ERR_INVALID_ARG, needle);
+        c.device = CUDARL_DEVICE_CPU;
+        expect_refusal("a reduced precision with --device cpu", cudarl_ppo_config_validate(&c),
+                       CUDARL_ERR_INVALID_ARG, needle);
+        if (precs[q] == CUDARL_PRECISION_TF32) continue;
+        cudarl_ppo_config m;
+        cudarl_ppo_config_default(&m, "CartPole-v1");
+        m.precision = precs[q], m.device = CUDARL_DEVICE_AUTO;
+        expect_refusal("bf16 / fp16 with the MLP policy", cudarl_ppo_config_validate(&m),
+                       CUDARL_ERR_INVALID_ARG, "the MLP policy and its fused CartPole kernels "
+                                               "train in fp32 or tf32");
+    }
 }
 
 /* Trains on ctx (of `device`); eval runs on cpu (it runs on the CPU only). */
@@ -660,6 +675,137 @@ static void pixels_case(cudarl_ctx *gpu) {
     check_checkpoint(path, "nature-cnn", 4, 84, 84, 2, c.num_envs);
 }
 
+/* Reads column `name` of the last row of a run's metrics.csv into buf (empty if blank). */
+static void last_csv_field(const char *run_dir, const char *name, char *buf, size_t cap) {
+    char path[700], line[4096], header[4096] = "", last[4096] = "";
+    snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "cannot read %s", path);
+    while (fgets(line, sizeof line, f)) {
+        if (!header[0]) snprintf(header, sizeof header, "%s", line);
+        else snprintf(last, sizeof last, "%s", line);
+    }
+    fclose(f);
+    int col = -1, i = 0;
+    for (char *h = header, *tok; (tok = strsep(&h, ",\n")) != NULL; i++)
+        if (!strcmp(tok, name)) col = i;
+    CHECK_MSG(col >= 0 && last[0], "%s: no column %s, or no rows", path, name);
+    i = 0;
+    buf[0] = 0;
+    for (char *l = last, *tok; (tok = strsep(&l, ",\n")) != NULL; i++)
+        if (i == col) snprintf(buf, cap, "%s", tok);
+}
+
+/* bf16 and fp16 PPO on the GPU (the conv products in the format, fp16 with loss scaling):
+ * Breakout trains with finite statistics, fp16's metrics carry the loss scale (2^16 halved
+ * once per skipped step) and bf16's leave it blank; an fp16 run resumed halfway ends
+ * with the straight run's checkpoint bit for bit (the scaler's state included). */
+static void mixed_case(cudarl_ctx *gpu) {
+    static const cudarl_precision precs[2] = {CUDARL_PRECISION_BF16, CUDARL_PRECISION_FP16};
+    for (int q = 0; q < 2; q++) {
+        cudarl_ppo_config c;
+        char name[32];
+        snprintf(name, sizeof name, "mixed_%s", cudarl_precision_name(precs[q]));
+        conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_CUDA, name);
+        c.precision = precs[q], c.anneal_lr = 0;
+        cudarl_train_summary s;
+        CHECK_OK(cudarl_ppo_train(gpu, &c, NULL, &s));
+        char scale[64], skipped[64], loss[64];
+        last_csv_field(s.run_dir, "amp/loss_scale", scale, sizeof scale);
+        last_csv_field(s.run_dir, "amp/skipped_steps", skipped, sizeof skipped);
+        last_csv_field(s.run_dir, "losses/value_loss", loss, sizeof loss);
+        printf("PPO minatar-cnn %s on CUDA: %lld steps, value loss %s, loss scale '%s', "
+               "skipped '%s'\n", cudarl_precision_name(precs[q]), (long long)s.global_step,
+               loss, scale, skipped);
+        CHECK_MSG(loss[0] && isfinite(strtod(loss, NULL)), "%s: value loss '%s'", name, loss);
+        if (precs[q] == CUDARL_PRECISION_BF16)
+            CHECK_MSG(!scale[0] && !skipped[0], "bf16 logged a loss scale '%s'", scale);
+        else /* 64 steps, far from a growth (2,000): each skip halved 2^16 once; a few skips
+              * at the start are GradScaler's usual way to find the scale, many are a bug */
+            CHECK_MSG(scale[0] && skipped[0] &&
+                          ldexp(strtod(scale, NULL), (int)strtol(skipped, NULL, 10)) == 65536.0 &&
+                          strtol(skipped, NULL, 10) < 8,
+                      "fp16: loss scale '%s', skipped '%s' (expected 2^16 halved per skip, "
+                      "fewer than 8 skips)", scale, skipped);
+    }
+    cudarl_ppo_config c;
+    conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_CUDA, "fp16_straight");
+    c.precision = CUDARL_PRECISION_FP16, c.anneal_lr = 0;
+    cudarl_train_summary straight, half, rest;
+    CHECK_OK(cudarl_ppo_train(gpu, &c, NULL, &straight));
+    conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_CUDA, "fp16_resumed");
+    c.precision = CUDARL_PRECISION_FP16, c.anneal_lr = 0, c.total_timesteps /= 2;
+    CHECK_OK(cudarl_ppo_train(gpu, &c, NULL, &half));
+    char a[700], b[700];
+    snprintf(a, sizeof a, "%s/model.safetensors", straight.run_dir);
+    snprintf(b, sizeof b, "%s/model.safetensors", half.run_dir);
+    c.total_timesteps *= 2;
+    CHECK_OK(cudarl_ppo_train(gpu, &c, b, &rest));
+    same_checkpoint("fp16 resume", a, b);
+}
+
+/* A forced overflow never corrupts the weights: an fp16 trainer whose loss scale is set to
+ * 2^120 (every gradient's fp16 G overflows to inf) runs a whole update; the weights, Adam's
+ * moments and step count stay bit for bit, every minibatch step is counted as skipped and the
+ * scale halved once per step. Then, from a scale of 2^10, the next update steps. */
+static void overflow_case(cudarl_ctx *gpu) {
+    cudarl_ppo_config c;
+    conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_CUDA, "overflow");
+    c.precision = CUDARL_PRECISION_FP16;
+    static cr_ppo p;
+    CHECK_OK(cr_ppo_init(&p, gpu, &c));
+    CHECK(p.amp.scaling == 1);
+    const cr_backend *o = gpu->ops;
+    const size_t P = p.num_params;
+    float lr = (float)c.learning_rate;
+    o->copy_from_host(gpu, p.lr, &lr, sizeof lr);
+    cr_loss_scale_state st = {0};
+    st.scale = 0x1p120f;
+    o->copy_from_host(gpu, p.amp.state, &st, sizeof st);
+    float *before = malloc(3 * P * sizeof(float)), *after = malloc(3 * P * sizeof(float));
+    CHECK(before && after);
+    int64_t t0, t1;
+    o->copy_to_host(gpu, before, p.params, P * sizeof(float));
+    o->copy_to_host(gpu, before + P, p.adam_m, P * sizeof(float));
+    o->copy_to_host(gpu, before + 2 * P, p.adam_v, P * sizeof(float));
+    o->copy_to_host(gpu, &t0, p.adam_t, sizeof t0);
+    cr_ppo_rollout(&p);
+    cr_ppo_update(&p);
+    o->copy_to_host(gpu, after, p.params, P * sizeof(float));
+    o->copy_to_host(gpu, after + P, p.adam_m, P * sizeof(float));
+    o->copy_to_host(gpu, after + 2 * P, p.adam_v, P * sizeof(float));
+    o->copy_to_host(gpu, &t1, p.adam_t, sizeof t1);
+    o->copy_to_host(gpu, &st, p.amp.state, sizeof st);
+    const int64_t steps = (int64_t)c.update_epochs * c.num_minibatches;
+    CHECK_MSG(memcmp(before, after, 3 * P * sizeof(float)) == 0 && t0 == t1,
+              "an overflowed update changed the weights or Adam's state (t %lld -> %lld)",
+              (long long)t0, (long long)t1);
+    CHECK_MSG(st.skipped_steps == steps && st.scale == ldexpf(1.0f, 120 - (int)steps) &&
+                  st.found_inf == 0.0f,
+              "after %lld overflowed steps: skipped %lld, scale %g, found_inf %g",
+              (long long)steps, (long long)st.skipped_steps, (double)st.scale,
+              (double)st.found_inf);
+    st.scale = 0x1p10f;
+    o->copy_from_host(gpu, p.amp.state, &st, sizeof st);
+    cr_ppo_rollout(&p);
+    cr_ppo_update(&p);
+    o->copy_to_host(gpu, after, p.params, P * sizeof(float));
+    o->copy_to_host(gpu, &t1, p.adam_t, sizeof t1);
+    o->copy_to_host(gpu, &st, p.amp.state, sizeof st);
+    int finite = 1;
+    for (size_t i = 0; i < P; i++) finite &= isfinite(after[i]) != 0;
+    CHECK_MSG(t1 == t0 + steps && st.skipped_steps == steps && finite &&
+                  memcmp(before, after, P * sizeof(float)) != 0,
+              "from a scale of 2^10: Adam's t %lld (expected %lld), skipped %lld, weights %s",
+              (long long)t1, (long long)(t0 + steps), (long long)st.skipped_steps,
+              finite ? "finite" : "not finite");
+    printf("fp16 overflow: %lld steps skipped with the weights untouched, scale 2^120 -> %g; "
+           "then %lld steps taken\n", (long long)steps, (double)ldexpf(1.0f, 120 - (int)steps),
+           (long long)steps);
+    free(before), free(after);
+    cr_ppo_free(&p);
+}
+
 int main(int argc, char **argv) {
     int cuda = argc > 1 && !strcmp(argv[1], "cuda");
     runs = argc > 2 ? argv[2] : "ppo-conv-runs";
@@ -670,11 +816,17 @@ int main(int argc, char **argv) {
     if (cuda) {
         cudarl_ctx *gpu;
         CHECK_OK(cudarl_ctx_init(&gpu, CUDARL_DEVICE_CUDA, 0));
-        match_case(ctx, gpu);
-        breakout_case(gpu, ctx, CUDARL_DEVICE_CUDA);
-        resume_case(gpu, CUDARL_DEVICE_CUDA);
-        pixels_case(gpu);
-        twin_case(gpu);
+        /* argv[3] (optional): run only the cases whose names it lists, e.g. "mixed,overflow" */
+        const char *only = argc > 3 ? argv[3] : NULL;
+#define RUN(name, call) if (!only || strstr(only, name)) call
+        RUN("match", match_case(ctx, gpu));
+        RUN("breakout", breakout_case(gpu, ctx, CUDARL_DEVICE_CUDA));
+        RUN("resume", resume_case(gpu, CUDARL_DEVICE_CUDA));
+        RUN("pixels", pixels_case(gpu));
+        RUN("twin", twin_case(gpu));
+        RUN("mixed", mixed_case(gpu));
+        RUN("overflow", overflow_case(gpu));
+#undef RUN
         cudarl_ctx_free(gpu);
     } else {
         validation_case();

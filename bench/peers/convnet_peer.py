@@ -173,6 +173,29 @@ def time_eager(case, reps, device):
     return median_ms(step, reps, device)
 
 
+def time_amp(case, reps, dtype):
+    """The seed's mixed-precision step: torch.autocast, and for float16 torch.amp.GradScaler
+    (scale the loss, backward, unscale + step unless inf, update); the output gradients enter
+    as the loss sum(out * grad), whose gradient they are."""
+    model, opt, obs, grads = build(case, "cuda", capturable=False)
+    scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 else None
+
+    def step():
+        opt.zero_grad()
+        with torch.autocast("cuda", dtype=dtype):
+            outs = model(obs)
+        loss = sum((o.float() * g).sum() for o, g in zip(outs, grads))
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+
+    return median_ms(step, reps, "cuda")
+
+
 def time_graph(case, reps):
     """torch.cuda.graph's whole-network capture (PyTorch's CUDA graphs notes)."""
     model, opt, obs, grads = build(case, "cuda", capturable=True)
@@ -220,14 +243,21 @@ def main():
         graph = time_graph(case, args.reps) if dev == "cuda" else float("nan")
         set_fp32(False)
         default = time_eager(case, args.reps, dev)
+        amp = {}
+        if dev == "cuda":
+            amp = {"amp_bf16_ms": time_amp(case, args.reps, torch.bfloat16),
+                   "amp_fp16_ms": time_amp(case, args.reps, torch.float16)}
         set_fp32(True)
         rows.append({"net": case[0], "module": case[1], "batch": case[4], "eager_ms": eager,
-                     "graph_ms": graph, "eager_default_ms": default})
+                     "graph_ms": graph, "eager_default_ms": default, **amp})
     print("| network | batch | PyTorch eager fp32 ms | PyTorch graph fp32 ms "
-          "| PyTorch eager, defaults (TF32 convs) ms |\n|---|---:|---:|---:|---:|")
+          "| PyTorch eager, defaults (TF32 convs) ms | autocast bf16 ms "
+          "| autocast fp16 + GradScaler ms |\n|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['net']} {r['module']} | {r['batch']} | {r['eager_ms']:.3f} "
-              f"| {r['graph_ms']:.3f} | {r['eager_default_ms']:.3f} |")
+              f"| {r['graph_ms']:.3f} | {r['eager_default_ms']:.3f} "
+              f"| {r.get('amp_bf16_ms', float('nan')):.3f} "
+              f"| {r.get('amp_fp16_ms', float('nan')):.3f} |")
     print()
     if args.json:
         with open(args.json, "w") as f:
@@ -276,6 +306,33 @@ def compare(path, rows):
                   f"| {f['graph_ms'] / t['graph_ms']:.2f}x "
                   f"| {r['eager_default_ms'] / t['graph_ms']:.2f}x |")
         print()
+    half = [(r, {p: [o for o in ours["rows"] if o["net"] == r["net"]
+                     and o["module"] == r["module"] and o["batch"] == r["batch"]
+                     and o.get("precision") == p] for p in ("bf16", "fp16")}) for r in rows]
+    verdicts = []
+    if any(m["bf16"] or m["fp16"] for _, m in half):
+        print("| network | batch | precision | cudarl graph | cudarl fp32 graph | PyTorch AMP eager "
+              "| vs cudarl fp32 | vs PyTorch AMP |\n|---|---:|---|---:|---:|---:|---:|---:|")
+        for r, m in half:
+            f = [o for o in ours["rows"] if o["net"] == r["net"] and o["module"] == r["module"]
+                 and o["batch"] == r["batch"] and o.get("precision", "fp32") == "fp32"]
+            for p in ("bf16", "fp16"):
+                if not m[p] or not f or f"amp_{p}_ms" not in r:
+                    continue
+                t = min(m[p], key=lambda o: o["graph_ms"])
+                f32 = min(f, key=lambda o: o["graph_ms"])
+                peer = r[f"amp_{p}_ms"]
+                print(f"| {r['net']} {r['module']} | {r['batch']} | {p} | {t['graph_ms']:.3f} "
+                      f"| {f32['graph_ms']:.3f} | {peer:.3f} "
+                      f"| {f32['graph_ms'] / t['graph_ms']:.2f}x | {peer / t['graph_ms']:.2f}x |")
+                if r["net"] == "nature-cnn" and r["module"] == "Agent" and r["batch"] == 256:
+                    own, vs = f32["graph_ms"] / t["graph_ms"], peer / t["graph_ms"]
+                    ok = own >= 1.5 and vs >= 2
+                    verdicts.append(f"Nature-CNN Agent learner step, batch 256, {p}: {own:.2f}x "
+                                    f"cudarl fp32 and {vs:.2f}x PyTorch AMP "
+                                    f"({'meets' if ok else 'MISSES'} issue 7's 1.5x and 2x)")
+        print()
+        print("\n".join(verdicts) + "\n")
     if accept:
         best, r, ratio = accept
         print(f"Nature-CNN QNetwork learner step, batch 32: cudarl {best['graph_ms']:.3f} ms "

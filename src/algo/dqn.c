@@ -45,6 +45,7 @@
 #include "env/env.h"
 #include "env/env_pool.h"
 #include "nn/convnet.h"
+#include "algo/amp.h"
 #include "nn/precision.h"
 #include "nn/qnet.h"
 #include "ops/cpu/ops_dqn.h"
@@ -76,6 +77,7 @@ typedef struct cr_dqn_metrics {
     cr_dqn_stats_acc acc; /* losses since the last log row */
     cr_episode_log log;   /* finished episodes; iter_* since the last log row */
     int64_t step;         /* env steps taken (the epsilon schedule's t) */
+    cr_loss_scale_state scaler; /* fp16's loss scale and skipped steps (algo/amp.h) */
 } cr_dqn_metrics;
 
 /* Scalars the device ops keep (backend memory); the host never reads them in the loop. */
@@ -197,6 +199,7 @@ typedef struct cr_dqn {
     double solved_seconds, solved_unix;
     int tty;
     int precision_set;     /* cfg.precision changed ctx's math mode (restored at free) */
+    cr_amp amp;            /* the optimizer step under cfg.precision (its state: metrics) */
 } cr_dqn;
 
 enum { D_ONLINE, D_TARGET, D_GRADS, D_M, D_V, D_ENV, D_OBS, D_NEXT, D_FINAL, D_OBSF, D_Q, D_U,
@@ -278,8 +281,8 @@ static cudarl_status qnet_layout(cr_dqn *d) {
 #ifdef CUDARL_WITH_CUDA
     if (d->on_device) { /* the act and the learner batch sizes */
         const int batches[2] = {d->N, d->B};
-        CR_TRY(cr_convnet_cuda_init(d->ctx, &q->cnn, batches, 2, CR_CONVNET_ENGINE_AUTO,
-                                    &q->gpu));
+        CR_TRY(cr_convnet_cuda_init_training(d->ctx, &q->cnn, batches, 2,
+                                             CR_CONVNET_ENGINE_AUTO, c->precision, &q->gpu));
         CR_INFO("DQN: %s on the GPU, conv engine %s", c->policy,
                 cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(q->gpu)));
         CR_DEBUG("%s", cr_convnet_cuda_describe(q->gpu));
@@ -698,11 +701,12 @@ static cudarl_status train_step(cr_dqn *d, int64_t step) {
                 c->double_dqn ? d->b_next_o : NULL, c->prioritized ? d->b_weights : NULL,
                 (float)c->gamma, c->double_dqn, c->huber, d->b_dq, d->b_td, &d->m->acc, d->B,
                 d->A);
+    cr_amp_scale(ctx, &d->amp, d->b_dq, (size_t)d->B * d->A); /* fp16: times the scale */
     qnet_backward(d, d->online, d->grads, x, d->b_dq, &d->cache_q, d->B);
     size_t P = d->net.num_params;
-    if (c->max_grad_norm > 0) o->clip_grad_norm(ctx, d->grads, P, c->max_grad_norm, &d->s->clip);
-    o->adam_step(ctx, d->online, d->grads, d->adam_m, d->adam_v, P, &d->s->lr, 0.9f, 0.999f,
-                 1e-8f, &d->s->adam_t);
+    cr_amp_step(ctx, &d->amp, d->online, d->grads, d->adam_m, d->adam_v, P, &d->s->lr, 0.9f,
+                0.999f, 1e-8f, &d->s->adam_t, c->max_grad_norm > 0, c->max_grad_norm,
+                &d->s->clip);
     if (c->prioritized) CR_TRY(replay_update(d));
     if (!d->on_device) { /* the CPU reports a non-finite loss at the step it happens */
         double loss = d->m->acc.last_loss;
@@ -795,7 +799,8 @@ static cudarl_status capture_block(cr_dqn *d, int64_t before) {
 
 static const char *const dqn_csv_header =
     "global_step,iteration,charts/episodic_return,charts/episodic_length,charts/mean_return_100,"
-    "charts/episodes,charts/epsilon,losses/td_loss,losses/q_values,charts/SPS,time/elapsed_s\n";
+    "charts/episodes,charts/epsilon,losses/td_loss,losses/q_values,charts/SPS,time/elapsed_s,"
+    "amp/loss_scale,amp/skipped_steps\n";
 
 /* One metrics row from d->h at global step `step`. */
 static void log_row(cr_dqn *d, int64_t step, int64_t iteration) {
@@ -814,7 +819,16 @@ static void log_row(cr_dqn *d, int64_t step, int64_t iteration) {
         else fprintf(d->csv, ",%.9g", v[i]);
     }
     double sps = elapsed > 0 ? (double)step / elapsed : 0;
-    fprintf(d->csv, ",%.0f,%.6f\n", sps, elapsed);
+    fprintf(d->csv, ",%.0f,%.6f", sps, elapsed);
+    const cr_loss_scale_state *ls = &d->h.scaler;
+    if (d->amp.scaling) { /* fp16: the scale as of this row, steps skipped ever */
+        fprintf(d->csv, ",%.9g,%lld\n", (double)ls->scale, (long long)ls->skipped_steps);
+        static const char *const amp_tags[2] = {"amp/loss_scale", "amp/skipped_steps"};
+        const double av[2] = {ls->scale, (double)ls->skipped_steps};
+        cr_tb_scalars(&d->tb, step, amp_tags, av, 2);
+    } else {
+        fputs(",,\n", d->csv);
+    }
     static const char *const tags[8] = {"charts/episodic_return", "charts/episodic_length",
         "charts/mean_return_100", "charts/episodes", "charts/epsilon", "losses/td_loss",
         "losses/q_values", "charts/SPS"};
@@ -1105,10 +1119,11 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     CR_TRY(check_budget(d, &pl));
     CR_TRY(cr_precision_apply(ctx, cfg->precision, &d->precision_set)); /* the device is known */
     if (cfg->precision != CUDARL_PRECISION_FP32)
-        CR_INFO("precision %s: the cuBLAS products (conv GEMMs, linear layers) on TF32 tensor "
-                "cores, sums and everything else fp32", cudarl_precision_name(cfg->precision));
+        CR_INFO("precision %s: %s", cudarl_precision_name(cfg->precision),
+                cr_precision_training_summary(cfg->precision));
     CR_TRY(ctx->ops->arena_alloc(ctx, &d->mem, &pl));
     CR_TRY(carve(d));
+    cr_amp_init(&d->amp, ctx, cfg->precision, &d->m->scaler);
     CR_TRY(seed_state(d));
     qnet_warm_up(d);
     pipe_init(d);

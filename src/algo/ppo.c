@@ -302,8 +302,9 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
     carve_memory(p);
     s = cr_precision_apply(ctx, cfg->precision, &p->precision_set); /* the device is known now */
     if (s == CUDARL_OK && cfg->precision != CUDARL_PRECISION_FP32)
-        CR_INFO("precision %s: the cuBLAS products (conv GEMMs, linear layers) on TF32 tensor "
-                "cores, sums and everything else fp32", cudarl_precision_name(cfg->precision));
+        CR_INFO("precision %s: %s", cudarl_precision_name(cfg->precision),
+                cr_precision_training_summary(cfg->precision));
+    if (s == CUDARL_OK) cr_amp_init(&p->amp, ctx, cfg->precision, &p->metrics->scaler);
     if (s == CUDARL_OK) s = cr_ppo_pool_wanted(p) ? cr_ppo_pool_init(p) : CUDARL_OK;
     if (s == CUDARL_OK && cfg->async) s = async_init(p);
     if (s != CUDARL_OK) {
@@ -477,7 +478,7 @@ static const char *const csv_header =
     "global_step,iteration,charts/episodic_return,charts/episodic_length,charts/mean_return_100,"
     "charts/episodes,charts/learning_rate,losses/value_loss,losses/policy_loss,losses/entropy,"
     "losses/old_approx_kl,losses/approx_kl,losses/clipfrac,losses/explained_variance,"
-    "losses/grad_norm,charts/SPS,time/elapsed_s\n";
+    "losses/grad_norm,charts/SPS,time/elapsed_s,amp/loss_scale,amp/skipped_steps\n";
 
 /* 1 - Var(returns - values) / Var(returns) over the iteration's batch; NaN if returns are flat. */
 static double explained_variance(const double *v) {
@@ -509,7 +510,17 @@ static void log_iteration(cr_ppo *p, float lr, double elapsed) {
         fprintf(p->csv, ",%s", b);
     }
     double sps = elapsed > 0 ? (double)((p->rep_iteration - p->start_iteration) * p->batch) / elapsed : 0;
-    fprintf(p->csv, ",%.0f,%.6f\n", sps, elapsed);
+    fprintf(p->csv, ",%.0f,%.6f", sps, elapsed);
+    const cr_loss_scale_state *ls = &p->h_metrics.scaler;
+    if (p->amp.scaling) /* fp16: the scale after this iteration's steps, steps skipped ever */
+        fprintf(p->csv, ",%.9g,%lld\n", (double)ls->scale, (long long)ls->skipped_steps);
+    else
+        fputs(",,\n", p->csv);
+    if (p->amp.scaling) {
+        static const char *const amp_tags[2] = {"amp/loss_scale", "amp/skipped_steps"};
+        const double av[2] = {ls->scale, (double)ls->skipped_steps};
+        cr_tb_scalars(&p->tb, p->rep_step, amp_tags, av, 2);
+    }
     static const char *const tags[14] = {"charts/episodic_return", "charts/episodic_length",
         "charts/mean_return_100", "charts/episodes", "charts/learning_rate", "losses/value_loss",
         "losses/policy_loss", "losses/entropy", "losses/old_approx_kl", "losses/approx_kl",

@@ -249,6 +249,12 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
         s = cr_st_add_tensor(w, "state.obs", CR_ST_U8, 2, s_obs, h.obs);
     if (s == CUDARL_OK && p->twin_envs) /* the twin's device state, byte for byte */
         s = cr_st_add_tensor(w, "state.twin", CR_ST_U8, 1, s_twin, twin_state);
+    cr_loss_scale_state scaler; /* fp16: the loss scaler's state, byte for byte */
+    int64_t s_scaler[1] = {(int64_t)sizeof scaler};
+    if (s == CUDARL_OK && p->amp.scaling) {
+        p->ctx->ops->copy_to_host(p->ctx, &scaler, p->amp.state, sizeof scaler);
+        s = cr_st_add_tensor(w, "state.loss_scale", CR_ST_U8, 1, s_scaler, &scaler);
+    }
     if (s == CUDARL_OK) s = cr_st_write_atomic(w, path);
     free(twin_state);
     free(w);
@@ -304,6 +310,7 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
             s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the envs' state");
     }
 #endif
+    cr_loss_scale_state scaler;
     struct { const char *name; cr_st_dtype dtype; void *dst; size_t bytes; } t[] = {
         {"state.counters", CR_ST_I64, h.counters, sizeof h.counters},
         {p->pool ? "state.pool_states" : "state.env", p->pool ? CR_ST_U8 : CR_ST_F64,
@@ -319,6 +326,7 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
         {"state.episode_sums", CR_ST_F64, ep_sums, sizeof ep_sums},
         {"state.rng_sampler", CR_ST_U32, &h.sampler, sizeof h.sampler},
         {"state.rng_shuffle", CR_ST_U32, &h.shuffler, sizeof h.shuffler},
+        {"state.loss_scale", CR_ST_U8, &scaler, p->amp.scaling ? sizeof scaler : 0},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0] && s == CUDARL_OK; i++)
         if (t[i].bytes) s = read_raw(f, path, t[i].name, t[i].dtype, t[i].dst, t[i].bytes);
@@ -328,6 +336,8 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
         p->ctx->ops->copy_from_host(p->ctx, p->twin.mem, twin_state, twin_bytes);
 #endif
     free(twin_state);
+    if (s == CUDARL_OK && p->amp.scaling)
+        p->ctx->ops->copy_from_host(p->ctx, p->amp.state, &scaler, sizeof scaler);
     if (s == CUDARL_OK) {
         h.log.episodes = (int64_t)ep_sums[0];
         h.log.iter_return_sum = ep_sums[1], h.log.iter_length_sum = ep_sums[2];

@@ -37,8 +37,9 @@ cudarl_status cr_ppo_conv_init(cr_ppo *p) {
         /* groups are even splits of N: floor(N / G) or ceil(N / G) envs (env_pool.h) */
         const int G = cr_ppo_pool_group_count(p);
         const int batches[4] = {p->N / G, (p->N + G - 1) / G, p->N, p->mb};
-        CR_TRY(cr_convnet_cuda_init(p->ctx, &p->cnn.net, batches, 4, CR_CONVNET_ENGINE_AUTO,
-                                    &p->cnn.gpu));
+        CR_TRY(cr_convnet_cuda_init_training(p->ctx, &p->cnn.net, batches, 4,
+                                             CR_CONVNET_ENGINE_AUTO, p->cfg.precision,
+                                             &p->cnn.gpu));
         CR_INFO("PPO: %s on the GPU, conv engine %s", p->cfg.policy,
                 cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(p->cnn.gpu)));
         CR_DEBUG("%s", cr_convnet_cuda_describe(p->cnn.gpu));
@@ -138,10 +139,11 @@ void cr_ppo_conv_update_minibatch(cr_ppo *p, const int32_t *idx) {
     cr_ppo_conv_forward(p, p->params, p->cnn.mb_obs, p->mb_logits, p->mb_value, mb);
     o->ppo_loss(ctx, p->mb_logits, p->mb_act, p->mb_logp, p->mb_adv, p->mb_value, p->mb_val,
                 p->mb_ret, &lp, p->mb_dlogits, p->mb_dvalue, p->acc, mb, p->A);
+    cr_amp_scale(ctx, &p->amp, p->mb_dlogits, (size_t)mb * p->A); /* fp16: times the scale */
+    cr_amp_scale(ctx, &p->amp, p->mb_dvalue, (size_t)mb);
     cr_ppo_conv_backward(p, p->params, p->mb_dlogits, p->mb_dvalue, mb);
-    o->clip_grad_norm(ctx, p->grads, p->num_params, p->cfg.max_grad_norm, p->acc);
-    o->adam_step(ctx, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr, 0.9f,
-                 0.999f, 1e-5f, p->adam_t);
+    cr_amp_step(ctx, &p->amp, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr,
+                0.9f, 0.999f, 1e-5f, p->adam_t, 1, p->cfg.max_grad_norm, p->acc);
 }
 
 /* ---- envs on the GPU (their image twin) ------------------------------------------------- */

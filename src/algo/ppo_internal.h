@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "algo/amp.h"
 #include "env/env.h"
 #include "env/env_pool.h"
 #include "env/image_twin.h"
@@ -22,6 +23,7 @@ typedef struct cr_ppo_metrics {
     cr_ppo_stats_acc acc;  /* loss statistics of this iteration's update */
     double value_stats[5]; /* explained-variance sums of this iteration's rollout */
     cr_episode_log log;    /* finished episodes; iter_* fields cover this iteration */
+    cr_loss_scale_state scaler; /* fp16's loss scale and skipped steps (algo/amp.h) */
 } cr_ppo_metrics;
 
 enum { CR_PHASE_ROLLOUT, CR_PHASE_UPDATE, CR_PHASE_METRICS, CR_PHASE_LOG, CR_PHASE_CHECKPOINT,
@@ -136,6 +138,7 @@ typedef struct cr_ppo {
     /* a conv policy's envs on the GPU (--env-device cuda: their image twin, ppo_conv.c) */
     int twin_envs;
     int precision_set;     /* cfg.precision changed ctx's math mode (restored at free) */
+    cr_amp amp;            /* the optimizer step under cfg.precision (its state: metrics) */
 #ifdef CUDARL_WITH_CUDA
     cr_image_twin twin;
 #endif

@@ -42,8 +42,23 @@
 //
 // IGEMM engine (fp16 and bf16 handles, forward only): convnet_half.cu; this file makes its plan
 // (convnet_half.cuh) at init and hands it the handle's weights, workspace and cache.
+//
+// Mixed GEMM (bf16 and fp16 training handles, cr_convnet_cuda_init_training): the GEMM engine
+// with the three products' inputs in the format: im2col writes col in the format (half the
+// bytes of the largest matrix), the gradient kernel writes G in the format (its bias sums stay
+// double over the fp32 values), the stage's float weights are converted into the workspace
+// before each product that reads them (a few MB a step: the weights change every step, and a
+// forward of one set - a target net's - may come between another's forward and backward), and
+// cublasGemmEx multiplies them on the tensor cores with fp32 sums into fp32 prod, dW and dcol.
+// Everything else is the fp32 engine's, so the mixed handle differs from fp32 only by the
+// rounding of the products' inputs (nn/precision.c's conv rows). fp16 inputs overflow above
+// 65504: a loss-scaled gradient that does becomes inf in G and then in dW, which the trainer's
+// loss scaler finds and skips (nn/loss_scale.h).
 #include <limits.h>
 #include <stdarg.h>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +91,10 @@ struct cr_convnet_cuda {
     cudarl_precision precision;
     int nbatches, max_batch;
     int batches[CR_CONVNET_CUDA_MAX_BATCHES];
-    // GEMM engine: offsets of the pieces in the aligned workspace (col, prod, bias partials)
-    size_t col_at, prod_at, partial_at;
+    // GEMM engine: offsets of the pieces in the aligned workspace (col, prod, bias partials,
+    // and for a mixed handle one conv weight in the format)
+    size_t col_at, prod_at, partial_at, wh_at;
+    int mixed; // GEMM engine, bf16 or fp16 products (cr_convnet_cuda_init_training)
     size_t workspace_bytes;
     void *workspace; // the caller's (device)
 #ifdef CUDARL_WITH_CUDNN
@@ -144,6 +161,22 @@ static __global__ void input_kernel(const uint8_t *__restrict__ u, float *__rest
     }
 }
 
+// The format's value of v (round to nearest even), or v itself for float.
+template <typename T> __device__ __forceinline__ T to_fmt(float v);
+template <> __device__ __forceinline__ float to_fmt<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half to_fmt<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 to_fmt<__nv_bfloat16>(float v) {
+    return __float2bfloat16_rn(v);
+}
+
+// y (n) = x in the format (the mixed handle's weights before a product).
+template <typename T>
+static __global__ void to_fmt_kernel(const float *__restrict__ x, T *__restrict__ y, size_t n) {
+    const size_t step = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
+        y[i] = to_fmt<T>(x[i]);
+}
+
 // Index arithmetic is 32-bit unsigned (a 64-bit division costs several times more): init
 // refuses batches whose activations or L reach 2^31 elements, so every element index of x, y,
 // dy, dx and every l < L fits, and a grid-stride index stays below 2^31 + 2^21 < 2^32. Offsets
@@ -151,13 +184,13 @@ static __global__ void input_kernel(const uint8_t *__restrict__ u, float *__rest
 
 // col (CRS, L) from x (N, C, H, W): block row j = blockIdx.y (+ gridDim.y ...) is tap (c, r, s),
 // threads run along its L pixels (coalesced writes).
-static __global__ void im2col_kernel(const float *__restrict__ x, float *__restrict__ col,
-                                     geom g) {
+template <typename T>
+static __global__ void im2col_kernel(const float *__restrict__ x, T *__restrict__ col, geom g) {
     const unsigned RS = (unsigned)(g.R * g.S), PQ = (unsigned)(g.P * g.Q), Q = (unsigned)g.Q;
     const unsigned L = (unsigned)g.L, step = gridDim.x * blockDim.x;
     for (unsigned j = blockIdx.y; j < (unsigned)g.CRS; j += gridDim.y) {
         const unsigned c = j / RS, rs = j - c * RS, r = rs / (unsigned)g.S, s = rs - r * g.S;
-        float *row = col + (size_t)j * L;
+        T *row = col + (size_t)j * L;
         const float *xc = x + (size_t)c * g.H * g.W; // channel c of image 0
         for (unsigned l = blockIdx.x * blockDim.x + threadIdx.x; l < L; l += step) {
             const unsigned n = l / PQ, pq = l - n * PQ, p = pq / Q, q = pq - p * Q;
@@ -165,7 +198,7 @@ static __global__ void im2col_kernel(const float *__restrict__ x, float *__restr
             float v = 0.0f;
             if (h >= 0 && h < g.H && w >= 0 && w < g.W)
                 v = xc[((size_t)n * g.C * g.H + h) * g.W + w];
-            row[l] = v;
+            row[l] = to_fmt<T>(v);
         }
     }
 }
@@ -189,9 +222,9 @@ static __global__ void bias_act_kernel(const float *__restrict__ prod, const flo
 // writes them to row k of G (K, L), and sums them in double (each thread its strided terms in
 // order, then cr_block_sum's fixed tree). One chunk: the block writes db[k]; more: partial
 // (K, chunks), which db_finish_kernel adds in chunk order. dy is not written.
-template <int ACT>
+template <int ACT, typename TG>
 static __global__ void __launch_bounds__(DB_THREADS)
-    grad_kernel(const float *__restrict__ dy, const float *__restrict__ y, float *__restrict__ G,
+    grad_kernel(const float *__restrict__ dy, const float *__restrict__ y, TG *__restrict__ G,
                 double *__restrict__ partial, float *__restrict__ db, unsigned K, unsigned pq,
                 unsigned L, unsigned per_chunk) {
     __shared__ double sh[DB_THREADS];
@@ -199,7 +232,7 @@ static __global__ void __launch_bounds__(DB_THREADS)
     const unsigned begin = c * per_chunk; // c < chunks <= 256: begin < L + 256 < 2^32
     const unsigned left = begin < L ? L - begin : 0;
     const unsigned end = begin + (per_chunk < left ? per_chunk : left);
-    float *row = G + (size_t)k * L;
+    TG *row = G + (size_t)k * L;
     double v[1] = {0.0};
     for (unsigned e = begin + threadIdx.x; e < end; e += DB_THREADS) {
         const unsigned img = e / pq, i = (img * K + k) * pq + (e - img * pq);
@@ -209,7 +242,7 @@ static __global__ void __launch_bounds__(DB_THREADS)
             const float yi = y[i];
             d = __fmul_rn(d, __fsub_rn(1.0f, __fmul_rn(yi, yi)));
         }
-        row[e] = d;
+        row[e] = to_fmt<TG>(d);
         v[0] += d;
     }
     cr_block_sum<1, DB_THREADS>(v, sh);
@@ -296,9 +329,31 @@ static char *aligned_ws(const cr_convnet_cuda *cn) {
     return (char *)round_up((size_t)(uintptr_t)cn->workspace, WS_ALIGN);
 }
 
-static void launch_im2col(cudarl_ctx *ctx, const float *x, float *col, const geom &g) {
+template <typename T>
+static void launch_im2col(cudarl_ctx *ctx, const float *x, T *col, const geom &g) {
     dim3 grid(cr_cuda_blocks((size_t)g.L, CR_CUDA_THREADS), g.CRS < 65535 ? g.CRS : 65535);
-    im2col_kernel<<<grid, CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(x, col, g);
+    im2col_kernel<T><<<grid, CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(x, col, g);
+    CR_CUDA_LAUNCHED(ctx);
+}
+
+template <typename T> static void launch_to_fmt(cudarl_ctx *ctx, const float *x, T *y, size_t n) {
+    to_fmt_kernel<T><<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(
+        x, y, n);
+    CR_CUDA_LAUNCHED(ctx);
+}
+
+template <typename T> struct fmt_type;
+template <> struct fmt_type<__half> { static const cudaDataType_t value = CUDA_R_16F; };
+template <> struct fmt_type<__nv_bfloat16> { static const cudaDataType_t value = CUDA_R_16BF; };
+
+// C (fp32) = op(A) op(B) with A and B in the format T, fp32 sums (cublasGemmEx, beta 0), as
+// sgemm's arguments otherwise.
+template <typename T>
+static void gemm_fmt(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                     int k, const T *A, int lda, const T *B, int ldb, float *C, int ldc) {
+    const cudaDataType_t t = fmt_type<T>::value;
+    CUBLAS_CHECK(cublasGemmEx(cr_impl(ctx)->blas, ta, tb, m, n, k, &one, A, t, lda, B, t, ldb,
+                              &zero, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     CR_CUDA_LAUNCHED(ctx);
 }
 
@@ -317,7 +372,8 @@ static void launch_bias_act(cudarl_ctx *ctx, int act, const float *prod, const f
 }
 
 // G (K, L) and db (K) from dy and y (N, K, P, Q); partial: K db_chunks(L) doubles.
-static void launch_grad(cudarl_ctx *ctx, int act, const float *dy, const float *y, float *G,
+template <typename TG>
+static void launch_grad(cudarl_ctx *ctx, int act, const float *dy, const float *y, TG *G,
                         double *partial, float *db, const geom &g) {
     const unsigned L = (unsigned)g.L, pq = (unsigned)(g.P * g.Q);
     const int chunks = db_chunks(L);
@@ -326,13 +382,13 @@ static void launch_grad(cudarl_ctx *ctx, int act, const float *dy, const float *
     cudaStream_t st = cr_stream(ctx);
     const unsigned K = (unsigned)g.K;
     if (act == ACT_RELU)
-        grad_kernel<ACT_RELU><<<grid, DB_THREADS, 0, st>>>(dy, y, G, partial, db, K, pq, L,
+        grad_kernel<ACT_RELU, TG><<<grid, DB_THREADS, 0, st>>>(dy, y, G, partial, db, K, pq, L,
                                                            per_chunk);
     else if (act == ACT_TANH)
-        grad_kernel<ACT_TANH><<<grid, DB_THREADS, 0, st>>>(dy, y, G, partial, db, K, pq, L,
+        grad_kernel<ACT_TANH, TG><<<grid, DB_THREADS, 0, st>>>(dy, y, G, partial, db, K, pq, L,
                                                            per_chunk);
     else
-        grad_kernel<ACT_NONE><<<grid, DB_THREADS, 0, st>>>(dy, y, G, partial, db, K, pq, L,
+        grad_kernel<ACT_NONE, TG><<<grid, DB_THREADS, 0, st>>>(dy, y, G, partial, db, K, pq, L,
                                                            per_chunk);
     CR_CUDA_LAUNCHED(ctx);
     if (chunks > 1) {
@@ -350,7 +406,7 @@ static void gemm_conv_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
     const geom g = geom_of(st, N);
     char *ws = aligned_ws(cn);
     float *col = (float *)(ws + cn->col_at), *prod = (float *)(ws + cn->prod_at);
-    launch_im2col(ctx, x, col, g);
+    launch_im2col<float>(ctx, x, col, g);
     // prod (K, L) = W (K, CRS) col (CRS, L), row-major; column-major that is
     // prod^T (L, K) = col^T (L, CRS) W^T (CRS, K), both read as they lie (N, N).
     sgemm(ctx, CUBLAS_OP_N, CUBLAS_OP_N, g.L, g.K, g.CRS, col, g.L, w, g.CRS, prod, g.L);
@@ -366,8 +422,8 @@ static void gemm_conv_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
     char *ws = aligned_ws(cn);
     float *col = (float *)(ws + cn->col_at), *G = (float *)(ws + cn->prod_at);
     double *partial = (double *)(ws + cn->partial_at);
-    launch_grad(ctx, act_of(st), dy, y, G, partial, db, g);
-    launch_im2col(ctx, x, col, g);
+    launch_grad<float>(ctx, act_of(st), dy, y, G, partial, db, g);
+    launch_im2col<float>(ctx, x, col, g);
     // dW (K, CRS) = G (K, L) col^T (L, CRS), row-major; column-major
     // dW^T (CRS, K) = col (CRS, L) G^T (L, K): col lies as col^T (L, CRS), so op T; G^T as is.
     sgemm(ctx, CUBLAS_OP_T, CUBLAS_OP_N, g.CRS, g.K, g.L, col, g.L, G, g.L, dw, g.CRS);
@@ -379,6 +435,48 @@ static void gemm_conv_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
     const size_t n = (size_t)g.N * g.C * g.H * g.W;
     col2im_kernel<<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(
         col, dx, g);
+    CR_CUDA_LAUNCHED(ctx);
+}
+
+// ---- the mixed GEMM engine's conv stage (bf16, fp16 products) ------------------------------
+
+// gemm_conv_forward with the products' inputs in T: col and the weights converted, fp32 sums.
+template <typename T>
+static void mixed_conv_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
+                               const cr_convnet_stage *st, const float *w, const float *b,
+                               const float *x, float *y, int N) {
+    const geom g = geom_of(st, N);
+    char *ws = aligned_ws(cn);
+    T *col = (T *)(ws + cn->col_at), *wh = (T *)(ws + cn->wh_at);
+    float *prod = (float *)(ws + cn->prod_at);
+    launch_to_fmt<T>(ctx, w, wh, (size_t)g.K * g.CRS);
+    launch_im2col<T>(ctx, x, col, g);
+    gemm_fmt<T>(ctx, CUBLAS_OP_N, CUBLAS_OP_N, g.L, g.K, g.CRS, col, g.L, wh, g.CRS, prod, g.L);
+    launch_bias_act(ctx, act_of(st), prod, b, y, g);
+}
+
+// gemm_conv_backward with the products' inputs in T: G (in prod's room) and col (in the first
+// half of col's room) in the format; dcol is fp32 in col's whole room, written by the last
+// product after the one that read col (one stream).
+template <typename T>
+static void mixed_conv_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
+                                const cr_convnet_stage *st, const float *w, const float *x,
+                                const float *y, const float *dy, float *dx, float *dw, float *db,
+                                int N) {
+    const geom g = geom_of(st, N);
+    char *ws = aligned_ws(cn);
+    T *col = (T *)(ws + cn->col_at), *G = (T *)(ws + cn->prod_at), *wh = (T *)(ws + cn->wh_at);
+    double *partial = (double *)(ws + cn->partial_at);
+    launch_grad<T>(ctx, act_of(st), dy, y, G, partial, db, g);
+    launch_im2col<T>(ctx, x, col, g);
+    gemm_fmt<T>(ctx, CUBLAS_OP_T, CUBLAS_OP_N, g.CRS, g.K, g.L, col, g.L, G, g.L, dw, g.CRS);
+    if (!dx) return;
+    float *dcol = (float *)(ws + cn->col_at);
+    launch_to_fmt<T>(ctx, w, wh, (size_t)g.K * g.CRS);
+    gemm_fmt<T>(ctx, CUBLAS_OP_N, CUBLAS_OP_T, g.L, g.CRS, g.K, G, g.L, wh, g.CRS, dcol, g.L);
+    const size_t n = (size_t)g.N * g.C * g.H * g.W;
+    col2im_kernel<<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(
+        dcol, dx, g);
     CR_CUDA_LAUNCHED(ctx);
 }
 
@@ -402,6 +500,13 @@ static void stage_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, int i, int
         else if (st->act == CR_CONVNET_TANH)
             o->linear_tanh_forward(ctx, x, w, b, y, B, st->in, st->out);
         else o->linear_forward(ctx, x, w, b, y, B, st->in, st->out);
+        return;
+    }
+    if (cn->mixed) {
+        if (cn->precision == CUDARL_PRECISION_BF16)
+            mixed_conv_forward<__nv_bfloat16>(ctx, cn, st, w, b, x, y, B);
+        else
+            mixed_conv_forward<__half>(ctx, cn, st, w, b, x, y, B);
         return;
     }
     if (cn->engine == CR_CONVNET_ENGINE_GEMM) {
@@ -438,6 +543,13 @@ static void stage_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, int i, in
         if (st->act == CR_CONVNET_TANH) o->tanh_backward(ctx, y, dy, dy, n);
         if (st->act == CR_CONVNET_RELU) o->relu_backward(ctx, y, dy, dy, n);
         o->linear_backward(ctx, dy, x, w, dx, dw, db, B, st->in, st->out);
+        return;
+    }
+    if (cn->mixed) {
+        if (cn->precision == CUDARL_PRECISION_BF16)
+            mixed_conv_backward<__nv_bfloat16>(ctx, cn, st, w, x, y, dy, dx, dw, db, B);
+        else
+            mixed_conv_backward<__half>(ctx, cn, st, w, x, y, dy, dx, dw, db, B);
         return;
     }
     if (cn->engine == CR_CONVNET_ENGINE_GEMM) {
@@ -528,10 +640,18 @@ static void plan_gemm_workspace(cr_convnet_cuda *cn) {
         const size_t d = chunks > 1 ? (size_t)g.K * chunks * sizeof(double) : 0;
         col = c > col ? c : col, prod = p > prod ? p : prod, partial = d > partial ? d : partial;
     }
+    size_t wh = 0; // the mixed handle's largest conv weight, 2-byte elements
+    for (int i = 0; i < net->ntrunk; i++)
+        if (cn->mixed && net->stage[i].op == CR_CONVNET_CONV) {
+            const cr_conv2d_shape *s = &net->stage[i].conv;
+            const size_t w = (size_t)s->K * s->C * s->R * s->S * 2;
+            wh = w > wh ? w : wh;
+        }
     cn->col_at = 0;
     cn->prod_at = round_up(col, WS_ALIGN);
     cn->partial_at = cn->prod_at + round_up(prod, WS_ALIGN);
-    cn->workspace_bytes = cn->partial_at + round_up(partial, WS_ALIGN) + WS_ALIGN - 1;
+    cn->wh_at = cn->partial_at + round_up(partial, WS_ALIGN);
+    cn->workspace_bytes = cn->wh_at + round_up(wh, WS_ALIGN) + WS_ALIGN - 1;
 }
 
 #ifdef CUDARL_WITH_CUDNN
@@ -571,7 +691,10 @@ static void describe_add(cr_convnet_cuda *cn, const char *fmt, ...) {
 static void describe(cr_convnet_cuda *cn) {
     const cr_convnet *net = &cn->net;
     cn->describe[0] = '\0';
-    const char *how = cn->engine == CR_CONVNET_ENGINE_GEMM ? "im2col + cuBLAS SGEMM, fp32"
+    const char *how = cn->mixed ? (cn->precision == CUDARL_PRECISION_FP16
+                                       ? "im2col + cublasGemmEx, fp16 products, fp32 sums"
+                                       : "im2col + cublasGemmEx, bf16 products, fp32 sums")
+                      : cn->engine == CR_CONVNET_ENGINE_GEMM ? "im2col + cuBLAS SGEMM, fp32"
                       : cn->engine == CR_CONVNET_ENGINE_CUDNN
                           ? "cuDNN plans, fp32 FMA"
                           : cn->precision == CUDARL_PRECISION_FP16
@@ -688,6 +811,30 @@ extern "C" cudarl_status cr_convnet_cuda_init_precision(cudarl_ctx *ctx, const c
     }
     describe(cn);
     *out = cn;
+    return CUDARL_OK;
+}
+
+extern "C" cudarl_status cr_convnet_cuda_init_training(cudarl_ctx *ctx, const cr_convnet *net,
+                                                       const int *batches, int nbatches,
+                                                       cr_convnet_engine engine,
+                                                       cudarl_precision precision,
+                                                       cr_convnet_cuda **out) {
+    CUDARL_ASSERT((unsigned)precision < CUDARL_PRECISION_COUNT && out);
+    if (!is_half(precision))
+        return cr_convnet_cuda_init_precision(ctx, net, batches, nbatches, engine, precision, out);
+    *out = NULL;
+    if (engine != CR_CONVNET_ENGINE_AUTO && engine != CR_CONVNET_ENGINE_GEMM)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "convnet on CUDA: %s training runs on the gemm "
+                       "engine only (im2col + cublasGemmEx), not %s; ask for engine AUTO or GEMM",
+                       cudarl_precision_name(precision), cr_convnet_cuda_engine_name(engine));
+    int sms = 0;
+    CR_TRY(check_half_device(ctx, precision, &sms));
+    CR_TRY(cr_convnet_cuda_init_precision(ctx, net, batches, nbatches, CR_CONVNET_ENGINE_GEMM,
+                                          CUDARL_PRECISION_FP32, out));
+    cr_convnet_cuda *cn = *out;
+    cn->mixed = 1, cn->precision = precision;
+    plan_gemm_workspace(cn); // with the weights' room
+    describe(cn);
     return CUDARL_OK;
 }
 

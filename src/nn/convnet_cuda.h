@@ -97,6 +97,21 @@ cudarl_status cr_convnet_cuda_init(cudarl_ctx *ctx, const cr_convnet *net, const
  * CUDARL_ERR_INVALID_ARG, and so is IGEMM with FP32 or TF32; a device below compute capability
  * 8.0 (no bf16 tensor cores) is CUDARL_ERR_UNSUPPORTED. Other refusals as cr_convnet_cuda_init's.
  * (host) */
+/* A handle for training (forward and backward) in `precision`. FP32 and TF32: what
+ * cr_convnet_cuda_init makes (TF32 is the context's math mode, set by the trainer). BF16 and
+ * FP16: the GEMM engine (engine AUTO or GEMM; CUDNN and IGEMM are CUDARL_ERR_INVALID_ARG) with
+ * the inputs of every conv product in the format - the im2col matrix, the activation-gradient
+ * matrix G and the conv weights, converted from the float ones at each use - multiplied on the
+ * tensor cores by cublasGemmEx with fp32 sums (CUBLAS_COMPUTE_32F) into fp32 outputs; biases,
+ * activations, their gradients, col2im, the linear stages and heads (the backend's fp32 ops,
+ * TF32 products when the context's math mode says so) stay fp32. The same calls as an fp32
+ * handle (cr_convnet_cuda_forward, _backward), the same workspace layout (the half matrices sit
+ * in the float ones' room) plus the largest conv weight in the format. A device below compute
+ * capability 8.0 is CUDARL_ERR_UNSUPPORTED. (host) */
+cudarl_status cr_convnet_cuda_init_training(cudarl_ctx *ctx, const cr_convnet *net,
+                                            const int *batches, int nbatches,
+                                            cr_convnet_engine engine, cudarl_precision precision,
+                                            cr_convnet_cuda **cn);
 cudarl_status cr_convnet_cuda_init_precision(cudarl_ctx *ctx, const cr_convnet *net,
                                              const int *batches, int nbatches,
                                              cr_convnet_engine engine, cudarl_precision precision,

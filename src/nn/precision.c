@@ -281,29 +281,50 @@ double cr_precision_twin_rtol(cudarl_precision p) {
     return cr_dtype_unit_roundoff(pol->activations);
 }
 
-cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind device) {
+cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind device,
+                                          const char *policy) {
     CR_REQUIRE((int)p >= 0 && (int)p < CUDARL_PRECISION_COUNT,
                "--precision %d is not a precision; choose one of fp32, tf32, bf16, fp16", (int)p);
-    CR_REQUIRE(p != CUDARL_PRECISION_BF16 && p != CUDARL_PRECISION_FP16,
-               "--precision %s: training in %s is not built yet (the policy runtime runs %s "
-               "inference: cudarl bench infer); train with --precision fp32 or tf32",
-               cudarl_precision_name(p), cudarl_precision_name(p), cudarl_precision_name(p));
     CR_REQUIRE(p == CUDARL_PRECISION_FP32 || device != CUDARL_DEVICE_CPU,
                "--precision %s needs the GPU (the CPU trains in fp32 only); use --device cuda, "
                "or --precision fp32", cudarl_precision_name(p));
+    CR_REQUIRE((p != CUDARL_PRECISION_BF16 && p != CUDARL_PRECISION_FP16) || !policy ||
+                   strcmp(policy, "mlp") != 0,
+               "--precision %s trains the conv policies (--policy nature-cnn or minatar-cnn); "
+               "the MLP policy and its fused CartPole kernels train in fp32 or tf32: use "
+               "--precision fp32 or tf32 with --policy mlp", cudarl_precision_name(p));
     return CUDARL_OK;
 }
 
 cudarl_status cr_precision_apply(cudarl_ctx *ctx, cudarl_precision p, int *changed) {
     *changed = 0;
-    CR_TRY(cr_precision_check_training(p, ctx->kind));
+    CR_TRY(cr_precision_check_training(p, ctx->kind, NULL));
 #ifdef CUDARL_WITH_CUDA
-    if (ctx->kind == CUDARL_DEVICE_CUDA && p == CUDARL_PRECISION_TF32) {
+    /* bf16, fp16: the conv products run in the format (the training handle of convnet_cuda.h);
+     * the linear layers' cuBLAS products on TF32 tensor cores, as for tf32 */
+    if (ctx->kind == CUDARL_DEVICE_CUDA && p != CUDARL_PRECISION_FP32) {
         CR_TRY(cr_convnet_cuda_set_tf32(ctx, 1));
         *changed = 1;
     }
 #endif
     return CUDARL_OK;
+}
+
+const char *cr_precision_training_summary(cudarl_precision p) {
+    switch (p) {
+    case CUDARL_PRECISION_TF32:
+        return "the cuBLAS products (conv GEMMs, linear layers) on TF32 tensor cores, sums and "
+               "everything else fp32";
+    case CUDARL_PRECISION_BF16:
+        return "the conv products' inputs in bf16 (fp32 sums), linear layers on TF32 tensor "
+               "cores; weights, Adam, losses and activations fp32; no loss scaling";
+    case CUDARL_PRECISION_FP16:
+        return "the conv products' inputs in fp16 (fp32 sums), linear layers on TF32 tensor "
+               "cores; weights, Adam, losses and activations fp32; dynamic loss scaling (2^16 to "
+               "start, halved and the step skipped on inf/NaN, doubled after 2,000 clean steps)";
+    default:
+        return "fp32 throughout";
+    }
 }
 
 void cr_precision_restore(cudarl_ctx *ctx) {

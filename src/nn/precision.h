@@ -57,13 +57,19 @@ typedef struct cr_precision_policy {
 const cr_precision_policy *cr_precision_policy_of(cudarl_precision p);
 
 /* Whether the trainers take --precision p on `device` (CPU, CUDA or AUTO, which is checked again
- * once the context is known): FP32 anywhere, TF32 on the GPU; BF16 and FP16 training are not
- * built yet. The message names the problem and the fix. */
-cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind device);
-/* Puts a trainer's context in precision p (checked against the context's device): TF32 turns the
- * tensor cores on for every cuBLAS product enqueued on ctx; FP32 changes nothing. Returns
+ * once the context is known) for `policy` (NULL: any): FP32 anywhere, TF32 on the GPU, BF16 and
+ * FP16 on the GPU for the conv policies (their training handle, convnet_cuda.h; the MLP and its
+ * fused kernels are fp32). The message names the problem and the fix. */
+cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind device,
+                                          const char *policy);
+/* Puts a trainer's context in precision p (checked against the context's device): TF32, BF16 and
+ * FP16 turn the TF32 tensor cores on for every fp32 cuBLAS product enqueued on ctx (under BF16
+ * and FP16 those are the linear layers'; the conv products' format is the training handle's);
+ * FP32 changes nothing. Returns
  * whether ctx was changed in *changed, for cr_precision_restore when the trainer is done. */
 cudarl_status cr_precision_apply(cudarl_ctx *ctx, cudarl_precision p, int *changed);
+/* What a trainer computes in which format under p, one line for its log (static storage). */
+const char *cr_precision_training_summary(cudarl_precision p);
 /* Undoes a cr_precision_apply that changed ctx: the context's default fp32 math again. */
 void cr_precision_restore(cudarl_ctx *ctx);
 

@@ -1,0 +1,53 @@
+/* cr_amp (amp.h): the trainers' step under loss scaling. */
+#include "algo/amp.h"
+
+#include "nn/precision.h"
+
+#ifdef CUDARL_WITH_CUDA
+#include "ops/cuda/loss_scale_cuda.h"
+#endif
+
+void cr_amp_init(cr_amp *a, cudarl_ctx *ctx, cudarl_precision p, cr_loss_scale_state *state) {
+    a->precision = p;
+    a->scaling = cr_precision_policy_of(p)->loss_scaling;
+    a->state = state;
+    cr_loss_scale_config_default(&a->cfg);
+    cr_loss_scale_state s;
+    cr_loss_scale_init(&s, &a->cfg);
+    if (!a->scaling) s.scale = 1.0f;
+    ctx->ops->copy_from_host(ctx, state, &s, sizeof s);
+}
+
+void cr_amp_scale(cudarl_ctx *ctx, const cr_amp *a, float *dy, size_t n) {
+    if (!a->scaling) return;
+#ifdef CUDARL_WITH_CUDA
+    CUDARL_ASSERT(ctx->kind == CUDARL_DEVICE_CUDA);
+    cr_cuda_loss_scale_apply(ctx, a->state, dy, n);
+#else
+    (void)ctx, (void)dy, (void)n;
+    CUDARL_ASSERT(!"loss scaling (fp16) needs the CUDA backend");
+#endif
+}
+
+void cr_amp_step(cudarl_ctx *ctx, const cr_amp *a, float *params, float *grads, float *m,
+                 float *v, size_t n, const float *lr, float b1, float b2, float eps, int64_t *t,
+                 int clip, double max_norm, cr_ppo_stats_acc *acc) {
+    const cr_backend *o = ctx->ops;
+    if (!a->scaling) {
+        if (clip) o->clip_grad_norm(ctx, grads, n, max_norm, acc);
+        o->adam_step(ctx, params, grads, m, v, n, lr, b1, b2, eps, t);
+        return;
+    }
+#ifdef CUDARL_WITH_CUDA
+    CUDARL_ASSERT(ctx->kind == CUDARL_DEVICE_CUDA);
+    cr_cuda_loss_scale_unscale(ctx, a->state, grads, n);
+    /* an overflowed step's norm is inf or NaN, and so are its clipped gradients: Adam skips */
+    if (clip) o->clip_grad_norm(ctx, grads, n, max_norm, acc);
+    cr_cuda_adam_step_if(ctx, a->state, params, grads, m, v, n, lr, b1, b2, eps, t);
+    cr_cuda_loss_scale_update(ctx, a->state, &a->cfg);
+#else
+    (void)params, (void)grads, (void)m, (void)v, (void)n, (void)lr, (void)b1, (void)b2;
+    (void)eps, (void)t, (void)clip, (void)max_norm, (void)acc;
+    CUDARL_ASSERT(!"loss scaling (fp16) needs the CUDA backend");
+#endif
+}
