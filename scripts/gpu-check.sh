@@ -8,7 +8,8 @@
 #            65,536 envs x 16 steps), env_cpu (CartPole on CPU threads + GPU learner, per thread
 #            count), conv (the cuDNN convolutions on the Nature-CNN trunk), convnet (a conv
 #            policy's learner step, cudarl vs PyTorch eager and graphed), dqn_gpu (DQN's
-#            time to solve CartPole on the GPU, 3 seeds), minatar (the five MinAtar games'
+#            time to solve CartPole on the GPU, 3 seeds), convnet_profile (ncu: the Nature-CNN
+#            learner step's time per kernel, fp32 and bf16), minatar (the five MinAtar games'
 #            CUDA twins, steps/s at 4,096 and 65,536 envs, vs the CPU def on 1 thread),
 #            dqn_minatar (DQN on MinAtar Breakout, 3 seeds, frames and seconds to a mean of 10), infer
 #            (the policy runtime on the seed's 4x256x256 pixel policy at batch 128 and 1, per
@@ -132,6 +133,18 @@ for b in "$@"; do
     PYTHONUNBUFFERED=1 python3 bench/peers/convnet_peer.py --compare "$OUT/bench_convnet.json" \
       --json "$OUT/convnet_peer.json" 2>&1 | tee "$OUT/convnet_peer.txt"
     add "conv learner step vs PyTorch (convnet)" "$(tail -1 "$OUT/convnet_peer.txt")"
+    ;;
+  convnet_profile)
+    # where a learner step's time goes, per kernel: ncu over bench_convnet_cuda's Nature-CNN
+    # Agent at batch 256 (case 3), eager steps and graph replays, per precision
+    bc="$(find build-gpu -name bench_convnet_cuda -type f | head -1)"
+    for prec in fp32 bf16; do
+      ncu --metrics gpu__time_duration.sum --graph-profiling node --csv -c 600 "$bc" --reps 4 \
+        --engine gemm --precision $prec --case 3 > "$OUT/ncu_convnet_$prec.csv" 2>"$OUT/ncu_$prec.err"
+      python3 scripts/ncu_kernels.py "$OUT/ncu_convnet_$prec.csv" --steps-of adam_kernel 2>&1 |
+        tee "$OUT/convnet_profile_$prec.txt" | head -30
+    done
+    add "conv learner step per kernel (convnet_profile)" "see $OUT/convnet_profile_*.txt"
     ;;
   replay)
     "$(find build-gpu -name bench_replay -type f | head -1)" 2>&1 | tee "$OUT/bench_replay.txt"

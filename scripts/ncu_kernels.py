@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Per-kernel GPU time from an `ncu --metrics gpu__time_duration.sum --csv` log.
+
+Sums each kernel's time over the profiled launches and, with --steps-of NAME, divides by the
+number of launches of the kernel named NAME (one per step: the step count), so the
+table reads as time per step. Usage:
+  python3 scripts/ncu_kernels.py ncu.csv [--steps-of adam_kernel] [--top 30]
+"""
+import argparse
+import collections
+import csv
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("csv")
+    ap.add_argument("--steps-of", help="the name of a kernel launched once per step")
+    ap.add_argument("--top", type=int, default=30)
+    a = ap.parse_args()
+    with open(a.csv, newline="") as f:
+        rows = [r for r in csv.reader(f) if len(r) > 10]
+    if not rows:
+        sys.exit(f"{a.csv}: no ncu rows (is ncu installed, and did the program run?)")
+    hdr, rows = rows[0], rows[1:]
+    try:
+        ki, vi, ui = hdr.index("Kernel Name"), hdr.index("Metric Value"), hdr.index("Metric Unit")
+    except ValueError:
+        sys.exit(f"{a.csv}: not ncu --csv output (no Kernel Name / Metric Value columns)")
+    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+    total, count = collections.defaultdict(float), collections.Counter()
+    for r in rows:
+        try:
+            v = float(r[vi].replace(",", "")) * scale.get(r[ui], float("nan"))
+        except ValueError:
+            continue
+        name = r[ki].removeprefix("void ").split("(")[0][:70]
+        total[name] += v
+        count[name] += 1
+    steps = 1
+    if a.steps_of:
+        hits = [n for n in count if n.strip() == a.steps_of]
+        steps = max(sum(count[n] for n in hits), 1)
+    print(f"{sum(count.values())} launches profiled, {steps} steps; time per step (us):")
+    print("| kernel | us per step | launches per step |\n|---|---:|---:|")
+    for name, t in sorted(total.items(), key=lambda kv: -kv[1])[:a.top]:
+        print(f"| {name} | {t / steps:.1f} | {count[name] / steps:.1f} |")
+    print(f"| all | {sum(total.values()) / steps:.1f} | {sum(count.values()) / steps:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
