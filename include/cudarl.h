@@ -197,9 +197,9 @@ typedef struct cudarl_ppo_config {
     int profile;          /* time each phase (synchronising after it) and print a table */
     /* FP32 (default) or, on the GPU, TF32: the cuBLAS products (the conv nets' GEMMs, linear
      * layers through cuBLAS) take TF32 inputs on the tensor cores, sums in fp32; the fused
-     * CartPole kernels stay fp32. BF16 and FP16 (GPU, conv policies only): the conv products'
-     * inputs in the format with fp32 sums, the linear layers in TF32, fp32 weights, Adam and
-     * losses; FP16 with dynamic loss scaling (torch.amp.GradScaler's rules, the scale and the
+     * CartPole kernels stay fp32. BF16 and FP16 (GPU): every conv and linear product's inputs
+     * in the format with fp32 sums (an MLP then runs op by op, not in the fused kernels), fp32
+     * weights, Adam and losses; FP16 with dynamic loss scaling (torch.amp.GradScaler's rules, the scale and the
      * skipped steps in metrics.csv as amp/loss_scale and amp/skipped_steps). */
     cudarl_precision precision;
 } cudarl_ppo_config;

@@ -9,7 +9,8 @@
 #            count), conv (the cuDNN convolutions on the Nature-CNN trunk), convnet (a conv
 #            policy's learner step, cudarl vs PyTorch eager and graphed), dqn_gpu (DQN's
 #            time to solve CartPole on the GPU, 3 seeds), convnet_profile (ncu: the Nature-CNN
-#            learner step's time per kernel, fp32 and bf16), minatar (the five MinAtar games'
+#            learner step's time per kernel, fp32 and bf16), parity_cartpole (PPO CartPole,
+#            3 seeds per precision), minatar (the five MinAtar games'
 #            CUDA twins, steps/s at 4,096 and 65,536 envs, vs the CPU def on 1 thread),
 #            dqn_minatar (DQN on MinAtar Breakout, 3 seeds, frames and seconds to a mean of 10), infer
 #            (the policy runtime on the seed's 4x256x256 pixel policy at batch 128 and 1, per
@@ -66,6 +67,19 @@ for b in "$@"; do
     taskset -c 0,1 python3 bench/peers/ppo_torch.py --device cpu --threads 2 --seeds 5 \
       --json "$OUT/peer_torch_cpu.json" 2>&1 | tee "$OUT/peer_torch_cpu.txt"
     add "PyTorch PPO peer (2 cores, cpu)" "$(tail -1 "$OUT/peer_torch_cpu.txt")"
+    ;;
+  parity_cartpole)
+    # issue 7's parity on CartPole: PPO with the CUDA preset, seeds 1-3, per precision (bf16 and
+    # fp16 run the MLP op by op; fp32 in the fused kernels): mean(100) at the end, 475 reached at
+    for prec in fp32 bf16 fp16; do
+      for seed in 1 2 3; do
+        build-gpu/cudarl train --device cuda --precision $prec --seed $seed --quiet \
+          --runs-dir /tmp/parity --run-name "$prec-$seed" 2>&1 | grep "steps in\|solved" |
+          tr '\n' ' ' | sed "s/^/$prec seed $seed: /" | tee -a "$OUT/parity_cartpole.txt"
+        echo | tee -a "$OUT/parity_cartpole.txt"
+      done
+    done
+    add "PPO CartPole per precision (parity)" "see $OUT/parity_cartpole.txt"
     ;;
   ppo_gpu)
     PYTHONUNBUFFERED=1 python3 bench/ppo_gpu.py --cudarl build-gpu/cudarl --seeds 5 --envs 65536 \
@@ -156,13 +170,14 @@ for b in "$@"; do
   dqn_minatar)
     # DQN on MinAtar Breakout (issue 6: mean return >= 10 within 5M frames in <= 120 s, 3 seeds),
     # the envs on their CUDA twin, iterations in graphs; the 3 seeds run side by side (each
-    # slower than alone). DQN_MINATAR_STEPS (default 2500000) caps the frames.
+    # slower than alone). DQN_MINATAR_STEPS (default 2500000) caps the frames; DQN_ARGS adds
+    # flags (issue 7's parity: DQN_ARGS="--precision bf16").
     for seed in 1 2 3; do
       timeout 300 build-gpu/cudarl train --algo dqn --env-id MinAtar/Breakout-v1 \
         --policy minatar-cnn --device cuda --seed $seed --num-envs 64 --batch-size 128 \
         --learning-rate 5e-4 --train-frequency 16 --target-network-frequency 8192 \
         --buffer-size 100000 --learning-starts 5000 --end-e 0.01 --exploration-fraction 0.02 \
-        --huber --total-timesteps "${DQN_MINATAR_STEPS:-2500000}" --quiet --runs-dir /tmp/dqnm \
+        --huber --total-timesteps "${DQN_MINATAR_STEPS:-2500000}" ${DQN_ARGS:-} --quiet --runs-dir /tmp/dqnm \
         --run-name "seed$seed" > "$OUT/dqn_minatar_$seed.log" 2>&1 &
     done
     wait

@@ -284,8 +284,6 @@ def test_bad_input(work):
                  ["--env-device cuda", "--device cuda"])
     expect_error("--precision fp8 is not a precision", train("--precision", "fp8"), work, U,
                  ["--precision", "fp32, tf32, bf16 or fp16", "'fp8'"])
-    expect_error("--precision bf16 with the MLP policy", train("--precision", "bf16"), work, U,
-                 ["--precision bf16", "conv policies", "--precision fp32 or tf32 with --policy mlp"])
     expect_error("--precision bf16 on the CPU",
                  train("--precision", "bf16", "--device", "cpu", "--env-id", "MinAtar/Breakout-v1",
                        "--policy", "minatar-cnn"),
@@ -295,9 +293,6 @@ def test_bad_input(work):
     expect_error("DQN --precision fp16 on the CPU", ["train", "--algo", "dqn", "--precision",
                                                      "fp16", "--device", "cpu", "--quiet"],
                  work, U, ["--precision fp16 needs the GPU", "--device cuda"])
-    expect_error("DQN --precision fp16 with the MLP", ["train", "--algo", "dqn", "--precision",
-                                                       "fp16", "--quiet"], work, U,
-                 ["--precision fp16 trains the conv policies", "--policy mlp"])
     expect_error("--async without CPU envs", train("--async"), work, U,
                  ["--async", "--env-device cpu"])
     expect_error("--async on the CPU", train("--async", "--env-device", "cpu", "--device", "cpu"),

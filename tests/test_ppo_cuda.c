@@ -3,7 +3,9 @@
  *     100 episodes >= 475 at the end) for seeds 1..5.
  *  2. No device allocation after setup: the backend's cudaMalloc count goes up by exactly one
  *     (the training arena) per run, and device memory in use does not grow over 1,000
- *     iterations (cudaMemGetInfo, read by the trainer after the first and the last iteration). */
+ *     iterations (cudaMemGetInfo, read by the trainer after the first and the last iteration).
+ *  3. --precision bf16 and fp16 (the MLP op by op, its products through cuBLAS in the format;
+ *     fp16 with loss scaling) solve it too with the CUDA preset, seed 1. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,24 @@ static void test_learning(cudarl_ctx *ctx) {
     }
 }
 
+static void test_precisions(cudarl_ctx *ctx) {
+    static const cudarl_precision precs[2] = {CUDARL_PRECISION_BF16, CUDARL_PRECISION_FP16};
+    for (int q = 0; q < 2; q++) {
+        cudarl_ppo_config c;
+        cudarl_ppo_config_default(&c, "CartPole-v1");
+        cudarl_ppo_config_for_device(&c, CUDARL_DEVICE_CUDA);
+        c.precision = precs[q];
+        name_run(&c, cudarl_precision_name(precs[q]), 1);
+        cudarl_train_summary s;
+        CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &s));
+        printf("%s: mean of last 100 %.1f, %lld steps in %.3f s (%.0f steps/s), 475 at step "
+               "%lld\n", cudarl_precision_name(precs[q]), s.mean_return_100,
+               (long long)s.global_step, s.train_seconds, s.sps, (long long)s.solved_step);
+        CHECK_MSG(s.mean_return_100 >= 475.0, "%s ended at %.1f",
+                  cudarl_precision_name(precs[q]), s.mean_return_100);
+    }
+}
+
 static void test_memory(cudarl_ctx *ctx) {
     cudarl_ppo_config c;
     cudarl_ppo_config_default(&c, "CartPole-v1");
@@ -64,6 +84,7 @@ int main(int argc, char **argv) {
     CHECK_OK(cudarl_ctx_init(&ctx, CUDARL_DEVICE_CUDA, 0));
     test_memory(ctx);
     test_learning(ctx);
+    test_precisions(ctx);
     cudarl_ctx_free(ctx);
     printf("test_ppo_cuda: ok\n");
     return 0;

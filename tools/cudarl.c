@@ -57,7 +57,7 @@ static const arg_spec train_specs[] = {
     {"checkpoint-every", ARG_INT, CFG(checkpoint_every), 0, 0, 1 << 30, "iterations between checkpoints (0: at the end)"},
     {"quiet", ARG_BOOL, CFG(quiet), 0, 0, 1, "no progress line"},
     {"profile", ARG_BOOL, CFG(profile), 0, 0, 1, "time per phase, syncs, FLOP/s and GB/s at the end"},
-    {"precision", ARG_PRECISION, CFG(precision), 0, 0, 0, "fp32, or on the GPU tf32 (cuBLAS products on TF32 tensor cores), or for conv policies bf16 / fp16 (conv products in the format, fp32 sums; fp16 with dynamic loss scaling)"},
+    {"precision", ARG_PRECISION, CFG(precision), 0, 0, 0, "fp32, or on the GPU tf32 (cuBLAS products on TF32 tensor cores), bf16 or fp16 (every product's inputs in the format, fp32 sums; fp16 with dynamic loss scaling)"},
     {"resume", ARG_STR, offsetof(train_opts, resume), PATH_MAX, 0, 0, "continue from this checkpoint"},
 };
 #define N_TRAIN_SPECS ((int)(sizeof train_specs / sizeof train_specs[0]))
@@ -203,7 +203,7 @@ static const arg_spec dqn_specs[] = {
     {"threads", ARG_INT, DCFG(threads), 0, 0, 1024, "CPU threads for the ops (0: all cores)"},
     {"env-device", ARG_DEVICE, DCFG(env_device), 0, 0, 0, "where envs step: cpu (threads, any env), cuda (the CUDA twins: CartPole, MinAtar) or auto"},
     {"env-threads", ARG_INT, DCFG(env_threads), 0, 0, 1024, "threads stepping CPU envs (0: all cores)"},
-    {"precision", ARG_PRECISION, DCFG(precision), 0, 0, 0, "fp32, or on the GPU tf32 (cuBLAS products on TF32 tensor cores), or for conv policies bf16 / fp16 (conv products in the format, fp32 sums; fp16 with dynamic loss scaling)"},
+    {"precision", ARG_PRECISION, DCFG(precision), 0, 0, 0, "fp32, or on the GPU tf32 (cuBLAS products on TF32 tensor cores), bf16 or fp16 (every product's inputs in the format, fp32 sums; fp16 with dynamic loss scaling)"},
     {"replay-frames", ARG_BOOL, DCFG(replay_frames), 0, 0, 1, "frame-stacked envs: store each frame once, sample K+1-frame windows"},
     {"run-name", ARG_STR, DCFG(run_name), 128, 0, 0, "run folder name; empty: <env>__dqn__<seed>__<unix time>"},
     {"runs-dir", ARG_STR, DCFG(runs_dir), 256, 0, 0, "where run folders go"},

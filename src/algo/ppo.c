@@ -50,7 +50,11 @@ static void shape_views(const cr_ppo *p, cr_mlp_view *a, cr_mlp_view *c) {
 /* Whether the update's minibatches go through the backend's fused op (ppo_minibatch_grads):
  * the backend has it (the CUDA backend unless CUDARL_FUSED=0) and the MLPs' shapes are its. */
 static int fused_update(const cr_ppo *p, const cudarl_ctx *ctx) {
-    if (p->conv) return 0;
+    /* the fused kernels compute in fp32 (tf32 leaves them so); bf16 and fp16 run op by op,
+     * their products through cuBLAS in the format */
+    if (p->conv || p->cfg.precision == CUDARL_PRECISION_BF16 ||
+        p->cfg.precision == CUDARL_PRECISION_FP16)
+        return 0;
     cr_mlp_view a, c;
     shape_views(p, &a, &c);
     return cr_ppo_fused_supported(ctx->ops, &a, &c);
@@ -440,12 +444,13 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
         cr_mlp_forward(ctx, &critic, p->mb_obs, p->mb_value, &p->cache_critic, mb);
         o->ppo_loss(ctx, p->mb_logits, p->mb_act, p->mb_logp, p->mb_adv, p->mb_value, p->mb_val,
                     p->mb_ret, &lp, p->mb_dlogits, p->mb_dvalue, p->acc, mb, p->A);
+        cr_amp_scale(ctx, &p->amp, p->mb_dlogits, (size_t)mb * p->A); /* fp16: times the scale */
+        cr_amp_scale(ctx, &p->amp, p->mb_dvalue, (size_t)mb);
         cr_mlp_backward(ctx, &actor, &g_actor, p->mb_obs, p->mb_dlogits, &p->cache_actor, mb);
         cr_mlp_backward(ctx, &critic, &g_critic, p->mb_obs, p->mb_dvalue, &p->cache_critic, mb);
     }
-    o->clip_grad_norm(ctx, p->grads, p->num_params, p->cfg.max_grad_norm, p->acc);
-    o->adam_step(ctx, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr,
-                 0.9f, 0.999f, 1e-5f, p->adam_t);
+    cr_amp_step(ctx, &p->amp, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr,
+                0.9f, 0.999f, 1e-5f, p->adam_t, 1, p->cfg.max_grad_norm, p->acc);
 }
 
 /* The learning rate of iteration `it` (1-based). */

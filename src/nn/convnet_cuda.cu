@@ -319,9 +319,7 @@ static const float one = 1.0f, zero = 0.0f;
 // meaning), fp32, beta 0: C is overwritten and not read.
 static void sgemm(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                   int k, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
-    CUBLAS_CHECK(cublasSgemm(cr_impl(ctx)->blas, ta, tb, m, n, k, &one, A, lda, B, ldb, &zero, C,
-                             ldc));
-    CR_CUDA_LAUNCHED(ctx);
+    cr_cuda_sgemm(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
 }
 
 static char *aligned_ws(const cr_convnet_cuda *cn) {

@@ -103,8 +103,8 @@ cudarl_status cr_convnet_cuda_init(cudarl_ctx *ctx, const cr_convnet *net, const
  * the inputs of every conv product in the format - the im2col matrix, the activation-gradient
  * matrix G and the conv weights, converted from the float ones at each use - multiplied on the
  * tensor cores by cublasGemmEx with fp32 sums (CUBLAS_COMPUTE_32F) into fp32 outputs; biases,
- * activations, their gradients, col2im, the linear stages and heads (the backend's fp32 ops,
- * TF32 products when the context's math mode says so) stay fp32. The same calls as an fp32
+ * activations, their gradients, col2im stay fp32; the linear stages and heads are the backend's
+ * ops, whose products take the context's format (cr_cuda_set_gemm_precision, set by the trainer). The same calls as an fp32
  * handle (cr_convnet_cuda_forward, _backward), the same workspace layout (the half matrices sit
  * in the float ones' room) plus the largest conv weight in the format. A device below compute
  * capability 8.0 is CUDARL_ERR_UNSUPPORTED. (host) */

@@ -8,6 +8,7 @@
 #include "ops/backend.h"
 #ifdef CUDARL_WITH_CUDA
 #include "nn/convnet_cuda.h"
+#include "ops/cuda/cuda_backend.h"
 #endif
 
 /* ---- --precision --------------------------------------------------------------------------- */
@@ -288,11 +289,7 @@ cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind
     CR_REQUIRE(p == CUDARL_PRECISION_FP32 || device != CUDARL_DEVICE_CPU,
                "--precision %s needs the GPU (the CPU trains in fp32 only); use --device cuda, "
                "or --precision fp32", cudarl_precision_name(p));
-    CR_REQUIRE((p != CUDARL_PRECISION_BF16 && p != CUDARL_PRECISION_FP16) || !policy ||
-                   strcmp(policy, "mlp") != 0,
-               "--precision %s trains the conv policies (--policy nature-cnn or minatar-cnn); "
-               "the MLP policy and its fused CartPole kernels train in fp32 or tf32: use "
-               "--precision fp32 or tf32 with --policy mlp", cudarl_precision_name(p));
+    (void)policy; /* every policy: the MLP's bf16/fp16 run op by op, not in the fused kernels */
     return CUDARL_OK;
 }
 
@@ -300,10 +297,15 @@ cudarl_status cr_precision_apply(cudarl_ctx *ctx, cudarl_precision p, int *chang
     *changed = 0;
     CR_TRY(cr_precision_check_training(p, ctx->kind, NULL));
 #ifdef CUDARL_WITH_CUDA
-    /* bf16, fp16: the conv products run in the format (the training handle of convnet_cuda.h);
-     * the linear layers' cuBLAS products on TF32 tensor cores, as for tf32 */
-    if (ctx->kind == CUDARL_DEVICE_CUDA && p != CUDARL_PRECISION_FP32) {
+    /* tf32: cuBLAS's TF32 math mode for every fp32 product; bf16, fp16: the products that go
+     * through cr_cuda_sgemm (linear layers, heads) take their inputs in the format (cuBLAS's
+     * FAST_16BF / FAST_16F compute types), the conv products too (the training handle of
+     * convnet_cuda.h converts them itself) */
+    if (ctx->kind == CUDARL_DEVICE_CUDA && p == CUDARL_PRECISION_TF32) {
         CR_TRY(cr_convnet_cuda_set_tf32(ctx, 1));
+        *changed = 1;
+    } else if (ctx->kind == CUDARL_DEVICE_CUDA && p != CUDARL_PRECISION_FP32) {
+        CR_TRY(cr_cuda_set_gemm_precision(ctx, p));
         *changed = 1;
     }
 #endif
@@ -316,12 +318,14 @@ const char *cr_precision_training_summary(cudarl_precision p) {
         return "the cuBLAS products (conv GEMMs, linear layers) on TF32 tensor cores, sums and "
                "everything else fp32";
     case CUDARL_PRECISION_BF16:
-        return "the conv products' inputs in bf16 (fp32 sums), linear layers on TF32 tensor "
-               "cores; weights, Adam, losses and activations fp32; no loss scaling";
+        return "every conv and linear product's inputs in bf16 (fp32 sums; an MLP runs op by "
+               "op, not in the fused CartPole kernels); weights, Adam, losses and activations "
+               "fp32; no loss scaling";
     case CUDARL_PRECISION_FP16:
-        return "the conv products' inputs in fp16 (fp32 sums), linear layers on TF32 tensor "
-               "cores; weights, Adam, losses and activations fp32; dynamic loss scaling (2^16 to "
-               "start, halved and the step skipped on inf/NaN, doubled after 2,000 clean steps)";
+        return "every conv and linear product's inputs in fp16 (fp32 sums; an MLP runs op by "
+               "op, not in the fused CartPole kernels); weights, Adam, losses and activations "
+               "fp32; dynamic loss scaling (2^16 to start, halved and the step skipped on "
+               "inf/NaN, doubled after 2,000 clean steps)";
     default:
         return "fp32 throughout";
     }
@@ -329,7 +333,10 @@ const char *cr_precision_training_summary(cudarl_precision p) {
 
 void cr_precision_restore(cudarl_ctx *ctx) {
 #ifdef CUDARL_WITH_CUDA
-    if (ctx->kind == CUDARL_DEVICE_CUDA) (void)cr_convnet_cuda_set_tf32(ctx, 0);
+    if (ctx->kind == CUDARL_DEVICE_CUDA) {
+        (void)cr_convnet_cuda_set_tf32(ctx, 0);
+        (void)cr_cuda_set_gemm_precision(ctx, CUDARL_PRECISION_FP32);
+    }
 #else
     (void)ctx;
 #endif

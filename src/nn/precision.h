@@ -57,15 +57,14 @@ typedef struct cr_precision_policy {
 const cr_precision_policy *cr_precision_policy_of(cudarl_precision p);
 
 /* Whether the trainers take --precision p on `device` (CPU, CUDA or AUTO, which is checked again
- * once the context is known) for `policy` (NULL: any): FP32 anywhere, TF32 on the GPU, BF16 and
- * FP16 on the GPU for the conv policies (their training handle, convnet_cuda.h; the MLP and its
- * fused kernels are fp32). The message names the problem and the fix. */
+ * once the context is known) for `policy` (NULL: any; every policy takes every precision today):
+ * FP32 anywhere, TF32, BF16 and FP16 on the GPU. The message names the problem and the fix. */
 cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind device,
                                           const char *policy);
-/* Puts a trainer's context in precision p (checked against the context's device): TF32, BF16 and
- * FP16 turn the TF32 tensor cores on for every fp32 cuBLAS product enqueued on ctx (under BF16
- * and FP16 those are the linear layers'; the conv products' format is the training handle's);
- * FP32 changes nothing. Returns
+/* Puts a trainer's context in precision p (checked against the context's device): TF32 turns the
+ * TF32 tensor cores on for every fp32 cuBLAS product enqueued on ctx; BF16 and FP16 have the
+ * products that go through cr_cuda_sgemm (linear layers, heads, MLPs) take their inputs in the
+ * format (the conv products' format is the training handle's); FP32 changes nothing. Returns
  * whether ctx was changed in *changed, for cr_precision_restore when the trainer is done. */
 cudarl_status cr_precision_apply(cudarl_ctx *ctx, cudarl_precision p, int *changed);
 /* What a trainer computes in which format under p, one line for its log (static storage). */

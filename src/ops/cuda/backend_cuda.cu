@@ -348,3 +348,11 @@ static const cr_backend *unfused_table(void) {
     }
     return &cuda_unfused;
 }
+
+extern "C" cudarl_status cr_cuda_set_gemm_precision(cudarl_ctx *ctx, cudarl_precision p) {
+    CUDARL_ASSERT(ctx && ctx->kind == CUDARL_DEVICE_CUDA);
+    cr_impl(ctx)->gemm_compute = p == CUDARL_PRECISION_BF16   ? (int)CUBLAS_COMPUTE_32F_FAST_16BF
+                                 : p == CUDARL_PRECISION_FP16 ? (int)CUBLAS_COMPUTE_32F_FAST_16F
+                                                              : 0;
+    return CUDARL_OK;
+}

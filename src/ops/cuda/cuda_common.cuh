@@ -67,7 +67,12 @@ struct cr_cuda_impl {
     int fused_grid_cap[4];     // ppo_fused.cu: most blocks of each fused kernel (occupancy x SMs)
     cudaStream_t side;         // a second stream for ops that fork independent kernels
     cudaEvent_t fork, join;    // (timing disabled) to fork onto `side` and join back
+    // 0: fp32 products through cublasSgemm (TF32 under CUBLAS_TF32_TENSOR_OP_MATH); else the
+    // cublasComputeType_t of a bf16 or fp16 context (CUBLAS_COMPUTE_32F_FAST_16BF / _16F), for
+    // cublasGemmEx on fp32 matrices (cr_cuda_set_gemm_precision)
+    int gemm_compute;
 };
+
 
 // Inside a capture, an op that cannot be captured (it waits for the device or reads pageable
 // host memory) records itself here and does nothing, so graph_end fails with a status rather
@@ -76,6 +81,25 @@ int cr_cuda_refuse_in_capture(cudarl_ctx *ctx, const char *op);
 
 static inline cudaStream_t cr_stream(const cudarl_ctx *ctx) { return (cudaStream_t)ctx->stream; }
 static inline cr_cuda_impl *cr_impl(const cudarl_ctx *ctx) { return (cr_cuda_impl *)ctx->impl; }
+
+// C (m, n) = op(A) op(B), fp32 matrices (column-major, cublasSgemm's arguments, alpha 1 and
+// beta 0: C is overwritten and not read). cublasSgemm, or on a bf16 / fp16 context
+// cublasGemmEx with its compute type: cuBLAS converts the fp32 inputs to the format for the
+// tensor cores and sums in fp32 (CUBLAS_COMPUTE_32F_FAST_16BF / _16F), the products of the
+// trainers' --precision bf16 / fp16 for every layer that goes through here.
+static inline void cr_cuda_sgemm(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb,
+                                 int m, int n, int k, const float *A, int lda, const float *B,
+                                 int ldb, float *C, int ldc) {
+    static const float one = 1.0f, zero = 0.0f;
+    cr_cuda_impl *im = cr_impl(ctx);
+    if (!im->gemm_compute)
+        CUBLAS_CHECK(cublasSgemm(im->blas, ta, tb, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc));
+    else
+        CUBLAS_CHECK(cublasGemmEx(im->blas, ta, tb, m, n, k, &one, A, CUDA_R_32F, lda, B,
+                                  CUDA_R_32F, ldb, &zero, C, CUDA_R_32F, ldc,
+                                  (cublasComputeType_t)im->gemm_compute, CUBLAS_GEMM_DEFAULT));
+    CR_CUDA_LAUNCHED(ctx);
+}
 
 // cudaMalloc that counts towards cr_cuda_alloc_count().
 cudaError_t cr_cuda_malloc(void **p, size_t bytes);

@@ -26,7 +26,6 @@
 
 // ---- ReLU layers ----------------------------------------------------------------------------
 
-static const float one_f = 1.0f, zero_f = 0.0f;
 
 // y[r, o] = relu(y[r, o] + b[o]) for y (B, O), n = B * O; x < 0 ? 0 : x keeps NaN and -0.
 __global__ void bias_relu_kernel(float *y, const float *__restrict__ b, size_t n, int O) {
@@ -42,9 +41,7 @@ void cr_cuda_linear_relu_forward(cudarl_ctx *ctx, const float *x, const float *w
     if (B <= 0 || O <= 0) return;
     size_t n = (size_t)B * O;
     if (I > 0) {
-        CUBLAS_CHECK(cublasSgemm(cr_impl(ctx)->blas, CUBLAS_OP_T, CUBLAS_OP_N, O, B, I, &one_f, w,
-                                 I, x, I, &zero_f, y, O));
-        CR_CUDA_LAUNCHED(ctx);
+        cr_cuda_sgemm(ctx, CUBLAS_OP_T, CUBLAS_OP_N, O, B, I, w, I, x, I, y, O);
     } else {
         CUDA_CHECK(cudaMemsetAsync(y, 0, n * sizeof *y, cr_stream(ctx)));
     }

@@ -14,7 +14,6 @@
 #define DB_COLS 32
 #define DB_ROWS 16
 
-static const float one = 1.0f, zero = 0.0f;
 
 // y[r, o] = act(y[r, o] + b[o]) for y (B, O), n = B * O.
 template <bool TANH>
@@ -73,9 +72,7 @@ static void forward(cudarl_ctx *ctx, const float *x, const float *w, const float
     if (B <= 0 || O <= 0) return;
     size_t n = (size_t)B * O;
     if (I > 0) {
-        CUBLAS_CHECK(cublasSgemm(cr_impl(ctx)->blas, CUBLAS_OP_T, CUBLAS_OP_N, O, B, I, &one, w,
-                                 I, x, I, &zero, y, O));
-        CR_CUDA_LAUNCHED(ctx);
+        cr_cuda_sgemm(ctx, CUBLAS_OP_T, CUBLAS_OP_N, O, B, I, w, I, x, I, y, O);
     } else {
         CUDA_CHECK(cudaMemsetAsync(y, 0, n * sizeof *y, cr_stream(ctx)));
     }
@@ -97,7 +94,6 @@ void cr_cuda_linear_tanh_forward(cudarl_ctx *ctx, const float *x, const float *w
 void cr_cuda_linear_backward(cudarl_ctx *ctx, const float *dy, const float *x, const float *w,
                              float *dx, float *dw, float *db, int B, int I, int O) {
     cudaStream_t st = cr_stream(ctx);
-    cublasHandle_t h = cr_impl(ctx)->blas;
     if (B <= 0) { // no rows: zero gradients, as the CPU leaves them
         if (O > 0) {
             CUDA_CHECK(cudaMemsetAsync(db, 0, (size_t)O * sizeof *db, st));
@@ -107,18 +103,14 @@ void cr_cuda_linear_backward(cudarl_ctx *ctx, const float *dy, const float *x, c
     }
     if (dx && I > 0) {
         if (O > 0) {
-            CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, I, B, O, &one, w, I, dy, O,
-                                     &zero, dx, I));
-            CR_CUDA_LAUNCHED(ctx);
+            cr_cuda_sgemm(ctx, CUBLAS_OP_N, CUBLAS_OP_N, I, B, O, w, I, dy, O, dx, I);
         } else {
             CUDA_CHECK(cudaMemsetAsync(dx, 0, (size_t)B * I * sizeof *dx, st));
         }
     }
     if (O <= 0) return;
     if (I > 0) {
-        CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, I, O, B, &one, x, I, dy, O, &zero,
-                                 dw, I));
-        CR_CUDA_LAUNCHED(ctx);
+        cr_cuda_sgemm(ctx, CUBLAS_OP_N, CUBLAS_OP_T, I, O, B, x, I, dy, O, dw, I);
     }
     int chunks = column_sum_chunks(B, O), rows = (B + chunks - 1) / chunks;
     double *partial = &cr_impl(ctx)->scratch->partial[0][0];
