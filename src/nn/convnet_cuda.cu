@@ -397,81 +397,69 @@ static void launch_grad(cudarl_ctx *ctx, int act, const float *dy, const float *
 
 // ---- the GEMM engine's conv stage ----------------------------------------------------------
 
+// The products' matrices hold T: float (the fp32 engine: SGEMM, the weights as they are), or a
+// format of a mixed handle (the weights converted into the workspace, cublasGemmEx).
+static void gemm_t(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                   int k, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
+    sgemm(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
+}
+template <typename T>
+static void gemm_t(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                   int k, const T *A, int lda, const T *B, int ldb, float *C, int ldc) {
+    gemm_fmt<T>(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
+}
+template <typename T>
+static const T *weights_t(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const float *w, size_t n) {
+    T *wh = (T *)(aligned_ws(cn) + cn->wh_at);
+    launch_to_fmt<T>(ctx, w, wh, n);
+    return wh;
+}
+template <>
+const float *weights_t<float>(cudarl_ctx *, const cr_convnet_cuda *, const float *w, size_t) {
+    return w;
+}
+
 // y (N, K, P, Q) = act(conv(x) + b) for conv stage st at batch N.
+template <typename T>
 static void gemm_conv_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
                               const cr_convnet_stage *st, const float *w, const float *b,
                               const float *x, float *y, int N) {
     const geom g = geom_of(st, N);
     char *ws = aligned_ws(cn);
-    float *col = (float *)(ws + cn->col_at), *prod = (float *)(ws + cn->prod_at);
-    launch_im2col<float>(ctx, x, col, g);
+    T *col = (T *)(ws + cn->col_at);
+    float *prod = (float *)(ws + cn->prod_at);
+    const T *wt = weights_t<T>(ctx, cn, w, (size_t)g.K * g.CRS);
+    launch_im2col<T>(ctx, x, col, g);
     // prod (K, L) = W (K, CRS) col (CRS, L), row-major; column-major that is
     // prod^T (L, K) = col^T (L, CRS) W^T (CRS, K), both read as they lie (N, N).
-    sgemm(ctx, CUBLAS_OP_N, CUBLAS_OP_N, g.L, g.K, g.CRS, col, g.L, w, g.CRS, prod, g.L);
+    gemm_t(ctx, CUBLAS_OP_N, CUBLAS_OP_N, g.L, g.K, g.CRS, col, g.L, wt, g.CRS, prod, g.L);
     launch_bias_act(ctx, act_of(st), prod, b, y, g);
 }
 
-// dw, db, and dx (unless NULL) of conv stage st given dy w.r.t. its output y, x its input.
+// dw, db, and dx (unless NULL) of conv stage st given dy w.r.t. its output y, x its input. A
+// mixed handle's G and col hold T in the float matrices' room; dcol is float in col's whole
+// room, written by the last product after the one that read col (one stream).
+template <typename T>
 static void gemm_conv_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
                                const cr_convnet_stage *st, const float *w, const float *x,
                                const float *y, const float *dy, float *dx, float *dw, float *db,
                                int N) {
     const geom g = geom_of(st, N);
     char *ws = aligned_ws(cn);
-    float *col = (float *)(ws + cn->col_at), *G = (float *)(ws + cn->prod_at);
-    double *partial = (double *)(ws + cn->partial_at);
-    launch_grad<float>(ctx, act_of(st), dy, y, G, partial, db, g);
-    launch_im2col<float>(ctx, x, col, g);
-    // dW (K, CRS) = G (K, L) col^T (L, CRS), row-major; column-major
-    // dW^T (CRS, K) = col (CRS, L) G^T (L, K): col lies as col^T (L, CRS), so op T; G^T as is.
-    sgemm(ctx, CUBLAS_OP_T, CUBLAS_OP_N, g.CRS, g.K, g.L, col, g.L, G, g.L, dw, g.CRS);
-    if (!dx) return;
-    // dcol (CRS, L) = W^T (CRS, K) G (K, L), row-major, into col (read by the SGEMM above, which
-    // runs first on the stream); column-major dcol^T (L, CRS) = G^T (L, K) W (K, CRS): G^T as it
-    // lies, W lies as W^T (CRS, K), so op T.
-    sgemm(ctx, CUBLAS_OP_N, CUBLAS_OP_T, g.L, g.CRS, g.K, G, g.L, w, g.CRS, col, g.L);
-    const size_t n = (size_t)g.N * g.C * g.H * g.W;
-    col2im_kernel<<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(
-        col, dx, g);
-    CR_CUDA_LAUNCHED(ctx);
-}
-
-// ---- the mixed GEMM engine's conv stage (bf16, fp16 products) ------------------------------
-
-// gemm_conv_forward with the products' inputs in T: col and the weights converted, fp32 sums.
-template <typename T>
-static void mixed_conv_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
-                               const cr_convnet_stage *st, const float *w, const float *b,
-                               const float *x, float *y, int N) {
-    const geom g = geom_of(st, N);
-    char *ws = aligned_ws(cn);
-    T *col = (T *)(ws + cn->col_at), *wh = (T *)(ws + cn->wh_at);
-    float *prod = (float *)(ws + cn->prod_at);
-    launch_to_fmt<T>(ctx, w, wh, (size_t)g.K * g.CRS);
-    launch_im2col<T>(ctx, x, col, g);
-    gemm_fmt<T>(ctx, CUBLAS_OP_N, CUBLAS_OP_N, g.L, g.K, g.CRS, col, g.L, wh, g.CRS, prod, g.L);
-    launch_bias_act(ctx, act_of(st), prod, b, y, g);
-}
-
-// gemm_conv_backward with the products' inputs in T: G (in prod's room) and col (in the first
-// half of col's room) in the format; dcol is fp32 in col's whole room, written by the last
-// product after the one that read col (one stream).
-template <typename T>
-static void mixed_conv_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
-                                const cr_convnet_stage *st, const float *w, const float *x,
-                                const float *y, const float *dy, float *dx, float *dw, float *db,
-                                int N) {
-    const geom g = geom_of(st, N);
-    char *ws = aligned_ws(cn);
-    T *col = (T *)(ws + cn->col_at), *G = (T *)(ws + cn->prod_at), *wh = (T *)(ws + cn->wh_at);
+    T *col = (T *)(ws + cn->col_at), *G = (T *)(ws + cn->prod_at);
+    float *dcol = (float *)(ws + cn->col_at);
     double *partial = (double *)(ws + cn->partial_at);
     launch_grad<T>(ctx, act_of(st), dy, y, G, partial, db, g);
     launch_im2col<T>(ctx, x, col, g);
-    gemm_fmt<T>(ctx, CUBLAS_OP_T, CUBLAS_OP_N, g.CRS, g.K, g.L, col, g.L, G, g.L, dw, g.CRS);
+    // dW (K, CRS) = G (K, L) col^T (L, CRS), row-major; column-major
+    // dW^T (CRS, K) = col (CRS, L) G^T (L, K): col lies as col^T (L, CRS), so op T; G^T as is.
+    gemm_t(ctx, CUBLAS_OP_T, CUBLAS_OP_N, g.CRS, g.K, g.L, col, g.L, G, g.L, dw, g.CRS);
     if (!dx) return;
-    float *dcol = (float *)(ws + cn->col_at);
-    launch_to_fmt<T>(ctx, w, wh, (size_t)g.K * g.CRS);
-    gemm_fmt<T>(ctx, CUBLAS_OP_N, CUBLAS_OP_T, g.L, g.CRS, g.K, G, g.L, wh, g.CRS, dcol, g.L);
+    // dcol (CRS, L) = W^T (CRS, K) G (K, L), row-major, into col (read by the product above,
+    // which runs first on the stream); column-major dcol^T (L, CRS) = G^T (L, K) W (K, CRS):
+    // G^T as it lies, W lies as W^T (CRS, K), so op T.
+    const T *wt = weights_t<T>(ctx, cn, w, (size_t)g.K * g.CRS);
+    gemm_t(ctx, CUBLAS_OP_N, CUBLAS_OP_T, g.L, g.CRS, g.K, G, g.L, wt, g.CRS, dcol, g.L);
     const size_t n = (size_t)g.N * g.C * g.H * g.W;
     col2im_kernel<<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(
         dcol, dx, g);
@@ -500,15 +488,11 @@ static void stage_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, int i, int
         else o->linear_forward(ctx, x, w, b, y, B, st->in, st->out);
         return;
     }
-    if (cn->mixed) {
-        if (cn->precision == CUDARL_PRECISION_BF16)
-            mixed_conv_forward<__nv_bfloat16>(ctx, cn, st, w, b, x, y, B);
-        else
-            mixed_conv_forward<__half>(ctx, cn, st, w, b, x, y, B);
-        return;
-    }
     if (cn->engine == CR_CONVNET_ENGINE_GEMM) {
-        gemm_conv_forward(ctx, cn, st, w, b, x, y, B);
+        if (!cn->mixed) gemm_conv_forward<float>(ctx, cn, st, w, b, x, y, B);
+        else if (cn->precision == CUDARL_PRECISION_BF16)
+            gemm_conv_forward<__nv_bfloat16>(ctx, cn, st, w, b, x, y, B);
+        else gemm_conv_forward<__half>(ctx, cn, st, w, b, x, y, B);
         return;
     }
 #ifdef CUDARL_WITH_CUDNN
@@ -543,15 +527,11 @@ static void stage_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, int i, in
         o->linear_backward(ctx, dy, x, w, dx, dw, db, B, st->in, st->out);
         return;
     }
-    if (cn->mixed) {
-        if (cn->precision == CUDARL_PRECISION_BF16)
-            mixed_conv_backward<__nv_bfloat16>(ctx, cn, st, w, x, y, dy, dx, dw, db, B);
-        else
-            mixed_conv_backward<__half>(ctx, cn, st, w, x, y, dy, dx, dw, db, B);
-        return;
-    }
     if (cn->engine == CR_CONVNET_ENGINE_GEMM) {
-        gemm_conv_backward(ctx, cn, st, w, x, y, dy, dx, dw, db, B);
+        if (!cn->mixed) gemm_conv_backward<float>(ctx, cn, st, w, x, y, dy, dx, dw, db, B);
+        else if (cn->precision == CUDARL_PRECISION_BF16)
+            gemm_conv_backward<__nv_bfloat16>(ctx, cn, st, w, x, y, dy, dx, dw, db, B);
+        else gemm_conv_backward<__half>(ctx, cn, st, w, x, y, dy, dx, dw, db, B);
         return;
     }
 #ifdef CUDARL_WITH_CUDNN
