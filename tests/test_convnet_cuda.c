@@ -31,7 +31,8 @@
  *
  *   mixed   the bf16 and fp16 training handles (cr_convnet_cuda_init_training) on every case
  *           of nets against the CPU's fp32, to the formats' tolerance (test_mixed says why),
- *           and repeatable bit for bit;
+ *           repeatable bit for bit, and a backward after a forward on another cache rebuilding
+ *           its im2col matrices (the same gradients);
  * Usage: test_convnet_cuda [group]   group: nets repeat graph mixed bad (all when omitted).
  * Needs a GPU (ctest label gpu); without one it fails and says so. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -569,7 +570,29 @@ static void test_mixed(void) {
     CASE("%s, batch 32, bf16 training handle, second run", k.what);
     results first = gpu_run(&g, &k, 32), again = gpu_run(&g, &k, 32);
     compare_results(&k, 32, &again, &first, exact_adapter);
-    results_free(&first), results_free(&again);
+    results_free(&again);
+    printf("  ok %s\n", case_name);
+    /* The backward reads the im2col matrices its forward left; after a forward on another cache
+     * (other observations) it rebuilds them from its own cache: the same gradients bit for
+     * bit (matrices kept from the other forward would give other gradients). */
+    CASE("%s, batch 32, bf16 training handle, a forward on another cache between", k.what);
+    const size_t obs_bytes = (size_t)32 * k.net.in_floats;
+    uint8_t *other = malloc(obs_bytes);
+    CHECK(other != NULL);
+    for (size_t i = 0; i < obs_bytes; i++) other[i] = (uint8_t)(cr_philox_next_u32(&prng) >> 24);
+    void *other_obs = dev_copy(other, obs_bytes);
+    free(other);
+    void *mem2 = dev(g.cache_bytes);
+    cr_convnet_cache c2;
+    cr_convnet_cuda_cache_carve(&k.net, mem2, 32, &c2);
+    gpu_poison(&g, &k, 32);
+    cr_convnet_cuda_forward(&gpu, g.cn, g.params, g.obs, g.out, g.value, &g.cache, 32);
+    cr_convnet_cuda_forward(&gpu, g.cn, g.params, other_obs, g.out, g.value, &c2, 32);
+    cr_convnet_cuda_backward(&gpu, g.cn, g.params, g.grads, g.dout, g.dvalue, &g.cache, 32);
+    float *grads = fetch(g.grads, k.net.num_params);
+    compare_exact("gradients", grads, first.grads, k.net.num_params);
+    free(grads);
+    results_free(&first);
     printf("  ok %s\n", case_name);
     gpu_free(&g);
     end_case();

@@ -49,7 +49,11 @@
 // double over the fp32 values), the stage's float weights are converted into the workspace
 // before each product that reads them (a few MB a step: the weights change every step, and a
 // forward of one set - a target net's - may come between another's forward and backward), and
-// cublasGemmEx multiplies them on the tensor cores with fp32 sums into fp32 prod, dW and dcol.
+// cublasGemmEx multiplies them on the tensor cores with fp32 sums into fp32 prod and dW, and
+// dcol in the format (col2im sums it in fp32). Half-size matrices make it affordable to keep
+// each stage's col in a room of its own: the backward reads the one its forward wrote instead
+// of building it again, unless a forward on another cache (or batch) came between (the handle
+// remembers the last forward's cache and batch), and then it rebuilds it from its own cache.
 // Everything else is the fp32 engine's, so the mixed handle differs from fp32 only by the
 // rounding of the products' inputs (nn/precision.c's conv rows). fp16 inputs overflow above
 // 65504: a loss-scaled gradient that does becomes inf in G and then in dW, which the trainer's
@@ -95,6 +99,12 @@ struct cr_convnet_cuda {
     // and for a mixed handle one conv weight in the format)
     size_t col_at, prod_at, partial_at, wh_at;
     int mixed; // GEMM engine, bf16 or fp16 products (cr_convnet_cuda_init_training)
+    // mixed: each conv stage's im2col matrix in a room of its own (kept from the forward for the
+    // backward), and the input gradients' dcol in the format; the forward whose matrices the
+    // rooms hold (its cache's x and batch; host state, in stream order of the enqueues)
+    size_t colc_at[CR_CONVNET_MAX_LAYERS + 1], dcol_at;
+    const void *cols_of;
+    int cols_batch;
     size_t workspace_bytes;
     void *workspace; // the caller's (device)
 #ifdef CUDARL_WITH_CUDNN
@@ -266,8 +276,8 @@ static __global__ void db_finish_kernel(const double *__restrict__ partial, floa
 // s ascending (a fixed order: no atomics). Element (h, w) is tap (r, s) of output (p, q) when
 // p stride + r = h + pad and q stride + s = w + pad, so r runs over (h + pad) mod stride,
 // + stride, ... while p = (h + pad - r) / stride >= 0, and only p < P counts.
-static __global__ void col2im_kernel(const float *__restrict__ dcol, float *__restrict__ dx,
-                                     geom g) {
+template <typename T>
+static __global__ void col2im_kernel(const T *__restrict__ dcol, float *__restrict__ dx, geom g) {
     const unsigned W = (unsigned)g.W, H = (unsigned)g.H, C = (unsigned)g.C;
     const unsigned n_all = (unsigned)g.N * C * H * W, step = gridDim.x * blockDim.x;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n_all; i += step) {
@@ -286,7 +296,7 @@ static __global__ void col2im_kernel(const float *__restrict__ dcol, float *__re
                 const int q = (wq - s) / g.stride;
                 if (q >= g.Q) continue;
                 const size_t j = ((size_t)c * g.R + r) * g.S + s;
-                sum = __fadd_rn(sum, dcol[j * (unsigned)g.L + (n * g.P + p) * g.Q + q]);
+                sum = __fadd_rn(sum, (float)dcol[j * (unsigned)g.L + (n * g.P + p) * g.Q + q]);
             }
         }
         dx[i] = sum;
@@ -344,14 +354,15 @@ template <typename T> struct fmt_type;
 template <> struct fmt_type<__half> { static const cudaDataType_t value = CUDA_R_16F; };
 template <> struct fmt_type<__nv_bfloat16> { static const cudaDataType_t value = CUDA_R_16BF; };
 
-// C (fp32) = op(A) op(B) with A and B in the format T, fp32 sums (cublasGemmEx, beta 0), as
-// sgemm's arguments otherwise.
-template <typename T>
+// C = op(A) op(B) with A and B in the format T, fp32 sums (cublasGemmEx, beta 0), C in fp32 or
+// (TC = T) rounded to the format once; as sgemm's arguments otherwise.
+template <typename T, typename TC>
 static void gemm_fmt(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                     int k, const T *A, int lda, const T *B, int ldb, float *C, int ldc) {
+                     int k, const T *A, int lda, const T *B, int ldb, TC *C, int ldc) {
     const cudaDataType_t t = fmt_type<T>::value;
+    const cudaDataType_t tc = sizeof(TC) == sizeof(float) ? CUDA_R_32F : t;
     CUBLAS_CHECK(cublasGemmEx(cr_impl(ctx)->blas, ta, tb, m, n, k, &one, A, t, lda, B, t, ldb,
-                              &zero, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                              &zero, C, tc, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     CR_CUDA_LAUNCHED(ctx);
 }
 
@@ -403,10 +414,10 @@ static void gemm_t(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, 
                    int k, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
     sgemm(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
 }
-template <typename T>
+template <typename T, typename TC>
 static void gemm_t(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                   int k, const T *A, int lda, const T *B, int ldb, float *C, int ldc) {
-    gemm_fmt<T>(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
+                   int k, const T *A, int lda, const T *B, int ldb, TC *C, int ldc) {
+    gemm_fmt<T, TC>(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
 }
 template <typename T>
 static const T *weights_t(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const float *w, size_t n) {
@@ -419,14 +430,19 @@ const float *weights_t<float>(cudarl_ctx *, const cr_convnet_cuda *, const float
     return w;
 }
 
-// y (N, K, P, Q) = act(conv(x) + b) for conv stage st at batch N.
+// The room of stage i's im2col matrix: the shared one, or (mixed) the stage's own.
+static size_t col_room(const cr_convnet_cuda *cn, int i) {
+    return cn->mixed ? cn->colc_at[i] : cn->col_at;
+}
+
+// y (N, K, P, Q) = act(conv(x) + b) for conv stage st (stage i) at batch N.
 template <typename T>
-static void gemm_conv_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
+static void gemm_conv_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, int i,
                               const cr_convnet_stage *st, const float *w, const float *b,
                               const float *x, float *y, int N) {
     const geom g = geom_of(st, N);
     char *ws = aligned_ws(cn);
-    T *col = (T *)(ws + cn->col_at);
+    T *col = (T *)(ws + col_room(cn, i));
     float *prod = (float *)(ws + cn->prod_at);
     const T *wt = weights_t<T>(ctx, cn, w, (size_t)g.K * g.CRS);
     launch_im2col<T>(ctx, x, col, g);
@@ -436,21 +452,23 @@ static void gemm_conv_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
     launch_bias_act(ctx, act_of(st), prod, b, y, g);
 }
 
-// dw, db, and dx (unless NULL) of conv stage st given dy w.r.t. its output y, x its input. A
-// mixed handle's G and col hold T in the float matrices' room; dcol is float in col's whole
-// room, written by the last product after the one that read col (one stream).
+// dw, db, and dx (unless NULL) of conv stage st (stage i) given dy w.r.t. its output y, x its
+// input. fp32: col is rebuilt from x in the shared room, then dcol overwrites it (written by the
+// last product, after the one that read col: one stream). Mixed: G (in prod's room), col and
+// dcol hold T; col is the forward's, kept in the stage's room, unless `cols_kept` is 0 (another
+// forward came between), and dcol has a room of its own.
 template <typename T>
-static void gemm_conv_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
+static void gemm_conv_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, int i, int cols_kept,
                                const cr_convnet_stage *st, const float *w, const float *x,
                                const float *y, const float *dy, float *dx, float *dw, float *db,
                                int N) {
     const geom g = geom_of(st, N);
     char *ws = aligned_ws(cn);
-    T *col = (T *)(ws + cn->col_at), *G = (T *)(ws + cn->prod_at);
-    float *dcol = (float *)(ws + cn->col_at);
+    T *col = (T *)(ws + col_room(cn, i)), *G = (T *)(ws + cn->prod_at);
+    T *dcol = (T *)(ws + (cn->mixed ? cn->dcol_at : cn->col_at));
     double *partial = (double *)(ws + cn->partial_at);
     launch_grad<T>(ctx, act_of(st), dy, y, G, partial, db, g);
-    launch_im2col<T>(ctx, x, col, g);
+    if (!cn->mixed || !cols_kept) launch_im2col<T>(ctx, x, col, g);
     // dW (K, CRS) = G (K, L) col^T (L, CRS), row-major; column-major
     // dW^T (CRS, K) = col (CRS, L) G^T (L, K): col lies as col^T (L, CRS), so op T; G^T as is.
     gemm_t(ctx, CUBLAS_OP_T, CUBLAS_OP_N, g.CRS, g.K, g.L, col, g.L, G, g.L, dw, g.CRS);
@@ -461,7 +479,7 @@ static void gemm_conv_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
     const T *wt = weights_t<T>(ctx, cn, w, (size_t)g.K * g.CRS);
     gemm_t(ctx, CUBLAS_OP_N, CUBLAS_OP_T, g.L, g.CRS, g.K, G, g.L, wt, g.CRS, dcol, g.L);
     const size_t n = (size_t)g.N * g.C * g.H * g.W;
-    col2im_kernel<<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(
+    col2im_kernel<T><<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(
         dcol, dx, g);
     CR_CUDA_LAUNCHED(ctx);
 }
@@ -489,10 +507,10 @@ static void stage_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, int i, int
         return;
     }
     if (cn->engine == CR_CONVNET_ENGINE_GEMM) {
-        if (!cn->mixed) gemm_conv_forward<float>(ctx, cn, st, w, b, x, y, B);
+        if (!cn->mixed) gemm_conv_forward<float>(ctx, cn, i, st, w, b, x, y, B);
         else if (cn->precision == CUDARL_PRECISION_BF16)
-            gemm_conv_forward<__nv_bfloat16>(ctx, cn, st, w, b, x, y, B);
-        else gemm_conv_forward<__half>(ctx, cn, st, w, b, x, y, B);
+            gemm_conv_forward<__nv_bfloat16>(ctx, cn, i, st, w, b, x, y, B);
+        else gemm_conv_forward<__half>(ctx, cn, i, st, w, b, x, y, B);
         return;
     }
 #ifdef CUDARL_WITH_CUDNN
@@ -512,8 +530,8 @@ static void stage_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, int i, int
 // Gradients of stage i given dy (B, out) w.r.t. its output y (after the activation; dy may be
 // overwritten), x (B, in) its input; dx (B, in) unless NULL.
 static void stage_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, int i, int bi,
-                           const float *params, float *grads, const float *x, const float *y,
-                           float *dy, float *dx, int B) {
+                           int cols_kept, const float *params, float *grads, const float *x,
+                           const float *y, float *dy, float *dx, int B) {
     const cr_convnet *net = &cn->net;
     const cr_convnet_stage *st = &net->stage[i];
     const cr_convnet_tensor *t = net->t;
@@ -528,10 +546,12 @@ static void stage_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, int i, in
         return;
     }
     if (cn->engine == CR_CONVNET_ENGINE_GEMM) {
-        if (!cn->mixed) gemm_conv_backward<float>(ctx, cn, st, w, x, y, dy, dx, dw, db, B);
+        if (!cn->mixed)
+            gemm_conv_backward<float>(ctx, cn, i, 0, st, w, x, y, dy, dx, dw, db, B);
         else if (cn->precision == CUDARL_PRECISION_BF16)
-            gemm_conv_backward<__nv_bfloat16>(ctx, cn, st, w, x, y, dy, dx, dw, db, B);
-        else gemm_conv_backward<__half>(ctx, cn, st, w, x, y, dy, dx, dw, db, B);
+            gemm_conv_backward<__nv_bfloat16>(ctx, cn, i, cols_kept, st, w, x, y, dy, dx, dw, db,
+                                              B);
+        else gemm_conv_backward<__half>(ctx, cn, i, cols_kept, st, w, x, y, dy, dx, dw, db, B);
         return;
     }
 #ifdef CUDARL_WITH_CUDNN
@@ -618,18 +638,26 @@ static void plan_gemm_workspace(cr_convnet_cuda *cn) {
         const size_t d = chunks > 1 ? (size_t)g.K * chunks * sizeof(double) : 0;
         col = c > col ? c : col, prod = p > prod ? p : prod, partial = d > partial ? d : partial;
     }
-    size_t wh = 0; // the mixed handle's largest conv weight, 2-byte elements
+    // mixed (2-byte elements): the largest conv weight, each stage's col, the largest dcol
+    size_t wh = 0, cols = 0, dcol = 0;
     for (int i = 0; i < net->ntrunk; i++)
         if (cn->mixed && net->stage[i].op == CR_CONVNET_CONV) {
             const cr_conv2d_shape *s = &net->stage[i].conv;
+            const geom g = geom_of(&net->stage[i], cn->max_batch);
             const size_t w = (size_t)s->K * s->C * s->R * s->S * 2;
+            const size_t c = (size_t)g.CRS * (size_t)g.L * 2;
             wh = w > wh ? w : wh;
+            cn->colc_at[i] = cols;
+            cols += round_up(c, WS_ALIGN);
+            if (i > 0) dcol = c > dcol ? c : dcol; // the first conv's input has no gradient
         }
     cn->col_at = 0;
+    if (cn->mixed) col = cols; // the rooms of the stages' matrices, one after another
     cn->prod_at = round_up(col, WS_ALIGN);
     cn->partial_at = cn->prod_at + round_up(prod, WS_ALIGN);
     cn->wh_at = cn->partial_at + round_up(partial, WS_ALIGN);
-    cn->workspace_bytes = cn->wh_at + round_up(wh, WS_ALIGN) + WS_ALIGN - 1;
+    cn->dcol_at = cn->wh_at + round_up(wh, WS_ALIGN);
+    cn->workspace_bytes = cn->dcol_at + round_up(dcol, WS_ALIGN) + WS_ALIGN - 1;
 }
 
 #ifdef CUDARL_WITH_CUDNN
@@ -1000,6 +1028,10 @@ extern "C" void cr_convnet_cuda_forward_rows(cudarl_ctx *ctx, const cr_convnet_c
                   (value != NULL) == ppo && obs_stride >= (size_t)net->in_floats);
     CUDARL_ASSERT(cn->engine != CR_CONVNET_ENGINE_IGEMM); // cr_convnet_cuda_half_forward
     input_to_float(ctx, &net->spec, obs, obs_stride, c->x, (size_t)net->in_floats, B);
+    // the conv matrices the stages write now are this forward's (host state; the handle is
+    // otherwise read-only here, and forwards on one handle are enqueued from one thread)
+    cr_convnet_cuda *w = (cr_convnet_cuda *)cn;
+    w->cols_of = c->x, w->cols_batch = B;
     const float *h = c->x;
     for (int i = 0; i < net->ntrunk; i++) {
         stage_forward(ctx, cn, i, bi, params, h, c->act[i], B);
@@ -1055,11 +1087,14 @@ extern "C" void cr_convnet_cuda_backward(cudarl_ctx *ctx, const cr_convnet_cuda 
     CUDARL_ASSERT(c->d[0] && c->d[1]); // not a forward-only cache
     CUDARL_ASSERT(cn->engine != CR_CONVNET_ENGINE_IGEMM); // half handles run forwards only
     heads_backward(ctx, cn, params, grads, dout, dvalue, c, B);
+    // a mixed handle's conv matrices are this cache's when its last forward was on it
+    const int cols_kept = cn->cols_of == (const void *)c->x && cn->cols_batch == B;
     int cur = 0; // c->d[cur] holds d loss / d (output of stage i)
     for (int i = net->ntrunk - 1; i >= 0; i--) {
         const float *x = i ? c->act[i - 1] : c->x;
         float *dx = i ? c->d[1 - cur] : NULL;
-        stage_backward(ctx, cn, i, bi, params, grads, x, c->act[i], c->d[cur], dx, B);
+        stage_backward(ctx, cn, i, bi, cols_kept, params, grads, x, c->act[i], c->d[cur], dx,
+                       B);
         cur = 1 - cur;
     }
 }

@@ -105,8 +105,10 @@ cudarl_status cr_convnet_cuda_init(cudarl_ctx *ctx, const cr_convnet *net, const
  * tensor cores by cublasGemmEx with fp32 sums (CUBLAS_COMPUTE_32F) into fp32 outputs; biases,
  * activations, their gradients, col2im stay fp32; the linear stages and heads are the backend's
  * ops, whose products take the context's format (cr_cuda_set_gemm_precision, set by the trainer). The same calls as an fp32
- * handle (cr_convnet_cuda_forward, _backward), the same workspace layout (the half matrices sit
- * in the float ones' room) plus the largest conv weight in the format. A device below compute
+ * handle (cr_convnet_cuda_forward, _backward); its workspace holds each conv stage's im2col
+ * matrix in the format (kept from the forward for the backward that follows it; rebuilt when a
+ * forward on another cache or batch came between), the largest input-gradient matrix in the
+ * format, and the largest conv weight in the format. A device below compute
  * capability 8.0 is CUDARL_ERR_UNSUPPORTED. (host) */
 cudarl_status cr_convnet_cuda_init_training(cudarl_ctx *ctx, const cr_convnet *net,
                                             const int *batches, int nbatches,
