@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # PPO on CartPolePixels-v1: variants of the recipe side by side on the one GPU, each for a fixed
-# wall time, then each run's curve (step:mean(100)). For the GPU machine; builds from this tree.
+# wall time (stopped by SIGINT, which writes the checkpoint), then each run's curve
+# (step:mean(100)) and its final policy's greedy return over 100 episodes. For the GPU machine;
+# builds from this tree.
 # Usage (repo root): [SWEEP_S=330] [SEEDS="1 2"] scripts/ppo-pixels-sweep.sh 'FLAGS A' 'FLAGS B' ...
 # e.g. scripts/ppo-pixels-sweep.sh '--vf-coef 0.05' '--vf-coef 0.05 --learning-rate 5e-4' \
 #      '--vf-coef 0.02'   (the 2026-11-30 sweep in bench/RESULTS.md)
@@ -24,7 +26,7 @@ for flags in "$@"; do
   v=$((v + 1))
   for seed in ${SEEDS:-1 2}; do
     # shellcheck disable=SC2086 # the variant's flags are words
-    timeout "${SWEEP_S:-330}" build-sweep/cudarl train "${base[@]}" $flags --seed "$seed" \
+    timeout -s INT -k 30 "${SWEEP_S:-330}" build-sweep/cudarl train "${base[@]}" $flags --seed "$seed" \
       --run-name "v$v-$seed" > "$OUT/sweep_v$v-$seed.log" 2>&1 &
   done
 done
@@ -39,5 +41,8 @@ for flags in "$@"; do
       printf "step %d, mean(100) %.1f", a[1], a[5] }' "$f")"
     awk -F, 'NR > 1 && NF >= 17 { s[n] = $1; m[n++] = $5 } END { k = n > 10 ? int(n / 10) : 1;
       for (i = k - 1; i < n; i += k) printf "%d:%.0f ", s[i], m[i]; print "" }' "$f"
+    # the policy the run stopped with (SIGINT writes its checkpoint), greedy, 100 episodes
+    echo "  greedy: $(build-sweep/cudarl eval "/tmp/sweep/v$v-$seed/model.safetensors" \
+      --device cuda --episodes 100 2>&1 | tail -1)"
   done
 done | tee "$OUT/sweep.txt"
