@@ -26,7 +26,8 @@ for flags in "$@"; do
   v=$((v + 1))
   for seed in ${SEEDS:-1 2}; do
     # shellcheck disable=SC2086 # the variant's flags are words
-    timeout -s INT -k 30 "${SWEEP_S:-330}" build-sweep/cudarl train "${base[@]}" $flags --seed "$seed" \
+    timeout -s INT -k 30 "${SWEEP_S:-330}" build-sweep/cudarl train "${base[@]}" $flags \
+      --seed "$seed" \
       --run-name "v$v-$seed" > "$OUT/sweep_v$v-$seed.log" 2>&1 &
   done
 done
