@@ -192,6 +192,10 @@ typedef struct cudarl_ppo_config {
                         * (1: the synchronous schedule); 0 = 2 with a GPU policy, else 1 */
     int async;         /* CPU envs on a GPU: collect the next rollout while the learner updates
                         * on the last one (on a second stream), with the policy one update stale */
+    /* GPUs by index (-1: the context's). actor_device: the GPU the trainer's context must be on
+     * (the CLI opens it there). learner_device: with --async, the learner's context on another
+     * GPU, reading and writing the actor's buffers through peer access (NVLink or PCIe). */
+    int actor_device, learner_device;
     int checkpoint_every; /* iterations between checkpoints; 0 = only at the end */
     int quiet;            /* no progress line */
     int profile;          /* time each phase (synchronising after it) and print a table */
@@ -199,8 +203,8 @@ typedef struct cudarl_ppo_config {
      * layers through cuBLAS) take TF32 inputs on the tensor cores, sums in fp32; the fused
      * CartPole kernels stay fp32. BF16 and FP16 (GPU): every conv and linear product's inputs
      * in the format with fp32 sums (an MLP then runs op by op, not in the fused kernels), fp32
-     * weights, Adam and losses; FP16 with dynamic loss scaling (torch.amp.GradScaler's rules, the scale and the
-     * skipped steps in metrics.csv as amp/loss_scale and amp/skipped_steps). */
+     * weights, Adam and losses; FP16 with dynamic loss scaling (torch.amp.GradScaler's rules,
+     * the scale and the skipped steps in metrics.csv as amp/loss_scale and amp/skipped_steps). */
     cudarl_precision precision;
 } cudarl_ppo_config;
 

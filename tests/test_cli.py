@@ -297,6 +297,14 @@ def test_bad_input(work):
                  ["--async", "--env-device cpu"])
     expect_error("--async on the CPU", train("--async", "--env-device", "cpu", "--device", "cpu"),
                  work, U, ["--async needs a GPU", "--device cuda"])
+    expect_error("--learner-device on another GPU without --async",
+                 train("--learner-device", "1"), work, U,
+                 ["--learner-device 1", "needs --async", "add --async --env-device cpu"])
+    expect_error("--actor-device -2 is out of range", train("--actor-device", "-2"), work, U,
+                 ["--actor-device", "between -1 and 63"])
+    expect_error("--actor-device with --device cpu",
+                 train("--device", "cpu", "--actor-device", "0"), work, U,
+                 ["--actor-device / --learner-device pick GPUs", "--device cuda"])
     expect_error("--env-threads -1 is out of range", train("--env-threads", "-1"), work, U,
                  ["--env-threads", "must be between 0"])
     expect_error("--env-groups beyond the envs", train("--env-groups", "20", "--num-envs", "16"),

@@ -10,7 +10,8 @@
  *     may flip when a uniform falls within that of the softmax boundary (at most one env).
  *  3. A checkpoint written after a rollout and loaded into a fresh trainer continues with the
  *     same next rollout, bit for bit (env states, step counts, observations, RNG streams).
- *  4. (cuda) --async, the learner on a second stream beside the next rollout, learns CartPole.
+ *  4. (cuda) --async, the learner on a second stream beside the next rollout, learns CartPole;
+ *     with two GPUs, also with the learner on the second (--learner-device 1).
  *  5. Where --env-device auto steps the envs (cr_ppo_pool_wanted, on CPU and CUDA contexts alike:
  *     the choice reads only the context's kind): CartPole's batch; an image env's CUDA twin for a
  *     conv policy on the GPU; CPU threads for the rest.
@@ -22,6 +23,9 @@
 
 #include "algo/ppo_internal.h"
 #include "check.h"
+#ifdef CUDARL_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
 #include "cudarl.h"
 
 #define T_STEPS 32
@@ -253,6 +257,24 @@ int main(int argc, char **argv) {
          * policy scores ~22. */
         CHECK_MSG(sum.mean_return_100 >= 150.0, "--async did not learn: mean of the last 100 %.1f",
                   sum.mean_return_100);
+        /* 5. with two GPUs, the learner on the second (--learner-device 1: peer access to the
+         * actor's buffers) learns too */
+        int gpus = 0;
+#ifdef CUDARL_WITH_CUDA
+        if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+#endif
+        if (gpus >= 2) {
+            cfg.learner_device = 1;
+            snprintf(cfg.runs_dir, sizeof cfg.runs_dir, "/tmp/test_ppo_pool_async2_%d",
+                     (int)getpid());
+            CHECK_OK(cudarl_ppo_train(ctx, &cfg, NULL, &sum));
+            printf("--async, learner on cuda:1: %.0f steps/s, mean of the last 100 %.1f\n",
+                   sum.sps, sum.mean_return_100);
+            CHECK_MSG(sum.mean_return_100 >= 150.0, "--async with the learner on cuda:1 did not "
+                      "learn: mean of the last 100 %.1f", sum.mean_return_100);
+        } else {
+            printf("--async, learner on another GPU: not run (%d GPU)\n", gpus);
+        }
     }
     cudarl_ctx_free(ctx);
     printf("ok: envs on CPU threads match the env batch on %s (%ld truncations)\n",

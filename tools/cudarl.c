@@ -52,6 +52,8 @@ static const arg_spec train_specs[] = {
     {"env-threads", ARG_INT, CFG(env_threads), 0, 0, 1024, "threads stepping CPU envs (0: all cores)"},
     {"env-groups", ARG_INT, CFG(env_groups), 0, 0, 31, "CPU env groups stepped while the policy runs on another (0: 2 on a GPU, else 1)"},
     {"async", ARG_BOOL, CFG(async), 0, 0, 1, "CPU envs: next rollout while the learner updates (policy one update stale)"},
+    {"actor-device", ARG_INT, CFG(actor_device), 0, -1, 63, "GPU index of the actor (rollouts) and the run's context (-1: GPU 0)"},
+    {"learner-device", ARG_INT, CFG(learner_device), 0, -1, 63, "GPU index of the learner; another GPU than the actor's needs --async (-1: the actor's)"},
     {"run-name", ARG_STR, CFG(run_name), 128, 0, 0, "run folder name; empty: <env>__ppo__<seed>__<unix time>"},
     {"runs-dir", ARG_STR, CFG(runs_dir), 256, 0, 0, "where run folders go"},
     {"checkpoint-every", ARG_INT, CFG(checkpoint_every), 0, 0, 1 << 30, "iterations between checkpoints (0: at the end)"},
@@ -65,7 +67,8 @@ static const arg_spec train_specs[] = {
 /* Flags a resumed run may change; the others come from the checkpoint. */
 static const char *const resume_overridable[] = {"total-timesteps", "device", "threads", "quiet", "profile",
                                                  "checkpoint-every", "resume", "algo",
-                                                 "env-device", "env-threads", "env-groups", NULL};
+                                                 "env-device", "env-threads", "env-groups",
+                                                 "actor-device", "learner-device", NULL};
 
 static void on_sigint(int sig) {
     (void)sig;
@@ -136,6 +139,7 @@ static int apply_resume(train_opts *o, const arg_result *r) {
     saved.checkpoint_every = o->cfg.checkpoint_every;
     saved.env_device = o->cfg.env_device, saved.env_threads = o->cfg.env_threads;
     saved.env_groups = o->cfg.env_groups;
+    saved.actor_device = o->cfg.actor_device, saved.learner_device = o->cfg.learner_device;
     o->cfg = saved;
     return 0;
 }
@@ -287,7 +291,9 @@ static int cmd_train(int argc, char **argv) {
         return EXIT_USAGE;
     }
     cudarl_ctx *ctx;
-    if (cudarl_ctx_init(&ctx, o.cfg.device, 0) != CUDARL_OK) return fail("no device");
+    /* the run's context on the actor's GPU (flags are parsed over the defaults: -1 is unset) */
+    const int actor = o.cfg.actor_device > 0 ? o.cfg.actor_device : 0;
+    if (cudarl_ctx_init(&ctx, o.cfg.device, actor) != CUDARL_OK) return fail("no device");
     if (!o.resume[0]) {
         /* the device's batch shape, then the user's flags over it */
         char policy[sizeof o.cfg.policy]; /* --policy picks a preset too */

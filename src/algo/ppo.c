@@ -252,14 +252,28 @@ static cudarl_status async_init(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
     if (ctx->kind != CUDARL_DEVICE_CUDA || !p->pool)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--async needs a CUDA device and --env-device cpu");
-    CR_TRY(cudarl_ctx_init(&p->learner, CUDARL_DEVICE_CUDA, ctx->device_index));
+    const int where = p->cfg.learner_device >= 0 ? p->cfg.learner_device : ctx->device_index;
+    cudarl_status s = cudarl_ctx_init(&p->learner, CUDARL_DEVICE_CUDA, where);
+    cr_cuda_make_current(ctx); /* opening a context makes its GPU current */
+    CR_TRY(s);
     cudarl_ctx *l = p->learner;
+    /* another GPU: its kernels read and write the actor's arena through peer access; events
+     * belong to the GPU whose stream records them (the rollout's: the actor's) */
+    CR_TRY(cr_cuda_enable_peer(l, ctx));
+    CR_TRY(ctx->ops->event_create(ctx, &p->ev_rollout));
+    cr_cuda_make_current(l);
     int changed; /* freed with the learner's context: nothing to restore */
-    CR_TRY(cr_precision_apply(l, p->cfg.precision, &changed));
-    CR_TRY(l->ops->event_create(l, &p->ev_rollout));
-    CR_TRY(l->ops->event_create(l, &p->ev_snapshot));
-    CR_TRY(l->ops->event_create(l, &p->ev_update));
-    CR_INFO("--async: the learner updates on a second stream while the next rollout runs");
+    s = cr_precision_apply(l, p->cfg.precision, &changed);
+    if (s == CUDARL_OK) s = l->ops->event_create(l, &p->ev_snapshot);
+    if (s == CUDARL_OK) s = l->ops->event_create(l, &p->ev_update);
+    cr_cuda_make_current(ctx);
+    CR_TRY(s);
+    if (l->device_index == ctx->device_index)
+        CR_INFO("--async: the learner updates on a second stream while the next rollout runs");
+    else
+        CR_INFO("--async: the learner updates on cuda:%d (peer access to cuda:%d's buffers) "
+                "while the next rollout runs on cuda:%d", l->device_index, ctx->device_index,
+                ctx->device_index);
     return CUDARL_OK;
 #else
     return cr_fail(CUDARL_ERR_UNSUPPORTED, "--async needs cudarl built with CUDA");
@@ -275,6 +289,17 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
     if (cfg->env_device == CUDARL_DEVICE_CUDA && ctx->kind != CUDARL_DEVICE_CUDA)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-device cuda needs a CUDA device, and this "
                        "run is on the CPU; use --env-device cpu or auto");
+    if ((cfg->actor_device >= 0 || cfg->learner_device >= 0) && ctx->kind != CUDARL_DEVICE_CUDA)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--actor-device / --learner-device pick GPUs, and "
+                       "this run is on the CPU; use --device cuda");
+    if (cfg->actor_device >= 0 && cfg->actor_device != ctx->device_index)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--actor-device %d, but the trainer's context is "
+                       "on cuda:%d; open the context on cuda:%d (the CLI does)",
+                       cfg->actor_device, ctx->device_index, cfg->actor_device);
+    if (cfg->learner_device >= 0 && cfg->learner_device != ctx->device_index && !cfg->async)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--learner-device %d is another GPU than the "
+                       "actor's (cuda:%d), which needs --async; add --async --env-device cpu",
+                       cfg->learner_device, ctx->device_index);
     p->T = cfg->num_steps, p->N = cfg->num_envs;
     p->D = p->env_info->obs_dim, p->A = p->env_info->num_actions;
     p->batch = p->T * p->N;
@@ -329,11 +354,18 @@ void cr_ppo_free(cr_ppo *p) {
     if (p->precision_set) cr_precision_restore(p->ctx);
     p->precision_set = 0;
     if (p->learner) {
-        void *ev[3] = {p->ev_rollout, p->ev_snapshot, p->ev_update};
-        for (int i = 0; i < 3; i++)
+        if (p->ev_rollout) p->ctx->ops->event_free(p->ctx, p->ev_rollout);
+#ifdef CUDARL_WITH_CUDA
+        cr_cuda_make_current(p->learner);
+#endif
+        void *ev[2] = {p->ev_snapshot, p->ev_update};
+        for (int i = 0; i < 2; i++)
             if (ev[i]) p->learner->ops->event_free(p->learner, ev[i]);
         cudarl_ctx_free(p->learner);
         p->learner = NULL;
+#ifdef CUDARL_WITH_CUDA
+        cr_cuda_make_current(p->ctx);
+#endif
     }
     if (p->csv) fclose(p->csv);
     p->csv = NULL;
@@ -836,6 +868,7 @@ static void iterate(cr_ppo *p, cr_metric_pipe *m, float lr, void **g_rollout, vo
  * snapshotted first, so the rollout that runs beside this update acts one update stale. */
 static void async_learn(cr_ppo *p, int64_t it, void **g_update) {
     cudarl_ctx *actor = p->ctx, *l = p->learner;
+    cr_cuda_make_current(l); /* its GPU may be another (--learner-device) */
     cr_cuda_stream_wait_event(l, p->ev_rollout);
     float lr = lr_of(p, it);
     l->ops->copy_from_host(l, p->lr, &lr, sizeof lr);
@@ -846,6 +879,7 @@ static void async_learn(cr_ppo *p, int64_t it, void **g_update) {
     else cr_ppo_update(p);
     p->ctx = actor;
     l->ops->event_record(l, p->ev_update);
+    cr_cuda_make_current(actor);
 }
 
 /* --async, one iteration: the update of the previous rollout on the learner's stream, and this

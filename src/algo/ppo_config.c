@@ -37,6 +37,7 @@ void cudarl_ppo_config_default(cudarl_ppo_config *c, const char *env_id) {
     c->device = CUDARL_DEVICE_AUTO;
     c->env_device = CUDARL_DEVICE_AUTO;
     c->checkpoint_every = 0;
+    c->actor_device = c->learner_device = -1;
 }
 
 void cudarl_ppo_config_for_device(cudarl_ppo_config *c, cudarl_device_kind kind) {
@@ -147,6 +148,18 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
                "--env-device cpu");
     CR_REQUIRE(!c->async || c->device != CUDARL_DEVICE_CPU,
                "--async needs a GPU (the learner runs on a second CUDA stream): use --device cuda");
+    CR_REQUIRE(c->actor_device >= -1 && c->actor_device <= 63 && c->learner_device >= -1 &&
+                   c->learner_device <= 63,
+               "--actor-device and --learner-device must be GPU indices 0 to 63 (or -1: the "
+               "context's), got %d and %d", c->actor_device, c->learner_device);
+    CR_REQUIRE((c->actor_device < 0 && c->learner_device < 0) || c->device != CUDARL_DEVICE_CPU,
+               "--actor-device / --learner-device pick GPUs, and this run is on the CPU; use "
+               "--device cuda");
+    CR_REQUIRE(c->learner_device < 0 || c->async ||
+                   c->learner_device == (c->actor_device < 0 ? 0 : c->actor_device),
+               "--learner-device %d puts the learner on another GPU than the actor's, which "
+               "needs --async (the learner updates beside the next rollout); add --async "
+               "--env-device cpu, or drop --learner-device", c->learner_device);
     CR_REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,
                "--env-threads must be between 0 (all cores) and 1024, got %d", c->env_threads);
     CR_REQUIRE(c->env_groups >= 0 && c->env_groups <= 31,

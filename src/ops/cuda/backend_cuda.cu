@@ -356,3 +356,33 @@ extern "C" cudarl_status cr_cuda_set_gemm_precision(cudarl_ctx *ctx, cudarl_prec
                                                               : 0;
     return CUDARL_OK;
 }
+
+extern "C" void cr_cuda_make_current(const cudarl_ctx *ctx) {
+    CUDA_CHECK(cudaSetDevice(ctx->device_index));
+}
+
+extern "C" cudarl_status cr_cuda_enable_peer(const cudarl_ctx *from, const cudarl_ctx *to) {
+    if (from->device_index == to->device_index) return CUDARL_OK;
+    int can = 0;
+    cudaError_t e = cudaDeviceCanAccessPeer(&can, from->device_index, to->device_index);
+    if (e != cudaSuccess || !can) {
+        cudaGetLastError();
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "cuda:%d cannot access cuda:%d's memory (no peer "
+                       "access between them%s%s); put the actor and the learner on one GPU, or "
+                       "on two with NVLink or PCIe peer access", from->device_index,
+                       to->device_index, e != cudaSuccess ? ": " : "",
+                       e != cudaSuccess ? cudaGetErrorString(e) : "");
+    }
+    int cur = 0;
+    CUDA_CHECK(cudaGetDevice(&cur));
+    CUDA_CHECK(cudaSetDevice(from->device_index));
+    e = cudaDeviceEnablePeerAccess(to->device_index, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError(), e = cudaSuccess;
+    CUDA_CHECK(cudaSetDevice(cur));
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cr_fail(CUDARL_ERR_CUDA, "cudaDeviceEnablePeerAccess(cuda:%d -> cuda:%d): %s",
+                       from->device_index, to->device_index, cudaGetErrorString(e));
+    }
+    return CUDARL_OK;
+}

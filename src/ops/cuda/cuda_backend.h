@@ -35,6 +35,13 @@ cudarl_status cr_cuda_ctx_init(cudarl_ctx *ctx, int device_index);
  * (CUBLAS_COMPUTE_32F_FAST_16BF / _16F, fp32 sums); anything else: cublasSgemm as the math mode
  * says (fp32, or TF32 under cr_convnet_cuda_set_tf32). */
 cudarl_status cr_cuda_set_gemm_precision(cudarl_ctx *ctx, cudarl_precision p);
+/* Makes ctx's GPU the calling thread's current device (cudaSetDevice): launches, events and
+ * cuBLAS calls on a context must be made with its device current. */
+void cr_cuda_make_current(const cudarl_ctx *ctx);
+/* Lets kernels on `from`'s GPU read and write `to`'s device memory (cudaDeviceEnablePeerAccess;
+ * a no-op on one GPU); the current device is left as it was. CUDARL_ERR_UNSUPPORTED, naming
+ * the two, where the GPUs have no peer access. */
+cudarl_status cr_cuda_enable_peer(const cudarl_ctx *from, const cudarl_ctx *to);
 /* Waits for the context's stream, then releases what cr_cuda_ctx_init created. */
 void cr_cuda_ctx_free(cudarl_ctx *ctx);
 
