@@ -27,14 +27,18 @@
  *                                   units at the edge flip
  *       2. run: the CUDA preset (cudarl_dqn_config_for_device: 32 envs, batch 256) trains
  *          minatar-cnn on the GPU for 20,000 steps: episodes finish, the loss stays finite, and
- *          the checkpoint holds the network as on the CPU. */
+ *          the checkpoint holds the network as on the CPU.
+ *       3. mixed: the same in bf16 and in fp16 (loss scaling): finite TD loss, and metrics.csv's
+ *          amp columns blank for bf16, GradScaler's scale and skips for fp16. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "metrics_csv.h"
 #include "cudarl.h"
 #include "env/env.h"
 #include "nn/convnet.h"
@@ -302,6 +306,36 @@ static void cuda_run_case(cudarl_ctx *gpu) {
     check_checkpoint(path, info->num_actions);
 }
 
+/* DQN in bf16 and fp16 on the GPU (the conv products in the format, fp16 with loss scaling):
+ * MinAtar Breakout with the CUDA preset trains 20,000 steps with a finite TD loss; fp16's
+ * metrics carry the loss scale (2^16 halved once per skipped step, a few skips at most) and
+ * bf16's leave it blank. */
+static void cuda_mixed_case(cudarl_ctx *gpu) {
+    static const cudarl_precision precs[2] = {CUDARL_PRECISION_BF16, CUDARL_PRECISION_FP16};
+    for (int q = 0; q < 2; q++) {
+        cudarl_dqn_config c;
+        cudarl_dqn_config_default(&c, BREAKOUT);
+        cudarl_dqn_config_for_device(&c, CUDARL_DEVICE_CUDA);
+        snprintf(c.policy, sizeof c.policy, "minatar-cnn");
+        c.total_timesteps = 20000, c.device = CUDARL_DEVICE_CUDA, c.quiet = 1;
+        c.precision = precs[q];
+        snprintf(c.runs_dir, sizeof c.runs_dir, "%s", runs);
+        snprintf(c.run_name, sizeof c.run_name, "breakout_%s_%d", cudarl_precision_name(precs[q]),
+                 (int)getpid());
+        cudarl_train_summary s;
+        CHECK_OK(cudarl_dqn_train(gpu, &c, &s));
+        char loss[64];
+        metrics_last_field(s.run_dir, "losses/td_loss", loss, sizeof loss);
+        printf("DQN minatar-cnn %s on CUDA: %lld steps, %lld episodes, td loss %s\n",
+               cudarl_precision_name(precs[q]), (long long)s.global_step, (long long)s.episodes,
+               loss);
+        CHECK(s.global_step == 20000 && s.episodes >= 20);
+        CHECK_MSG(loss[0] && isfinite(strtod(loss, NULL)), "%s: td loss '%s'",
+                  cudarl_precision_name(precs[q]), loss);
+        check_amp_columns(s.run_dir, precs[q] == CUDARL_PRECISION_FP16);
+    }
+}
+
 /* replay_frames on CartPolePixels-v1 (a frame-stacked env: each 84x84 frame stored once, the
  * minibatch sampled as (B, 5) windows the net reads as obs and next_obs) learns exactly what
  * whole stored stacks learn: before the ring wraps both draw the same transitions, the rebuilt
@@ -365,6 +399,7 @@ int main(int argc, char **argv) {
         cuda_match_case(ctx, gpu);
         cuda_twin_case(gpu);
         cuda_run_case(gpu);
+        cuda_mixed_case(gpu);
         frames_case(CUDARL_DEVICE_CUDA);
         cudarl_ctx_free(gpu);
     } else {

@@ -63,6 +63,7 @@
 
 #include "algo/ppo_internal.h"
 #include "check.h"
+#include "metrics_csv.h"
 #include "cudarl.h"
 #include "env/env.h"
 #include "nn/convnet.h"
@@ -672,27 +673,6 @@ static void pixels_case(cudarl_ctx *gpu) {
     check_checkpoint(path, "nature-cnn", 4, 84, 84, 2, c.num_envs);
 }
 
-/* Reads column `name` of the last row of a run's metrics.csv into buf (empty if blank). */
-static void last_csv_field(const char *run_dir, const char *name, char *buf, size_t cap) {
-    char path[700], line[4096], header[4096] = "", last[4096] = "";
-    snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
-    FILE *f = fopen(path, "r");
-    CHECK_MSG(f != NULL, "cannot read %s", path);
-    while (fgets(line, sizeof line, f)) {
-        if (!header[0]) snprintf(header, sizeof header, "%s", line);
-        else snprintf(last, sizeof last, "%s", line);
-    }
-    fclose(f);
-    int col = -1, i = 0;
-    for (char *h = header, *tok; (tok = strsep(&h, ",\n")) != NULL; i++)
-        if (!strcmp(tok, name)) col = i;
-    CHECK_MSG(col >= 0 && last[0], "%s: no column %s, or no rows", path, name);
-    i = 0;
-    buf[0] = 0;
-    for (char *l = last, *tok; (tok = strsep(&l, ",\n")) != NULL; i++)
-        if (i == col) snprintf(buf, cap, "%s", tok);
-}
-
 /* bf16 and fp16 PPO on the GPU (the conv products in the format, fp16 with loss scaling):
  * Breakout trains with finite statistics, fp16's metrics carry the loss scale (2^16 halved
  * once per skipped step) and bf16's leave it blank; an fp16 run resumed halfway ends
@@ -707,23 +687,12 @@ static void mixed_case(cudarl_ctx *gpu) {
         c.precision = precs[q], c.anneal_lr = 0;
         cudarl_train_summary s;
         CHECK_OK(cudarl_ppo_train(gpu, &c, NULL, &s));
-        char scale[64], skipped[64], loss[64];
-        last_csv_field(s.run_dir, "amp/loss_scale", scale, sizeof scale);
-        last_csv_field(s.run_dir, "amp/skipped_steps", skipped, sizeof skipped);
-        last_csv_field(s.run_dir, "losses/value_loss", loss, sizeof loss);
-        printf("PPO minatar-cnn %s on CUDA: %lld steps, value loss %s, loss scale '%s', "
-               "skipped '%s'\n", cudarl_precision_name(precs[q]), (long long)s.global_step,
-               loss, scale, skipped);
+        char loss[64];
+        metrics_last_field(s.run_dir, "losses/value_loss", loss, sizeof loss);
+        printf("PPO minatar-cnn %s on CUDA: %lld steps, value loss %s\n",
+               cudarl_precision_name(precs[q]), (long long)s.global_step, loss);
         CHECK_MSG(loss[0] && isfinite(strtod(loss, NULL)), "%s: value loss '%s'", name, loss);
-        if (precs[q] == CUDARL_PRECISION_BF16)
-            CHECK_MSG(!scale[0] && !skipped[0], "bf16 logged a loss scale '%s'", scale);
-        else /* 64 steps, far from a growth (2,000): each skip halved 2^16 once; a few skips
-              * at the start are GradScaler's usual way to find the scale, many are a bug */
-            CHECK_MSG(scale[0] && skipped[0] &&
-                          ldexp(strtod(scale, NULL), (int)strtol(skipped, NULL, 10)) == 65536.0 &&
-                          strtol(skipped, NULL, 10) < 8,
-                      "fp16: loss scale '%s', skipped '%s' (expected 2^16 halved per skip, "
-                      "fewer than 8 skips)", scale, skipped);
+        check_amp_columns(s.run_dir, precs[q] == CUDARL_PRECISION_FP16);
     }
     cudarl_ppo_config c;
     conv_config(&c, BREAKOUT, "minatar-cnn", CUDARL_DEVICE_CUDA, "fp16_straight");
