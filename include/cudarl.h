@@ -341,6 +341,11 @@ cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
  * policies on the CPU only (a CUDA ctx is refused). */
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
                                  double *mean, double *std);
+/* cudarl_policy_eval with the policy runtime in `precision` (`cudarl eval --precision`): FP32
+ * anywhere; TF32, BF16 and FP16 for conv policies on a CUDA ctx (refused with the fix elsewhere). */
+cudarl_status cudarl_policy_eval_precision(cudarl_ctx *ctx, const char *path, int episodes,
+                                           uint64_t seed, cudarl_precision precision,
+                                           double *mean, double *std);
 
 /* ---- export ------------------------------------------------------------------------ */
 

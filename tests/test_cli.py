@@ -610,6 +610,12 @@ def test_eval(work):
     if not (math.isfinite(mean) and 1 <= mean <= 500 and math.isfinite(std) and std >= 0):
         fail("eval mean and std", "1 <= mean <= 500 and std >= 0 (CartPole-v1 returns)",
              r.describe())
+    check("eval --precision other than fp32 on the CPU is refused with the fix")
+    r3 = run(["eval", ckpt, "--episodes", "2", "--precision", "bf16"], work)
+    if r3.rc == 0 or "--precision bf16 evaluates on the GPU" not in r3.err or \
+            "--precision fp32" not in r3.err:
+        fail("eval --precision bf16 on the CPU", "a non-zero exit naming the GPU and --precision "
+             "fp32", r3.describe())
     check("eval is deterministic for a given --seed")
     r2 = run_ok("eval again", ["eval", ckpt, "--episodes", "10"], work)
     if r2.out != r.out:

@@ -835,6 +835,19 @@ static void test_eval_on_device(const test_net *t, int episodes) {
     CHECK_MSG(m_gpu == m_cpu && s_gpu == s_cpu, "%s: the GPU eval's returns differ from the "
               "CPU's (mean %.6f vs %.6f): a greedy action flipped at a near-tie of two logits, "
               "or the runtime's actions differ", t->label, m_gpu, m_cpu);
+    /* in fp16 (the runtime's half engine): a result, the same twice (near-ties may flip an
+     * action against fp32, so it is printed, not compared) */
+    double m16, s16, m16b, s16b;
+    CHECK_OK(cudarl_policy_eval_precision(gpu, t->path, episodes, 7, CUDARL_PRECISION_FP16, &m16,
+                                          &s16));
+    CHECK_OK(cudarl_policy_eval_precision(gpu, t->path, episodes, 7, CUDARL_PRECISION_FP16,
+                                          &m16b, &s16b));
+    printf("  %s: eval in fp16 on the GPU: mean %.3f std %.3f\n", t->label, m16, s16);
+    CHECK_MSG(isfinite(m16) && m16 >= 0 && m16 == m16b && s16 == s16b,
+              "%s: fp16 evals %.6f and %.6f", t->label, m16, m16b);
+    REFUSED("eval in bf16 on the CPU",
+            cudarl_policy_eval_precision(cpu, t->path, 2, 7, CUDARL_PRECISION_BF16, &m16, &s16),
+            CUDARL_ERR_INVALID_ARG, "evaluates on the GPU", "--device cuda");
     cudarl_ctx_free(cpu);
     cudarl_ctx_free(gpu);
 }

@@ -331,16 +331,18 @@ typedef struct eval_opts {
     int episodes;
     uint64_t seed;
     cudarl_device_kind device;
+    cudarl_precision precision;
 } eval_opts;
 
 static const arg_spec eval_specs[] = {
     {"episodes", ARG_INT, offsetof(eval_opts, episodes), 0, 1, 1000000, "episodes to play"},
     {"seed", ARG_U64, offsetof(eval_opts, seed), 0, 0, BIG, "seed of the evaluation envs"},
     {"device", ARG_DEVICE, offsetof(eval_opts, device), 0, 0, 0, "cpu, cuda or auto (cuda: conv policies only)"},
+    {"precision", ARG_PRECISION, offsetof(eval_opts, precision), 0, 0, 0, "fp32, or on the GPU for conv policies tf32, bf16 or fp16 (the policy runtime's)"},
 };
 
 static int cmd_eval(int argc, char **argv) {
-    eval_opts o = {100, 12345, CUDARL_DEVICE_CPU};
+    eval_opts o = {100, 12345, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32};
     int n = (int)(sizeof eval_specs / sizeof eval_specs[0]);
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -358,7 +360,8 @@ static int cmd_eval(int argc, char **argv) {
     cudarl_ctx *ctx;
     if (cudarl_ctx_init(&ctx, o.device, 0) != CUDARL_OK) return fail("no device");
     double mean = 0, std = 0;
-    cudarl_status s = cudarl_policy_eval(ctx, r.positional[0], o.episodes, o.seed, &mean, &std);
+    cudarl_status s = cudarl_policy_eval_precision(ctx, r.positional[0], o.episodes, o.seed,
+                                                   o.precision, &mean, &std);
     cudarl_ctx_free(ctx);
     if (s != CUDARL_OK) return fail("evaluation failed");
     printf("episodes %d  mean return %.2f  std %.2f\n", o.episodes, mean, std);

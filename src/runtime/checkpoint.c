@@ -292,11 +292,12 @@ static cudarl_status eval_policy_load(const char *path, eval_policy *e) {
  * `device` (fp32) for chunks of up to 64 envs of an env pool on one thread, seeded (seed, i),
  * each played to the end of its first episode; returns[i] its return. The MLP path below keeps
  * its own batch envs. */
-static cudarl_status eval_runtime(const char *path, cudarl_device_kind device, int episodes,
-                                  uint64_t seed, double *returns) {
+static cudarl_status eval_runtime(const char *path, cudarl_device_kind device,
+                                  cudarl_precision precision, int episodes, uint64_t seed,
+                                  double *returns) {
     cudarl_policy_options opt;
     cudarl_policy_options_default(&opt);
-    opt.device = device;
+    opt.device = device, opt.precision = precision;
     const int chunk = episodes < 64 ? episodes : 64;
     opt.max_batch = chunk;
     cudarl_policy *pol;
@@ -362,13 +363,27 @@ static int holds_convnet(const char *path) {
 
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
                                  double *mean, double *std) {
+    return cudarl_policy_eval_precision(ctx, path, episodes, seed, CUDARL_PRECISION_FP32, mean,
+                                        std);
+}
+
+cudarl_status cudarl_policy_eval_precision(cudarl_ctx *ctx, const char *path, int episodes,
+                                           uint64_t seed, cudarl_precision precision,
+                                           double *mean, double *std) {
+    if ((unsigned)precision >= CUDARL_PRECISION_COUNT)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--precision %d is not a precision; choose one "
+                       "of fp32, tf32, bf16, fp16", (int)precision);
+    if (precision != CUDARL_PRECISION_FP32 && ctx->kind != CUDARL_DEVICE_CUDA)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--precision %s evaluates on the GPU (the CPU "
+                       "runs fp32 only); use --device cuda, or --precision fp32",
+                       cudarl_precision_name(precision));
     if (episodes < 1 || episodes > 1000000)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--episodes must be between 1 and 1000000, got %d",
                        episodes);
     if (holds_convnet(path)) { /* the policy runtime, on the context's device */
         double *returns = malloc((size_t)episodes * sizeof(double));
         if (!returns) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for evaluation");
-        cudarl_status s = eval_runtime(path, ctx->kind, episodes, seed, returns);
+        cudarl_status s = eval_runtime(path, ctx->kind, precision, episodes, seed, returns);
         if (s == CUDARL_OK) mean_std(returns, episodes, mean, std);
         free(returns);
         return s;
@@ -377,6 +392,9 @@ cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "'%s' holds an MLP policy, which evaluates on the "
                        "CPU for now (conv policies evaluate on the GPU too); use --device cpu",
                        path);
+    if (precision != CUDARL_PRECISION_FP32)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "'%s' holds an MLP policy, which evaluates in fp32 "
+                       "only; use --precision fp32", path);
     eval_policy l;
     CR_TRY(eval_policy_load(path, &l));
     int chunk = episodes < 256 ? episodes : 256;
