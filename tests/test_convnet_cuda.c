@@ -245,18 +245,15 @@ typedef struct gpu_net {
     cr_convnet_cache cache;
 } gpu_net;
 
-/* A training handle in `prec` (fp32: cr_convnet_cuda_init's). */
+/* A training handle in `prec` (fp32 and tf32: what cr_convnet_cuda_init makes). */
 static void gpu_init_prec(gpu_net *g, const net_case *k, cr_convnet_engine engine,
                           cudarl_precision prec) {
     const cr_convnet *net = &k->net;
     const int maxB = k->batches[0] > k->batches[1] ? k->batches[0] : k->batches[1];
     const int A = net->spec.num_actions;
     memset(g, 0, sizeof *g);
-    if (prec == CUDARL_PRECISION_FP32)
-        CHECK_OK(cr_convnet_cuda_init(&gpu, net, k->batches, k->nbatches, engine, &g->cn));
-    else
-        CHECK_OK(cr_convnet_cuda_init_training(&gpu, net, k->batches, k->nbatches, engine, prec,
-                                               &g->cn));
+    CHECK_OK(cr_convnet_cuda_init_training(&gpu, net, k->batches, k->nbatches, engine, prec,
+                                           &g->cn));
     CHECK(cr_convnet_cuda_engine(g->cn) == engine && cr_convnet_cuda_precision(g->cn) == prec);
     g->params = dev_copy(k->params, F(net->num_params));
     g->grads = dev(F(net->num_params));

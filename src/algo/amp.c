@@ -8,7 +8,6 @@
 #endif
 
 void cr_amp_init(cr_amp *a, cudarl_ctx *ctx, cudarl_precision p, cr_loss_scale_state *state) {
-    a->precision = p;
     a->scaling = cr_precision_policy_of(p)->loss_scaling;
     a->state = state;
     cr_loss_scale_config_default(&a->cfg);
@@ -16,6 +15,18 @@ void cr_amp_init(cr_amp *a, cudarl_ctx *ctx, cudarl_precision p, cr_loss_scale_s
     cr_loss_scale_init(&s, &a->cfg);
     if (!a->scaling) s.scale = 1.0f;
     ctx->ops->copy_from_host(ctx, state, &s, sizeof s);
+}
+
+void cr_amp_log(const cr_amp *a, const cr_loss_scale_state *s, FILE *csv, cr_tb_writer *tb,
+                int64_t step) {
+    if (!a->scaling) {
+        fputs(",,\n", csv);
+        return;
+    }
+    fprintf(csv, ",%.9g,%lld\n", (double)s->scale, (long long)s->skipped_steps);
+    static const char *const tags[2] = {"amp/loss_scale", "amp/skipped_steps"};
+    const double v[2] = {s->scale, (double)s->skipped_steps};
+    cr_tb_scalars(tb, step, tags, v, 2);
 }
 
 void cr_amp_scale(cudarl_ctx *ctx, const cr_amp *a, float *dy, size_t n) {

@@ -16,17 +16,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cudarl.h"
 #include "nn/loss_scale.h"
 #include "ops/backend.h"
+#include "runtime/tensorboard.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct cr_amp {
-    cudarl_precision precision;
     int scaling;                /* fp16: dynamic loss scaling */
     cr_loss_scale_config cfg;   /* torch.amp.GradScaler's defaults */
     cr_loss_scale_state *state; /* (backend memory) the trainer's, in its metrics */
@@ -36,6 +37,11 @@ typedef struct cr_amp {
  * initial state there (scale 2^16, nothing skipped; for precisions without scaling a scale of
  * 1, never read). */
 void cr_amp_init(cr_amp *a, cudarl_ctx *ctx, cudarl_precision p, cr_loss_scale_state *state);
+/* The two amp columns of a metrics.csv row from the host copy `s` of the state: ",scale,skipped"
+ * under scaling (also as TensorBoard's amp/loss_scale and amp/skipped_steps at `step`), else
+ * ",," (blank); then the row's newline. */
+void cr_amp_log(const cr_amp *a, const cr_loss_scale_state *s, FILE *csv, cr_tb_writer *tb,
+                int64_t step);
 /* dy (n, backend memory) *= the scale when a scales; nothing otherwise. */
 void cr_amp_scale(cudarl_ctx *ctx, const cr_amp *a, float *dy, size_t n);
 /* One optimizer step on grads (n): fp16: unscale, then clip_grad_norm to max_norm when clip

@@ -820,15 +820,7 @@ static void log_row(cr_dqn *d, int64_t step, int64_t iteration) {
     }
     double sps = elapsed > 0 ? (double)step / elapsed : 0;
     fprintf(d->csv, ",%.0f,%.6f", sps, elapsed);
-    const cr_loss_scale_state *ls = &d->h.scaler;
-    if (d->amp.scaling) { /* fp16: the scale as of this row, steps skipped ever */
-        fprintf(d->csv, ",%.9g,%lld\n", (double)ls->scale, (long long)ls->skipped_steps);
-        static const char *const amp_tags[2] = {"amp/loss_scale", "amp/skipped_steps"};
-        const double av[2] = {ls->scale, (double)ls->skipped_steps};
-        cr_tb_scalars(&d->tb, step, amp_tags, av, 2);
-    } else {
-        fputs(",,\n", d->csv);
-    }
+    cr_amp_log(&d->amp, &d->h.scaler, d->csv, &d->tb, step); /* fp16: the scale as of this row */
     static const char *const tags[8] = {"charts/episodic_return", "charts/episodic_length",
         "charts/mean_return_100", "charts/episodes", "charts/epsilon", "losses/td_loss",
         "losses/q_values", "charts/SPS"};

@@ -102,7 +102,7 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
                "--env-device cuda needs the GPU: use --device cuda (or auto) with it");
     CR_REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,
                "--env-threads must be between 0 (all cores) and 1024, got %d", c->env_threads);
-    CR_TRY(cr_precision_check_training(c->precision, c->device, c->policy));
+    CR_TRY(cr_precision_check_training(c->precision, c->device));
     CR_REQUIRE(c->replay_frames == 0 || c->replay_frames == 1,
                "replay_frames is %d; use 1 (store each frame once) or 0 (whole stacks)",
                c->replay_frames);

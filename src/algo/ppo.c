@@ -548,16 +548,8 @@ static void log_iteration(cr_ppo *p, float lr, double elapsed) {
     }
     double sps = elapsed > 0 ? (double)((p->rep_iteration - p->start_iteration) * p->batch) / elapsed : 0;
     fprintf(p->csv, ",%.0f,%.6f", sps, elapsed);
-    const cr_loss_scale_state *ls = &p->h_metrics.scaler;
-    if (p->amp.scaling) /* fp16: the scale after this iteration's steps, steps skipped ever */
-        fprintf(p->csv, ",%.9g,%lld\n", (double)ls->scale, (long long)ls->skipped_steps);
-    else
-        fputs(",,\n", p->csv);
-    if (p->amp.scaling) {
-        static const char *const amp_tags[2] = {"amp/loss_scale", "amp/skipped_steps"};
-        const double av[2] = {ls->scale, (double)ls->skipped_steps};
-        cr_tb_scalars(&p->tb, p->rep_step, amp_tags, av, 2);
-    }
+    /* fp16: the scale after this iteration's steps, steps skipped ever */
+    cr_amp_log(&p->amp, &p->h_metrics.scaler, p->csv, &p->tb, p->rep_step);
     static const char *const tags[14] = {"charts/episodic_return", "charts/episodic_length",
         "charts/mean_return_100", "charts/episodes", "charts/learning_rate", "losses/value_loss",
         "losses/policy_loss", "losses/entropy", "losses/old_approx_kl", "losses/approx_kl",

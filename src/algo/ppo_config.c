@@ -133,7 +133,7 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
                                                "one of: %s", c->env_id, list);
     }
     CR_TRY(check_policy(c, def));
-    CR_TRY(cr_precision_check_training(c->precision, c->device, c->policy));
+    CR_TRY(cr_precision_check_training(c->precision, c->device));
     CR_REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
                c->env_device == CUDARL_DEVICE_CUDA,
                "--env-device must be cpu, cuda or auto");

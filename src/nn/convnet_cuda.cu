@@ -355,10 +355,11 @@ template <> struct fmt_type<__half> { static const cudaDataType_t value = CUDA_R
 template <> struct fmt_type<__nv_bfloat16> { static const cudaDataType_t value = CUDA_R_16BF; };
 
 // C = op(A) op(B) with A and B in the format T, fp32 sums (cublasGemmEx, beta 0), C in fp32 or
-// (TC = T) rounded to the format once; as sgemm's arguments otherwise.
+// (TC = T) rounded to the format once; as sgemm's arguments otherwise. The float overload (the
+// fp32 engine's SGEMM) stands with the conv stage below.
 template <typename T, typename TC>
-static void gemm_fmt(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                     int k, const T *A, int lda, const T *B, int ldb, TC *C, int ldc) {
+static void gemm_t(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                   int k, const T *A, int lda, const T *B, int ldb, TC *C, int ldc) {
     const cudaDataType_t t = fmt_type<T>::value;
     const cudaDataType_t tc = sizeof(TC) == sizeof(float) ? CUDA_R_32F : t;
     CUBLAS_CHECK(cublasGemmEx(cr_impl(ctx)->blas, ta, tb, m, n, k, &one, A, t, lda, B, t, ldb,
@@ -413,11 +414,6 @@ static void launch_grad(cudarl_ctx *ctx, int act, const float *dy, const float *
 static void gemm_t(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                    int k, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
     sgemm(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
-}
-template <typename T, typename TC>
-static void gemm_t(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                   int k, const T *A, int lda, const T *B, int ldb, TC *C, int ldc) {
-    gemm_fmt<T, TC>(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
 }
 template <typename T>
 static const T *weights_t(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const float *w, size_t n) {

@@ -282,20 +282,18 @@ double cr_precision_twin_rtol(cudarl_precision p) {
     return cr_dtype_unit_roundoff(pol->activations);
 }
 
-cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind device,
-                                          const char *policy) {
+cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind device) {
     CR_REQUIRE((int)p >= 0 && (int)p < CUDARL_PRECISION_COUNT,
                "--precision %d is not a precision; choose one of fp32, tf32, bf16, fp16", (int)p);
     CR_REQUIRE(p == CUDARL_PRECISION_FP32 || device != CUDARL_DEVICE_CPU,
                "--precision %s needs the GPU (the CPU trains in fp32 only); use --device cuda, "
                "or --precision fp32", cudarl_precision_name(p));
-    (void)policy; /* every policy: the MLP's bf16/fp16 run op by op, not in the fused kernels */
-    return CUDARL_OK;
+    return CUDARL_OK; /* every policy: an MLP's bf16/fp16 run op by op, not in the fused kernels */
 }
 
 cudarl_status cr_precision_apply(cudarl_ctx *ctx, cudarl_precision p, int *changed) {
     *changed = 0;
-    CR_TRY(cr_precision_check_training(p, ctx->kind, NULL));
+    CR_TRY(cr_precision_check_training(p, ctx->kind));
 #ifdef CUDARL_WITH_CUDA
     /* tf32: cuBLAS's TF32 math mode for every fp32 product; bf16, fp16: the products that go
      * through cr_cuda_sgemm (linear layers, heads) take their inputs in the format (cuBLAS's

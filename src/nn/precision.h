@@ -57,10 +57,9 @@ typedef struct cr_precision_policy {
 const cr_precision_policy *cr_precision_policy_of(cudarl_precision p);
 
 /* Whether the trainers take --precision p on `device` (CPU, CUDA or AUTO, which is checked again
- * once the context is known) for `policy` (NULL: any; every policy takes every precision today):
- * FP32 anywhere, TF32, BF16 and FP16 on the GPU. The message names the problem and the fix. */
-cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind device,
-                                          const char *policy);
+ * once the context is known): FP32 anywhere, TF32, BF16 and FP16 on the GPU, for every policy.
+ * The message names the problem and the fix. */
+cudarl_status cr_precision_check_training(cudarl_precision p, cudarl_device_kind device);
 /* Puts a trainer's context in precision p (checked against the context's device): TF32 turns the
  * TF32 tensor cores on for every fp32 cuBLAS product enqueued on ctx; BF16 and FP16 have the
  * products that go through cr_cuda_sgemm (linear layers, heads, MLPs) take their inputs in the
