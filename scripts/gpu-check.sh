@@ -17,7 +17,11 @@
 #            precision and conv engine: cudarl bench infer, then bench/peers/infer_peers.py on
 #            the same network and inputs, one combined table), ppo_pixels (PPO on
 #            CartPolePixels-v1 with nature-cnn, 3 seeds side by side in the background while the
-#            rest runs; steps and seconds to the solved mark; PIXELS_STEPS, PIXELS_TIMEOUT, PIXELS_ARGS)
+#            rest runs; steps and seconds to the solved mark; PIXELS_STEPS, PIXELS_TIMEOUT, PIXELS_ARGS),
+#            convnet_prec (the Nature-CNN Agent's learner step at batch 256 per precision, cudarl
+#            only), dqn_parity (dqn_minatar's recipe in bf16 and fp16, 3 seeds each, in the
+#            background), pixels_sweep (scripts/ppo-pixels-sweep.sh in the background; SWEEP_ARGS
+#            holds its variants separated by ';')
 # GPU_TESTS_AFTER=1 runs ctest -L gpu after the benches are started (beside a background one);
 # SKIP_GPU_TESTS=1 skips them.
 # Needs cJSON and protobuf-c (and libpng for cudarl render): the .deb files in .debs/ (apt-get
@@ -35,6 +39,22 @@ if [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/protobuf-c/protobu
   export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
   export PATH=/tmp/deps/usr/bin:$PATH
 fi
+bg_pids=() bg_collect=()
+collect_dqn_parity() {
+  for prec in bf16 fp16; do
+    for seed in 1 2 3; do
+      f=/tmp/dqnp/$prec-$seed/metrics.csv
+      r=$(awk -F, 'NR > 1 && $5 >= 10 { printf "reached 10 at frame %d, %.1f s", $1, $11; exit }' "$f" 2>/dev/null)
+      last=$(tail -1 "$f" 2>/dev/null | awk -F, '{ printf "last: frame %d, mean(100) %.2f, %.1f s, loss scale %s, skipped %s", $1, $5, $11, $12, $13 }')
+      echo "$prec seed $seed: ${r:-never reached 10}; $last" | tee -a "$OUT/dqn_parity.txt"
+    done
+  done
+  add "DQN MinAtar Breakout bf16/fp16 parity" "see $OUT/dqn_parity.txt"
+}
+collect_sweep() {
+  tail -40 /tmp/sweep_all.txt | tee "$OUT/pixels_sweep.txt"
+  add "PPO pixels sweep" "see $OUT/pixels_sweep.txt"
+}
 summary=()
 add() { summary+=("$(printf '%-44s %s' "$1" "$2")"); }
 
@@ -44,13 +64,18 @@ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" >"$OUT/cmake.l
 build_rc=$?
 add "build (cmake, -j16)" "rc=$build_rc in $(( $(date +%s) - t0 )) s"
 [ $build_rc -eq 0 ] || { tail -30 "$OUT/build.log"; printf '%s\n' "${summary[@]}"; exit 1; }
+# only about 8 files come back from the device: the logs of a good build stay behind
+mv "$OUT/cmake.log" "$OUT/build.log" /tmp/ 2>/dev/null
 
 gpu_tests() {
   [ "${SKIP_GPU_TESTS:-0}" = 1 ] && return # already run on this commit's code
   (cd build-gpu && ctest --output-on-failure -L gpu --timeout "${GPU_TEST_TIMEOUT:-600}") \
     >"$OUT/ctest-gpu.log" 2>&1
   add "ctest -L gpu" "rc=$? ($(grep -E 'tests passed' "$OUT/ctest-gpu.log"))"
-  grep -E "\*\*\*|FAIL|Failed" "$OUT/ctest-gpu.log" | head -20
+  # each failed test's output (ctest --output-on-failure prints it after the ***Failed line),
+  # printed again after the summary so that it is in the output's tail
+  awk '/\*\*\*(Failed|Timeout|Exception)/ { on = 1 } /^ +Start +[0-9]+:/ { on = 0 } on' \
+    "$OUT/ctest-gpu.log" > "$OUT/gpu-failures.txt"
 }
 [ "${GPU_TESTS_AFTER:-0}" = 1 ] || gpu_tests
 if [ "${SKIP_CPU_SUITE:-0}" != 1 ]; then # CI runs it too; skip it when device time is short
@@ -148,6 +173,13 @@ for b in "$@"; do
       --json "$OUT/convnet_peer.json" 2>&1 | tee "$OUT/convnet_peer.txt"
     add "conv learner step vs PyTorch (convnet)" "$(tail -1 "$OUT/convnet_peer.txt")"
     ;;
+  convnet_prec)
+    # issue 7's acceptance row alone: the Nature-CNN Agent's learner step at batch 256 (case 3)
+    # per precision, cudarl only (convnet has the PyTorch AMP peer)
+    "$(find build-gpu -name bench_convnet_cuda -type f | head -1)" --reps 100 --engine gemm \
+      --case 3 2>&1 | tee "$OUT/convnet_prec.txt" | tail -8
+    add "Nature-CNN Agent b256 per precision" "see the table above"
+    ;;
   convnet_profile)
     # where a learner step's time goes, per kernel: ncu over bench_convnet_cuda's Nature-CNN
     # Agent at batch 256 (case 3), eager steps and graph replays, per precision
@@ -189,6 +221,32 @@ for b in "$@"; do
     done
     add "DQN MinAtar Breakout, 3 seeds side by side" "see $OUT/dqn_minatar.txt"
     ;;
+  dqn_parity)
+    # issue 7's parity on MinAtar Breakout: dqn_minatar's recipe in bf16 and in fp16, 3 seeds
+    # each, the 6 runs side by side in the background (collected at the end: the frame where
+    # the mean of 100 reached 10; the timing is not the criterion, contended as they are)
+    for prec in bf16 fp16; do
+      for seed in 1 2 3; do
+        timeout "${DQN_PARITY_TIMEOUT:-380}" build-gpu/cudarl train --algo dqn \
+          --env-id MinAtar/Breakout-v1 --policy minatar-cnn --device cuda --seed $seed \
+          --num-envs 64 --batch-size 128 --learning-rate 5e-4 --train-frequency 16 \
+          --target-network-frequency 8192 --buffer-size 100000 --learning-starts 5000 \
+          --end-e 0.01 --exploration-fraction 0.02 --huber --precision $prec \
+          --total-timesteps "${DQN_MINATAR_STEPS:-2500000}" --quiet --runs-dir /tmp/dqnp \
+          --run-name "$prec-$seed" > "$OUT/dqn_parity_$prec-$seed.log" 2>&1 &
+        bg_pids+=($!)
+      done
+    done
+    bg_collect+=(collect_dqn_parity)
+    ;;
+  pixels_sweep)
+    # scripts/ppo-pixels-sweep.sh in the background on this build: SWEEP_ARGS holds the variants
+    # separated by ';' (SWEEP_S, SEEDS as the script's)
+    IFS=';' read -r -a variants <<< "${SWEEP_ARGS:---vf-coef 0.02}"
+    SWEEP_BUILD=build-gpu scripts/ppo-pixels-sweep.sh "${variants[@]}" > /tmp/sweep_all.txt 2>&1 &
+    bg_pids+=($!)
+    bg_collect+=(collect_sweep)
+    ;;
   minatar)
     "$(find build-gpu -name bench_minatar_cuda -type f | head -1)" 2>&1 | tee "$OUT/bench_minatar.txt"
     add "MinAtar CUDA twins vs CPU def (steps/s)" "see the table above ($OUT/bench_minatar.txt)"
@@ -229,6 +287,9 @@ for b in "$@"; do
   esac
 done
 [ "${GPU_TESTS_AFTER:-0}" = 1 ] && gpu_tests
+# background benches (dqn_parity, pixels_sweep): wait, then each one's report
+for pid in "${bg_pids[@]}"; do wait "$pid"; done
+for c in "${bg_collect[@]}"; do "$c"; done
 if [ "${pixels_bg:-0}" = 1 ]; then
   # a seed is stopped (SIGINT: it writes its checkpoint) once its mean of 100 reaches 475 (the
   # device time goes to the others)
@@ -261,4 +322,11 @@ fi
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/gpu.txt" 2>&1
 add "device" "$(cat "$OUT/gpu.txt"); $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+if [ -s "$OUT/gpu-failures.txt" ]; then
+  echo; echo "==== failed gpu tests (last lines of each) ===="
+  awk 'function flush() { if (head != "") { print head; for (i = n > 25 ? n - 25 : 0; i < n; i++) print b[i] } }
+       /\*\*\*(Failed|Timeout|Exception)/ { flush(); head = $0; n = 0; next } { b[n++] = $0 }
+       END { flush() }' \
+    "$OUT/gpu-failures.txt" | tail -120
+fi
 echo; echo "==== summary ===="; printf '%s\n' "${summary[@]}"

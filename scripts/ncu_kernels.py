@@ -27,11 +27,16 @@ def main():
         ki, vi, ui = hdr.index("Kernel Name"), hdr.index("Metric Value"), hdr.index("Metric Unit")
     except ValueError:
         sys.exit(f"{a.csv}: not ncu --csv output (no Kernel Name / Metric Value columns)")
-    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+    # ncu spells the unit "nsecond" in older releases and "ns" in newer ones
+    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6,
+             "ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+    units = {r[ui] for r in rows} - scale.keys()
+    if units:
+        sys.exit(f"{a.csv}: unknown time unit(s) {sorted(units)}; add them to the scale table")
     total, count = collections.defaultdict(float), collections.Counter()
     for r in rows:
         try:
-            v = float(r[vi].replace(",", "")) * scale.get(r[ui], float("nan"))
+            v = float(r[vi].replace(",", "")) * scale[r[ui]]
         except ValueError:
             continue
         name = r[ki].removeprefix("void ").split("(")[0][:70]

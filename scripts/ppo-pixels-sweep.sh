@@ -3,7 +3,7 @@
 # wall time (stopped by SIGINT, which writes the checkpoint), then each run's curve
 # (step:mean(100)) and its final policy's greedy return over 100 episodes. For the GPU machine;
 # builds from this tree.
-# Usage (repo root): [SWEEP_S=330] [SEEDS="1 2"] scripts/ppo-pixels-sweep.sh 'FLAGS A' 'FLAGS B' ...
+# Usage (repo root): [SWEEP_S=330] [SEEDS="1 2"] [SWEEP_BUILD=dir] scripts/ppo-pixels-sweep.sh 'FLAGS A' 'FLAGS B' ...
 # e.g. scripts/ppo-pixels-sweep.sh '--vf-coef 0.05' '--vf-coef 0.05 --learning-rate 5e-4' \
 #      '--vf-coef 0.02'   (the 2026-11-30 sweep in bench/RESULTS.md)
 set -uo pipefail
@@ -16,9 +16,12 @@ if [ -d .debs ] && [ ! -f /usr/include/cjson/cJSON.h ]; then # as gpu-check.sh
   export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
   prefix=(-DCMAKE_PREFIX_PATH=/tmp/deps/usr)
 fi
-cmake -S . -B build-sweep -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" >/dev/null 2>&1
-cmake --build build-sweep -j16 --target cudarl_cli > "$OUT/sweep_build.log" 2>&1 ||
-  { tail -30 "$OUT/sweep_build.log"; exit 1; }
+bd=${SWEEP_BUILD:-build-sweep} # SWEEP_BUILD: a build of this tree to use instead (gpu-check's)
+if [ ! -x "$bd/cudarl" ]; then
+  cmake -S . -B "$bd" -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" >/dev/null 2>&1
+  cmake --build "$bd" -j16 --target cudarl_cli > "$OUT/sweep_build.log" 2>&1 ||
+    { tail -30 "$OUT/sweep_build.log"; exit 1; }
+fi
 base=(--device cuda --env-id CartPolePixels-v1 --policy nature-cnn --no-clip-vloss --num-envs 32
       --num-minibatches 16 --total-timesteps 8000000 --precision tf32 --quiet --runs-dir /tmp/sweep)
 v=0
@@ -26,7 +29,7 @@ for flags in "$@"; do
   v=$((v + 1))
   for seed in ${SEEDS:-1 2}; do
     # shellcheck disable=SC2086 # the variant's flags are words
-    timeout -s INT -k 30 "${SWEEP_S:-330}" build-sweep/cudarl train "${base[@]}" $flags \
+    timeout -s INT -k 30 "${SWEEP_S:-330}" "$bd"/cudarl train "${base[@]}" $flags \
       --seed "$seed" \
       --run-name "v$v-$seed" > "$OUT/sweep_v$v-$seed.log" 2>&1 &
   done
@@ -43,7 +46,7 @@ for flags in "$@"; do
     awk -F, 'NR > 1 && NF >= 17 { s[n] = $1; m[n++] = $5 } END { k = n > 10 ? int(n / 10) : 1;
       for (i = k - 1; i < n; i += k) printf "%d:%.0f ", s[i], m[i]; print "" }' "$f"
     # the policy the run stopped with (SIGINT writes its checkpoint), greedy, 100 episodes
-    echo "  greedy: $(build-sweep/cudarl eval "/tmp/sweep/v$v-$seed/model.safetensors" \
+    echo "  greedy: $("$bd"/cudarl eval "/tmp/sweep/v$v-$seed/model.safetensors" \
       --device cuda --episodes 100 2>&1 | tail -1)"
   done
 done | tee "$OUT/sweep.txt"

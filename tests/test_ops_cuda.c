@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "nn/actor_critic.h"
+#include "nn/precision.h"
 #include "ops/backend.h"
 #include "ops/cuda/cuda_backend.h"
 
@@ -59,6 +60,11 @@ static const tolerance tolerances[] = {
     {"linear.dw", NORM, 0, 1e-5, "as linear.y, summing over the B rows"},
     {"linear.dx", NORM, 0, 1e-5, "as linear.y, summing over the O outputs"},
     {"linear.db", NORM, 0, 1e-5, "column sums in a tree order against the CPU's row order"},
+    {"linear.format", NORM, 0, 1e-5,
+     "a bf16 / fp16 context's product against the CPU's fp32 one on the inputs rounded to the "
+     "format: the products of two bf16 or fp16 values are exact in fp32, so only the order of "
+     "the fp32 sums differs, as linear.y; a product that kept TF32 or fp32 inputs would be off "
+     "by about 2^-9 (bf16) or 2^-12 (fp16) of the norm"},
     {"linear.tanh", TANH_TOL},
     {"linear.repeat", EXACT, 0, 0,
      "the same GPU op on the same inputs: cuBLAS on one stream and the column sums are "
@@ -438,6 +444,42 @@ static void tanh_grid_case(void) {
     end_case();
 }
 
+/* A bf16 / fp16 context (cr_cuda_set_gemm_precision, the trainers' --precision): the linear
+ * layer's three products take their inputs rounded to the format. The CPU reference rounds the
+ * two inputs of each product itself and multiplies in fp32. */
+static void linear_format_case(cudarl_precision p, int B, int I, int O) {
+    const cr_dtype t = p == CUDARL_PRECISION_BF16 ? CR_DTYPE_BF16 : CR_DTYPE_F16;
+    CASE("%s B=%d I=%d O=%d", cudarl_precision_name(p), B, I, O);
+    size_t nx = (size_t)B * I, nw = (size_t)O * I, ny = (size_t)B * O;
+    float *x = uniform_floats(nx, -1, 1), *w = uniform_floats(nw, -1, 1);
+    float *b = uniform_floats(O, -1, 1), *dy = uniform_floats(ny, -1, 1);
+    float *xr = host_floats(nx), *wr = host_floats(nw), *dyr = host_floats(ny);
+    for (size_t i = 0; i < nx; i++) xr[i] = cr_round_to_dtype(x[i], t);
+    for (size_t i = 0; i < nw; i++) wr[i] = cr_round_to_dtype(w[i], t);
+    for (size_t i = 0; i < ny; i++) dyr[i] = cr_round_to_dtype(dy[i], t);
+    float *y = host_floats(ny), *dx = host_floats(nx), *dw = host_floats(nw);
+    float *db = host_floats(O);
+    cpu.ops->linear_forward(&cpu, xr, wr, b, y, B, I, O);
+    cpu.ops->linear_backward(&cpu, dyr, xr, wr, dx, dw, db, B, I, O);
+
+    float *d_x = dev_copy(x, F(nx)), *d_w = dev_copy(w, F(nw)), *d_b = dev_copy(b, F(O));
+    float *d_dy = dev_copy(dy, F(ny));
+    float *d_y = dev_out(F(ny)), *d_dx = dev_out(F(nx)), *d_dw = dev_out(F(nw));
+    float *d_db = dev_out(F(O));
+    CHECK(cr_cuda_set_gemm_precision(&gpu, p) == CUDARL_OK);
+    gpu.ops->linear_forward(&gpu, d_x, d_w, d_b, d_y, B, I, O);
+    gpu.ops->linear_backward(&gpu, d_dy, d_x, d_w, d_dx, d_dw, d_db, B, I, O);
+    CHECK(cr_cuda_set_gemm_precision(&gpu, CUDARL_PRECISION_FP32) == CUDARL_OK);
+    compare_f32("linear.format", fetch(d_y, F(ny)), y, ny);
+    compare_f32("linear.format", fetch(d_dx, F(nx)), dx, nx);
+    compare_f32("linear.format", fetch(d_dw, F(nw)), dw, nw);
+    /* the bias gradient sums dy itself, in fp32: no product */
+    float *db32 = host_floats(O), *dx32 = host_floats(nx), *dw32 = host_floats(nw);
+    cpu.ops->linear_backward(&cpu, dy, x, w, dx32, dw32, db32, B, I, O);
+    compare_f32("linear.db", fetch(d_db, F(O)), db32, O);
+    end_case();
+}
+
 static void test_linear(void) {
     static const int shapes[][3] = {
         {1, 1, 1},     {1, 3, 5},    {3, 5, 1},     {7, 3, 5},     {2, 5, 2},   {13, 64, 1},
@@ -447,6 +489,14 @@ static void test_linear(void) {
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         linear_case(shapes[s][0], shapes[s][1], shapes[s][2]);
     tanh_grid_case();
+    /* CartPole's MLP (4 -> 64 -> 64 -> 2 at a minibatch), the Nature-CNN's FC layer (3136 ->
+     * 512) and an odd one */
+    static const int fshapes[][3] = {{4096, 4, 64}, {4096, 64, 64}, {4096, 64, 2},
+                                     {256, 3136, 512}, {33, 70, 130}};
+    static const cudarl_precision fmts[2] = {CUDARL_PRECISION_BF16, CUDARL_PRECISION_FP16};
+    for (int q = 0; q < 2; q++)
+        for (size_t s = 0; s < sizeof fshapes / sizeof fshapes[0]; s++)
+            linear_format_case(fmts[q], fshapes[s][0], fshapes[s][1], fshapes[s][2]);
 }
 
 /* ---- tanh backward -------------------------------------------------------------------------- */

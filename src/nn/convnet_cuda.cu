@@ -171,22 +171,6 @@ static __global__ void input_kernel(const uint8_t *__restrict__ u, float *__rest
     }
 }
 
-// The format's value of v (round to nearest even), or v itself for float.
-template <typename T> __device__ __forceinline__ T to_fmt(float v);
-template <> __device__ __forceinline__ float to_fmt<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half to_fmt<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 to_fmt<__nv_bfloat16>(float v) {
-    return __float2bfloat16_rn(v);
-}
-
-// y (n) = x in the format (the mixed handle's weights before a product).
-template <typename T>
-static __global__ void to_fmt_kernel(const float *__restrict__ x, T *__restrict__ y, size_t n) {
-    const size_t step = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
-        y[i] = to_fmt<T>(x[i]);
-}
-
 // Index arithmetic is 32-bit unsigned (a 64-bit division costs several times more): init
 // refuses batches whose activations or L reach 2^31 elements, so every element index of x, y,
 // dy, dx and every l < L fits, and a grid-stride index stays below 2^31 + 2^21 < 2^32. Offsets
@@ -208,7 +192,7 @@ static __global__ void im2col_kernel(const float *__restrict__ x, T *__restrict_
             float v = 0.0f;
             if (h >= 0 && h < g.H && w >= 0 && w < g.W)
                 v = xc[((size_t)n * g.C * g.H + h) * g.W + w];
-            row[l] = to_fmt<T>(v);
+            row[l] = cr_to_fmt<T>(v);
         }
     }
 }
@@ -252,7 +236,7 @@ static __global__ void __launch_bounds__(DB_THREADS)
             const float yi = y[i];
             d = __fmul_rn(d, __fsub_rn(1.0f, __fmul_rn(yi, yi)));
         }
-        row[e] = to_fmt<TG>(d);
+        row[e] = cr_to_fmt<TG>(d);
         v[0] += d;
     }
     cr_block_sum<1, DB_THREADS>(v, sh);
@@ -345,7 +329,7 @@ static void launch_im2col(cudarl_ctx *ctx, const float *x, T *col, const geom &g
 }
 
 template <typename T> static void launch_to_fmt(cudarl_ctx *ctx, const float *x, T *y, size_t n) {
-    to_fmt_kernel<T><<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(
+    cr_to_fmt_kernel<T><<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, cr_stream(ctx)>>>(
         x, y, n);
     CR_CUDA_LAUNCHED(ctx);
 }

@@ -296,8 +296,8 @@ cudarl_status cr_precision_apply(cudarl_ctx *ctx, cudarl_precision p, int *chang
     CR_TRY(cr_precision_check_training(p, ctx->kind));
 #ifdef CUDARL_WITH_CUDA
     /* tf32: cuBLAS's TF32 math mode for every fp32 product; bf16, fp16: the products that go
-     * through cr_cuda_sgemm (linear layers, heads) take their inputs in the format (cuBLAS's
-     * FAST_16BF / FAST_16F compute types), the conv products too (the training handle of
+     * through cr_cuda_sgemm (linear layers, heads) take their inputs rounded to the format
+     * (cr_cuda_set_gemm_precision), the conv products too (the training handle of
      * convnet_cuda.h converts them itself) */
     if (ctx->kind == CUDARL_DEVICE_CUDA && p == CUDARL_PRECISION_TF32) {
         CR_TRY(cr_convnet_cuda_set_tf32(ctx, 1));

@@ -47,6 +47,8 @@ static void release(cr_cuda_impl *im, cudaStream_t stream) {
     if (im->blas) cublasDestroy(im->blas);
     if (im->blas_workspace) cudaFree(im->blas_workspace);
     if (im->scratch) cudaFree(im->scratch);
+    if (im->fmt_ws) cudaFree(im->fmt_ws);
+    for (int i = 0; i < im->n_retired; i++) cudaFree(im->fmt_retired[i]);
     if (im->fork) cudaEventDestroy(im->fork);
     if (im->join) cudaEventDestroy(im->join);
     if (im->side) cudaStreamDestroy(im->side);
@@ -351,10 +353,73 @@ static const cr_backend *unfused_table(void) {
 
 extern "C" cudarl_status cr_cuda_set_gemm_precision(cudarl_ctx *ctx, cudarl_precision p) {
     CUDARL_ASSERT(ctx && ctx->kind == CUDARL_DEVICE_CUDA);
-    cr_impl(ctx)->gemm_compute = p == CUDARL_PRECISION_BF16   ? (int)CUBLAS_COMPUTE_32F_FAST_16BF
-                                 : p == CUDARL_PRECISION_FP16 ? (int)CUBLAS_COMPUTE_32F_FAST_16F
-                                                              : 0;
+    cr_impl(ctx)->gemm_format = p == CUDARL_PRECISION_BF16   ? (int)CUDA_R_16BF
+                                : p == CUDARL_PRECISION_FP16 ? (int)CUDA_R_16F
+                                                             : 0;
     return CUDARL_OK;
+}
+
+// Makes fmt_ws hold at least `bytes` (doubling from 1 MiB). The old workspace is kept until
+// the context is freed: products queued or captured so far read it, and freeing it would wait
+// for the device, which a capture (this thread's, or another's in cudaStreamCaptureModeGlobal)
+// forbids. The allocation is not a stream operation: cudaThreadExchangeStreamCaptureMode lets
+// this thread make it during a capture.
+static void grow_format_workspace(cudarl_ctx *ctx, size_t bytes) {
+    cr_cuda_impl *im = cr_impl(ctx);
+    if (im->fmt_ws_bytes >= bytes) return;
+    size_t want = (size_t)1 << 20;
+    while (want < bytes) want *= 2;
+    if (im->fmt_ws) {
+        if (im->n_retired == (int)(sizeof im->fmt_retired / sizeof im->fmt_retired[0]))
+            cr_cuda_fail("grow_format_workspace", "too many outgrown workspaces", __FILE__,
+                         __LINE__);
+        im->fmt_retired[im->n_retired++] = im->fmt_ws;
+    }
+    im->fmt_ws = NULL;
+    im->fmt_ws_bytes = 0;
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+    CUDA_CHECK(cr_cuda_malloc(&im->fmt_ws, want));
+    CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+    im->fmt_ws_bytes = want;
+}
+
+template <typename T>
+static void gemm_in(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                    int k, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
+    static const float one = 1.0f, zero = 0.0f;
+    cr_cuda_impl *im = cr_impl(ctx);
+    // the stored extents: A is lda x (ta == N ? k : m), B is ldb x (tb == N ? n : k)
+    size_t na = (size_t)lda * ((ta == CUBLAS_OP_N ? k : m) - 1) + (ta == CUBLAS_OP_N ? m : k);
+    size_t nb = (size_t)ldb * ((tb == CUBLAS_OP_N ? n : k) - 1) + (tb == CUBLAS_OP_N ? k : n);
+    size_t off = (na * sizeof(T) + 255) / 256 * 256;
+    grow_format_workspace(ctx, off + nb * sizeof(T));
+    T *a = (T *)im->fmt_ws, *b = (T *)((char *)im->fmt_ws + off);
+    cudaStream_t st = cr_stream(ctx);
+    cr_to_fmt_kernel<T><<<cr_cuda_blocks(na, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, st>>>(A, a, na);
+    CR_CUDA_LAUNCHED(ctx);
+    cr_to_fmt_kernel<T><<<cr_cuda_blocks(nb, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, st>>>(B, b, nb);
+    CR_CUDA_LAUNCHED(ctx);
+    const cudaDataType_t f = (cudaDataType_t)im->gemm_format;
+    CUBLAS_CHECK(cublasGemmEx(im->blas, ta, tb, m, n, k, &one, a, f, lda, b, f, ldb, &zero, C,
+                              CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    CR_CUDA_LAUNCHED(ctx);
+}
+
+void cr_cuda_gemm_in_format(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const float *A, int lda, const float *B, int ldb,
+                            float *C, int ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) { // an empty sum: C = 0, as cublasSgemm leaves it with beta 0
+        for (int j = 0; j < n; j++)
+            CUDA_CHECK(cudaMemsetAsync(C + (size_t)j * ldc, 0, (size_t)m * sizeof *C,
+                                       cr_stream(ctx)));
+        return;
+    }
+    if (cr_impl(ctx)->gemm_format == (int)CUDA_R_16BF)
+        gemm_in<__nv_bfloat16>(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
+    else
+        gemm_in<__half>(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
 }
 
 extern "C" void cr_cuda_make_current(const cudarl_ctx *ctx) {

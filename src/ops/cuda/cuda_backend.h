@@ -31,9 +31,10 @@ extern const cr_backend cr_backend_cuda;
  * message and leave ctx as it was. */
 cudarl_status cr_cuda_ctx_init(cudarl_ctx *ctx, int device_index);
 /* The format of the fp32 products that go through cr_cuda_sgemm (the linear layers, the fp32
- * conv engine's GEMMs): BF16 or FP16 has cuBLAS convert their inputs on the tensor cores
- * (CUBLAS_COMPUTE_32F_FAST_16BF / _16F, fp32 sums); anything else: cublasSgemm as the math mode
- * says (fp32, or TF32 under cr_convnet_cuda_set_tf32). */
+ * conv engine's GEMMs): BF16 or FP16 rounds both inputs into the format (a workspace the context
+ * grows to the largest product) and multiplies them on the tensor cores with fp32 sums
+ * (cublasGemmEx, CUBLAS_COMPUTE_32F); anything else: cublasSgemm as the math mode says (fp32,
+ * or TF32 under cr_convnet_cuda_set_tf32). */
 cudarl_status cr_cuda_set_gemm_precision(cudarl_ctx *ctx, cudarl_precision p);
 /* Makes ctx's GPU the calling thread's current device (cudaSetDevice): launches, events and
  * cuBLAS calls on a context must be made with its device current. */

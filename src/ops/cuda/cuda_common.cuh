@@ -5,6 +5,8 @@
 #define CUDARL_CUDA_COMMON_CUH
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,10 +69,15 @@ struct cr_cuda_impl {
     int fused_grid_cap[4];     // ppo_fused.cu: most blocks of each fused kernel (occupancy x SMs)
     cudaStream_t side;         // a second stream for ops that fork independent kernels
     cudaEvent_t fork, join;    // (timing disabled) to fork onto `side` and join back
-    // 0: fp32 products through cublasSgemm (TF32 under CUBLAS_TF32_TENSOR_OP_MATH); else the
-    // cublasComputeType_t of a bf16 or fp16 context (CUBLAS_COMPUTE_32F_FAST_16BF / _16F), for
-    // cublasGemmEx on fp32 matrices (cr_cuda_set_gemm_precision)
-    int gemm_compute;
+    // the format of the products that go through cr_cuda_sgemm: 0 (fp32 through cublasSgemm,
+    // TF32 under CUBLAS_TF32_TENSOR_OP_MATH), or CUDA_R_16BF / CUDA_R_16F on a bf16 or fp16
+    // context (cr_cuda_set_gemm_precision): the inputs are rounded into fmt_ws, then cublasGemmEx
+    // with fp32 sums
+    int gemm_format;
+    void *fmt_ws; // (device) both inputs of one product in the format; grows to the largest
+    size_t fmt_ws_bytes;
+    void *fmt_retired[48]; // outgrown workspaces: queued or captured products still read them
+    int n_retired;
 };
 
 
@@ -82,23 +89,47 @@ int cr_cuda_refuse_in_capture(cudarl_ctx *ctx, const char *op);
 static inline cudaStream_t cr_stream(const cudarl_ctx *ctx) { return (cudaStream_t)ctx->stream; }
 static inline cr_cuda_impl *cr_impl(const cudarl_ctx *ctx) { return (cr_cuda_impl *)ctx->impl; }
 
+// C (m, n) = op(A) op(B) with A and B rounded to the context's format (gemm_format), fp32
+// sums (cublasGemmEx, CUBLAS_COMPUTE_32F); as cr_cuda_sgemm's arguments (backend_cuda.cu).
+void cr_cuda_gemm_in_format(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const float *A, int lda, const float *B, int ldb,
+                            float *C, int ldc);
+
 // C (m, n) = op(A) op(B), fp32 matrices (column-major, cublasSgemm's arguments, alpha 1 and
-// beta 0: C is overwritten and not read). cublasSgemm, or on a bf16 / fp16 context
-// cublasGemmEx with its compute type: cuBLAS converts the fp32 inputs to the format for the
-// tensor cores and sums in fp32 (CUBLAS_COMPUTE_32F_FAST_16BF / _16F), the products of the
-// trainers' --precision bf16 / fp16 for every layer that goes through here.
+// beta 0: C is overwritten and not read). cublasSgemm; on a bf16 / fp16 context the inputs are
+// rounded to the format first and the product runs on its tensor cores with fp32 sums (the
+// trainers' --precision bf16 / fp16 for every layer that goes through here). Not cuBLAS's
+// CUBLAS_COMPUTE_32F_FAST_16BF / _16F on the fp32 inputs: those only allow the down-conversion,
+// and cuBLAS picks TF32 or fp32 kernels for many shapes.
 static inline void cr_cuda_sgemm(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb,
                                  int m, int n, int k, const float *A, int lda, const float *B,
                                  int ldb, float *C, int ldc) {
     static const float one = 1.0f, zero = 0.0f;
     cr_cuda_impl *im = cr_impl(ctx);
-    if (!im->gemm_compute)
-        CUBLAS_CHECK(cublasSgemm(im->blas, ta, tb, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc));
-    else
-        CUBLAS_CHECK(cublasGemmEx(im->blas, ta, tb, m, n, k, &one, A, CUDA_R_32F, lda, B,
-                                  CUDA_R_32F, ldb, &zero, C, CUDA_R_32F, ldc,
-                                  (cublasComputeType_t)im->gemm_compute, CUBLAS_GEMM_DEFAULT));
+    if (im->gemm_format) {
+        cr_cuda_gemm_in_format(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
+        return;
+    }
+    CUBLAS_CHECK(cublasSgemm(im->blas, ta, tb, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc));
     CR_CUDA_LAUNCHED(ctx);
+}
+
+// The format's value of v (round to nearest even), or v itself for float.
+template <typename T> __device__ __forceinline__ T cr_to_fmt(float v);
+template <> __device__ __forceinline__ float cr_to_fmt<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half cr_to_fmt<__half>(float v) {
+    return __float2half_rn(v);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 cr_to_fmt<__nv_bfloat16>(float v) {
+    return __float2bfloat16_rn(v);
+}
+
+// y (n) = x in the format.
+template <typename T>
+__global__ void cr_to_fmt_kernel(const float *__restrict__ x, T *__restrict__ y, size_t n) {
+    const size_t step = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
+        y[i] = cr_to_fmt<T>(x[i]);
 }
 
 // cudaMalloc that counts towards cr_cuda_alloc_count().
