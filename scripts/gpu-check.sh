@@ -21,9 +21,10 @@
 #            convnet_prec (the Nature-CNN Agent's learner step at batch 256 per precision, cudarl
 #            only), dqn_parity (dqn_minatar's recipe in bf16 and fp16, 3 seeds each, in the
 #            background), pixels_sweep (scripts/ppo-pixels-sweep.sh in the background; SWEEP_ARGS
-#            holds its variants separated by ';')
+#            holds its variants separated by ';'), two_gpus (issue 4: --async with the learner on
+#            the second GPU against both on one; needs the nvidia-h200-x2 kind)
 # GPU_TESTS_AFTER=1 runs ctest -L gpu after the benches are started (beside a background one);
-# SKIP_GPU_TESTS=1 skips them.
+# SKIP_GPU_TESTS=1 skips them; GPU_TESTS_REGEX runs only the gpu tests whose names match.
 # Needs cJSON and protobuf-c (and libpng for cudarl render): the .deb files in .debs/ (apt-get
 # download libcjson1 libcjson-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-c1
 # libprotobuf32 libprotoc32 libpng-dev libpng16-16 zlib1g-dev) are unpacked into /tmp/deps when
@@ -40,6 +41,7 @@ if [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/protobuf-c/protobu
   export PATH=/tmp/deps/usr/bin:$PATH
 fi
 bg_pids=() bg_collect=()
+PIXELS_SEEDS=${PIXELS_SEEDS:-1 2 3}
 collect_dqn_parity() {
   for prec in bf16 fp16; do
     for seed in 1 2 3; do
@@ -69,7 +71,8 @@ mv "$OUT/cmake.log" "$OUT/build.log" /tmp/ 2>/dev/null
 
 gpu_tests() {
   [ "${SKIP_GPU_TESTS:-0}" = 1 ] && return # already run on this commit's code
-  (cd build-gpu && ctest --output-on-failure -L gpu --timeout "${GPU_TEST_TIMEOUT:-600}") \
+  (cd build-gpu && ctest --output-on-failure -L gpu -R "${GPU_TESTS_REGEX:-.}" \
+    --timeout "${GPU_TEST_TIMEOUT:-600}") \
     >"$OUT/ctest-gpu.log" 2>&1
   add "ctest -L gpu" "rc=$? ($(grep -E 'tests passed' "$OUT/ctest-gpu.log"))"
   # each failed test's output (ctest --output-on-failure prints it after the ***Failed line),
@@ -120,6 +123,20 @@ for b in "$@"; do
       --num-steps 16 --num-minibatches 4 --update-epochs 4 --learning-rate 5e-3 --ent-coef 0 \
       --total-timesteps 100000000 2>&1 | tail -16 | tee "$OUT/profile_big.txt"
     add "train --profile, 65,536 envs x 16" "$(grep 'steps/s' "$OUT/profile_big.txt" | head -1)"
+    ;;
+  two_gpus)
+    # issue 4's --actor-device / --learner-device: env_cpu's recipe on 16 threads with --async,
+    # the actor and learner on one GPU against the learner on the second GPU (peer access)
+    if [ "$(nvidia-smi -L | wc -l)" -lt 2 ]; then add "two_gpus" "skipped: one GPU"; continue; fi
+    PA="--device cuda --env-device cpu --num-envs 65536 --num-steps 16 --num-minibatches 4
+        --update-epochs 4 --learning-rate 5e-3 --ent-coef 0 --total-timesteps 52428800 --profile
+        --env-threads 16 --async --runs-dir /tmp/twogpu"
+    for split in "--actor-device 0 --learner-device 0" "--actor-device 0 --learner-device 1"; do
+      echo "== $split" | tee -a "$OUT/two_gpus.txt"
+      build-gpu/cudarl train $PA $split 2>&1 | grep -E "rollout \(|update \(|host waiting|device idle|device busy|steps in|solved|error" |
+        tee -a "$OUT/two_gpus.txt"
+    done
+    add "PPO --async, learner on GPU 0 / GPU 1" "$(grep -o '([0-9]* steps/s)' "$OUT/two_gpus.txt" | tr -d '()' | paste -sd' ')"
     ;;
   env_cpu)
     # envs on CPU threads, the policy and learner on the GPU (issue 4): the pool alone, then
@@ -272,7 +289,10 @@ for b in "$@"; do
     # PPO solving CartPole from pixels (issue 6: 3 of 3 seeds), the envs on their CUDA twin
     # (the default for a conv policy on the GPU), TF32 products; the seeds run side by side in
     # the background (each slower than alone) and are collected at the end
-    for seed in 1 2 3; do
+    # PIXELS_SEEDS (default 1 2 3); PIXELS_GPUS=N spreads them over N GPUs (seed s on GPU
+    # (s - 1) mod N, through CUDA_VISIBLE_DEVICES)
+    for seed in $PIXELS_SEEDS; do
+      CUDA_VISIBLE_DEVICES=$(( (seed - 1) % ${PIXELS_GPUS:-1} )) \
       timeout -s INT -k 30 "${PIXELS_TIMEOUT:-520}" build-gpu/cudarl train --device cuda \
         --env-id CartPolePixels-v1 --policy nature-cnn --no-clip-vloss --seed $seed \
         --num-envs 32 --num-minibatches 16 --vf-coef 0.02 --precision tf32 \
@@ -296,7 +316,7 @@ if [ "${pixels_bg:-0}" = 1 ]; then
   solved_at() { awk -F, 'NR > 1 && $5 >= 475 { printf "solved at step %d, %.1f s", $1, $17; exit }' "$1" 2>/dev/null; }
   while :; do
     alive=0
-    for seed in 1 2 3; do
+    for seed in $PIXELS_SEEDS; do
       kill -0 "${pixels_pid[$seed]}" 2>/dev/null || continue
       alive=1
       [ -n "$(solved_at /tmp/ppop/seed$seed/metrics.csv)" ] && kill -INT "${pixels_pid[$seed]}"
@@ -304,7 +324,7 @@ if [ "${pixels_bg:-0}" = 1 ]; then
     [ $alive = 1 ] || break
     sleep 5
   done
-  for seed in 1 2 3; do
+  for seed in $PIXELS_SEEDS; do
     f=/tmp/ppop/seed$seed/metrics.csv
     r=$(solved_at "$f")
     last=$(tail -1 "$f" 2>/dev/null | awk -F, '{ printf "last: step %d, mean(100) %.1f, %.0f steps/s, %.1f s", $1, $5, $16, $17 }')
@@ -314,10 +334,10 @@ if [ "${pixels_bg:-0}" = 1 ]; then
       for (i = k - 1; i < n; i += k) printf "%d:%.0f ", s[i], m[i]; print "" }' "$f" 2>/dev/null |
       tee -a "$OUT/ppo_pixels.txt"
     # the policy it ended with, greedy (argmax) on the GPU: 100 episodes
-    echo "seed $seed greedy: $(build-gpu/cudarl eval /tmp/ppop/seed$seed/model.safetensors \
+    echo "seed $seed greedy: $(CUDA_VISIBLE_DEVICES=$(( (seed - 1) % ${PIXELS_GPUS:-1} )) build-gpu/cudarl eval /tmp/ppop/seed$seed/model.safetensors \
       --device cuda --episodes 100 2>&1 | tail -1)" | tee -a "$OUT/ppo_pixels.txt"
   done
-  add "PPO CartPolePixels-v1 nature-cnn, 3 seeds" "see $OUT/ppo_pixels.txt"
+  add "PPO CartPolePixels-v1 nature-cnn, seeds $PIXELS_SEEDS" "see $OUT/ppo_pixels.txt"
 fi
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/gpu.txt" 2>&1

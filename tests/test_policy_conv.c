@@ -845,6 +845,14 @@ static void test_eval_on_device(const test_net *t, int episodes) {
     printf("  %s: eval in fp16 on the GPU: mean %.3f std %.3f\n", t->label, m16, s16);
     CHECK_MSG(isfinite(m16) && m16 >= 0 && m16 == m16b && s16 == s16b,
               "%s: fp16 evals %.6f and %.6f", t->label, m16, m16b);
+    /* a missing file is named as missing on the GPU too (it was once called "an MLP policy") */
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s.missing", t->path);
+    cudarl_status ms = cudarl_policy_eval_precision(gpu, missing, 2, 7, CUDARL_PRECISION_FP32,
+                                                    &m16, &s16);
+    CHECK_MSG(ms != CUDARL_OK && strstr(cudarl_last_error(), missing) &&
+                  !strstr(cudarl_last_error(), "MLP"),
+              "eval of a missing file on the GPU: status %d, '%s'", (int)ms, cudarl_last_error());
     REFUSED("eval in bf16 on the CPU",
             cudarl_policy_eval_precision(cpu, t->path, 2, 7, CUDARL_PRECISION_BF16, &m16, &s16),
             CUDARL_ERR_INVALID_ARG, "evaluates on the GPU", "--device cuda");

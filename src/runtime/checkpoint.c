@@ -353,12 +353,14 @@ static void mean_std(const double *returns, int n, double *mean, double *std) {
 }
 
 /* Whether the checkpoint at path holds a convolutional network (its spec in the metadata). */
-static int holds_convnet(const char *path) {
+/* Whether the checkpoint at path holds a conv policy (its layer list); a file that cannot be
+ * read fails with the reader's message (which names it), not as "an MLP". */
+static cudarl_status holds_convnet(const char *path, int *conv) {
     cr_st_file *f;
-    if (cr_st_open(&f, path) != CUDARL_OK) return 0;
-    int conv = cr_st_meta(f, CR_CONVNET_META_KEY) != NULL;
+    CR_TRY(cr_st_open(&f, path));
+    *conv = cr_st_meta(f, CR_CONVNET_META_KEY) != NULL;
     cr_st_close(f);
-    return conv;
+    return CUDARL_OK;
 }
 
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
@@ -380,7 +382,9 @@ cudarl_status cudarl_policy_eval_precision(cudarl_ctx *ctx, const char *path, in
     if (episodes < 1 || episodes > 1000000)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--episodes must be between 1 and 1000000, got %d",
                        episodes);
-    if (holds_convnet(path)) { /* the policy runtime, on the context's device */
+    int conv = 0;
+    CR_TRY(holds_convnet(path, &conv));
+    if (conv) { /* the policy runtime, on the context's device */
         double *returns = malloc((size_t)episodes * sizeof(double));
         if (!returns) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for evaluation");
         cudarl_status s = eval_runtime(path, ctx->kind, precision, episodes, seed, returns);
