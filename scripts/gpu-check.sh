@@ -287,7 +287,7 @@ for b in "$@"; do
     ;;
   ppo_pixels)
     # PPO solving CartPole from pixels (issue 6: 3 of 3 seeds), the envs on their CUDA twin
-    # (the default for a conv policy on the GPU), TF32 products; the seeds run side by side in
+    # (the default for a conv policy on the GPU), bf16 products; the seeds run side by side in
     # the background (each slower than alone) and are collected at the end
     # PIXELS_SEEDS (default 1 2 3); PIXELS_GPUS=N spreads them over N GPUs (seed s on GPU
     # (s - 1) mod N, through CUDA_VISIBLE_DEVICES)
@@ -295,8 +295,8 @@ for b in "$@"; do
       CUDA_VISIBLE_DEVICES=$(( (seed - 1) % ${PIXELS_GPUS:-1} )) \
       timeout -s INT -k 30 "${PIXELS_TIMEOUT:-520}" build-gpu/cudarl train --device cuda \
         --env-id CartPolePixels-v1 --policy nature-cnn --no-clip-vloss --seed $seed \
-        --num-envs 32 --num-minibatches 16 --vf-coef 0.02 --precision tf32 \
-        --total-timesteps "${PIXELS_STEPS:-5800000}" ${PIXELS_ARGS:-} \
+        --num-envs 32 --num-minibatches 16 --vf-coef 0.005 --precision bf16 \
+        --total-timesteps "${PIXELS_STEPS:-8000000}" ${PIXELS_ARGS:-} \
         --quiet --runs-dir /tmp/ppop \
         --run-name "seed$seed" > "$OUT/ppo_pixels_$seed.log" 2>&1 &
       pixels_pid[$seed]=$!
