@@ -63,8 +63,9 @@ static const tolerance tolerances[] = {
     {"linear.format", NORM, 0, 1e-5,
      "a bf16 / fp16 context's product against the CPU's fp32 one on the inputs rounded to the "
      "format: the products of two bf16 or fp16 values are exact in fp32, so only the order of "
-     "the fp32 sums differs, as linear.y; a product that kept TF32 or fp32 inputs would be off "
-     "by about 2^-9 (bf16) or 2^-12 (fp16) of the norm"},
+     "the fp32 sums differs, as linear.y; a product that kept fp32 inputs would be off by about "
+     "2^-9 (bf16) or 2^-12 (fp16) of the norm, one on TF32 inputs by 2^-9 in bf16 (fp16 keeps "
+     "TF32's 10 mantissa bits)"},
     {"linear.tanh", TANH_TOL},
     {"linear.repeat", EXACT, 0, 0,
      "the same GPU op on the same inputs: cuBLAS on one stream and the column sums are "
