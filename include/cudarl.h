@@ -181,6 +181,11 @@ typedef struct cudarl_ppo_config {
      * (MinAtar's 0/1 channels, unscaled) or "nature-cnn" (84x84 frames, x / 255). Its envs
      * always step on CPU threads. */
     char policy[16];
+    /* Conv policies: 1 gives the critic a network of its own (a second trunk of the same spec)
+     * instead of a head on the actor's trunk, at twice the network's work. The checkpoint's
+     * policy (eval, export, the runtime) is the actor's network; it serves no values. 0: the
+     * shared trunk (ppo_atari.py's). */
+    int separate_critic;
     int threads;       /* CPU worker threads; 0 = all cores */
     cudarl_device_kind device;
     /* Where the envs step: CUDARL_DEVICE_CUDA on the GPU (envs with a CUDA twin: CartPole-v1),
@@ -371,7 +376,8 @@ void cudarl_onnx_options_default(cudarl_onnx_options *opt);
 /* Writes the policy in `checkpoint` (a model.safetensors of cudarl train) to `onnx_path` as an
  * ONNX model (opset CUDARL_ONNX_OPSET) for onnxruntime or TensorRT: input `obs` [batch, obs_dim]
  * (or [batch, C, H, W] for a convolutional policy);
- * a PPO checkpoint gives outputs `logits` [batch, actions] and `value` [batch, 1], a DQN one
+ * a PPO checkpoint gives outputs `logits` [batch, actions] and `value` [batch, 1] (`logits` only
+ * when it was trained with --separate-critic, whose critic is not in the policy), a DQN one
  * `q_values` [batch, actions]. Weights are stored as they are (float32). The file is written
  * atomically (temp file, fsync, rename). `opt` NULL means the defaults. A bad option returns
  * CUDARL_ERR_INVALID_ARG, a bad checkpoint _IO/_FORMAT/_MISMATCH, an unwritable path _IO. All

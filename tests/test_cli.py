@@ -305,6 +305,8 @@ def test_bad_input(work):
     expect_error("--actor-device with --device cpu",
                  train("--device", "cpu", "--actor-device", "0"), work, U,
                  ["--actor-device / --learner-device pick GPUs", "--device cuda"])
+    expect_error("--separate-critic with the MLP policy", train("--separate-critic"), work, U,
+                 ["--separate-critic is for the conv policies", "drop it"])
     expect_error("--env-threads -1 is out of range", train("--env-threads", "-1"), work, U,
                  ["--env-threads", "must be between 0"])
     expect_error("--env-groups beyond the envs", train("--env-groups", "20", "--num-envs", "16"),

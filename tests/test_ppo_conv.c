@@ -298,6 +298,10 @@ static void validation_case(void) {
     cudarl_ppo_config_for_policy(&c, "minatar-cnn");
     expect_refusal("minatar-cnn on CartPole", cudarl_ppo_config_validate(&c),
                    CUDARL_ERR_INVALID_ARG, "use --policy mlp");
+    cudarl_ppo_config_default(&c, "CartPole-v1");
+    c.separate_critic = 1;
+    expect_refusal("--separate-critic with the MLP policy", cudarl_ppo_config_validate(&c),
+                   CUDARL_ERR_INVALID_ARG, "separate networks already");
     cudarl_ppo_config before;
     cudarl_ppo_config_default(&c, "CartPole-v1");
     before = c;
@@ -381,14 +385,15 @@ static void write_transposed(const char *from, const char *to) {
 }
 
 /* 4 iterations straight against 2, then a resume to 4: the same final checkpoint. */
-static void resume_case(cudarl_ctx *ctx, cudarl_device_kind device) {
+static void resume_case(cudarl_ctx *ctx, cudarl_device_kind device, int separate) {
     cudarl_ppo_config c;
-    conv_config(&c, BREAKOUT, "minatar-cnn", device, "straight");
+    conv_config(&c, BREAKOUT, "minatar-cnn", device, separate ? "straight_sep" : "straight");
     c.anneal_lr = 0; /* the first half's schedule would otherwise be over 2 iterations */
+    c.separate_critic = separate;
     cudarl_train_summary straight, half, rest;
     CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &straight));
-    conv_config(&c, BREAKOUT, "minatar-cnn", device, "resumed");
-    c.anneal_lr = 0, c.total_timesteps /= 2;
+    conv_config(&c, BREAKOUT, "minatar-cnn", device, separate ? "resumed_sep" : "resumed");
+    c.anneal_lr = 0, c.total_timesteps /= 2, c.separate_critic = separate;
     CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &half));
     char path[2][700];
     snprintf(path[0], sizeof path[0], "%s/model.safetensors", straight.run_dir);
@@ -487,18 +492,145 @@ static void twin_case(cudarl_ctx *gpu) {
     same_checkpoint("twin resume", a, b);
 }
 
-static void learn_case(cudarl_ctx *ctx) {
+/* Host copy of n floats of backend memory at p (static: one at a time per call site). */
+static float *host_floats_of(cr_ppo *p, const float *src, size_t n) {
+    float *h = malloc(n * sizeof(float));
+    CHECK(h != NULL);
+    p->ctx->ops->copy_to_host(p->ctx, h, src, n * sizeof(float));
+    return h;
+}
+
+/* Whether tensor `name` of the network at offset `base` is the same in a and b, bit for bit. */
+static int tensor_same(const cr_convnet *net, const float *a, const float *b, size_t base,
+                       const char *name) {
+    int i = cr_convnet_find(net, name);
+    CHECK_MSG(i >= 0, "no tensor %s", name);
+    return memcmp(a + base + net->t[i].offset, b + base + net->t[i].offset,
+                  net->t[i].count * sizeof(float)) == 0;
+}
+
+/* --separate-critic on the CPU: two networks of the spec, the critic's after the actor's; over
+ * two updates the actor's network trains its trunk and actor head and never its critic head,
+ * the critic's its trunk and critic head and never its actor head (their gradients are zero,
+ * so Adam leaves them bit for bit); the rollout's values are the critic network's. The
+ * checkpoint holds both (the critic's under critic_network.), the policy runtime plays the
+ * actor and refuses values, and export writes the actor without a value output. */
+static void separate_case(cudarl_ctx *ctx) {
     cudarl_ppo_config c;
-    conv_config(&c, LAMP, "minatar-cnn", CUDARL_DEVICE_CPU, "lamp");
+    conv_config(&c, LAMP, "minatar-cnn", CUDARL_DEVICE_CPU, "separate");
+    c.separate_critic = 1, c.gamma = 0.5, c.learning_rate = 1e-3;
+    static cr_ppo p;
+    CHECK_OK(cr_ppo_init(&p, ctx, &c));
+    const cr_convnet *net = &p.cnn.net;
+    const size_t n1 = net->num_params, P = p.num_params;
+    CHECK_MSG(p.cnn.separate && P == 2 * n1, "%zu parameters for a net of %zu", P, n1);
+    float *before = host_floats_of(&p, p.params, P);
+    CHECK_MSG(memcmp(before, before + n1, n1 * sizeof(float)) != 0,
+              "the two networks start from the same weights");
+    float lr = (float)c.learning_rate;
+    ctx->ops->copy_from_host(ctx, p.lr, &lr, sizeof lr);
+    for (int it = 0; it < 2; it++) {
+        cr_ppo_rollout(&p);
+        if (it == 0) { /* the rollout's values are the critic network's */
+            const size_t B = 8, D = (size_t)p.D, A = (size_t)p.A;
+            static float logits[8 * 8], value[8], logits2[8 * 8], value2[8];
+            CHECK(A <= 8);
+            static uint8_t obs[8 * 400];
+            CHECK(D <= 400);
+            memcpy(obs, p.cnn.obs, B * D); /* the first step's observations (host memory) */
+            static cr_convnet_cache cache;
+            _Alignas(64) static char mem[1 << 20];
+            CHECK(cr_convnet_cache_bytes(net, (int)B) <= sizeof mem);
+            cr_convnet_cache_carve(net, mem, (int)B, &cache);
+            cr_convnet_forward(net, before, obs, logits, value, &cache, (int)B);
+            cr_convnet_forward(net, before + n1, obs, logits2, value2, &cache, (int)B);
+            float *vals = host_floats_of(&p, p.values, B);
+            CHECK_MSG(memcmp(vals, value2, B * sizeof(float)) == 0 &&
+                          memcmp(vals, value, B * sizeof(float)) != 0,
+                      "rollout values %g %g: the critic network's are %g %g, the actor "
+                      "network's head's %g %g", vals[0], vals[1], value2[0], value2[1],
+                      value[0], value[1]);
+            free(vals);
+        }
+        cr_ppo_update(&p);
+    }
+    float *after = host_floats_of(&p, p.params, P);
+    CHECK_MSG(tensor_same(net, before, after, 0, "critic.weight") &&
+                  tensor_same(net, before, after, 0, "critic.bias"),
+              "the actor network's critic head moved");
+    CHECK_MSG(tensor_same(net, before, after, n1, "actor.weight") &&
+                  tensor_same(net, before, after, n1, "actor.bias"),
+              "the critic network's actor head moved");
+    CHECK_MSG(!tensor_same(net, before, after, 0, "actor.weight") &&
+                  !tensor_same(net, before, after, 0, "network.0.weight"),
+              "the actor network did not train");
+    CHECK_MSG(!tensor_same(net, before, after, n1, "critic.weight") &&
+                  !tensor_same(net, before, after, n1, "network.0.weight"),
+              "the critic network did not train");
+    free(before), free(after);
+    cr_ppo_free(&p);
+
+    cudarl_train_summary s;
+    conv_config(&c, LAMP, "minatar-cnn", CUDARL_DEVICE_CPU, "separate_run");
+    c.separate_critic = 1;
+    CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &s));
+    char path[700], onnx[760];
+    snprintf(path, sizeof path, "%s/model.safetensors", s.run_dir);
+    cr_st_file *f = NULL;
+    CHECK_OK(cr_st_open(&f, path));
+    cr_st_tensor t;
+    CHECK_OK(cr_st_find(f, "critic_network.network.0.weight", &t));
+    CHECK_OK(cr_st_find(f, "optimizer.exp_avg_sq.critic_network.critic.bias", &t));
+    const char *sc = cr_st_meta(f, "separate_critic");
+    CHECK_MSG(sc && !strcmp(sc, "1"), "separate_critic metadata '%s'", sc ? sc : "(none)");
+    cr_st_close(f);
+    cudarl_policy_options o;
+    cudarl_policy_options_default(&o);
+    o.device = CUDARL_DEVICE_CPU;
+    cudarl_policy *pol;
+    CHECK_OK(cudarl_policy_load(path, &o, &pol));
+    cudarl_policy_info info;
+    cudarl_policy_get_info(pol, &info);
+    CHECK_MSG(!info.has_values, "the runtime offers values of a separate critic's policy");
+    static uint8_t obs[400];
+    obs[55] = 1;
+    int32_t act = -1;
+    float value = 0;
+    CHECK_OK(cudarl_policy_act(pol, obs, CUDARL_OBS_U8, 1, &act, NULL, NULL));
+    CHECK(act == 0 || act == 1);
+    expect_refusal("values of a --separate-critic policy",
+                   cudarl_policy_act(pol, obs, CUDARL_OBS_U8, 1, &act, &value, NULL),
+                   CUDARL_ERR_INVALID_ARG, "--separate-critic");
+    cudarl_policy_free(pol);
+    snprintf(onnx, sizeof onnx, "%s/policy.onnx", s.run_dir);
+    CHECK_OK(cudarl_policy_export_onnx(path, onnx, NULL));
+    FILE *fo = fopen(onnx, "rb");
+    CHECK(fo != NULL);
+    static char bytes[1 << 20];
+    size_t nb = fread(bytes, 1, sizeof bytes, fo);
+    fclose(fo);
+    CHECK(nb > 0 && nb < sizeof bytes);
+    CHECK_MSG(memmem(bytes, nb, "no value output", 15) != NULL &&
+                  memmem(bytes, nb, "critic.weight", 13) == NULL,
+              "the ONNX file has the critic head or lacks the note");
+    printf("--separate-critic: heads trained as routed, checkpoint with critic_network.*, the "
+           "runtime and export serve the actor only\n");
+}
+
+static void learn_case(cudarl_ctx *ctx, int separate) {
+    cudarl_ppo_config c;
+    conv_config(&c, LAMP, "minatar-cnn", CUDARL_DEVICE_CPU, separate ? "lamp_sep" : "lamp");
     c.gamma = 0.5, c.learning_rate = 1e-3, c.total_timesteps = 96 * 256;
+    c.separate_critic = separate;
     cudarl_train_summary s;
     CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &s));
     double ret[128], vloss[128];
     int rows = csv_column(s.run_dir, "charts/mean_return_100", ret, 128);
     CHECK(csv_column(s.run_dir, "losses/value_loss", vloss, 128) == rows && rows == 96);
     double v0 = (vloss[0] + vloss[1] + vloss[2]) / 3, v1 = (vloss[93] + vloss[94] + vloss[95]) / 3;
-    printf("%s minatar-cnn: mean return %.2f after the first iteration, %.2f at the end (best "
-           "%d); value loss %.4f -> %.4f; %.1f s\n", LAMP, ret[0], s.mean_return_100,
+    printf("%s minatar-cnn%s: mean return %.2f after the first iteration, %.2f at the end (best "
+           "%d); value loss %.4f -> %.4f; %.1f s\n", LAMP,
+           separate ? " (separate critic)" : "", ret[0], s.mean_return_100,
            LAMP_STEPS, v0, v1, s.train_seconds);
     CHECK_MSG(ret[0] < 0.7 * LAMP_STEPS, "the first iteration already earns %.2f", ret[0]);
     CHECK_MSG(s.mean_return_100 >= 0.9 * LAMP_STEPS, "PPO did not learn %s: mean return %.2f "
@@ -625,9 +757,10 @@ static void compare_updates(int it, cr_ppo *cpu, cr_ppo *gpu) {
     }
 }
 
-static void match_case(cudarl_ctx *cpu_ctx, cudarl_ctx *gpu_ctx) {
+static void match_run(cudarl_ctx *cpu_ctx, cudarl_ctx *gpu_ctx, int separate) {
     cudarl_ppo_config c;
-    conv_config(&c, LAMP, "minatar-cnn", CUDARL_DEVICE_CPU, "match");
+    conv_config(&c, LAMP, "minatar-cnn", CUDARL_DEVICE_CPU, separate ? "match_sep" : "match");
+    c.separate_critic = separate;
     c.num_envs = M_ENVS, c.num_steps = M_STEPS, c.gamma = 0.5, c.learning_rate = 1e-3;
     c.total_timesteps = (int64_t)M_ENVS * M_STEPS * M_ITERS;
     static cr_ppo cpu, gpu;
@@ -657,6 +790,15 @@ static void match_case(cudarl_ctx *cpu_ctx, cudarl_ctx *gpu_ctx) {
     CHECK_MSG(truncations >= 5, "only %d truncations: V(final obs) went untested", truncations);
     cr_ppo_free(&cpu);
     cr_ppo_free(&gpu);
+}
+
+static void match_case(cudarl_ctx *cpu_ctx, cudarl_ctx *gpu_ctx) {
+    match_run(cpu_ctx, gpu_ctx, 0);
+}
+
+/* match with --separate-critic: the two networks' twins against the CPU's. */
+static void separate_match_case(cudarl_ctx *cpu_ctx, cudarl_ctx *gpu_ctx) {
+    match_run(cpu_ctx, gpu_ctx, 1);
 }
 
 static void pixels_case(cudarl_ctx *gpu) {
@@ -787,7 +929,9 @@ int main(int argc, char **argv) {
 #define RUN(name, call) if (!only || strstr(only, name)) call
         RUN("match", match_case(ctx, gpu));
         RUN("breakout", breakout_case(gpu, ctx, CUDARL_DEVICE_CUDA));
-        RUN("resume", resume_case(gpu, CUDARL_DEVICE_CUDA));
+        RUN("resume", resume_case(gpu, CUDARL_DEVICE_CUDA, 0));
+        RUN("separate", resume_case(gpu, CUDARL_DEVICE_CUDA, 1));
+        RUN("separate", separate_match_case(ctx, gpu));
         RUN("pixels", pixels_case(gpu));
         RUN("twin", twin_case(gpu));
         RUN("mixed", mixed_case(gpu));
@@ -798,8 +942,11 @@ int main(int argc, char **argv) {
         validation_case();
         precision_case(ctx);
         breakout_case(ctx, ctx, CUDARL_DEVICE_CPU);
-        resume_case(ctx, CUDARL_DEVICE_CPU);
-        learn_case(ctx);
+        resume_case(ctx, CUDARL_DEVICE_CPU, 0);
+        resume_case(ctx, CUDARL_DEVICE_CPU, 1);
+        separate_case(ctx);
+        learn_case(ctx, 0);
+        learn_case(ctx, 1);
     }
     cudarl_ctx_free(ctx);
     printf("test_ppo_conv: ok\n");

@@ -46,6 +46,7 @@ static const arg_spec train_specs[] = {
     {"target-kl", ARG_F64, CFG(target_kl), 0, 0, 1e9, "stop an update's epochs above this KL (0: off)"},
     {"hidden", ARG_INT, CFG(hidden), 0, 1, 4096, "hidden width of actor and critic MLPs"},
     {"policy", ARG_STR, CFG(policy), 16, 0, 0, "actor-critic: mlp, or for image envs minatar-cnn / nature-cnn"},
+    {"separate-critic", ARG_BOOL, CFG(separate_critic), 0, 0, 1, "conv policies: the critic on a trunk of its own (twice the network's work), not a head on the actor's"},
     {"device", ARG_DEVICE, CFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
     {"threads", ARG_INT, CFG(threads), 0, 0, 1024, "CPU threads for the ops (0: all cores)"},
     {"env-device", ARG_DEVICE, CFG(env_device), 0, 0, 0, "where envs step: cpu (threads), cuda (the CUDA twins: CartPole; MinAtar and CartPolePixels with a conv policy) or auto (a twin on the GPU where there is one, else threads)"},

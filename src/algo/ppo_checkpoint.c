@@ -141,6 +141,7 @@ static void add_config_meta(cr_st_writer *w, const cr_ppo *p) {
     meta_int(w, "norm_adv", c->norm_adv);
     meta_num(w, "clip_coef", c->clip_coef);
     meta_int(w, "clip_vloss", c->clip_vloss);
+    meta_int(w, "separate_critic", c->separate_critic);
     meta_num(w, "ent_coef", c->ent_coef);
     meta_num(w, "vf_coef", c->vf_coef);
     meta_num(w, "max_grad_norm", c->max_grad_norm);
@@ -152,21 +153,33 @@ static void add_config_meta(cr_st_writer *w, const cr_ppo *p) {
 /* One parameter tensor, as the checkpoint names and shapes it. */
 typedef struct param_desc {
     const char *name;
+    char own[48]; /* the name when it is made here (a separate critic's prefix) */
     int ndim;
     int64_t shape[4];
     size_t offset, count;
 } param_desc;
 
-/* The policy's tensors in state_dict order into t (CR_CONVNET_MAX_TENSORS); their count. */
+/* Tensors of the largest layout: a conv net twice (--separate-critic). */
+#define PPO_MAX_TENSORS (2 * CR_CONVNET_MAX_TENSORS)
+/* --separate-critic: the critic's network's tensors are the same state_dict under this prefix
+ * (its unused actor head included, so that the layout is the spec's twice). */
+#define CRITIC_PREFIX "critic_network."
+
+/* The policy's tensors in state_dict order into t (PPO_MAX_TENSORS); their count. */
 static int param_tensors(const cr_ppo *p, param_desc *t) {
-    const int n = p->conv ? p->cnn.net.ntensors : CR_AC_NUM_TENSORS;
+    const int per = p->conv ? p->cnn.net.ntensors : CR_AC_NUM_TENSORS;
+    const int n = p->conv && p->cnn.separate ? 2 * per : per;
     for (int i = 0; i < n; i++) {
         memset(&t[i], 0, sizeof t[i]);
         if (p->conv) {
-            const cr_convnet_tensor *c = &p->cnn.net.t[i];
+            const cr_convnet_tensor *c = &p->cnn.net.t[i % per];
             t[i].name = c->name, t[i].ndim = c->ndim, t[i].offset = c->offset;
             t[i].count = c->count;
             for (int d = 0; d < c->ndim; d++) t[i].shape[d] = c->shape[d];
+            if (i >= per) {
+                snprintf(t[i].own, sizeof t[i].own, CRITIC_PREFIX "%s", c->name);
+                t[i].name = t[i].own, t[i].offset += p->cnn.net.num_params;
+            }
         } else {
             const cr_param_tensor *m = &p->layout.t[i];
             t[i].name = m->name, t[i].ndim = m->ndim, t[i].offset = m->offset;
@@ -224,7 +237,7 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     cr_st_add_tensor(w, "state.recent_returns", CR_ST_F64, 1, s_rec, h.log.recent);
     cr_st_add_tensor(w, "state.episode_sums", CR_ST_F64, 1, s_ep, ep_sums);
     cr_st_add_tensor(w, "state.counters", CR_ST_I64, 1, s_cnt, h.counters);
-    param_desc pt[CR_CONVNET_MAX_TENSORS];
+    param_desc pt[PPO_MAX_TENSORS];
     const int ntensors = param_tensors(p, pt);
     for (int i = 0; i < ntensors; i++) {
         const param_desc *t = &pt[i];
@@ -281,7 +294,7 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     CR_TRY(host_state_alloc(&h, p));
     size_t P = p->num_params, N = (size_t)p->N;
     cudarl_status s = CUDARL_OK;
-    param_desc pt[CR_CONVNET_MAX_TENSORS];
+    param_desc pt[PPO_MAX_TENSORS];
     const int ntensors = param_tensors(p, pt);
     for (int i = 0; i < ntensors && s == CUDARL_OK; i++) {
         const param_desc *t = &pt[i];
@@ -364,7 +377,7 @@ static const char *shape_text(char *b, size_t cap, int ndim, const int64_t *shap
  * fits). */
 static cudarl_status check_conv_tensors(const cr_ppo *p, const cr_st_file *f, const char *path) {
     static const char *const prefix[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
-    param_desc pt[CR_CONVNET_MAX_TENSORS];
+    param_desc pt[PPO_MAX_TENSORS];
     const int n = param_tensors(p, pt);
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < n; i++) {

@@ -95,6 +95,8 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
                    "MLP over float features) does not read; use --policy %s (a convolutional "
                    "network over the frames)",
                    c->env_id, s[0], s[1], s[2], conv_policy_for(s[0], s[1], s[2]));
+        CR_REQUIRE(!c->separate_critic, "--separate-critic is for the conv policies; --policy "
+                   "mlp's actor and critic are separate networks already: drop it");
         return CUDARL_OK;
     }
     CR_REQUIRE(!strcmp(c->policy, "minatar-cnn") || !strcmp(c->policy, "nature-cnn"),

@@ -10,6 +10,9 @@
  * the PPO loss, the gradient clip and Adam over the one flat parameter buffer - is the
  * backend's ops, the same calls as the MLP's.
  *
+ * --separate-critic: two networks of the same spec, the actor's (its logits) and the critic's (its
+ * value), each backward given zeros for the head whose output it does not serve.
+ *
  * Memory: the observations stay uint8 from the env to the network, which converts a batch to
  * float inside its cache (x / 255 for nature-cnn, a cast for MinAtar's 0/1 channels): the
  * rollout holds (T, N, C, H, W) bytes, a quarter of float storage. The network's cache (its
@@ -25,13 +28,16 @@
 /* Rows one cache serves: the update's minibatch and the rollout's N envs. */
 static int cache_rows(const cr_ppo *p) { return p->mb > p->N ? p->mb : p->N; }
 
+static size_t line_up(size_t n) { return (n + 255) / 256 * 256; }
+
 cudarl_status cr_ppo_conv_init(cr_ppo *p) {
     const cudarl_env_def *def = p->env_info->def;
     cr_convnet_spec spec;
     CR_TRY(cr_convnet_spec_named(&spec, p->cfg.policy, def->obs_shape[0], def->obs_shape[1],
                                  def->obs_shape[2], CR_CONVNET_PPO, p->A));
     CR_TRY(cr_convnet_plan(&p->cnn.net, &spec));
-    p->num_params = p->cnn.net.num_params;
+    p->cnn.separate = p->cfg.separate_critic != 0;
+    p->num_params = p->cnn.net.num_params * (p->cnn.separate ? 2 : 1);
 #ifdef CUDARL_WITH_CUDA
     if (p->ctx->kind == CUDARL_DEVICE_CUDA) {
         /* groups are even splits of N: floor(N / G) or ceil(N / G) envs (env_pool.h) */
@@ -40,8 +46,13 @@ cudarl_status cr_ppo_conv_init(cr_ppo *p) {
         CR_TRY(cr_convnet_cuda_init_training(p->ctx, &p->cnn.net, batches, 4,
                                              CR_CONVNET_ENGINE_AUTO, p->cfg.precision,
                                              &p->cnn.gpu));
-        CR_INFO("PPO: %s on the GPU, conv engine %s", p->cfg.policy,
-                cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(p->cnn.gpu)));
+        if (p->cnn.separate) /* the critic's own twin: its own workspace (im2col kept) */
+            CR_TRY(cr_convnet_cuda_init_training(p->ctx, &p->cnn.net, batches, 4,
+                                                 CR_CONVNET_ENGINE_AUTO, p->cfg.precision,
+                                                 &p->cnn.gpu_critic));
+        CR_INFO("PPO: %s on the GPU, conv engine %s%s", p->cfg.policy,
+                cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(p->cnn.gpu)),
+                p->cnn.separate ? ", the critic on a network of its own" : "");
         CR_DEBUG("%s", cr_convnet_cuda_describe(p->cnn.gpu));
     }
 #endif
@@ -51,64 +62,137 @@ cudarl_status cr_ppo_conv_init(cr_ppo *p) {
 void cr_ppo_conv_free(cr_ppo *p) {
 #ifdef CUDARL_WITH_CUDA
     cr_convnet_cuda_free(p->cnn.gpu);
+    cr_convnet_cuda_free(p->cnn.gpu_critic);
 #endif
-    p->cnn.gpu = NULL;
+    p->cnn.gpu = p->cnn.gpu_critic = NULL;
 }
 
-size_t cr_ppo_conv_cache_bytes(const cr_ppo *p) {
+/* One network's cache and workspace. */
+static size_t net_cache_bytes(const cr_ppo *p) {
 #ifdef CUDARL_WITH_CUDA
     if (p->cnn.gpu) return cr_convnet_cuda_cache_bytes(&p->cnn.net, cache_rows(p));
 #endif
     return cr_convnet_cache_bytes(&p->cnn.net, cache_rows(p));
 }
 
-size_t cr_ppo_conv_workspace_bytes(const cr_ppo *p) {
+static size_t net_workspace_bytes(const struct cr_convnet_cuda *gpu) {
 #ifdef CUDARL_WITH_CUDA
-    if (p->cnn.gpu) return cr_convnet_cuda_workspace_bytes(p->cnn.gpu);
+    if (gpu) return cr_convnet_cuda_workspace_bytes(gpu);
 #endif
-    (void)p;
+    (void)gpu;
     return 0;
 }
 
-void cr_ppo_conv_carve(cr_ppo *p, void *cache, void *workspace) {
+/* --separate-critic's items after the two caches: spare_logits, spare_value, zero_dlogits,
+ * zero_dvalue (bytes, in that order, each on its own 256-byte line). */
+static void separate_items(const cr_ppo *p, size_t bytes[4]) {
+    const size_t rows = (size_t)cache_rows(p), A = (size_t)p->A, mb = (size_t)p->mb;
+    bytes[0] = line_up(rows * A * sizeof(float)), bytes[1] = line_up(rows * sizeof(float));
+    bytes[2] = line_up(mb * A * sizeof(float)), bytes[3] = line_up(mb * sizeof(float));
+}
+
+size_t cr_ppo_conv_cache_bytes(const cr_ppo *p) {
+    if (!p->cnn.separate) return net_cache_bytes(p);
+    size_t it[4];
+    separate_items(p, it);
+    return 2 * line_up(net_cache_bytes(p)) + it[0] + it[1] + it[2] + it[3];
+}
+
+size_t cr_ppo_conv_workspace_bytes(const cr_ppo *p) {
+    if (!p->cnn.separate) return net_workspace_bytes(p->cnn.gpu);
+    return line_up(net_workspace_bytes(p->cnn.gpu)) + net_workspace_bytes(p->cnn.gpu_critic);
+}
+
+/* Points one network's cache (and on CUDA its twin's workspace) into the arena's items. */
+static void carve_net(cr_ppo *p, struct cr_convnet_cuda *gpu, void *cache, void *workspace,
+                      cr_convnet_cache *c) {
 #ifdef CUDARL_WITH_CUDA
-    if (p->cnn.gpu) {
-        cr_convnet_cuda_cache_carve(&p->cnn.net, cache, cache_rows(p), &p->cnn.cache);
-        cr_convnet_cuda_set_workspace(p->cnn.gpu, workspace);
+    if (gpu) {
+        cr_convnet_cuda_cache_carve(&p->cnn.net, cache, cache_rows(p), c);
+        cr_convnet_cuda_set_workspace(gpu, workspace);
         return;
     }
 #endif
-    (void)workspace;
-    cr_convnet_cache_carve(&p->cnn.net, cache, cache_rows(p), &p->cnn.cache);
+    (void)gpu, (void)workspace;
+    cr_convnet_cache_carve(&p->cnn.net, cache, cache_rows(p), c);
+}
+
+void cr_ppo_conv_carve(cr_ppo *p, void *cache, void *workspace) {
+    carve_net(p, p->cnn.gpu, cache, workspace, &p->cnn.cache);
+    if (!p->cnn.separate) return;
+    char *c = (char *)cache + line_up(net_cache_bytes(p));
+    char *w = workspace ? (char *)workspace + line_up(net_workspace_bytes(p->cnn.gpu)) : NULL;
+    carve_net(p, p->cnn.gpu_critic, c, w, &p->cnn.cache_critic);
+    c += line_up(net_cache_bytes(p));
+    size_t it[4];
+    separate_items(p, it);
+    p->cnn.spare_logits = (float *)c, c += it[0];
+    p->cnn.spare_value = (float *)c, c += it[1];
+    p->cnn.zero_dlogits = (float *)c, c += it[2];
+    p->cnn.zero_dvalue = (float *)c;
+    p->ctx->ops->zero(p->ctx, p->cnn.zero_dlogits, it[2] + it[3]);
 }
 
 void cr_ppo_conv_init_params(const cr_ppo *p, float *params, cr_philox_state *rng) {
     cr_convnet_init_params(&p->cnn.net, params, rng);
+    if (p->cnn.separate) /* the critic's network: its own draws, after the actor's */
+        cr_convnet_init_params(&p->cnn.net, params + p->cnn.net.num_params, rng);
+}
+
+/* One network's forward and backward on its twin or the CPU. */
+static void net_forward(cr_ppo *p, struct cr_convnet_cuda *gpu, const cr_convnet_cache *cache,
+                        const float *params, const uint8_t *obs, float *logits, float *value,
+                        int B) {
+#ifdef CUDARL_WITH_CUDA
+    if (gpu) {
+        cr_convnet_cuda_forward(p->ctx, gpu, params, obs, logits, value, cache, B);
+        return;
+    }
+#endif
+    (void)gpu;
+    CUDARL_ASSERT(p->ctx->kind == CUDARL_DEVICE_CPU);
+    cr_convnet_forward(&p->cnn.net, params, obs, logits, value, cache, B);
+}
+
+static void net_backward(cr_ppo *p, struct cr_convnet_cuda *gpu, const cr_convnet_cache *cache,
+                         const float *params, float *grads, const float *dlogits,
+                         const float *dvalue, int B) {
+#ifdef CUDARL_WITH_CUDA
+    if (gpu) {
+        cr_convnet_cuda_backward(p->ctx, gpu, params, grads, dlogits, dvalue, cache, B);
+        return;
+    }
+#endif
+    (void)gpu;
+    CUDARL_ASSERT(p->ctx->kind == CUDARL_DEVICE_CPU);
+    cr_convnet_backward(&p->cnn.net, params, grads, dlogits, dvalue, cache, B);
 }
 
 void cr_ppo_conv_forward(cr_ppo *p, const float *params, const uint8_t *obs, float *logits,
                          float *value, int B) {
-#ifdef CUDARL_WITH_CUDA
-    if (p->cnn.gpu) {
-        cr_convnet_cuda_forward(p->ctx, p->cnn.gpu, params, obs, logits, value, &p->cnn.cache, B);
+    cr_ppo_conv *c = &p->cnn;
+    if (!c->separate) {
+        net_forward(p, c->gpu, &c->cache, params, obs, logits, value, B);
         return;
     }
-#endif
-    CUDARL_ASSERT(p->ctx->kind == CUDARL_DEVICE_CPU);
-    cr_convnet_forward(&p->cnn.net, params, obs, logits, value, &p->cnn.cache, B);
+    /* the logits from the actor's network, the value from the critic's */
+    net_forward(p, c->gpu, &c->cache, params, obs, logits, c->spare_value, B);
+    net_forward(p, c->gpu_critic, &c->cache_critic, params + c->net.num_params, obs,
+                c->spare_logits, value, B);
 }
 
 void cr_ppo_conv_backward(cr_ppo *p, const float *params, const float *dlogits,
                           const float *dvalue, int B) {
-#ifdef CUDARL_WITH_CUDA
-    if (p->cnn.gpu) {
-        cr_convnet_cuda_backward(p->ctx, p->cnn.gpu, params, p->grads, dlogits, dvalue,
-                                 &p->cnn.cache, B);
+    cr_ppo_conv *c = &p->cnn;
+    if (!c->separate) {
+        net_backward(p, c->gpu, &c->cache, params, p->grads, dlogits, dvalue, B);
         return;
     }
-#endif
-    CUDARL_ASSERT(p->ctx->kind == CUDARL_DEVICE_CPU);
-    cr_convnet_backward(&p->cnn.net, params, p->grads, dlogits, dvalue, &p->cnn.cache, B);
+    /* each network gets only its own head's gradient: zeros for the other head */
+    CUDARL_ASSERT(B <= p->mb);
+    net_backward(p, c->gpu, &c->cache, params, p->grads, dlogits, c->zero_dvalue, B);
+    net_backward(p, c->gpu_critic, &c->cache_critic, params + c->net.num_params,
+                 p->grads + c->net.num_params, c->zero_dlogits, dvalue, B);
 }
 
 void cr_ppo_conv_warm_up(cr_ppo *p) {

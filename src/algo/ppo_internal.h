@@ -71,6 +71,15 @@ typedef struct cr_ppo_conv {
     uint8_t *final_obs;               /* (N, C, H, W) one step's final observations (rows of
                                        * envs that truncated; the others stale) */
     uint8_t *mb_obs;                  /* (mb, C, H, W) */
+    /* --separate-critic: a second network of the same spec (`critic`) whose critic head gives
+     * the value, its parameters after the actor's in the flat buffers (offset net.num_params);
+     * the actor's critic head and the critic's actor head are never trained (their gradient is
+     * zero). NULL / 0 without. */
+    int separate;
+    struct cr_convnet_cuda *gpu_critic;
+    cr_convnet_cache cache_critic;
+    float *spare_logits, *spare_value; /* (rows, A), (rows): the outputs each net discards */
+    float *zero_dlogits, *zero_dvalue; /* (mb, A), (mb) zeros: the heads each net leaves alone */
 } cr_ppo_conv;
 
 typedef struct cr_ppo {

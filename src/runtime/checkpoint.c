@@ -164,6 +164,12 @@ static cudarl_status config_from_file(const cr_st_file *f, const char *path,
     c->num_steps = (int)ns, c->anneal_lr = (int)al, c->num_minibatches = (int)nm;
     c->update_epochs = (int)ue, c->norm_adv = (int)na, c->clip_vloss = (int)cv;
     c->hidden = (int)hid;
+    const char *sc = cr_st_meta(f, "separate_critic"); /* absent before it existed: shared */
+    if (sc) {
+        long long v = 0;
+        CR_TRY(meta_ll(f, path, "separate_critic", &v));
+        c->separate_critic = v != 0;
+    }
     CR_TRY(meta_d(f, path, "learning_rate", &c->learning_rate));
     CR_TRY(meta_d(f, path, "gamma", &c->gamma));
     CR_TRY(meta_d(f, path, "gae_lambda", &c->gae_lambda));

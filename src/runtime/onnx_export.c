@@ -35,6 +35,8 @@ _Static_assert(CUDARL_ONNX_OPSET == 17 &&
  * for the model's doc. */
 typedef struct onnx_policy {
     int is_dqn, is_conv;
+    int no_value;     /* PPO conv trained with --separate-critic: no `value` output (its critic
+                         is a network the checkpoint's policy does not include) */
     int obs_dim, h1, h2, num_actions; /* obs_dim: C H W of a conv net; h1, h2: MLPs only */
     int takes_u8;     /* the policy was trained on uint8 observations (pixels, MinAtar) */
     int u8_cast;      /* ... which reach its network cast to float unscaled (MinAtar), not / 255 */
@@ -111,6 +113,8 @@ static cudarl_status policy_read(const cr_st_file *f, const char *path, onnx_pol
                        algo ? algo : "(missing)");
     CR_TRY(cr_checkpoint_check_header(f, path, p->is_dqn ? "dqn" : "ppo"));
     p->is_conv = cr_st_meta(f, CR_CONVNET_META_KEY) != NULL;
+    const char *sc = cr_st_meta(f, "separate_critic");
+    p->no_value = p->is_conv && !p->is_dqn && sc && strcmp(sc, "0") != 0;
     return p->is_conv ? conv_read(path, p) : mlp_read(f, path, p);
 }
 
@@ -376,7 +380,7 @@ static cudarl_status g_conv(onnx_graph *g, const cr_st_file *f, const cr_convnet
  * critic, or DQN's Q head network.<num_layers>. Flatten(axis 1) keeps the (C, H, W) order,
  * which is cudarl's too (an NCHW tensor is its flattened matrix). */
 static cudarl_status g_convnet(onnx_graph *g, const cr_st_file *f, const cr_convnet *c,
-                               const char *x) {
+                               const char *x, int no_value) {
     const cr_convnet_spec *s = &c->spec;
     for (int i = 0; i < s->num_layers; i++) {
         const cr_convnet_layer *l = &s->layers[i];
@@ -397,7 +401,7 @@ static cudarl_status g_convnet(onnx_graph *g, const cr_st_file *f, const cr_conv
     if (s->heads == CR_CONVNET_DQN)
         return g_conv_linear(g, f, c, g_str(g, "network.%d", s->num_layers), x, CR_ONNX_Q_VALUES);
     CR_TRY(g_conv_linear(g, f, c, "actor", x, CR_ONNX_LOGITS));
-    return g_conv_linear(g, f, c, "critic", x, CR_ONNX_VALUE);
+    return no_value ? CUDARL_OK : g_conv_linear(g, f, c, "critic", x, CR_ONNX_VALUE);
 }
 
 /* The input `obs` ([batch, obs_dim], or [batch, C, H, W] for a conv net) and, for a uint8
@@ -490,6 +494,13 @@ static const char *g_doc(onnx_graph *g, const cr_st_file *f, const onnx_policy *
                      "giving q_values [%s, %d]. Input obs %s: %s. The greedy action is "
                      "argmax(q_values)%s.", head, s->name, layers, p->num_actions, batch,
                      p->num_actions, obs, input, action);
+    if (p->is_conv && p->no_value)
+        return g_str(g, "%s: the actor of a PPO policy trained with a separate critic, network "
+                     "'%.32s' (%s) giving %d features and an actor head giving logits [%s, %d] "
+                     "(no value output: the critic is a network of its own). Input obs %s: %s. "
+                     "The greedy action is argmax(logits)%s; sampling softmax(logits) gives the "
+                     "stochastic policy.", head, s->name, layers, p->cnn.features, batch,
+                     p->num_actions, obs, input, action);
     if (p->is_conv)
         return g_str(g, "%s: CleanRL's ppo_atari.py Agent, network '%.32s' (%s) giving %d "
                      "features, an actor head giving logits [%s, %d] and a critic head giving "
@@ -543,14 +554,14 @@ static cudarl_status graph_build(onnx_graph *g, const cr_st_file *f, const onnx_
     g->graph.input = g->inputs, g->graph.output = g->outputs;
     g->graph.name = (char *)(p->is_dqn ? "cudarl_dqn_policy" : "cudarl_ppo_policy");
     const char *x = g_input(g, p, opt);
-    if (p->is_conv) CR_TRY(g_convnet(g, f, &p->cnn, x));
+    if (p->is_conv) CR_TRY(g_convnet(g, f, &p->cnn, x, p->no_value));
     else if (p->is_dqn) CR_TRY(g_mlp(g, f, p->q.t, "network", "Relu", x, CR_ONNX_Q_VALUES));
     else {
         CR_TRY(g_mlp(g, f, p->ac.t + 6, "actor", "Tanh", x, CR_ONNX_LOGITS));
         CR_TRY(g_mlp(g, f, p->ac.t, "critic", "Tanh", x, CR_ONNX_VALUE));
     }
     g_output(g, p->is_dqn ? CR_ONNX_Q_VALUES : CR_ONNX_LOGITS, opt->batch, p->num_actions);
-    if (!p->is_dqn) g_output(g, CR_ONNX_VALUE, opt->batch, 1);
+    if (!p->is_dqn && !p->no_value) g_output(g, CR_ONNX_VALUE, opt->batch, 1);
     if (opt->argmax_action) {
         const char *scores = p->is_dqn ? CR_ONNX_Q_VALUES : CR_ONNX_LOGITS;
         Onnx__NodeProto *n = g_node(g, "ArgMax", "action.argmax", CR_ONNX_ACTION, 1,

@@ -189,6 +189,8 @@ static cudarl_status conv_read(const cr_st_file *f, const char *path, const cuda
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is of algo '%s' but its network spec "
                        "has %s heads; the file was altered: use a model.safetensors written by "
                        "cudarl train", path, is_dqn ? "dqn" : "ppo", net->is_dqn ? "dqn" : "ppo");
+    const char *sc = cr_st_meta(f, "separate_critic"); /* the critic's network is not loaded */
+    net->no_values = !net->is_dqn && sc && strcmp(sc, "0") != 0;
     CR_TRY(conv_meta_agrees(f, path, "obs_dim", net->obs_dim));
     CR_TRY(conv_meta_agrees(f, path, "num_actions", net->num_actions));
     const char *in = cr_st_meta(f, "obs_input");
@@ -653,7 +655,7 @@ void cudarl_policy_get_info(const cudarl_policy *p, cudarl_policy_info *info) {
     snprintf(info->env_id, sizeof info->env_id, "%s", p->net.env_id);
     info->obs_dtype = p->net.obs_dtype;
     info->obs_dim = p->net.obs_dim, info->num_actions = p->net.num_actions;
-    info->has_values = !p->net.is_dqn;
+    info->has_values = !p->net.is_dqn && !p->net.no_values;
     info->device = p->ctx->kind, info->device_index = p->ctx->device_index;
     info->max_batch = p->opt.max_batch;
     info->graph_batches = p->cuda.graph_batches;
@@ -757,6 +759,11 @@ static cudarl_status act_check(const cudarl_policy *p, const void *obs, cudarl_o
         return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_act: values must be NULL for a DQN "
                        "policy: a Q-network has no value head (logits receive the Q-values, whose "
                        "max is the greedy state value)");
+    if (values && net->no_values)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_act: values must be NULL for this "
+                       "policy: it was trained with --separate-critic, whose critic is a network "
+                       "of its own that a checkpoint's policy does not include (the runtime "
+                       "serves the actor: actions and logits)");
 #ifdef CUDARL_WITH_CUDA
     if (p->check_device_ptrs) {
         const void *ptr[4] = {obs, actions, values, logits};

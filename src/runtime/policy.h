@@ -49,6 +49,9 @@ extern "C" {
 typedef struct cr_policy_net {
     int is_dqn;
     int is_conv;                      /* a convolutional network (cnn), else an MLP (ac or q) */
+    int no_values;                    /* PPO trained with --separate-critic: the network here is
+                                         the actor's, its critic head untrained, so act() serves
+                                         no values */
     int obs_dim, num_actions, widest; /* widest: the wider hidden layer (MLP cache rows) */
     cudarl_obs_dtype obs_dtype;       /* what act() takes (policy.c: net_read says how) */
     int u8_scaled;                    /* uint8 observations: 1 = x / 255 (pixels), 0 = cast value
