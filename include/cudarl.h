@@ -179,7 +179,7 @@ typedef struct cudarl_ppo_config {
      * for uint8 image (C, H, W) envs a convolutional network with ppo_atari.py's Agent layout
      * (a shared `network` trunk, `actor` and `critic` heads), on the CPU or CUDA: "minatar-cnn"
      * (MinAtar's 0/1 channels, unscaled) or "nature-cnn" (84x84 frames, x / 255). Its envs
-     * always step on CPU threads. */
+     * step on CPU threads, or on the GPU where the env has a CUDA twin (env_device). */
     char policy[16];
     /* Conv policies: 1 gives the critic a network of its own (a second trunk of the same spec)
      * instead of a head on the actor's trunk, at twice the network's work. The checkpoint's

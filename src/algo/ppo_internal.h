@@ -57,7 +57,8 @@ typedef struct cr_ppo_rollout_bufs {
 struct cr_convnet_cuda;
 
 /* The convolutional policy (cfg.policy minatar-cnn or nature-cnn; ppo_conv.c): ppo_atari.py's
- * Agent, one trunk with actor and critic heads, over uint8 (C, H, W) observations, which are
+ * Agent, one trunk with actor and critic heads (or with --separate-critic two such networks),
+ * over uint8 (C, H, W) observations, which are
  * stored as uint8 and converted by the network as its spec says (x / 255, or cast). Its envs
  * step on CPU threads (ppo_pool.c). Parameters are cr_ppo's flat buffers in the net's
  * state_dict order. Backend memory, carved from cr_ppo's arena (the items of the MLP's float
