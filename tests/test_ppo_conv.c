@@ -404,6 +404,11 @@ static void resume_case(cudarl_ctx *ctx, cudarl_device_kind device, int separate
     snprintf(other.runs_dir, sizeof other.runs_dir, "%s", runs);
     expect_refusal("resume with another policy", cudarl_ppo_train(ctx, &other, path[1], NULL),
                    CUDARL_ERR_MISMATCH, "resume with --policy minatar-cnn");
+    c.total_timesteps *= 2, c.separate_critic = !separate;
+    expect_refusal("resume with the other --separate-critic", cudarl_ppo_train(ctx, &c, path[1], NULL),
+                   CUDARL_ERR_MISMATCH, separate ? "resume it with --separate-critic"
+                                                 : "resume it without --separate-critic");
+    c.total_timesteps /= 2, c.separate_critic = separate;
     char bad[760];
     snprintf(bad, sizeof bad, "%s/transposed.safetensors", half.run_dir);
     write_transposed(path[1], bad);
