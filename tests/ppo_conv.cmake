@@ -5,6 +5,11 @@
 # a CUDA run with its exact resume, and nature-cnn on CartPolePixels-v1.
 cudarl_test(test_ppo_conv SOURCES test_ppo_conv.c LABELS cpu
             ARGS cpu ${CMAKE_CURRENT_BINARY_DIR}/ppo-conv-runs)
+# --separate-critic learning the small image task: two networks, the slowest case (not under
+# the sanitizers)
+add_test(NAME test_ppo_conv_learn_separate
+         COMMAND test_ppo_conv cpu ${CMAKE_CURRENT_BINARY_DIR}/ppo-conv-runs-sep learn_separate)
+set_tests_properties(test_ppo_conv_learn_separate PROPERTIES LABELS "cpu;slow")
 if(CUDARL_HAVE_CUDA)
   add_test(NAME test_ppo_conv_cuda
            COMMAND test_ppo_conv cuda ${CMAKE_CURRENT_BINARY_DIR}/ppo-conv-cuda-runs)

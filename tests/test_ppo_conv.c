@@ -22,7 +22,11 @@
  *          with another policy is refused.
  *       4. learn: minatar-cnn on test/Lamp-v0 (gamma 0.5) goes from random play (mean return
  *          about half an episode's length) to at least 90% of the best within 24,576 steps,
- *          and the value loss of the last iterations is below that of the first.
+ *          and the value loss of the last iterations is below that of the first; with
+ *          --separate-critic too when argv[3] lists learn_separate (label slow).
+ *       5. separate: --separate-critic (two networks; routing of the heads' gradients, the
+ *          rollout's values from the critic's network, checkpoint, runtime, export) and its
+ *          exact resume, and resuming with the other setting refused.
  *  cuda 1. match: a CPU and a CUDA trainer (same seed, Lamp-v0, 13 envs: two groups of 6 and 7
  *          on CUDA, one of 13 on the CPU) run 3 iterations side by side. Each rollout is held
  *          to the CPU's: the same env steps (obs, rewards, flags bit for bit while the sampled
@@ -944,14 +948,20 @@ int main(int argc, char **argv) {
 #undef RUN
         cudarl_ctx_free(gpu);
     } else {
-        validation_case();
-        precision_case(ctx);
-        breakout_case(ctx, ctx, CUDARL_DEVICE_CPU);
-        resume_case(ctx, CUDARL_DEVICE_CPU, 0);
-        resume_case(ctx, CUDARL_DEVICE_CPU, 1);
-        separate_case(ctx);
-        learn_case(ctx, 0);
-        learn_case(ctx, 1);
+        /* argv[3] (optional): only the listed cases; learn_separate (the slowest: two networks
+         * over 96 iterations) runs only when listed (ctest's test_ppo_conv_learn_separate, label
+         * slow, which the sanitizer build skips) */
+        const char *only = argc > 3 ? argv[3] : NULL;
+#define RUN(name, call) if (!only || strstr(only, name)) call
+        RUN("validation", validation_case());
+        RUN("precision", precision_case(ctx));
+        RUN("breakout", breakout_case(ctx, ctx, CUDARL_DEVICE_CPU));
+        RUN("resume", resume_case(ctx, CUDARL_DEVICE_CPU, 0));
+        RUN("separate", resume_case(ctx, CUDARL_DEVICE_CPU, 1));
+        RUN("separate", separate_case(ctx));
+        RUN("learn", learn_case(ctx, 0));
+#undef RUN
+        if (only && strstr(only, "learn_separate")) learn_case(ctx, 1);
     }
     cudarl_ctx_free(ctx);
     printf("test_ppo_conv: ok\n");
