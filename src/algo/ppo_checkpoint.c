@@ -430,8 +430,7 @@ static cudarl_status check_policy(const cr_ppo *p, const cr_st_file *f, const ch
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' holds the network %s, but this run "
                        "(--policy %s on %s) builds %s; resume it with the env and policy it was "
                        "trained on", path, got, p->cfg.policy, p->cfg.env_id, want);
-    const char *sc = cr_st_meta(f, "separate_critic"); /* absent: written before it existed */
-    const int theirs_sep = sc && strcmp(sc, "0") != 0;
+    const int theirs_sep = cr_checkpoint_separate_critic(f);
     if (theirs_sep != p->cnn.separate)
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained %s --separate-critic, "
                        "this run %s; resume it %s --separate-critic", path,

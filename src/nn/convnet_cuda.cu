@@ -60,9 +60,6 @@
 // loss scaler finds and skips (nn/loss_scale.h).
 #include <limits.h>
 #include <stdarg.h>
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,13 +306,6 @@ static __global__ void add_outer_kernel(float *dh, const float *__restrict__ dv,
 
 static const float one = 1.0f, zero = 0.0f;
 
-// C = op(A) op(B) (column-major, cuBLAS's convention; the callers spell out the row-major
-// meaning), fp32, beta 0: C is overwritten and not read.
-static void sgemm(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                  int k, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
-    cr_cuda_sgemm(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
-}
-
 static char *aligned_ws(const cr_convnet_cuda *cn) {
     CUDARL_ASSERT(cn->workspace != NULL); // cr_convnet_cuda_set_workspace before the first call
     return (char *)round_up((size_t)(uintptr_t)cn->workspace, WS_ALIGN);
@@ -339,8 +329,8 @@ template <> struct fmt_type<__half> { static const cudaDataType_t value = CUDA_R
 template <> struct fmt_type<__nv_bfloat16> { static const cudaDataType_t value = CUDA_R_16BF; };
 
 // C = op(A) op(B) with A and B in the format T, fp32 sums (cublasGemmEx, beta 0), C in fp32 or
-// (TC = T) rounded to the format once; as sgemm's arguments otherwise. The float overload (the
-// fp32 engine's SGEMM) stands with the conv stage below.
+// (TC = T) rounded to the format once; as cr_cuda_sgemm's arguments otherwise. The float
+// overload (the fp32 engine's SGEMM) stands with the conv stage below.
 template <typename T, typename TC>
 static void gemm_t(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                    int k, const T *A, int lda, const T *B, int ldb, TC *C, int ldc) {
@@ -393,11 +383,13 @@ static void launch_grad(cudarl_ctx *ctx, int act, const float *dy, const float *
 
 // ---- the GEMM engine's conv stage ----------------------------------------------------------
 
-// The products' matrices hold T: float (the fp32 engine: SGEMM, the weights as they are), or a
-// format of a mixed handle (the weights converted into the workspace, cublasGemmEx).
+// The products' matrices hold T: float (the fp32 engine: cr_cuda_sgemm, the weights as they
+// are), or a format of a mixed handle (the weights converted into the workspace, cublasGemmEx).
+// C = op(A) op(B) column-major (cuBLAS's convention; the callers spell out the row-major
+// meaning), beta 0: C is overwritten and not read.
 static void gemm_t(cudarl_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                    int k, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
-    sgemm(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
+    cr_cuda_sgemm(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
 }
 template <typename T>
 static const T *weights_t(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const float *w, size_t n) {

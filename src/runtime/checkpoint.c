@@ -139,6 +139,11 @@ cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, 
     return check_model_tensors(f, path, !strcmp(algo, "dqn"));
 }
 
+int cr_checkpoint_separate_critic(const cr_st_file *f) {
+    const char *sc = cr_st_meta(f, "separate_critic");
+    return sc && strcmp(sc, "0") != 0;
+}
+
 static cudarl_status config_from_file(const cr_st_file *f, const char *path,
                                       cudarl_ppo_config *c) {
     const char *env = cr_st_meta(f, "env_id"), *run = cr_st_meta(f, "run_name");

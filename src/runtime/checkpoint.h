@@ -14,5 +14,8 @@ cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, 
 /* The first part of cr_checkpoint_check_format: the format tag, its version and the algo only,
  * for readers of every network (the policy runtime reads the convolutional ones). */
 cudarl_status cr_checkpoint_check_header(const cr_st_file *f, const char *path, const char *algo);
+/* Whether a PPO checkpoint was trained with --separate-critic (metadata "separate_critic" other
+ * than "0"; absent in files written before it existed: no). */
+int cr_checkpoint_separate_critic(const cr_st_file *f);
 
 #endif

@@ -113,8 +113,7 @@ static cudarl_status policy_read(const cr_st_file *f, const char *path, onnx_pol
                        algo ? algo : "(missing)");
     CR_TRY(cr_checkpoint_check_header(f, path, p->is_dqn ? "dqn" : "ppo"));
     p->is_conv = cr_st_meta(f, CR_CONVNET_META_KEY) != NULL;
-    const char *sc = cr_st_meta(f, "separate_critic");
-    p->no_value = p->is_conv && !p->is_dqn && sc && strcmp(sc, "0") != 0;
+    p->no_value = p->is_conv && !p->is_dqn && cr_checkpoint_separate_critic(f);
     return p->is_conv ? conv_read(path, p) : mlp_read(f, path, p);
 }
 

@@ -189,8 +189,8 @@ static cudarl_status conv_read(const cr_st_file *f, const char *path, const cuda
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is of algo '%s' but its network spec "
                        "has %s heads; the file was altered: use a model.safetensors written by "
                        "cudarl train", path, is_dqn ? "dqn" : "ppo", net->is_dqn ? "dqn" : "ppo");
-    const char *sc = cr_st_meta(f, "separate_critic"); /* the critic's network is not loaded */
-    net->no_values = !net->is_dqn && sc && strcmp(sc, "0") != 0;
+    /* the critic's network is not loaded */
+    net->no_values = !net->is_dqn && cr_checkpoint_separate_critic(f);
     CR_TRY(conv_meta_agrees(f, path, "obs_dim", net->obs_dim));
     CR_TRY(conv_meta_agrees(f, path, "num_actions", net->num_actions));
     const char *in = cr_st_meta(f, "obs_input");

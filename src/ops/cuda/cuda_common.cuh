@@ -80,7 +80,6 @@ struct cr_cuda_impl {
     int n_retired;
 };
 
-
 // Inside a capture, an op that cannot be captured (it waits for the device or reads pageable
 // host memory) records itself here and does nothing, so graph_end fails with a status rather
 // than the process aborting; returns whether it was refused.

@@ -26,7 +26,6 @@
 
 // ---- ReLU layers ----------------------------------------------------------------------------
 
-
 // y[r, o] = relu(y[r, o] + b[o]) for y (B, O), n = B * O; x < 0 ? 0 : x keeps NaN and -0.
 __global__ void bias_relu_kernel(float *y, const float *__restrict__ b, size_t n, int O) {
     size_t stride = (size_t)gridDim.x * blockDim.x;

@@ -14,7 +14,6 @@
 #define DB_COLS 32
 #define DB_ROWS 16
 
-
 // y[r, o] = act(y[r, o] + b[o]) for y (B, O), n = B * O.
 template <bool TANH>
 __global__ void bias_act_kernel(float *y, const float *__restrict__ b, size_t n, int O) {
