@@ -16,8 +16,9 @@
 #            (the policy runtime on the seed's 4x256x256 pixel policy at batch 128 and 1, per
 #            precision and conv engine: cudarl bench infer, then bench/peers/infer_peers.py on
 #            the same network and inputs, one combined table), ppo_pixels (PPO on
-#            CartPolePixels-v1 with nature-cnn, 3 seeds side by side in the background while the
-#            rest runs; steps and seconds to the solved mark; PIXELS_STEPS, PIXELS_TIMEOUT, PIXELS_ARGS),
+#            CartPolePixels-v1 with nature-cnn, 3 seeds per precision side by side in the
+#            background while the rest runs; steps and seconds to the solved mark; PIXELS_SEEDS,
+#            PIXELS_PRECISIONS, PIXELS_GPUS, PIXELS_STEPS, PIXELS_TIMEOUT, PIXELS_ARGS),
 #            convnet_prec (the Nature-CNN Agent's learner step at batch 256 per precision, cudarl
 #            only), dqn_parity (dqn_minatar's recipe in bf16 and fp16, 3 seeds each, in the
 #            background), pixels_sweep (scripts/ppo-pixels-sweep.sh in the background; SWEEP_ARGS
@@ -41,7 +42,7 @@ if [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/protobuf-c/protobu
   export PATH=/tmp/deps/usr/bin:$PATH
 fi
 bg_pids=() bg_collect=()
-PIXELS_SEEDS=${PIXELS_SEEDS:-1 2 3}
+PIXELS_SEEDS=${PIXELS_SEEDS:-1 2 3} PIXELS_PRECISIONS=${PIXELS_PRECISIONS:-bf16}
 collect_dqn_parity() {
   for prec in bf16 fp16; do
     for seed in 1 2 3; do
@@ -287,19 +288,25 @@ for b in "$@"; do
     ;;
   ppo_pixels)
     # PPO solving CartPole from pixels (issue 6: 3 of 3 seeds), the envs on their CUDA twin
-    # (the default for a conv policy on the GPU), bf16 products; the seeds run side by side in
-    # the background (each slower than alone) and are collected at the end
-    # PIXELS_SEEDS (default 1 2 3); PIXELS_GPUS=N spreads them over N GPUs (seed s on GPU
-    # (s - 1) mod N, through CUDA_VISIBLE_DEVICES)
-    for seed in $PIXELS_SEEDS; do
-      CUDA_VISIBLE_DEVICES=$(( (seed - 1) % ${PIXELS_GPUS:-1} )) \
-      timeout -s INT -k 30 "${PIXELS_TIMEOUT:-520}" build-gpu/cudarl train --device cuda \
-        --env-id CartPolePixels-v1 --policy nature-cnn --no-clip-vloss --seed $seed \
-        --num-envs 32 --num-minibatches 16 --vf-coef 0.005 --precision bf16 \
-        --total-timesteps "${PIXELS_STEPS:-8000000}" ${PIXELS_ARGS:-} \
-        --quiet --runs-dir /tmp/ppop \
-        --run-name "seed$seed" > "$OUT/ppo_pixels_$seed.log" 2>&1 &
-      pixels_pid[$seed]=$!
+    # (the default for a conv policy on the GPU), actor and critic networks of their own; the
+    # runs go side by side in the background (each slower than alone) and are collected at the
+    # end. One run per precision in PIXELS_PRECISIONS (default bf16) and seed in PIXELS_SEEDS
+    # (default 1 2 3); PIXELS_GPUS=N spreads them over N GPUs (run k on GPU k mod N, through
+    # CUDA_VISIBLE_DEVICES)
+    k=0
+    for prec in $PIXELS_PRECISIONS; do
+      for seed in $PIXELS_SEEDS; do
+        run="$prec-seed$seed"
+        pixels_gpu[$k]=$(( k % ${PIXELS_GPUS:-1} )) pixels_run[$k]=$run
+        CUDA_VISIBLE_DEVICES=${pixels_gpu[$k]} \
+        timeout -s INT -k 30 "${PIXELS_TIMEOUT:-520}" build-gpu/cudarl train --device cuda \
+          --env-id CartPolePixels-v1 --policy nature-cnn --separate-critic --no-clip-vloss \
+          --seed $seed --num-envs 32 --num-minibatches 16 --precision $prec \
+          --total-timesteps "${PIXELS_STEPS:-5000000}" ${PIXELS_ARGS:-} \
+          --quiet --runs-dir /tmp/ppop --run-name "$run" > "$OUT/ppo_pixels_$run.log" 2>&1 &
+        pixels_pid[$k]=$!
+        k=$((k + 1))
+      done
     done
     pixels_bg=1
     ;;
@@ -311,33 +318,33 @@ done
 for pid in "${bg_pids[@]}"; do wait "$pid"; done
 for c in "${bg_collect[@]}"; do "$c"; done
 if [ "${pixels_bg:-0}" = 1 ]; then
-  # a seed is stopped (SIGINT: it writes its checkpoint) once its mean of 100 reaches 475 (the
+  # a run is stopped (SIGINT: it writes its checkpoint) once its mean of 100 reaches 475 (the
   # device time goes to the others)
   solved_at() { awk -F, 'NR > 1 && $5 >= 475 { printf "solved at step %d, %.1f s", $1, $17; exit }' "$1" 2>/dev/null; }
   while :; do
     alive=0
-    for seed in $PIXELS_SEEDS; do
-      kill -0 "${pixels_pid[$seed]}" 2>/dev/null || continue
+    for k in "${!pixels_pid[@]}"; do
+      kill -0 "${pixels_pid[$k]}" 2>/dev/null || continue
       alive=1
-      [ -n "$(solved_at /tmp/ppop/seed$seed/metrics.csv)" ] && kill -INT "${pixels_pid[$seed]}"
+      [ -n "$(solved_at /tmp/ppop/${pixels_run[$k]}/metrics.csv)" ] && kill -INT "${pixels_pid[$k]}"
     done
     [ $alive = 1 ] || break
     sleep 5
   done
-  for seed in $PIXELS_SEEDS; do
-    f=/tmp/ppop/seed$seed/metrics.csv
+  for k in "${!pixels_pid[@]}"; do
+    run=${pixels_run[$k]} f=/tmp/ppop/${pixels_run[$k]}/metrics.csv
     r=$(solved_at "$f")
     last=$(tail -1 "$f" 2>/dev/null | awk -F, '{ printf "last: step %d, mean(100) %.1f, %.0f steps/s, %.1f s", $1, $5, $16, $17 }')
-    echo "seed $seed: ${r:-not solved}; $last" | tee -a "$OUT/ppo_pixels.txt"
+    echo "$run: ${r:-not solved}; $last" | tee -a "$OUT/ppo_pixels.txt"
     # the curve, about 12 points: step:mean(100)
     awk -F, 'NR > 1 { s[n] = $1; m[n++] = $5 } END { k = n > 12 ? int(n / 12) : 1;
       for (i = k - 1; i < n; i += k) printf "%d:%.0f ", s[i], m[i]; print "" }' "$f" 2>/dev/null |
       tee -a "$OUT/ppo_pixels.txt"
     # the policy it ended with, greedy (argmax) on the GPU: 100 episodes
-    echo "seed $seed greedy: $(CUDA_VISIBLE_DEVICES=$(( (seed - 1) % ${PIXELS_GPUS:-1} )) build-gpu/cudarl eval /tmp/ppop/seed$seed/model.safetensors \
+    echo "$run greedy: $(CUDA_VISIBLE_DEVICES=${pixels_gpu[$k]} build-gpu/cudarl eval /tmp/ppop/$run/model.safetensors \
       --device cuda --episodes 100 2>&1 | tail -1)" | tee -a "$OUT/ppo_pixels.txt"
   done
-  add "PPO CartPolePixels-v1 nature-cnn, seeds $PIXELS_SEEDS" "see $OUT/ppo_pixels.txt"
+  add "PPO CartPolePixels-v1 nature-cnn, $PIXELS_PRECISIONS x seeds $PIXELS_SEEDS" "see $OUT/ppo_pixels.txt"
 fi
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/gpu.txt" 2>&1

@@ -1,7 +1,10 @@
 /* CartPolePixels-v1 on the CPU: its def in the registry; the integer sin/cos against libm; the
- * drawing's geometry (the cart's pixels where x puts them, moving right as x grows, the pole's
- * pixels leaning the way theta says at the length it should have, everything of an in-episode
- * state inside the frame, only the four intensities); and the env through the pool against
+ * scene's geometry, sampled at pixel centres (the cart's pixels where x puts them, moving right
+ * as x grows, the pole's pixels leaning the way theta says at the length it should have,
+ * everything of an in-episode state inside the frame, only the four intensities); the
+ * anti-aliased frame (each pixel the rounded mean of its 64 points, counted here without the
+ * renderer's shortcut; the cart's position and the pole's angle readable to a fraction of a
+ * pixel, where centre sampling cannot tell them); and the env through the pool against
  * CartPole-v1's batch (cr_cartpole_step) over 5,000 steps with terminations and truncations: the
  * float64 states bit for bit, rewards and flags, and the frame stack (shifted by one frame per
  * step, padded with the first frame on reset, the final observation the old stack plus the last
@@ -66,6 +69,16 @@ static frame_stats stats_of(const uint8_t *f) {
 static void render_xt(double x, double theta, uint8_t *frame) {
     const double state[4] = {x, 0.0, theta, 0.0};
     cr_cartpole_pixels_render(state, frame);
+}
+
+/* The scene read at each pixel's centre only, without the anti-aliasing: the geometry the tests
+ * below judge pixel by pixel. */
+static void render_centres(double x, double theta, uint8_t *frame) {
+    cr_cartpole_pixels_pose p = cr_cartpole_pixels_pose_of(x, theta);
+    for (int r = 0; r < SIDE; r++)
+        for (int c = 0; c < SIDE; c++)
+            frame[r * SIDE + c] = (uint8_t)cr_cartpole_pixels_point(
+                &p, c * CR_CPIX_Q16 + CR_CPIX_Q16 / 2, r * CR_CPIX_Q16 + CR_CPIX_Q16 / 2);
 }
 
 /* Column of the cart's centre (and the pole's pivot) for cart position x. */
@@ -147,7 +160,7 @@ static void test_cart(void) {
     double last = -1;
     for (int k = -24; k <= 24; k++) { /* x from -2.4 to 2.4 by 0.1 m = 1.5 px */
         double x = k * 0.1;
-        render_xt(x, 0.0, f);
+        render_centres(x, 0.0, f);
         frame_stats s = stats_of(f);
         CHECK_MSG(s.cart == 2 * CR_CPIX_CART_HALF_W * 4, "x %g: %d cart pixels", x, s.cart);
         CHECK_MSG(s.cart_row_min == CR_CPIX_CART_TOP_ROW && s.cart_row_max == CR_CPIX_TRACK_ROW - 1,
@@ -163,11 +176,11 @@ static void test_cart(void) {
         for (int c = 0; c < SIDE; c++) CHECK(f[CR_CPIX_TRACK_ROW * SIDE + c] == CR_CPIX_TRACK);
     }
     /* off the frame: no cart, the pole too far to show; NaN draws as 0 */
-    render_xt(10.0, 0.0, f);
+    render_centres(10.0, 0.0, f);
     frame_stats s = stats_of(f);
     CHECK_MSG(s.cart == 0 && s.pole == 0 && s.track == SIDE, "x 10: %d cart, %d pole pixels",
               s.cart, s.pole);
-    render_xt(-1e300, 0.0, f);
+    render_centres(-1e300, 0.0, f);
     s = stats_of(f);
     CHECK(s.cart == 0 && s.pole == 0 && s.track == SIDE);
     uint8_t g[FRAME];
@@ -187,7 +200,7 @@ static void test_pole(void) {
         for (int d0 = 0; d0 <= 160; d0++) { /* 0, 1, -1, 2, -2, ... degrees */
             int d = d0 % 2 ? (d0 + 1) / 2 : -d0 / 2;
             double x = xs[xi], theta = d * DEG;
-            render_xt(x, theta, f);
+            render_centres(x, theta, f);
             frame_stats s = stats_of(f);
             double dx = s.pole_col - pivot_col(x), up = CR_CPIX_CART_TOP_ROW - s.pole_row;
             if (d == 0) {
@@ -226,15 +239,15 @@ static void test_pole(void) {
     }
     printf("pole: its pixels point within %.2f deg of theta\n", worst_dir / DEG);
     /* pointing down (beyond anything an episode reaches): below the pivot, drawn over the cart */
-    render_xt(0.0, PI, f);
+    render_centres(0.0, PI, f);
     frame_stats s = stats_of(f);
     CHECK_MSG(s.pole_row_min >= CR_CPIX_CART_TOP_ROW && s.pole_row_max == CR_CPIX_CART_TOP_ROW +
               CR_CPIX_POLE_LEN - 1 && s.cart < 24, "theta pi: pole rows %d..%d, %d cart pixels",
               s.pole_row_min, s.pole_row_max, s.cart);
     /* a whole number of turns away draws the same frame */
     uint8_t g[FRAME];
-    render_xt(0.3, 0.1, f);
-    render_xt(0.3, 0.1 + 4 * PI, g);
+    render_centres(0.3, 0.1, f);
+    render_centres(0.3, 0.1 + 4 * PI, g);
     int differ = 0;
     for (int i = 0; i < FRAME; i++) differ += f[i] != g[i];
     CHECK_MSG(differ <= 2, "theta 0.1 and 0.1 + 4 pi differ in %d pixels", differ);
@@ -249,14 +262,21 @@ static void test_in_frame(void) {
     for (int i = 0; i < 7; i++)
         for (int j = 0; j < 7; j++) {
             double x = xs[i], theta = ts[j] * DEG;
-            render_xt(x, theta, f);
+            render_centres(x, theta, f);
             frame_stats s = stats_of(f);
             CHECK_MSG(s.cart == 24 && s.pole >= 20 &&
                       pole_reach(f, x) > CR_CPIX_POLE_LEN - 1, "x %g theta %g deg: %d cart and "
                       "%d pole pixels, reach %g", x, ts[j], s.cart, s.pole, pole_reach(f, x));
-            for (int k = 0; k < SIDE; k++) {
-                uint8_t edge[4] = {f[k], f[(SIDE - 1) * SIDE + k], f[k * SIDE],
-                                   f[k * SIDE + SIDE - 1]};
+            uint8_t g[FRAME]; /* the anti-aliased frame's border too */
+            render_xt(x, theta, g);
+            /* past the episode's range (2.45 m, 13 degrees) the anti-aliased pole's edge may
+             * just touch the border (it comes within 0.12 px of it) */
+            int past = fabs(x) > 2.4 || fabs(ts[j]) > 12;
+            for (int k = 0; k < (past ? SIDE : 2 * SIDE); k++) {
+                const uint8_t *h = k < SIDE ? f : g;
+                int m = k % SIDE;
+                uint8_t edge[4] = {h[m], h[(SIDE - 1) * SIDE + m], h[m * SIDE],
+                                   h[m * SIDE + SIDE - 1]};
                 for (int e = 0; e < 4; e++)
                     CHECK_MSG(edge[e] == CR_CPIX_BACKGROUND || edge[e] == CR_CPIX_TRACK,
                               "x %g theta %g deg: the frame's border has intensity %d", x, ts[j],
@@ -265,24 +285,132 @@ static void test_in_frame(void) {
         }
 }
 
+/* ---- anti-aliasing ---------------------------------------------------------------------------- */
+
+/* Pixel (r, c) counted here from the scene: the rounded mean of its 8 x 8 points, without the
+ * renderer's box (which reads one point where the cart and pole cannot reach). */
+static int mean_of_points(const cr_cartpole_pixels_pose *p, int r, int c) {
+    const int64_t step = CR_CPIX_Q16 / CR_CPIX_SUB;
+    int sum = 0;
+    for (int j = 0; j < CR_CPIX_SUB; j++)
+        for (int i = 0; i < CR_CPIX_SUB; i++)
+            sum += cr_cartpole_pixels_point(p, c * CR_CPIX_Q16 + i * step + step / 2,
+                                            r * CR_CPIX_Q16 + j * step + step / 2);
+    return (sum + CR_CPIX_SUB * CR_CPIX_SUB / 2) / (CR_CPIX_SUB * CR_CPIX_SUB);
+}
+
+/* Intensity-weighted centroid column of rows r0..r1 of f, and their total intensity. */
+static double centroid_col(const uint8_t *f, int r0, int r1, double *mass) {
+    double m = 0, mc = 0;
+    for (int r = r0; r <= r1; r++)
+        for (int c = 0; c < SIDE; c++) m += f[r * SIDE + c], mc += f[r * SIDE + c] * (c + 0.5);
+    *mass = m;
+    return m > 0 ? mc / m : 0;
+}
+
+static void test_antialias(void) {
+    uint8_t f[FRAME];
+    /* 1. every pixel is the mean of its points: states over and beyond an episode's range, the
+     * pole sideways and down, the cart off the frame */
+    cr_philox_state rng;
+    cr_philox_seed(&rng, 11, 0);
+    int partial = 0;
+    for (int k = 0; k < 400; k++) {
+        double u = cr_philox_next_u32(&rng) / 4294967296.0, v = cr_philox_next_u32(&rng) / 4294967296.0;
+        double x = (u - 0.5) * (k < 300 ? 5.2 : 7.0), theta = (v - 0.5) * (k < 300 ? 0.5 : 7.0);
+        if (k == 0) x = 0.0, theta = PI;
+        if (k == 1) x = 10.0, theta = 0.0;
+        render_xt(x, theta, f);
+        cr_cartpole_pixels_pose p = cr_cartpole_pixels_pose_of(x, theta);
+        for (int r = 0; r < SIDE; r++)
+            for (int c = 0; c < SIDE; c++) {
+                int want = mean_of_points(&p, r, c), got = f[r * SIDE + c];
+                CHECK_MSG(got == want, "x %g theta %g: pixel (%d, %d) is %d, the mean of its "
+                          "points %d", x, theta, r, c, got, want);
+                partial += got != CR_CPIX_BACKGROUND && got != CR_CPIX_TRACK &&
+                           got != CR_CPIX_POLE && got != CR_CPIX_CART;
+            }
+    }
+    CHECK_MSG(partial > 400 * 10, "only %d partly covered pixels in 400 frames", partial);
+
+    /* 2. the cart (rows 57..59: the pole reaches at most row 56 while it leans less than 90
+     * degrees) moved by 0.01 m = 0.15 px: its intensity-weighted centroid moves right every
+     * time, lies within 1/16 px of the cart's centre (its edges show to 1/8 px) and its mass is
+     * 3 rows of 6 px of 255, to the rounding of the two edge pixels per row */
+    double last = -1, worst = 0;
+    int centre_changes = 0;
+    uint8_t prev_centres[FRAME], centres[FRAME];
+    for (int k = -240; k <= 240; k++) {
+        double x = k * 0.01, mass;
+        render_xt(x, 0.05, f);
+        double col = centroid_col(f, CR_CPIX_CART_TOP_ROW + 1, CR_CPIX_TRACK_ROW - 1, &mass);
+        CHECK_MSG(col > last, "x %g: the cart's centroid %.4f px does not move right of %.4f", x,
+                  col, last);
+        double err = fabs(col - pivot_col(x));
+        if (err > worst) worst = err;
+        CHECK_MSG(err <= 1.0 / 16 + X_QUANTUM, "x %g: the cart's centroid %.4f px, its centre "
+                  "%.4f", x, col, pivot_col(x));
+        CHECK_MSG(fabs(mass - 3 * 6 * 255.0) <= 3 * 2 * 0.5, "x %g: the cart's rows hold %g, "
+                  "expected %d", x, mass, 3 * 6 * 255);
+        last = col;
+        render_centres(x, 0.05, centres);
+        const size_t cart_rows = (size_t)(CR_CPIX_CART_TOP_ROW + 1) * SIDE;
+        if (k > -240)
+            centre_changes += !!memcmp(centres + cart_rows, prev_centres + cart_rows, 3 * SIDE);
+        memcpy(prev_centres, centres, FRAME);
+    }
+    printf("anti-aliasing: the cart's centroid within %.4f px of its centre; sampled at pixel "
+           "centres, %d of 480 moves of 0.15 px change the cart's rows\n", worst, centre_changes);
+
+    /* 3. the pole above the cart (rows up to 54) turned by 1 degree (0.26 px at the tip): its
+     * centroid moves the way theta turns every time, and points at theta within 1 degree (the
+     * cut at row 55 is not square to a leaning pole, which pulls the centroid a little aside) */
+    double worst_dir = 0;
+    for (int xi = 0; xi < 2; xi++) {
+        double x = xi ? -1.37 : 0.52, last_col = -1;
+        for (int d = -14; d <= 14; d++) {
+            double theta = d * DEG, mass;
+            render_xt(x, theta, f);
+            double col = centroid_col(f, 0, CR_CPIX_CART_TOP_ROW - 2, &mass), mr = 0;
+            for (int r = 0; r <= CR_CPIX_CART_TOP_ROW - 2; r++)
+                for (int c = 0; c < SIDE; c++) mr += f[r * SIDE + c] * (r + 0.5);
+            double up = CR_CPIX_CART_TOP_ROW - mr / mass, dx = col - pivot_col(x);
+            double dir = atan2(dx, up) - theta;
+            if (fabs(dir) > worst_dir) worst_dir = fabs(dir);
+            CHECK_MSG(fabs(dir) < 1 * DEG, "x %g theta %d deg: the pole's centroid points at "
+                      "%.3f deg", x, d, atan2(dx, up) / DEG);
+            CHECK_MSG(col > last_col, "x %g theta %d deg: the pole's centroid %.4f px does not "
+                      "move right of %.4f", x, d, col, last_col);
+            last_col = col;
+        }
+    }
+    printf("anti-aliasing: the pole's centroid points within %.3f deg of theta\n", worst_dir / DEG);
+}
+
 /* Golden checksums (FNV-1a of the frame), recorded from this renderer: they fail on any change of
- * the drawing, which the geometric checks above then judge. */
+ * the drawing, which the geometric checks above then judge. `centres` sampled at pixel centres
+ * (the scene), `frame` the anti-aliased frame the env observes. */
 static void test_golden(void) {
     static const struct {
         double x, theta;
-        uint64_t hash;
+        uint64_t centres, frame;
     } cases[] = {
-        {0.0, 0.0, UINT64_C(0xd86aa2f37e9837bd)},
-        {-1.234567, 0.1234, UINT64_C(0x185f1ff66807302d)},
-        {2.4, -12 * DEG, UINT64_C(0x45a1467806dcdfbd)},
+        {0.0, 0.0, UINT64_C(0xd86aa2f37e9837bd), UINT64_C(0xd86aa2f37e9837bd)}, /* on the grid */
+        {-1.234567, 0.1234, UINT64_C(0x185f1ff66807302d), UINT64_C(0xef007f148a09c3fa)},
+        {2.4, -12 * DEG, UINT64_C(0x45a1467806dcdfbd), UINT64_C(0x5a2eeaf0d522785b)},
     };
     uint8_t f[FRAME];
     for (int k = 0; k < 3; k++) {
-        render_xt(cases[k].x, cases[k].theta, f);
+        render_centres(cases[k].x, cases[k].theta, f);
         uint64_t h = fnv1a(f, FRAME);
-        CHECK_MSG(h == cases[k].hash, "frame of x %g theta %g: checksum %#llx, expected %#llx",
+        CHECK_MSG(h == cases[k].centres, "frame of x %g theta %g sampled at pixel centres: "
+                  "checksum %#llx, expected %#llx", cases[k].x, cases[k].theta,
+                  (unsigned long long)h, (unsigned long long)cases[k].centres);
+        render_xt(cases[k].x, cases[k].theta, f);
+        h = fnv1a(f, FRAME);
+        CHECK_MSG(h == cases[k].frame, "frame of x %g theta %g: checksum %#llx, expected %#llx",
                   cases[k].x, cases[k].theta, (unsigned long long)h,
-                  (unsigned long long)cases[k].hash);
+                  (unsigned long long)cases[k].frame);
     }
 }
 
@@ -406,6 +534,7 @@ int main(void) {
     test_cart();
     test_pole();
     test_in_frame();
+    test_antialias();
     test_golden();
     test_against_cartpole();
     printf("test_cartpole_pixels: ok\n");
