@@ -326,7 +326,9 @@ if [ "${pixels_bg:-0}" = 1 ]; then
     for k in "${!pixels_pid[@]}"; do
       kill -0 "${pixels_pid[$k]}" 2>/dev/null || continue
       alive=1
-      [ -n "$(solved_at /tmp/ppop/${pixels_run[$k]}/metrics.csv)" ] && kill -INT "${pixels_pid[$k]}"
+      # once: a second interrupt a second later ends cudarl at once, without its checkpoint
+      [ -z "${pixels_stopped[$k]:-}" ] && [ -n "$(solved_at /tmp/ppop/${pixels_run[$k]}/metrics.csv)" ] &&
+        kill -INT "${pixels_pid[$k]}" && pixels_stopped[$k]=1
     done
     [ $alive = 1 ] || break
     sleep 5

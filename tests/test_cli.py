@@ -499,9 +499,10 @@ def measured_sps(work):
     return reported_sps(r) or 1e5
 
 
-def interrupted_run(work, name, args, delay):
-    """Starts `cudarl train args`, sends SIGINT `delay` s after its training loop starts;
-    returns the Result (rc 0 when it finished before the signal came)."""
+def interrupted_run(work, name, args, delay, twice=False):
+    """Starts `cudarl train args`, sends SIGINT `delay` s after its training loop starts (twice,
+    2 ms apart, with `twice`: timeout(1) delivers one interrupt so, to its command and to its
+    process group); returns the Result (rc 0 when it finished before the signal came)."""
     argv = [CUDARL, "train", *args]
     err_path = os.path.join(work, f"{name}.stderr")
     with open(err_path, "w") as err, open(os.path.join(work, f"{name}.stdout"), "w") as out:
@@ -515,6 +516,10 @@ def interrupted_run(work, name, args, delay):
         time.sleep(delay)
         if p.poll() is None:
             p.send_signal(signal.SIGINT)
+            if twice:
+                time.sleep(0.002)
+                if p.poll() is None:
+                    p.send_signal(signal.SIGINT)
         try:
             p.wait(timeout=120)
         except subprocess.TimeoutExpired:
@@ -532,8 +537,9 @@ def test_resume(work):
                   "--num-steps", str(NUM_STEPS), "--total-timesteps", str(total), "--quiet",
                   "--threads", "1"]
         shutil.rmtree(os.path.join(work, "runs", "B"), ignore_errors=True)
-        check(f"SIGINT 0.4 s into a run of {total} steps exits 130 and says how to resume")
-        r = interrupted_run(work, "B", ["--run-name", "B", *config], 0.4)
+        check(f"SIGINT 0.4 s into a run of {total} steps, delivered twice 2 ms apart (as "
+              "timeout(1) does), exits 130 and says how to resume")
+        r = interrupted_run(work, "B", ["--run-name", "B", *config], 0.4, twice=True)
         if r.rc == 130:
             break
         if r.rc != 0:

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "args.h"
 #include "bench.h"
@@ -71,10 +72,28 @@ static const char *const resume_overridable[] = {"total-timesteps", "device", "t
                                                  "env-device", "env-threads", "env-groups",
                                                  "actor-device", "learner-device", NULL};
 
+/* The first SIGINT asks the run to stop after its iteration (it writes its checkpoint); a second
+ * one a second or more later ends the process at once. One within the second is the same
+ * interrupt delivered twice: timeout(1) sends its signal to its command and then to its process
+ * group, which holds the command too, and killing the run there lost its checkpoint. Only
+ * async-signal-safe calls here: clock_gettime, signal, raise. */
+static volatile sig_atomic_t sigint_seen;
+static struct timespec sigint_first;
+
 static void on_sigint(int sig) {
-    (void)sig;
-    cudarl_request_stop();
-    signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends at once */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!sigint_seen) {
+        sigint_seen = 1;
+        sigint_first = now;
+        cudarl_request_stop();
+        return;
+    }
+    double since = (double)(now.tv_sec - sigint_first.tv_sec) +
+                   (double)(now.tv_nsec - sigint_first.tv_nsec) * 1e-9;
+    if (since < 1.0) return;
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 static void usage(FILE *f) {
@@ -162,10 +181,10 @@ static void print_summary(const cudarl_train_summary *s) {
                s->host_syncs_per_iteration);
     if (s->device_bytes_after_setup > 0)
         printf("cudarl: device memory: training arena %.1f MiB; %.1f MiB in use on the device "
-               "(context and libraries included, and any other process on the device), %+lld "
-               "bytes over the run\n",
+               "(context and libraries included, and any other process on the device), %+.1f "
+               "MiB over the run\n",
                (double)s->arena_bytes / 1048576.0, (double)s->device_bytes_after_setup / 1048576.0,
-               (long long)s->device_bytes_growth);
+               (double)s->device_bytes_growth / 1048576.0);
     printf("cudarl: checkpoint %s/model.safetensors, metrics %s/metrics.csv\n", s->run_dir,
            s->run_dir);
 }
