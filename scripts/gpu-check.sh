@@ -43,6 +43,25 @@ if [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/protobuf-c/protobu
 fi
 bg_pids=() bg_collect=()
 PIXELS_SEEDS=${PIXELS_SEEDS:-1 2 3} PIXELS_PRECISIONS=${PIXELS_PRECISIONS:-bf16}
+# ppo_pixels: a run is stopped (SIGINT: it writes its checkpoint) once its mean of 100 reaches
+# 475 (the device time goes to the others); runs in the background from the runs' launch, beside
+# the gpu tests and other benches
+solved_at() { awk -F, 'NR > 1 && $5 >= 475 { printf "solved at step %d, %.1f s", $1, $17; exit }' "$1" 2>/dev/null; }
+pixels_watch() {
+  local stopped=()
+  while :; do
+    alive=0
+    for k in "${!pixels_pid[@]}"; do
+      kill -0 "${pixels_pid[$k]}" 2>/dev/null || continue
+      alive=1
+      # once: a second interrupt a second later ends cudarl at once, without its checkpoint
+      [ -z "${stopped[$k]:-}" ] && [ -n "$(solved_at /tmp/ppop/${pixels_run[$k]}/metrics.csv)" ] &&
+        kill -INT "${pixels_pid[$k]}" && stopped[$k]=1
+    done
+    [ $alive = 1 ] || break
+    sleep 5
+  done
+}
 collect_dqn_parity() {
   for prec in bf16 fp16; do
     for seed in 1 2 3; do
@@ -309,6 +328,7 @@ for b in "$@"; do
       done
     done
     pixels_bg=1
+    pixels_watch & pixels_watcher=$!
     ;;
   *) add "$b" "unknown benchmark" ;;
   esac
@@ -318,21 +338,7 @@ done
 for pid in "${bg_pids[@]}"; do wait "$pid"; done
 for c in "${bg_collect[@]}"; do "$c"; done
 if [ "${pixels_bg:-0}" = 1 ]; then
-  # a run is stopped (SIGINT: it writes its checkpoint) once its mean of 100 reaches 475 (the
-  # device time goes to the others)
-  solved_at() { awk -F, 'NR > 1 && $5 >= 475 { printf "solved at step %d, %.1f s", $1, $17; exit }' "$1" 2>/dev/null; }
-  while :; do
-    alive=0
-    for k in "${!pixels_pid[@]}"; do
-      kill -0 "${pixels_pid[$k]}" 2>/dev/null || continue
-      alive=1
-      # once: a second interrupt a second later ends cudarl at once, without its checkpoint
-      [ -z "${pixels_stopped[$k]:-}" ] && [ -n "$(solved_at /tmp/ppop/${pixels_run[$k]}/metrics.csv)" ] &&
-        kill -INT "${pixels_pid[$k]}" && pixels_stopped[$k]=1
-    done
-    [ $alive = 1 ] || break
-    sleep 5
-  done
+  wait "$pixels_watcher"
   for k in "${!pixels_pid[@]}"; do
     run=${pixels_run[$k]} f=/tmp/ppop/${pixels_run[$k]}/metrics.csv
     r=$(solved_at "$f")
