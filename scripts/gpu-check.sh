@@ -23,7 +23,8 @@
 #            only), dqn_parity (dqn_minatar's recipe in bf16 and fp16, 3 seeds each, in the
 #            background), pixels_sweep (scripts/ppo-pixels-sweep.sh in the background; SWEEP_ARGS
 #            holds its variants separated by ';'), two_gpus (issue 4: --async with the learner on
-#            the second GPU against both on one; needs the nvidia-h200-x2 kind)
+#            the second GPU against both on one; needs the nvidia-h200-x2 kind), infer_profile
+#            (ncu: the policy runtime's forward per kernel and grid, issue 8)
 # GPU_TESTS_AFTER=1 runs ctest -L gpu after the benches are started (beside a background one);
 # SKIP_GPU_TESTS=1 skips them; GPU_TESTS_REGEX runs only the gpu tests whose names match.
 # Needs cJSON and protobuf-c (and libpng for cudarl render): the .deb files in .debs/ (apt-get
@@ -300,6 +301,17 @@ for b in "$@"; do
     PYTHONUNBUFFERED=1 python3 bench/peers/infer_peers.py --json "$OUT/infer_peers.json" \
       "${cmp[@]}" 2>"$OUT/infer_peers.err" | tee "$OUT/infer_peers.txt"
     add "policy runtime inference vs peers (infer)" "see the tables above ($OUT/infer_peers.txt)"
+    ;;
+  infer_profile)
+    # where the policy runtime's forward spends its time (issue 8): ncu over cudarl bench
+    # infer's gemm-engine rows (fp32, tf32, bf16, fp16 at batch 128 and 1), one timed call each;
+    # a row per kernel and grid size (the batch sizes run on different grids)
+    ncu --metrics gpu__time_duration.sum --graph-profiling node --csv -c 600 \
+      build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
+      > "$OUT/ncu_infer.csv" 2>"$OUT/ncu_infer.err"
+    python3 scripts/ncu_kernels.py "$OUT/ncu_infer.csv" --by-grid --top 40 |
+      tee "$OUT/infer_profile.txt" | head -45
+    add "policy runtime forward per kernel (infer_profile)" "see $OUT/infer_profile.txt"
     ;;
   mlp_fused)
     dev/cuda/run_mlp_fused.sh 2>&1 | tee "$OUT/mlp_fused.txt" | tail -30

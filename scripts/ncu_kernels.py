@@ -3,8 +3,9 @@
 
 Sums each kernel's time over the profiled launches and, with --steps-of NAME, divides by the
 number of launches of the kernel named NAME (one per step: the step count), so the
-table reads as time per step. Usage:
-  python3 scripts/ncu_kernels.py ncu.csv [--steps-of adam_kernel] [--top 30]
+table reads as time per step; with --by-grid, each (kernel, grid size) pair is a row of its own
+with its mean time per launch (one kernel at two batch sizes runs on two grids). Usage:
+  python3 scripts/ncu_kernels.py ncu.csv [--steps-of adam_kernel | --by-grid] [--top 30]
 """
 import argparse
 import collections
@@ -16,6 +17,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
     ap.add_argument("--steps-of", help="the name of a kernel launched once per step")
+    ap.add_argument("--by-grid", action="store_true",
+                    help="a row per kernel and grid size, with the mean time per launch")
     ap.add_argument("--top", type=int, default=30)
     a = ap.parse_args()
     with open(a.csv, newline="") as f:
@@ -25,6 +28,7 @@ def main():
     hdr, rows = rows[0], rows[1:]
     try:
         ki, vi, ui = hdr.index("Kernel Name"), hdr.index("Metric Value"), hdr.index("Metric Unit")
+        gi = hdr.index("Grid Size") if a.by_grid else None
     except ValueError:
         sys.exit(f"{a.csv}: not ncu --csv output (no Kernel Name / Metric Value columns)")
     # ncu spells the unit "nsecond" in older releases and "ns" in newer ones
@@ -40,8 +44,16 @@ def main():
         except ValueError:
             continue
         name = r[ki].removeprefix("void ").split("(")[0][:70]
+        if gi is not None:
+            name = f"{name} grid {r[gi]}"
         total[name] += v
         count[name] += 1
+    if a.by_grid:
+        print(f"{sum(count.values())} launches profiled; mean time per launch (us):")
+        print("| kernel, grid | us per launch | launches |\n|---|---:|---:|")
+        for name, t in sorted(total.items(), key=lambda kv: -kv[1] / count[kv[0]])[:a.top]:
+            print(f"| {name} | {t / count[name]:.1f} | {count[name]} |")
+        return
     steps = 1
     if a.steps_of:
         hits = [n for n in count if n.strip() == a.steps_of]
