@@ -304,9 +304,11 @@ for b in "$@"; do
     ;;
   infer_profile)
     # where the policy runtime's forward spends its time (issue 8): ncu over cudarl bench
-    # infer's gemm-engine rows (fp32, tf32, bf16, fp16 at batch 128 and 1), one timed call each;
-    # a row per kernel and grid size (the batch sizes run on different grids)
+    # infer's gemm-engine rows, one timed call each, only the half-precision forward's kernels
+    # (bf16 and fp16 at batch 128 and 1: convnet_half.cu's and cuBLAS's 16-bit GEMMs; the fp32
+    # rows' im2col path would use up the launch count); a row per kernel and grid size
     ncu --metrics gpu__time_duration.sum --graph-profiling node --csv -c 600 \
+      --kernel-name "regex:hconv|linear_epilogue|heads_kernel|input_kernel|nvjet|f16|bf16|splitK" \
       build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
       > "$OUT/ncu_infer.csv" 2>"$OUT/ncu_infer.err"
     python3 scripts/ncu_kernels.py "$OUT/ncu_infer.csv" --by-grid --top 40 |
