@@ -24,7 +24,8 @@
 #            background), pixels_sweep (scripts/ppo-pixels-sweep.sh in the background; SWEEP_ARGS
 #            holds its variants separated by ';'), two_gpus (issue 4: --async with the learner on
 #            the second GPU against both on one; needs the nvidia-h200-x2 kind), infer_profile
-#            (ncu: the policy runtime's forward per kernel and grid, issue 8)
+#            (ncu: the policy runtime's forward per kernel and grid, issue 8), infer_ncu_full
+#            (ncu --set full over the fp16 forward's convs at batch 128)
 # GPU_TESTS_AFTER=1 runs ctest -L gpu after the benches are started (beside a background one);
 # SKIP_GPU_TESTS=1 skips them; GPU_TESTS_REGEX runs only the gpu tests whose names match.
 # Needs cJSON and protobuf-c (and libpng for cudarl render): the .deb files in .debs/ (apt-get
@@ -314,6 +315,19 @@ for b in "$@"; do
     python3 scripts/ncu_kernels.py "$OUT/ncu_infer.csv" --by-grid --top 40 |
       tee "$OUT/infer_profile.txt" | head -45
     add "policy runtime forward per kernel (infer_profile)" "see $OUT/infer_profile.txt"
+    ;;
+  infer_ncu_full)
+    # the three convs of the fp16 forward at batch 128 under ncu --set full (occupancy,
+    # throughputs, stall reasons): the runtime captures one graph per power-of-two batch at load,
+    # 1 to 128, three conv launches each, so the 22nd to 24th hconv_kernel<__half> launches are
+    # batch 128's
+    ncu --set full --graph-profiling node --kernel-name-base demangled \
+      -k "regex:hconv_kernel<__half" --launch-skip 21 --launch-count 3 \
+      build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
+      > "$OUT/ncu_full.txt" 2>"$OUT/ncu_full.err"
+    grep -E "hconv_kernel|Duration|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|DRAM Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit (Registers|Shared)|Executed Ipc A|Issue Slots Busy|One or More Eligible|Warp Cycles Per Issued|Stall" \
+      "$OUT/ncu_full.txt" | grep -v "^ *----" | cut -c1-150 | head -120
+    add "fp16 b128 convs under ncu --set full (infer_ncu_full)" "see $OUT/ncu_full.txt"
     ;;
   mlp_fused)
     dev/cuda/run_mlp_fused.sh 2>&1 | tee "$OUT/mlp_fused.txt" | tail -30
