@@ -21,6 +21,10 @@
  *        pad 1 + relu, conv 5@3x3/2 pad 1 + tanh (6 input channels: not a multiple of 8), conv
  *        40@2x2/1 without activation (more than 32 channels, not a multiple of 64), flatten, DQN
  *        head (6 actions), through cr_policy_load_convnet
+ *   pipe (cuda only) custom, the pipelined channels-last conv kernel's shapes: float (3, 13, 11),
+ *        conv 8@3x3/1 pad 1 + relu, conv 40@3x3/2 pad 1 + relu (8 input channels: 4 taps to a
+ *        chunk), conv 48@2x3/1 + tanh (40 input channels: chunks across taps), flatten, PPO
+ *        heads (4 actions), through cr_policy_load_convnet
  *
  * cpu: act()'s logits, values and actions bitwise equal to cr_convnet_forward + argmax at several
  *   n (the runtime calls the same function on the same weights); what get_info says; every
@@ -69,6 +73,7 @@
 #ifdef CUDARL_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include "nn/convnet_cuda.h"
 #include "ops/cuda/cuda_backend.h"
 #endif
 
@@ -175,6 +180,20 @@ static void spec_odd(cr_convnet_spec *s) {
     const cr_convnet_layer l[] = {CONV(6, 3, 3, 1, 1), LAYER(CR_CONVNET_RELU),
                                   CONV(5, 3, 3, 2, 1), LAYER(CR_CONVNET_TANH),
                                   CONV(40, 2, 2, 1, 0), LAYER(CR_CONVNET_FLATTEN)};
+    set_layers(s, l, (int)(sizeof l / sizeof l[0]));
+}
+
+/* The pipelined channels-last conv kernel's shapes (see the top of the file). */
+static void spec_pipe(cr_convnet_spec *s) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "custom");
+    s->in_c = 3, s->in_h = 13, s->in_w = 11;
+    s->dtype = CR_CONVNET_F32, s->scale = CR_CONVNET_SCALE_NONE;
+    s->heads = CR_CONVNET_PPO, s->num_actions = 4;
+    const cr_convnet_layer l[] = {CONV(8, 3, 3, 1, 1), LAYER(CR_CONVNET_RELU),
+                                  CONV(40, 3, 3, 2, 1), LAYER(CR_CONVNET_RELU),
+                                  CONV(48, 2, 3, 1, 0), LAYER(CR_CONVNET_TANH),
+                                  LAYER(CR_CONVNET_FLATTEN)};
     set_layers(s, l, (int)(sizeof l / sizeof l[0]));
 }
 
@@ -860,6 +879,38 @@ static void test_eval_on_device(const test_net *t, int episodes) {
     cudarl_ctx_free(gpu);
 }
 
+/* The half forward with the pipelined channels-last conv kernel against the register-staged
+ * one: the same chunks in the same order through the same MMAs, so the same bits, at every n
+ * (the small ones split their reductions). */
+static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
+    const int A = t->net.spec.num_actions, ppo = is_ppo(t);
+    cudarl_policy *p[2];
+    for (int k = 0; k < 2; k++) { /* the kernels are chosen when the graphs are captured */
+        cr_convnet_half_set_pipelined(k);
+        p[k] = load_net(t, CUDARL_DEVICE_CUDA, prec, CR_CONVNET_ENGINE_AUTO, MAXB);
+    }
+    cr_convnet_half_set_pipelined(1);
+    void *obs = malloc(obs_bytes(t, MAXB));
+    float *l[2], v[2][MAXB];
+    int32_t a[2][MAXB];
+    for (int k = 0; k < 2; k++) l[k] = malloc((size_t)MAXB * A * sizeof(float));
+    CHECK(obs && l[0] && l[1]);
+    random_obs(t, obs, MAXB, 321);
+    for (int n = 1; n <= MAXB; n++) {
+        for (int k = 0; k < 2; k++)
+            CHECK_OK(cudarl_policy_act(p[k], obs, t->dtype, n, a[k], ppo ? v[k] : NULL, l[k]));
+        CHECK_MSG(!memcmp(l[1], l[0], (size_t)n * A * sizeof(float)) &&
+                  (!ppo || !memcmp(v[1], v[0], (size_t)n * sizeof(float))),
+                  "%s %s n %d: the pipelined conv kernel's outputs differ from the "
+                  "register-staged one's (logit 0: %a vs %a)", t->label,
+                  cudarl_precision_name(prec), n, (double)l[1][0], (double)l[0][0]);
+    }
+    printf("  %s, %s: the pipelined channels-last conv kernel gives the register-staged one's "
+           "bits at n = 1..%d\n", t->label, cudarl_precision_name(prec), MAXB);
+    for (int k = 0; k < 2; k++) cudarl_policy_free(p[k]), free(l[k]);
+    free(obs);
+}
+
 static void run_cuda(const test_net *const *nets, int count) {
     test_eval_on_device(nets[0], 12); /* the trained DQN on MinAtar/Breakout-v1 */
     test_eval_on_device(nets[1], 70); /* PPO nature-cnn on CartPolePixels-v1: two chunks */
@@ -875,6 +926,10 @@ static void run_cuda(const test_net *const *nets, int count) {
             test_weights_twin(nets[k], halves[h]);
             test_repeatable(nets[k], halves[h]);
         }
+    }
+    for (int h = 0; h < 2; h++) {
+        test_pipelined_bitwise(nets[1], halves[h]); /* nature-cnn: 32 and 64 input channels */
+        test_pipelined_bitwise(nets[5], halves[h]);
     }
     test_device_pointers(nets[0], CUDARL_PRECISION_FP32);
     test_device_pointers(nets[2], CUDARL_PRECISION_FP32);
@@ -899,7 +954,7 @@ int main(int argc, char **argv) {
     mkdir(work, 0755); /* may exist */
     cudarl_log_set_level(CUDARL_LOG_WARN);
     cr_convnet_spec spec;
-    test_net dqn, ppo, f32, mem, odd;
+    test_net dqn, ppo, f32, mem, odd, pipe;
     net_from_checkpoint(&dqn, "dqn minatar-cnn", dqn_path);
     CHECK_OK(cr_convnet_spec_named(&spec, "nature-cnn", 4, 84, 84, CR_CONVNET_PPO, 2));
     net_made(&ppo, "ppo nature-cnn", &spec, PIXELS, "ppo_nature.safetensors", 1);
@@ -909,7 +964,9 @@ int main(int argc, char **argv) {
     net_made(&mem, "in-memory custom", &spec, NULL, NULL, 3);
     spec_odd(&spec);
     net_made(&odd, "in-memory odd", &spec, NULL, NULL, 4);
-    const test_net *nets[5] = {&dqn, &ppo, &f32, &mem, &odd};
+    spec_pipe(&spec);
+    net_made(&pipe, "in-memory pipe", &spec, NULL, NULL, 5);
+    const test_net *nets[6] = {&dqn, &ppo, &f32, &mem, &odd, &pipe};
     if (!strcmp(argv[1], "cpu")) {
         for (int k = 0; k < 4; k++) test_forward_bitwise(nets[k]);
         test_load_refusals(&ppo, &f32);
@@ -917,13 +974,13 @@ int main(int argc, char **argv) {
         test_noalloc_cpu(nets, 4);
     } else {
 #ifdef CUDARL_WITH_CUDA
-        run_cuda(nets, 5);
+        run_cuda(nets, 6);
 #else
         fprintf(stderr, "test_policy_conv cuda: this build has no CUDA backend\n");
         return 1;
 #endif
     }
-    for (int k = 0; k < 5; k++) free(nets[k]->params);
+    for (int k = 0; k < 6; k++) free(nets[k]->params);
     printf("test_policy_conv %s: ok\n", argv[1]);
     return 0;
 }

@@ -18,6 +18,10 @@
 // one 16-byte load, with its weights reordered to (r, s, c) taps when they are converted; the
 // last conv writes (N, K, P, Q), the flatten order the linear after it was trained on.
 //
+// A conv over a channels-last input with C a multiple of 8 and more than 32 output channels (the
+// convs after the first) runs hconv_nhwc_kernel instead: the same product, its tiles copied
+// global -> shared by cp.async three chunks deep (see there).
+//
 // Tiles: 256 threads, 8 warps of 32 x 32 outputs each; 128 pixels x 64 channels per block, or
 // 256 x 32 when the stage has at most 32 channels (the seed's first conv). Conv weights are
 // zero-padded in the weights block to whole tiles (K to 64, taps to 32), so the weight tile is
@@ -415,6 +419,59 @@ __host__ __device__ __forceinline__ void gather_a(const hconv_args &a, bool mval
                             pack2(v[8 * q + 4], v[8 * q + 5]), pack2(v[8 * q + 6], v[8 * q + 7]));
 }
 
+// The end of a conv block: its accumulators (warp (wm, wn)'s 32 x 32 outputs) through shared
+// memory (smem, free again: the caller's barrier) to y as act(b + sum) in the format, or, split,
+// to the block's partial sums; y channels-last, or (N, K, P, Q) when a.out_nchw.
+template <typename T, int BM, int BN>
+__device__ __forceinline__ void
+hconv_epilogue(const hconv_args &a,
+               nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2],
+               unsigned char *smem, long long m0, int k0, int wm, int wn, int tid) {
+    using namespace nvcuda;
+    float *Cs = (float *)smem;
+    T *y = (T *)a.y;
+    if (a.partial || !a.out_nchw) { // Cs[pixel][channel]; consecutive threads, channels
+        constexpr int LDC = BN + 4;
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+                wmma::store_matrix_sync(Cs + (wm * 32 + i * 16) * LDC + wn * 32 + j * 16,
+                                        acc[i][j], LDC, wmma::mem_row_major);
+        __syncthreads();
+        float *part = a.partial ? a.partial + (size_t)blockIdx.z * (size_t)a.M * a.K : NULL;
+        for (int e = tid; e < BM * BN; e += HC_THREADS) {
+            const int mi = e / BN, ki = e - mi * BN, k = k0 + ki;
+            const long long mm = m0 + mi;
+            if (mm >= a.M || k >= a.K) continue;
+            if (part) part[(size_t)mm * a.K + k] = Cs[mi * LDC + ki]; // hconv_reduce_kernel's
+            else
+                y[(size_t)mm * a.K + k] =
+                    to_fmt<T>(act_apply(a.act, __fadd_rn(Cs[mi * LDC + ki], a.b[k])));
+        }
+    } else { // Cs[channel][pixel]; y (N, K, P, Q): consecutive threads, consecutive pixels
+        constexpr int LDC = BM + 4;
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+                wmma::store_matrix_sync(Cs + (wn * 32 + j * 16) * LDC + wm * 32 + i * 16,
+                                        acc[i][j], LDC, wmma::mem_col_major);
+        __syncthreads();
+        const int PQ = a.P * a.Q;
+        for (int e = tid; e < BM * BN; e += HC_THREADS) {
+            const int ki = e / BM, mi = e - ki * BM, k = k0 + ki;
+            const long long mm = m0 + mi;
+            if (mm < a.M && k < a.K) {
+                const long long n = mm / PQ;
+                const int pq = (int)(mm - n * PQ);
+                y[((size_t)n * a.K + k) * PQ + pq] =
+                    to_fmt<T>(act_apply(a.act, __fadd_rn(Cs[ki * LDC + mi], a.b[k])));
+            }
+        }
+    }
+}
+
 // y = act(b + conv(x)) in the format, one block per BM pixels x BN channels (see the top).
 // Shared memory: A tiles As[2][BM][HC_LDS] (pixels x taps) and B tiles Bs[2][BN][HC_LDS]
 // (channels x taps, the weight's rows), then, after the last chunk, the fp32 output tile.
@@ -499,49 +556,146 @@ static __global__ void __launch_bounds__(HC_THREADS) hconv_kernel(const hconv_ar
         buf ^= 1;
     }
     __syncthreads(); // every warp is done with the tiles: the memory becomes the output tile
+    hconv_epilogue<T, BM, BN>(a, acc, smem, m0, k0, wm, wn, tid);
+#elif defined(__CUDA_ARCH__)
+    __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
+#endif
+}
 
-    float *Cs = (float *)smem;
-    T *y = (T *)a.y;
-    if (a.partial || !a.out_nchw) { // Cs[pixel][channel]; consecutive threads, channels
-        constexpr int LDC = BN + 4;
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int j = 0; j < 2; j++)
-                wmma::store_matrix_sync(Cs + (wm * 32 + i * 16) * LDC + wn * 32 + j * 16,
-                                        acc[i][j], LDC, wmma::mem_row_major);
-        __syncthreads();
-        float *part = a.partial ? a.partial + (size_t)blockIdx.z * (size_t)a.M * a.K : NULL;
-        for (int e = tid; e < BM * BN; e += HC_THREADS) {
-            const int mi = e / BN, ki = e - mi * BN, k = k0 + ki;
-            const long long mm = m0 + mi;
-            if (mm >= a.M || k >= a.K) continue;
-            if (part) part[(size_t)mm * a.K + k] = Cs[mi * LDC + ki]; // hconv_reduce_kernel's
-            else
-                y[(size_t)mm * a.K + k] =
-                    to_fmt<T>(act_apply(a.act, __fadd_rn(Cs[mi * LDC + ki], a.b[k])));
-        }
-    } else { // Cs[channel][pixel]; y (N, K, P, Q): consecutive threads, consecutive pixels
-        constexpr int LDC = BM + 4;
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int j = 0; j < 2; j++)
-                wmma::store_matrix_sync(Cs + (wn * 32 + j * 16) * LDC + wm * 32 + i * 16,
-                                        acc[i][j], LDC, wmma::mem_col_major);
-        __syncthreads();
+// ---- the pipelined channels-last conv kernel ------------------------------------------------
+
+#define HC_STAGES 3 // chunks in flight in hconv_nhwc_kernel: two loading while one multiplies
+
+// 16 bytes from global src to shared dst without a register in between (cp.async, sm_80); with
+// valid false nothing is read and the 16 bytes are zeros (src must still be a mapped address).
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                 "r"(valid ? 16 : 0));
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+// hconv_kernel's product for a channels-last input with C a multiple of 8 and K > 32 (the
+// convs after the first): the same tile (128 pixels x 64 channels, 8 warps of 32 x 32), the same
+// chunks of 32 taps in the same order, the same MMAs and epilogue, so the same bits; but the
+// tiles go from global to shared memory by cp.async, HC_STAGES chunks deep, instead of through
+// registers two deep. ncu on the H200 (2026-11-30) found hconv_kernel's channels-last convs
+// latency-bound: 40% of issue slots used, 2 blocks per SM by registers, each warp waiting ~8
+// cycles per instruction; here the loads of two chunks are in flight while one multiplies, and
+// the staging registers and their stores are gone.
+// Each thread copies 2 of the A tile's 128 x 4 vectors (pixel tid / 2, taps 16 (tid % 2) .. + 15
+// of the chunk) and 1 of the B tile's 64 x 4 (channel tid / 4, taps 8 (tid % 4) .. + 7).
+template <typename T>
+static __global__ void __launch_bounds__(HC_THREADS) hconv_nhwc_kernel(const hconv_args a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    using namespace nvcuda;
+    typedef hconv_tile<2> tile;
+    constexpr int BM = tile::BM, BN = tile::BN, LDS = HC_LDS, STAGE = (BM + BN) * LDS;
+    constexpr int AB_BYTES = HC_STAGES * STAGE * 2;
+    constexpr int SMEM = AB_BYTES > tile::C_ELEMS * 4 ? AB_BYTES : tile::C_ELEMS * 4;
+    static_assert(tile::TPR == 2 && tile::AV == 2, "two A vectors per thread");
+    __shared__ __align__(128) unsigned char smem[SMEM];
+    T *const tiles = (T *)smem;
+    const int tid = threadIdx.x, warp = tid >> 5;
+    const int wm = warp % tile::WM, wn = warp / tile::WM;
+    const long long m0 = (long long)blockIdx.x * BM;
+    const int k0 = blockIdx.y * BN;
+    const int kbeg = blockIdx.z * a.cps * HALF_BK;
+    const int kend = kbeg + a.cps * HALF_BK < a.CRSp ? kbeg + a.cps * HALF_BK : a.CRSp;
+    const int nch = (kend - kbeg) / HALF_BK;
+
+    // this thread's pixel, and its first tap (r, s, c) in the next chunk to load
+    const int row = tid >> 1, jofs = (tid & 1) * 16;
+    const long long m = m0 + row;
+    const bool mvalid = m < a.M;
+    int h0 = 0, w0 = 0;
+    size_t nbase = 0;
+    if (mvalid) {
         const int PQ = a.P * a.Q;
-        for (int e = tid; e < BM * BN; e += HC_THREADS) {
-            const int ki = e / BM, mi = e - ki * BM, k = k0 + ki;
-            const long long mm = m0 + mi;
-            if (mm < a.M && k < a.K) {
-                const long long n = mm / PQ;
-                const int pq = (int)(mm - n * PQ);
-                y[((size_t)n * a.K + k) * PQ + pq] =
-                    to_fmt<T>(act_apply(a.act, __fadd_rn(Cs[ki * LDC + mi], a.b[k])));
+        const long long n = m / PQ;
+        const int pq = (int)(m - n * PQ), p = pq / a.Q, q = pq - p * a.Q;
+        h0 = p * a.stride - a.pad, w0 = q * a.stride - a.pad;
+        nbase = (size_t)n * a.C * a.H * a.W;
+    }
+    const T *x = (const T *)a.x;
+    int rs = (kbeg + jofs) / a.C, c = (kbeg + jofs) - rs * a.C, r = rs / a.S, s = rs - r * a.S;
+    const int kb = tid >> 2, jb = (tid & 3) * 8;
+    const T *wsrc = (const T *)a.w + (size_t)(k0 + kb) * a.CRSp + jb;
+    int next = kbeg; // the first tap of the next chunk to load
+
+    // Issues the copies of the chunk starting at tap `next` into stage `st`, and moves on.
+    auto load = [&](int st) {
+        T *At = tiles + st * STAGE, *Bt = At + BM * LDS;
+        int rr = r, ss = s, cc = c;
+#pragma unroll
+        for (int v = 0; v < 2; v++) {
+            const int h = h0 + rr, w = w0 + ss;
+            const bool ok = mvalid && rr < a.R && inside(a, h, w);
+            const T *src = ok ? x + nbase + ((size_t)h * a.W + w) * a.C + cc : x;
+            cp_async16(At + row * LDS + jofs + 8 * v, src, ok);
+            cc += 8;
+            if (cc == a.C) {
+                cc = 0;
+                if (++ss == a.S) ss = 0, ++rr;
             }
         }
+        cp_async16(Bt + kb * LDS + jb, wsrc + next, true);
+        // the next chunk starts 32 taps on (C may be 8 or 16: more than one (r, s) step)
+        for (c += HALF_BK; c >= a.C; c -= a.C)
+            if (++s == a.S) s = 0, ++r;
+        next += HALF_BK;
+    };
+
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
+
+#pragma unroll
+    for (int i = 0; i < HC_STAGES - 1; i++) {
+        if (i < nch) load(i);
+        cp_async_commit(); // an empty group where there is no chunk: the count stays uniform
     }
+    for (int kc = 0; kc < nch; kc++) {
+        cp_async_wait<HC_STAGES - 2>(); // this thread's copies of chunk kc have landed
+        // Every thread's copies of chunk kc are visible, and every warp is past its products of
+        // chunk kc - 1, whose stage the next load overwrites.
+        __syncthreads();
+        if (kc + HC_STAGES - 1 < nch) load((kc + HC_STAGES - 1) % HC_STAGES);
+        cp_async_commit();
+        const T *At = tiles + (kc % HC_STAGES) * STAGE, *Bt = At + BM * LDS;
+#pragma unroll
+        for (int ks = 0; ks < HALF_BK; ks += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa[2];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb[2];
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+                wmma::load_matrix_sync(fa[i], At + (wm * 32 + i * 16) * LDS + ks, LDS);
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+                wmma::load_matrix_sync(fb[j], Bt + (wn * 32 + j * 16) * LDS + ks, LDS);
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+        }
+    }
+    cp_async_wait<0>(); // only empty groups are left; nothing may still write the tiles
+    __syncthreads();    // every warp is done with the tiles: the memory becomes the output tile
+    hconv_epilogue<T, BM, BN>(a, acc, smem, m0, k0, wm, wn, tid);
 #elif defined(__CUDA_ARCH__)
     __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
 #endif
@@ -572,10 +726,19 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
     }
 }
 
+static int use_pipelined = 1; // cr_convnet_half_set_pipelined
+
+extern "C" void cr_convnet_half_set_pipelined(int on) { use_pipelined = on != 0; }
+
 template <typename T, int IN>
 static void launch_conv_in(cudarl_ctx *ctx, const hconv_args &a, int splits) {
     cudaStream_t st = cr_stream(ctx);
-    if (a.K <= 32) {
+    if (IN == IN_NHWC && a.C % 8 == 0 && a.K > 32 && use_pipelined) { // the same tile as hconv_tile<2>
+        typedef hconv_tile<2> tile;
+        dim3 grid((unsigned)((a.M + tile::BM - 1) / tile::BM), (unsigned)((a.K + 63) / 64),
+                  (unsigned)splits);
+        hconv_nhwc_kernel<T><<<grid, HC_THREADS, 0, st>>>(a);
+    } else if (a.K <= 32) {
         typedef hconv_tile<1> tile;
         dim3 grid((unsigned)((a.M + tile::BM - 1) / tile::BM), (unsigned)((a.K + 31) / 32),
                   (unsigned)splits);
