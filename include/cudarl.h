@@ -241,7 +241,8 @@ typedef struct cudarl_train_summary {
     int64_t solved_step;    /* first step where mean_return_100 >= the env's threshold; -1 if never */
     double solved_seconds;  /* loop time at solved_step; -1 if never */
     char run_dir[512];      /* where metrics.csv and model.safetensors were written */
-    int interrupted;        /* stopped early by cudarl_request_stop(); the checkpoint resumes */
+    int interrupted;        /* stopped early by cudarl_request_stop(); PPO's checkpoint resumes,
+                               DQN's holds the policy so far (no resume for DQN yet) */
     int64_t device_bytes_after_setup; /* device memory in use after the first iteration (CUDA;
                                          cudaMemGetInfo: the whole device, other processes too) */
     int64_t device_bytes_growth;      /* in use at the end minus after the first iteration (other
@@ -254,8 +255,9 @@ typedef struct cudarl_train_summary {
 /* Reads the hyperparameters stored in the PPO checkpoint at `path` into `cfg`. */
 cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg);
 
-/* Asks a running cudarl_ppo_train to stop after its current iteration and write its checkpoint
- * (safe to call from a signal handler). */
+/* Asks a running cudarl_ppo_train or cudarl_dqn_train to stop after its current iteration (DQN
+ * on the GPU: its current graph block) and write its checkpoint (safe to call from a signal
+ * handler). */
 void cudarl_request_stop(void);
 
 /* Trains PPO as configured, writing runs/<run_name>/{metrics.csv,model.safetensors}.

@@ -499,7 +499,7 @@ def measured_sps(work):
     return reported_sps(r) or 1e5
 
 
-def interrupted_run(work, name, args, delay, twice=False):
+def interrupted_run(work, name, args, delay, twice=False, marker="training PPO on"):
     """Starts `cudarl train args`, sends SIGINT `delay` s after its training loop starts (twice,
     2 ms apart, with `twice`: timeout(1) delivers one interrupt so, to its command and to its
     process group); returns the Result (rc 0 when it finished before the signal came)."""
@@ -510,7 +510,7 @@ def interrupted_run(work, name, args, delay, twice=False):
         deadline = time.monotonic() + 120
         while p.poll() is None and time.monotonic() < deadline:
             with open(err_path) as f:
-                if "training PPO on" in f.read():  # the SIGINT handler is in place
+                if marker in f.read():  # the SIGINT handler is in place
                     break
             time.sleep(0.01)
         time.sleep(delay)
@@ -749,6 +749,25 @@ def test_dqn_plan(work):
                  "--env-device", "--env-threads", "--policy"]:
         if flag not in r.out and f"--[no-]{flag[2:]}" not in r.out:
             fail("dqn help", f"a line for {flag}", r.describe())
+    check("SIGINT twice 2 ms apart into a DQN run: exit 130, the checkpoint of the policy so far "
+          "(cudarl eval plays it), and the message that DQN cannot resume")
+    total = 100_000_000
+    r = interrupted_run(work, "dqn_int", ["--algo", "dqn", "--total-timesteps", str(total),
+                                          "--learning-starts", "500", "--run-name", "dqn_int",
+                                          "--runs-dir", "runs", "--quiet"], 1.0, twice=True,
+                        marker="training DQN on")
+    ckpt = os.path.join(work, "runs", "dqn_int", "model.safetensors")
+    if r.rc != 130 or "cannot be resumed yet" not in r.out or "runs/dqn_int/model.safetensors" \
+            not in r.out or not os.path.exists(ckpt):
+        fail("interrupted DQN run", "exit code 130, the checkpoint's path and 'cannot be resumed "
+             "yet' on stdout, the checkpoint written", r.describe())
+    step = int(checkpoint_metadata(ckpt).get("global_step", "-1"))
+    if not 0 < step < total:
+        fail("interrupted DQN checkpoint", f"0 < global_step < {total}", f"  got: {step}")
+    no_temp_files(os.path.join(work, "runs", "dqn_int"))
+    r = run_ok("eval the interrupted DQN run", ["eval", ckpt, "--episodes", "3"], work)
+    if "mean return" not in r.out:
+        fail("eval the interrupted DQN run", "a mean return", r.describe())
     check("a short DQN run writes a checkpoint that cudarl eval plays")
     run_ok("dqn train", ["train", "--algo", "dqn", "--total-timesteps", "3000",
                          "--learning-starts", "500", "--run-name", "dqn_small", "--runs-dir",

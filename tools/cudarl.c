@@ -1,5 +1,5 @@
 /* cudarl: the command-line tool. Parses, then runs; exit codes: 0 done, 1 failed, 2 bad usage,
- * 130 interrupted (the checkpoint resumes it). */
+ * 130 interrupted (a PPO checkpoint resumes it). */
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
@@ -268,11 +268,18 @@ static int cmd_train_dqn(int argc, char **argv) {
         cudarl_ctx_free(ctx);
         return EXIT_USAGE;
     }
+    signal(SIGINT, on_sigint);
     cudarl_train_summary sum;
     cudarl_status s = cudarl_dqn_train(ctx, &o.cfg, &sum);
     cudarl_ctx_free(ctx);
     if (s != CUDARL_OK) return fail("training failed");
     print_summary(&sum);
+    if (sum.interrupted) {
+        printf("cudarl: interrupted; %s/model.safetensors holds the policy so far (cudarl eval and "
+               "export read it); a DQN run cannot be resumed yet: start a new one to train "
+               "further\n", sum.run_dir);
+        return EXIT_INTERRUPTED;
+    }
     return 0;
 }
 

@@ -992,7 +992,7 @@ static cudarl_status dqn_loop(cr_dqn *d) {
     d->loop_start = cr_time_now();
     d->syncs_start = d->ctx->host_syncs;
     int64_t since_report = 0;
-    while (d->global_step < c->total_timesteps) {
+    while (d->global_step < c->total_timesteps && !cr_stop_requested()) {
         int ran = 0;
         if (block_here(d)) CR_TRY(run_block(d, &ran));
         if (!ran) {
@@ -1223,6 +1223,7 @@ static void fill_summary(const cr_dqn *d, cudarl_train_summary *summary) {
     summary->device_bytes_growth = (int64_t)d->bytes_at_end - (int64_t)d->bytes_after_setup;
     summary->host_syncs_per_iteration =
         d->iteration > 0 ? (double)(d->ctx->host_syncs - d->syncs_start) / (double)d->iteration : 0;
+    summary->interrupted = d->global_step < d->cfg.total_timesteps;
     snprintf(summary->run_dir, sizeof summary->run_dir, "%s", d->run_dir);
 }
 
@@ -1254,5 +1255,6 @@ cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
     }
     dqn_free(d);
     free(d);
+    cr_stop_clear(); /* a request applies to one run; one made during setup still counts */
     return s;
 }

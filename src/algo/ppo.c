@@ -6,7 +6,6 @@
  * checkpoint are shared. */
 #include <errno.h>
 #include <stddef.h>
-#include <signal.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -602,10 +601,6 @@ static cudarl_status save_checkpoint(cr_ppo *p) {
 
 /* ---- the loop --------------------------------------------------------------------------- */
 
-static volatile sig_atomic_t stop_requested;
-
-void cudarl_request_stop(void) { stop_requested = 1; }
-
 /* Reads this iteration's metrics (losses, episodes, value sums), waiting for the device. */
 static void read_metrics(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
@@ -907,7 +902,7 @@ static cudarl_status train_loop(cr_ppo *p) {
     p->prof.syncs_start = ctx->host_syncs;
     cr_metric_pipe m;
     pipe_init(p, &m);
-    while (p->iteration < p->num_iterations && !stop_requested && s == CUDARL_OK) {
+    while (p->iteration < p->num_iterations && !cr_stop_requested() && s == CUDARL_OK) {
         p->iteration++;
         float lr = current_lr(p);
 #ifdef CUDARL_WITH_CUDA
@@ -997,6 +992,6 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
         }
     }
     cr_ppo_free(&p);
-    stop_requested = 0; /* a request applies to one run; one made during setup still counts */
+    cr_stop_clear(); /* a request applies to one run; one made during setup still counts */
     return s;
 }

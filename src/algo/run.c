@@ -8,6 +8,8 @@
 
 #include "algo/run.h"
 
+#include <signal.h>
+
 static cudarl_status make_dir(const char *path) {
     if (mkdir(path, 0755) == 0 || errno == EEXIST) return CUDARL_OK;
     return cr_fail(CUDARL_ERR_IO, "cannot create directory '%s': %s; check --runs-dir", path,
@@ -71,3 +73,9 @@ cudarl_status cr_run_open(const char *runs_dir, char *run_name, size_t cap, cons
     if (!resuming || ftell(*csv) == 0) fputs(header, *csv);
     return CUDARL_OK;
 }
+
+static volatile sig_atomic_t stop_requested;
+
+void cudarl_request_stop(void) { stop_requested = 1; }
+int cr_stop_requested(void) { return stop_requested != 0; }
+void cr_stop_clear(void) { stop_requested = 0; }

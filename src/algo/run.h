@@ -1,4 +1,5 @@
-/* A training run's folder: runs/<run_name>/ with metrics.csv, shared by the trainers. */
+/* A training run's folder: runs/<run_name>/ with metrics.csv, and the stop request
+ * (cudarl_request_stop), shared by the trainers. */
 #ifndef CUDARL_RUN_H
 #define CUDARL_RUN_H
 
@@ -14,5 +15,11 @@
 cudarl_status cr_run_open(const char *runs_dir, char *run_name, size_t cap, const char *env_id,
                           const char *algo, uint64_t seed, int64_t resume_iteration,
                           const char *header, char *run_dir, size_t run_dir_cap, FILE **csv);
+
+/* Whether cudarl_request_stop was called since the last cr_stop_clear: the trainers' loops stop
+ * after their current iteration. A request made during a run's setup counts for that run. */
+int cr_stop_requested(void);
+/* Forgets the request: a trainer calls it when its run ends (a request applies to one run). */
+void cr_stop_clear(void);
 
 #endif
