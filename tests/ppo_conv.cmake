@@ -4,9 +4,13 @@
 # CUDA trainers side by side (rollouts and updates within the tolerances of the test's header),
 # a CUDA run with its exact resume, and nature-cnn on CartPolePixels-v1.
 cudarl_test(test_ppo_conv SOURCES test_ppo_conv.c LABELS cpu
-            ARGS cpu ${CMAKE_CURRENT_BINARY_DIR}/ppo-conv-runs)
-# --separate-critic learning the small image task: two networks, the slowest case (not under
-# the sanitizers)
+            ARGS cpu ${CMAKE_CURRENT_BINARY_DIR}/ppo-conv-runs
+                 validation,precision,breakout,resume,separate)
+# learning the small image task, with one network and with --separate-critic: the slowest
+# cases (not under the sanitizers, where learn alone took 252 s)
+add_test(NAME test_ppo_conv_learn
+         COMMAND test_ppo_conv cpu ${CMAKE_CURRENT_BINARY_DIR}/ppo-conv-runs-learn learn)
+set_tests_properties(test_ppo_conv_learn PROPERTIES LABELS "cpu;slow")
 add_test(NAME test_ppo_conv_learn_separate
          COMMAND test_ppo_conv cpu ${CMAKE_CURRENT_BINARY_DIR}/ppo-conv-runs-sep learn_separate)
 set_tests_properties(test_ppo_conv_learn_separate PROPERTIES LABELS "cpu;slow")
