@@ -419,6 +419,42 @@ __host__ __device__ __forceinline__ void gather_a(const hconv_args &a, bool mval
                             pack2(v[8 * q + 4], v[8 * q + 5]), pack2(v[8 * q + 6], v[8 * q + 7]));
 }
 
+// Output pixel m's window: its top left (h0, w0), padding included, and its image's first
+// element nbase.
+__device__ __forceinline__ void hconv_window(const hconv_args &a, long long m, int *h0, int *w0,
+                                             size_t *nbase) {
+    const int PQ = a.P * a.Q;
+    const long long n = m / PQ;
+    const int pq = (int)(m - n * PQ), p = pq / a.Q, q = pq - p * a.Q;
+    *h0 = p * a.stride - a.pad, *w0 = q * a.stride - a.pad;
+    *nbase = (size_t)n * a.C * a.H * a.W;
+}
+
+// One chunk's products: warp (wm, wn)'s 32 x 32 accumulators += its rows of the A tile At
+// (pixels x taps) times its columns of the B tile Bt (element (tap t, channel c) at
+// Bt[c * HC_LDS + t]), two k16 steps.
+template <typename T>
+__device__ __forceinline__ void
+hconv_mma_chunk(const T *At, const T *Bt, int wm, int wn,
+                nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2]) {
+    using namespace nvcuda;
+#pragma unroll
+    for (int ks = 0; ks < HALF_BK; ks += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa[2];
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb[2];
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+            wmma::load_matrix_sync(fa[i], At + (wm * 32 + i * 16) * HC_LDS + ks, HC_LDS);
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            wmma::load_matrix_sync(fb[j], Bt + (wn * 32 + j * 16) * HC_LDS + ks, HC_LDS);
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+    }
+}
+
 // The end of a conv block: its accumulators (warp (wm, wn)'s 32 x 32 outputs) through shared
 // memory (smem, free again: the caller's barrier) to y as act(b + sum) in the format, or, split,
 // to the block's partial sums; y channels-last, or (N, K, P, Q) when a.out_nchw.
@@ -504,13 +540,7 @@ static __global__ void __launch_bounds__(HC_THREADS) hconv_kernel(const hconv_ar
     const bool mvalid = m < a.M;
     int h0 = 0, w0 = 0;
     size_t nbase = 0;
-    if (mvalid) {
-        const int PQ = a.P * a.Q;
-        const long long n = m / PQ;
-        const int pq = (int)(m - n * PQ), p = pq / a.Q, q = pq - p * a.Q;
-        h0 = p * a.stride - a.pad, w0 = q * a.stride - a.pad;
-        nbase = (size_t)n * a.C * a.H * a.W;
-    }
+    if (mvalid) hconv_window(a, m, &h0, &w0, &nbase);
     // the weight vector this thread loads: row k0 + kb (< Kp), taps jb .. jb + 7 of each chunk
     const bool bthread = tid < 4 * BN;
     const int kb = tid >> 2, jb = (tid & 3) * 8;
@@ -538,21 +568,7 @@ static __global__ void __launch_bounds__(HC_THREADS) hconv_kernel(const hconv_ar
             gather_a<T, IN, tile::JT>(a, mvalid, nbase, h0, w0, kk + HALF_BK + jofs, lut, areg);
             if (bthread) breg = *(const uint4 *)(wsrc + kk + HALF_BK);
         }
-#pragma unroll
-        for (int ks = 0; ks < HALF_BK; ks += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa[2];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb[2];
-#pragma unroll
-            for (int i = 0; i < 2; i++)
-                wmma::load_matrix_sync(fa[i], At + (wm * 32 + i * 16) * LDS + ks, LDS);
-#pragma unroll
-            for (int j = 0; j < 2; j++) // element (tap t, channel c) at Bt[c * LDS + t]
-                wmma::load_matrix_sync(fb[j], Bt + (wn * 32 + j * 16) * LDS + ks, LDS);
-#pragma unroll
-            for (int i = 0; i < 2; i++)
-#pragma unroll
-                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-        }
+        hconv_mma_chunk<T>(At, Bt, wm, wn, acc);
         buf ^= 1;
     }
     __syncthreads(); // every warp is done with the tiles: the memory becomes the output tile
@@ -622,13 +638,7 @@ static __global__ void __launch_bounds__(HC_THREADS) hconv_nhwc_kernel(const hco
     const bool mvalid = m < a.M;
     int h0 = 0, w0 = 0;
     size_t nbase = 0;
-    if (mvalid) {
-        const int PQ = a.P * a.Q;
-        const long long n = m / PQ;
-        const int pq = (int)(m - n * PQ), p = pq / a.Q, q = pq - p * a.Q;
-        h0 = p * a.stride - a.pad, w0 = q * a.stride - a.pad;
-        nbase = (size_t)n * a.C * a.H * a.W;
-    }
+    if (mvalid) hconv_window(a, m, &h0, &w0, &nbase);
     const T *x = (const T *)a.x;
     int rs = (kbeg + jofs) / a.C, c = (kbeg + jofs) - rs * a.C, r = rs / a.S, s = rs - r * a.S;
     const int kb = tid >> 2, jb = (tid & 3) * 8;
@@ -677,21 +687,7 @@ static __global__ void __launch_bounds__(HC_THREADS) hconv_nhwc_kernel(const hco
         if (kc + HC_STAGES - 1 < nch) load((kc + HC_STAGES - 1) % HC_STAGES);
         cp_async_commit();
         const T *At = tiles + (kc % HC_STAGES) * STAGE, *Bt = At + BM * LDS;
-#pragma unroll
-        for (int ks = 0; ks < HALF_BK; ks += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa[2];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb[2];
-#pragma unroll
-            for (int i = 0; i < 2; i++)
-                wmma::load_matrix_sync(fa[i], At + (wm * 32 + i * 16) * LDS + ks, LDS);
-#pragma unroll
-            for (int j = 0; j < 2; j++)
-                wmma::load_matrix_sync(fb[j], Bt + (wn * 32 + j * 16) * LDS + ks, LDS);
-#pragma unroll
-            for (int i = 0; i < 2; i++)
-#pragma unroll
-                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-        }
+        hconv_mma_chunk<T>(At, Bt, wm, wn, acc);
     }
     cp_async_wait<0>(); // only empty groups are left; nothing may still write the tiles
     __syncthreads();    // every warp is done with the tiles: the memory becomes the output tile
