@@ -879,35 +879,39 @@ static void test_eval_on_device(const test_net *t, int episodes) {
     cudarl_ctx_free(gpu);
 }
 
-/* The half forward with the pipelined channels-last conv kernel against the register-staged
- * one: the same chunks in the same order through the same MMAs, so the same bits, at every n
- * (the small ones split their reductions). */
+/* The half forward with the pipelined channels-last conv kernel (level 1) and with its
+ * vectorized epilogue (level 2) against the register-staged one (level 0): the same chunks in
+ * the same order through the same MMAs and the same per-output arithmetic, so the same bits, at
+ * every n (the small ones split their reductions). */
 static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
     const int A = t->net.spec.num_actions, ppo = is_ppo(t);
-    cudarl_policy *p[2];
-    for (int k = 0; k < 2; k++) { /* the kernels are chosen when the graphs are captured */
+    cudarl_policy *p[3];
+    for (int k = 0; k < 3; k++) { /* the kernels are chosen when the graphs are captured */
         cr_convnet_half_set_pipelined(k);
         p[k] = load_net(t, CUDARL_DEVICE_CUDA, prec, CR_CONVNET_ENGINE_AUTO, MAXB);
     }
     cr_convnet_half_set_pipelined(1);
     void *obs = malloc(obs_bytes(t, MAXB));
-    float *l[2], v[2][MAXB];
-    int32_t a[2][MAXB];
-    for (int k = 0; k < 2; k++) l[k] = malloc((size_t)MAXB * A * sizeof(float));
-    CHECK(obs && l[0] && l[1]);
+    float *l[3], v[3][MAXB];
+    int32_t a[3][MAXB];
+    for (int k = 0; k < 3; k++) l[k] = malloc((size_t)MAXB * A * sizeof(float));
+    CHECK(obs && l[0] && l[1] && l[2]);
     random_obs(t, obs, MAXB, 321);
     for (int n = 1; n <= MAXB; n++) {
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < 3; k++)
             CHECK_OK(cudarl_policy_act(p[k], obs, t->dtype, n, a[k], ppo ? v[k] : NULL, l[k]));
-        CHECK_MSG(!memcmp(l[1], l[0], (size_t)n * A * sizeof(float)) &&
-                  (!ppo || !memcmp(v[1], v[0], (size_t)n * sizeof(float))),
-                  "%s %s n %d: the pipelined conv kernel's outputs differ from the "
-                  "register-staged one's (logit 0: %a vs %a)", t->label,
-                  cudarl_precision_name(prec), n, (double)l[1][0], (double)l[0][0]);
+        for (int k = 1; k < 3; k++)
+            CHECK_MSG(!memcmp(l[k], l[0], (size_t)n * A * sizeof(float)) &&
+                      (!ppo || !memcmp(v[k], v[0], (size_t)n * sizeof(float))),
+                      "%s %s n %d: the %s conv kernel's outputs differ from the register-staged "
+                      "one's (logit 0: %a vs %a)", t->label, cudarl_precision_name(prec), n,
+                      k == 1 ? "pipelined" : "pipelined, vectorized epilogue", (double)l[k][0],
+                      (double)l[0][0]);
     }
-    printf("  %s, %s: the pipelined channels-last conv kernel gives the register-staged one's "
-           "bits at n = 1..%d\n", t->label, cudarl_precision_name(prec), MAXB);
-    for (int k = 0; k < 2; k++) cudarl_policy_free(p[k]), free(l[k]);
+    printf("  %s, %s: the pipelined channels-last conv kernel, with and without its vectorized "
+           "epilogue, gives the register-staged one's bits at n = 1..%d\n", t->label,
+           cudarl_precision_name(prec), MAXB);
+    for (int k = 0; k < 3; k++) cudarl_policy_free(p[k]), free(l[k]);
     free(obs);
 }
 

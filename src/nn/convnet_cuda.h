@@ -217,10 +217,12 @@ void cr_convnet_cuda_half_cache_carve(const cr_convnet_cuda *cn, void *mem, int 
 void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const void *obs,
                                   float *out, float *value, const cr_convnet_half_cache *c, int B);
 
-/* For tests: whether half forwards captured or run from now on use the pipelined channels-last
- * conv kernel (1, the default) or the register-staged one it replaced (0); the two give the
+/* For tests: which kernel the half forwards captured or run from now on use for their
+ * channels-last convs: 0 the register-staged one, 1 (the default) the pipelined one, 2 the
+ * pipelined one with 8 outputs per thread in its epilogue (written 2026-11-30 without a GPU to
+ * run it: the default once its gpu test has passed and it measures faster). All three give the
  * same bits. Process-wide; not thread-safe. */
-void cr_convnet_half_set_pipelined(int on);
+void cr_convnet_half_set_pipelined(int level);
 
 /* cr_convnet_forward on the device (an FP32 or TF32 handle): out (B, A) and, ppo only, value (B)
  * (NULL for dqn) of obs (B, C, H, W), uint8 or float as the spec's dtype; fills the cache c. B

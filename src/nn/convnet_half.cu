@@ -508,6 +508,102 @@ hconv_epilogue(const hconv_args &a,
     }
 }
 
+// hconv_epilogue with 8 outputs per thread and item where the layout allows: 8 channels of a
+// pixel (channels-last y or the partial sums; K a multiple of 8), or 8 pixels of a channel
+// ((N, K, P, Q) y; P Q a multiple of 8, so that 8 pixels from a multiple of 8 are one image's);
+// each item one 16-byte store (32 for partial sums) and one division, where hconv_epilogue
+// spends index arithmetic and a 2-byte store on every element. The same values: each output
+// is still act(b + sum) rounded once. Items the vectors cannot take (the channels past the
+// last multiple of 8) go one element at a time.
+template <typename T>
+__device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
+    return make_uint4(pack2(to_fmt<T>(v[0]), to_fmt<T>(v[1])), pack2(to_fmt<T>(v[2]), to_fmt<T>(v[3])),
+                      pack2(to_fmt<T>(v[4]), to_fmt<T>(v[5])), pack2(to_fmt<T>(v[6]), to_fmt<T>(v[7])));
+}
+
+template <typename T, int BM, int BN>
+__device__ __forceinline__ void
+hconv_epilogue_vec(const hconv_args &a,
+                   nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2],
+                   unsigned char *smem, long long m0, int k0, int wm, int wn, int tid) {
+    using namespace nvcuda;
+    float *Cs = (float *)smem;
+    T *y = (T *)a.y;
+    const int PQ = a.P * a.Q;
+    if (a.partial || !a.out_nchw) { // Cs[pixel][channel]; an item: 8 channels of one pixel
+        constexpr int LDC = BN + 4, G = BN / 8;
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+                wmma::store_matrix_sync(Cs + (wm * 32 + i * 16) * LDC + wn * 32 + j * 16,
+                                        acc[i][j], LDC, wmma::mem_row_major);
+        __syncthreads();
+        float *part = a.partial ? a.partial + (size_t)blockIdx.z * (size_t)a.M * a.K : NULL;
+        for (int e = tid; e < BM * G; e += HC_THREADS) {
+            const int mi = e / G, k = k0 + (e - mi * G) * 8;
+            const long long mm = m0 + mi;
+            if (mm >= a.M || k >= a.K) continue;
+            const float *c = Cs + mi * LDC + (k - k0);
+            const size_t at = (size_t)mm * a.K + k;
+            if ((a.K & 7) == 0) {
+                const float4 c0 = *(const float4 *)c, c1 = *(const float4 *)(c + 4);
+                if (part) {
+                    *(float4 *)(part + at) = c0; // hconv_reduce_kernel's
+                    *(float4 *)(part + at + 4) = c1;
+                    continue;
+                }
+                const float4 b0 = *(const float4 *)(a.b + k), b1 = *(const float4 *)(a.b + k + 4);
+                const float v[8] = {
+                    act_apply(a.act, __fadd_rn(c0.x, b0.x)), act_apply(a.act, __fadd_rn(c0.y, b0.y)),
+                    act_apply(a.act, __fadd_rn(c0.z, b0.z)), act_apply(a.act, __fadd_rn(c0.w, b0.w)),
+                    act_apply(a.act, __fadd_rn(c1.x, b1.x)), act_apply(a.act, __fadd_rn(c1.y, b1.y)),
+                    act_apply(a.act, __fadd_rn(c1.z, b1.z)), act_apply(a.act, __fadd_rn(c1.w, b1.w))};
+                *(uint4 *)(y + at) = pack8<T>(v);
+                continue;
+            }
+            for (int t = 0; t < 8 && k + t < a.K; t++) {
+                if (part) part[at + t] = c[t];
+                else y[at + t] = to_fmt<T>(act_apply(a.act, __fadd_rn(c[t], a.b[k + t])));
+            }
+        }
+    } else { // Cs[channel][pixel]; y (N, K, P, Q); an item: 8 pixels of one channel
+        constexpr int LDC = BM + 4, G = BM / 8;
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+                wmma::store_matrix_sync(Cs + (wn * 32 + j * 16) * LDC + wm * 32 + i * 16,
+                                        acc[i][j], LDC, wmma::mem_col_major);
+        __syncthreads();
+        for (int e = tid; e < BN * G; e += HC_THREADS) {
+            const int ki = e / G, mi = (e - ki * G) * 8, k = k0 + ki;
+            const long long mm = m0 + mi;
+            if (mm >= a.M || k >= a.K) continue;
+            const float *c = Cs + ki * LDC + mi;
+            const float bk = a.b[k];
+            if ((PQ & 7) == 0) { // the 8 pixels are one image's, and all of them < M
+                const long long n = mm / PQ;
+                const int pq = (int)(mm - n * PQ);
+                const float4 c0 = *(const float4 *)c, c1 = *(const float4 *)(c + 4);
+                const float v[8] = {
+                    act_apply(a.act, __fadd_rn(c0.x, bk)), act_apply(a.act, __fadd_rn(c0.y, bk)),
+                    act_apply(a.act, __fadd_rn(c0.z, bk)), act_apply(a.act, __fadd_rn(c0.w, bk)),
+                    act_apply(a.act, __fadd_rn(c1.x, bk)), act_apply(a.act, __fadd_rn(c1.y, bk)),
+                    act_apply(a.act, __fadd_rn(c1.z, bk)), act_apply(a.act, __fadd_rn(c1.w, bk))};
+                *(uint4 *)(y + ((size_t)n * a.K + k) * PQ + pq) = pack8<T>(v);
+                continue;
+            }
+            for (int t = 0; t < 8 && mm + t < a.M; t++) {
+                const long long n = (mm + t) / PQ;
+                const int pq = (int)(mm + t - n * PQ);
+                y[((size_t)n * a.K + k) * PQ + pq] =
+                    to_fmt<T>(act_apply(a.act, __fadd_rn(c[t], bk)));
+            }
+        }
+    }
+}
+
 // y = act(b + conv(x)) in the format, one block per BM pixels x BN channels (see the top).
 // Shared memory: A tiles As[2][BM][HC_LDS] (pixels x taps) and B tiles Bs[2][BN][HC_LDS]
 // (channels x taps, the weight's rows), then, after the last chunk, the fp32 output tile.
@@ -613,7 +709,7 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 // the staging registers and their stores are gone.
 // Each thread copies 2 of the A tile's 128 x 4 vectors (pixel tid / 2, taps 16 (tid % 2) .. + 15
 // of the chunk) and 1 of the B tile's 64 x 4 (channel tid / 4, taps 8 (tid % 4) .. + 7).
-template <typename T>
+template <typename T, bool VEC>
 static __global__ void __launch_bounds__(HC_THREADS) hconv_nhwc_kernel(const hconv_args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     using namespace nvcuda;
@@ -691,7 +787,8 @@ static __global__ void __launch_bounds__(HC_THREADS) hconv_nhwc_kernel(const hco
     }
     cp_async_wait<0>(); // only empty groups are left; nothing may still write the tiles
     __syncthreads();    // every warp is done with the tiles: the memory becomes the output tile
-    hconv_epilogue<T, BM, BN>(a, acc, smem, m0, k0, wm, wn, tid);
+    if (VEC) hconv_epilogue_vec<T, BM, BN>(a, acc, smem, m0, k0, wm, wn, tid);
+    else hconv_epilogue<T, BM, BN>(a, acc, smem, m0, k0, wm, wn, tid);
 #elif defined(__CUDA_ARCH__)
     __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
 #endif
@@ -724,7 +821,9 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
 
 static int use_pipelined = 1; // cr_convnet_half_set_pipelined
 
-extern "C" void cr_convnet_half_set_pipelined(int on) { use_pipelined = on != 0; }
+extern "C" void cr_convnet_half_set_pipelined(int level) {
+    use_pipelined = level < 0 ? 0 : level > 2 ? 2 : level;
+}
 
 template <typename T, int IN>
 static void launch_conv_in(cudarl_ctx *ctx, const hconv_args &a, int splits) {
@@ -733,7 +832,8 @@ static void launch_conv_in(cudarl_ctx *ctx, const hconv_args &a, int splits) {
         typedef hconv_tile<2> tile;
         dim3 grid((unsigned)((a.M + tile::BM - 1) / tile::BM), (unsigned)((a.K + 63) / 64),
                   (unsigned)splits);
-        hconv_nhwc_kernel<T><<<grid, HC_THREADS, 0, st>>>(a);
+        if (use_pipelined == 2) hconv_nhwc_kernel<T, true><<<grid, HC_THREADS, 0, st>>>(a);
+        else hconv_nhwc_kernel<T, false><<<grid, HC_THREADS, 0, st>>>(a);
     } else if (a.K <= 32) {
         typedef hconv_tile<1> tile;
         dim3 grid((unsigned)((a.M + tile::BM - 1) / tile::BM), (unsigned)((a.K + 31) / 32),
