@@ -533,6 +533,18 @@ static double net_rtol(const test_net *t, cudarl_precision prec) {
  * weights rounded, its float32 bias, the CPU's conv or linear op in float32, the activation,
  * the output rounded; the heads' weights rounded, their outputs float32. out (n, A), value (n)
  * (ppo; else not written). Test code: it allocates its buffers. */
+/* The half forward's kernel level (cr_convnet_half_set_pipelined) compare_devices runs at: from
+ * 3 on, a first conv reading uint8 / 255 a word at a time (no padding; S, stride and W multiples
+ * of 4: convnet_half.cu's u8_words) takes the bytes themselves and divides its sums by 255. */
+static int half_level = 1;
+
+static int exact_bytes(const cr_convnet *net) {
+    const cr_conv2d_shape *cs = &net->stage[0].conv;
+    return half_level >= 3 && net->spec.dtype == CR_CONVNET_U8 &&
+           net->spec.scale == CR_CONVNET_SCALE_255 && net->stage[0].op == CR_CONVNET_CONV &&
+           cs->pad == 0 && cs->S % 4 == 0 && cs->stride % 4 == 0 && cs->W % 4 == 0;
+}
+
 static void rounded_forward(const test_net *t, cr_dtype fmt, const void *obs, int n, float *out,
                             float *value) {
     const cr_convnet *net = &t->net;
@@ -555,24 +567,33 @@ static void rounded_forward(const test_net *t, cr_dtype fmt, const void *obs, in
         }
     void *scratch = aligned_alloc(64, (scratch_bytes + 63) / 64 * 64);
     CHECK(cur && nxt && scratch);
+    const int exact = exact_bytes(net); /* the bytes as they are: 0 .. 255 exact in the format */
     if (net->spec.dtype == CR_CONVNET_F32) memcpy(cur, obs, in * sizeof *cur);
-    else if (net->spec.scale == CR_CONVNET_SCALE_255) cr_cpu_scale_u8(obs, cur, in);
+    else if (net->spec.scale == CR_CONVNET_SCALE_255 && !exact) cr_cpu_scale_u8(obs, cur, in);
     else
         for (size_t i = 0; i < in; i++) cur[i] = (float)((const uint8_t *)obs)[i];
     for (size_t i = 0; i < in; i++) cur[i] = cr_round_to_dtype(cur[i], fmt);
+    float *zeros = calloc((size_t)net->widest, sizeof *zeros);
+    CHECK(zeros);
     for (int i = 0; i < net->ntrunk; i++) {
         const cr_convnet_stage *st = &net->stage[i];
         const float *sw = w + net->t[st->weight].offset, *sb = params + net->t[st->bias].offset;
+        const int div = exact && i == 0; /* the sum / 255, then the bias */
         if (st->op == CR_CONVNET_CONV) {
             cr_conv2d_shape s = st->conv;
             s.N = n;
-            cr_cpu_conv2d_forward(&s, cur, sw, sb, nxt, 0, scratch);
+            cr_cpu_conv2d_forward(&s, cur, sw, div ? zeros : sb, nxt, 0, scratch);
         } else {
             cr_cpu_linear_forward(cur, sw, sb, nxt, n, st->in, st->out);
         }
         const size_t m = (size_t)n * st->out;
+        const size_t per_image = (size_t)st->out;
         for (size_t e = 0; e < m; e++) {
             float v = nxt[e];
+            if (div) { /* (N, K, P, Q): channel k = (e mod K P Q) / (P Q) */
+                const size_t pq = (size_t)st->conv.P * st->conv.Q;
+                v = v / 255.0f + sb[(e % per_image) / pq];
+            }
             if (st->act == CR_CONVNET_RELU) v = v < 0.0f ? 0.0f : v;
             else if (st->act == CR_CONVNET_TANH) v = cr_tanhf(v);
             nxt[e] = cr_round_to_dtype(v, fmt);
@@ -591,7 +612,7 @@ static void rounded_forward(const test_net *t, cr_dtype fmt, const void *obs, in
         cr_cpu_linear_forward(cur, w + net->t[net->critic_w].offset,
                               params + net->t[net->critic_b].offset, value, n, F, 1);
     }
-    free(w), free(cur), free(nxt), free(scratch);
+    free(w), free(cur), free(nxt), free(scratch), free(zeros);
 }
 
 /* max |got - want| over n / max |want| over n (bench infer's error column). */
@@ -935,6 +956,16 @@ static void run_cuda(const test_net *const *nets, int count) {
         test_pipelined_bitwise(nets[1], halves[h]); /* nature-cnn: 32 and 64 input channels */
         test_pipelined_bitwise(nets[5], halves[h]);
     }
+    /* level 3: the first conv of the uint8 / 255 nets on the bytes themselves (not bitwise:
+     * against the CPU, and against its emulation with the same exact inputs) */
+    half_level = 3;
+    cr_convnet_half_set_pipelined(3);
+    for (int h = 0; h < 2; h++) {
+        compare_devices(nets[1], halves[h], CR_CONVNET_ENGINE_AUTO);
+        compare_devices(nets[3], halves[h], CR_CONVNET_ENGINE_AUTO);
+    }
+    cr_convnet_half_set_pipelined(1);
+    half_level = 1;
     test_device_pointers(nets[0], CUDARL_PRECISION_FP32);
     test_device_pointers(nets[2], CUDARL_PRECISION_FP32);
     for (int h = 0; h < 2; h++) {

@@ -217,11 +217,14 @@ void cr_convnet_cuda_half_cache_carve(const cr_convnet_cuda *cn, void *mem, int 
 void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const void *obs,
                                   float *out, float *value, const cr_convnet_half_cache *c, int B);
 
-/* For tests: which kernel the half forwards captured or run from now on use for their
- * channels-last convs: 0 the register-staged one, 1 (the default) the pipelined one, 2 the
- * pipelined one with 8 outputs per thread in its epilogue (written 2026-11-30 without a GPU to
- * run it: the default once its gpu test has passed and it measures faster). All three give the
- * same bits. Process-wide; not thread-safe. */
+/* For tests: which kernels the half forwards captured or run from now on use. 0: the
+ * register-staged conv kernel everywhere; 1 (the default): the pipelined one for channels-last
+ * convs; 2: as 1, and every conv's epilogue writes 8 outputs per thread; 3: as 2, and a first
+ * conv reading uint8 / 255 a word at a time multiplies the bytes themselves (exact in the
+ * format, no table) and divides its sums by 255. 0 to 2 give the same bits; 3 rounds
+ * differently (more exactly: the inputs are not rounded). 2 and 3 were written 2026-11-30
+ * without a GPU to run them: the default once their gpu tests have passed and they measure
+ * faster. Process-wide; not thread-safe. */
 void cr_convnet_half_set_pipelined(int level);
 
 /* cr_convnet_forward on the device (an FP32 or TF32 handle): out (B, A) and, ppo only, value (B)

@@ -313,6 +313,8 @@ struct hconv_args {
     long long M;
     int K, C, H, W, R, S, stride, pad, P, Q, CRSp;
     int scale255, act, out_nchw;
+    int div255;   // u8_words with / 255: the products take the bytes themselves (exact in
+                  // either format) and the sums are divided by 255 before the bias
     int u8_words; // IN_U8 with 4 taps of a row one aligned 32-bit word: no padding, and S,
                   // stride and W multiples of 4 (the seed's 8x8/4 conv on 256 or 84 pixels)
     int cps;        // chunks of HALF_BK taps per split: block z sums chunks [z cps, (z + 1) cps)
@@ -335,6 +337,29 @@ template <int WN> struct hconv_tile {
 
 __host__ __device__ __forceinline__ bool inside(const hconv_args &a, int h, int w) {
     return (unsigned)h < (unsigned)a.H && (unsigned)w < (unsigned)a.W;
+}
+
+// Four bytes (the lowest first) as four values of the format, exactly (0 .. 255 are exact in
+// fp16 and bf16), as two words of two values each, the lower value in the lower half: fp16 by
+// the magic number 1024 (0x6400 | b is 1024 + b; one subtraction of 1024 per pair), bf16 through
+// float's 2^23.
+template <typename T> __device__ __forceinline__ uint2 bytes_exact(unsigned w);
+template <> __device__ __forceinline__ uint2 bytes_exact<__half>(unsigned w) {
+    union { unsigned u; __half2 h; } lo, hi;
+    lo.u = __byte_perm(w, 0x64646464u, 0x5140); // 1024 + b0, 1024 + b1
+    hi.u = __byte_perm(w, 0x64646464u, 0x7362); // 1024 + b2, 1024 + b3
+    const __half2 magic = __float2half2_rn(1024.0f);
+    lo.h = __hsub2(lo.h, magic);
+    hi.h = __hsub2(hi.h, magic);
+    return make_uint2(lo.u, hi.u);
+}
+template <> __device__ __forceinline__ uint2 bytes_exact<__nv_bfloat16>(unsigned w) {
+    float f[4];
+#pragma unroll
+    for (int b = 0; b < 4; b++)
+        f[b] = __uint_as_float(0x4B000000u | ((w >> (8 * b)) & 255u)) - 8388608.0f;
+    return make_uint2(pack2(__float2bfloat16_rn(f[0]), __float2bfloat16_rn(f[1])),
+                      pack2(__float2bfloat16_rn(f[2]), __float2bfloat16_rn(f[3])));
 }
 
 // out = the JT taps j0 .. j0 + JT - 1 of pixel row m of A (the im2col matrix, never stored), in
@@ -384,6 +409,28 @@ __host__ __device__ __forceinline__ void gather_a(const hconv_args &a, bool mval
         const uint8_t *x = (const uint8_t *)a.x;
         const int RS = a.R * a.S;
         int c = j0 / RS, rs = j0 - c * RS, r = rs / a.S, s = rs - r * a.S;
+        if (a.div255) { // the bytes themselves: two words of the tile per word read, no table
+            unsigned packed[JT / 2];
+#pragma unroll
+            for (int g = 0; g < JT / 4; g++) {
+                unsigned word = 0; // past C R S (c == C): zeros
+                if (mvalid && c < a.C)
+                    word = *(const unsigned *)(x + nbase + ((size_t)c * a.H + h0 + r) * a.W +
+                                               w0 + s);
+                const uint2 two = bytes_exact<T>(word);
+                packed[2 * g] = two.x, packed[2 * g + 1] = two.y;
+                s += 4;
+                if (s == a.S) {
+                    s = 0;
+                    if (++r == a.R) r = 0, ++c;
+                }
+            }
+#pragma unroll
+            for (int q = 0; q < JT / 8; q++)
+                out[q] = make_uint4(packed[4 * q], packed[4 * q + 1], packed[4 * q + 2],
+                                    packed[4 * q + 3]);
+            return;
+        }
 #pragma unroll
         for (int g = 0; g < JT / 4; g++) {
             unsigned word = 0; // past C R S (c == C): zeros, lut[0] = 0
@@ -417,6 +464,18 @@ __host__ __device__ __forceinline__ void gather_a(const hconv_args &a, bool mval
     for (int q = 0; q < JT / 8; q++)
         out[q] = make_uint4(pack2(v[8 * q], v[8 * q + 1]), pack2(v[8 * q + 2], v[8 * q + 3]),
                             pack2(v[8 * q + 4], v[8 * q + 5]), pack2(v[8 * q + 6], v[8 * q + 7]));
+}
+
+// A conv's sum as its outputs take it: divided by 255 where the products took the bytes
+// themselves (hconv_args.div255).
+__device__ __forceinline__ float hc_scaled(const hconv_args &a, float sum) {
+    return a.div255 ? __fdiv_rn(sum, 255.0f) : sum;
+}
+__device__ __forceinline__ float4 hc_scaled4(const hconv_args &a, float4 v) {
+    if (a.div255)
+        v = make_float4(__fdiv_rn(v.x, 255.0f), __fdiv_rn(v.y, 255.0f), __fdiv_rn(v.z, 255.0f),
+                        __fdiv_rn(v.w, 255.0f));
+    return v;
 }
 
 // Output pixel m's window: its top left (h0, w0), padding included, and its image's first
@@ -483,7 +542,7 @@ hconv_epilogue(const hconv_args &a,
             if (part) part[(size_t)mm * a.K + k] = Cs[mi * LDC + ki]; // hconv_reduce_kernel's
             else
                 y[(size_t)mm * a.K + k] =
-                    to_fmt<T>(act_apply(a.act, __fadd_rn(Cs[mi * LDC + ki], a.b[k])));
+                    to_fmt<T>(act_apply(a.act, __fadd_rn(hc_scaled(a, Cs[mi * LDC + ki]), a.b[k])));
         }
     } else { // Cs[channel][pixel]; y (N, K, P, Q): consecutive threads, consecutive pixels
         constexpr int LDC = BM + 4;
@@ -502,7 +561,7 @@ hconv_epilogue(const hconv_args &a,
                 const long long n = mm / PQ;
                 const int pq = (int)(mm - n * PQ);
                 y[((size_t)n * a.K + k) * PQ + pq] =
-                    to_fmt<T>(act_apply(a.act, __fadd_rn(Cs[ki * LDC + mi], a.b[k])));
+                    to_fmt<T>(act_apply(a.act, __fadd_rn(hc_scaled(a, Cs[ki * LDC + mi]), a.b[k])));
             }
         }
     }
@@ -547,12 +606,13 @@ hconv_epilogue_vec(const hconv_args &a,
             const float *c = Cs + mi * LDC + (k - k0);
             const size_t at = (size_t)mm * a.K + k;
             if ((a.K & 7) == 0) {
-                const float4 c0 = *(const float4 *)c, c1 = *(const float4 *)(c + 4);
+                float4 c0 = *(const float4 *)c, c1 = *(const float4 *)(c + 4);
                 if (part) {
                     *(float4 *)(part + at) = c0; // hconv_reduce_kernel's
                     *(float4 *)(part + at + 4) = c1;
                     continue;
                 }
+                c0 = hc_scaled4(a, c0), c1 = hc_scaled4(a, c1);
                 const float4 b0 = *(const float4 *)(a.b + k), b1 = *(const float4 *)(a.b + k + 4);
                 const float v[8] = {
                     act_apply(a.act, __fadd_rn(c0.x, b0.x)), act_apply(a.act, __fadd_rn(c0.y, b0.y)),
@@ -564,7 +624,7 @@ hconv_epilogue_vec(const hconv_args &a,
             }
             for (int t = 0; t < 8 && k + t < a.K; t++) {
                 if (part) part[at + t] = c[t];
-                else y[at + t] = to_fmt<T>(act_apply(a.act, __fadd_rn(c[t], a.b[k + t])));
+                else y[at + t] = to_fmt<T>(act_apply(a.act, __fadd_rn(hc_scaled(a, c[t]), a.b[k + t])));
             }
         }
     } else { // Cs[channel][pixel]; y (N, K, P, Q); an item: 8 pixels of one channel
@@ -585,7 +645,8 @@ hconv_epilogue_vec(const hconv_args &a,
             if ((PQ & 7) == 0) { // the 8 pixels are one image's, and all of them < M
                 const long long n = mm / PQ;
                 const int pq = (int)(mm - n * PQ);
-                const float4 c0 = *(const float4 *)c, c1 = *(const float4 *)(c + 4);
+                const float4 c0 = hc_scaled4(a, *(const float4 *)c),
+                             c1 = hc_scaled4(a, *(const float4 *)(c + 4));
                 const float v[8] = {
                     act_apply(a.act, __fadd_rn(c0.x, bk)), act_apply(a.act, __fadd_rn(c0.y, bk)),
                     act_apply(a.act, __fadd_rn(c0.z, bk)), act_apply(a.act, __fadd_rn(c0.w, bk)),
@@ -598,7 +659,7 @@ hconv_epilogue_vec(const hconv_args &a,
                 const long long n = (mm + t) / PQ;
                 const int pq = (int)(mm + t - n * PQ);
                 y[((size_t)n * a.K + k) * PQ + pq] =
-                    to_fmt<T>(act_apply(a.act, __fadd_rn(c[t], bk)));
+                    to_fmt<T>(act_apply(a.act, __fadd_rn(hc_scaled(a, c[t]), bk)));
             }
         }
     }
@@ -607,7 +668,7 @@ hconv_epilogue_vec(const hconv_args &a,
 // y = act(b + conv(x)) in the format, one block per BM pixels x BN channels (see the top).
 // Shared memory: A tiles As[2][BM][HC_LDS] (pixels x taps) and B tiles Bs[2][BN][HC_LDS]
 // (channels x taps, the weight's rows), then, after the last chunk, the fp32 output tile.
-template <typename T, int IN, int WN>
+template <typename T, int IN, int WN, bool VEC>
 static __global__ void __launch_bounds__(HC_THREADS) hconv_kernel(const hconv_args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     using namespace nvcuda;
@@ -668,7 +729,8 @@ static __global__ void __launch_bounds__(HC_THREADS) hconv_kernel(const hconv_ar
         buf ^= 1;
     }
     __syncthreads(); // every warp is done with the tiles: the memory becomes the output tile
-    hconv_epilogue<T, BM, BN>(a, acc, smem, m0, k0, wm, wn, tid);
+    if (VEC) hconv_epilogue_vec<T, BM, BN>(a, acc, smem, m0, k0, wm, wn, tid);
+    else hconv_epilogue<T, BM, BN>(a, acc, smem, m0, k0, wm, wn, tid);
 #elif defined(__CUDA_ARCH__)
     __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
 #endif
@@ -800,7 +862,8 @@ static __global__ void __launch_bounds__(HC_THREADS) hconv_nhwc_kernel(const hco
 template <typename T>
 static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, int splits,
                                            const float *__restrict__ b, T *__restrict__ y,
-                                           long long M, int K, int PQ, int act, int out_nchw) {
+                                           long long M, int K, int PQ, int act, int out_nchw,
+                                           int div255) {
     const size_t n = (size_t)M * K, step = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
         size_t m;
@@ -815,6 +878,7 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
         }
         float s = partial[m * K + k];
         for (int z = 1; z < splits; z++) s = __fadd_rn(s, partial[((size_t)z * M + m) * K + k]);
+        if (div255) s = __fdiv_rn(s, 255.0f);
         y[i] = to_fmt<T>(act_apply(act, __fadd_rn(s, b[k])));
     }
 }
@@ -822,7 +886,7 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
 static int use_pipelined = 1; // cr_convnet_half_set_pipelined
 
 extern "C" void cr_convnet_half_set_pipelined(int level) {
-    use_pipelined = level < 0 ? 0 : level > 2 ? 2 : level;
+    use_pipelined = level < 0 ? 0 : level > 3 ? 3 : level;
 }
 
 template <typename T, int IN>
@@ -832,18 +896,20 @@ static void launch_conv_in(cudarl_ctx *ctx, const hconv_args &a, int splits) {
         typedef hconv_tile<2> tile;
         dim3 grid((unsigned)((a.M + tile::BM - 1) / tile::BM), (unsigned)((a.K + 63) / 64),
                   (unsigned)splits);
-        if (use_pipelined == 2) hconv_nhwc_kernel<T, true><<<grid, HC_THREADS, 0, st>>>(a);
+        if (use_pipelined >= 2) hconv_nhwc_kernel<T, true><<<grid, HC_THREADS, 0, st>>>(a);
         else hconv_nhwc_kernel<T, false><<<grid, HC_THREADS, 0, st>>>(a);
     } else if (a.K <= 32) {
         typedef hconv_tile<1> tile;
         dim3 grid((unsigned)((a.M + tile::BM - 1) / tile::BM), (unsigned)((a.K + 31) / 32),
                   (unsigned)splits);
-        hconv_kernel<T, IN, 1><<<grid, HC_THREADS, 0, st>>>(a);
+        if (use_pipelined >= 2) hconv_kernel<T, IN, 1, true><<<grid, HC_THREADS, 0, st>>>(a);
+        else hconv_kernel<T, IN, 1, false><<<grid, HC_THREADS, 0, st>>>(a);
     } else {
         typedef hconv_tile<2> tile;
         dim3 grid((unsigned)((a.M + tile::BM - 1) / tile::BM), (unsigned)((a.K + 63) / 64),
                   (unsigned)splits);
-        hconv_kernel<T, IN, 2><<<grid, HC_THREADS, 0, st>>>(a);
+        if (use_pipelined >= 2) hconv_kernel<T, IN, 2, true><<<grid, HC_THREADS, 0, st>>>(a);
+        else hconv_kernel<T, IN, 2, false><<<grid, HC_THREADS, 0, st>>>(a);
     }
     CR_CUDA_LAUNCHED(ctx);
 }
@@ -859,7 +925,7 @@ static void launch_conv(cudarl_ctx *ctx, int in, const hconv_args &a, int splits
     const size_t n = (size_t)a.M * a.K;
     hconv_reduce_kernel<T><<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0,
                              cr_stream(ctx)>>>(a.partial, splits, a.b, (T *)a.y, a.M, a.K,
-                                               a.P * a.Q, a.act, a.out_nchw);
+                                               a.P * a.Q, a.act, a.out_nchw, a.div255);
     CR_CUDA_LAUNCHED(ctx);
 }
 
@@ -960,6 +1026,7 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
             a.scale255 = scale, a.act = act_of(s);
             a.u8_words = u8 && i == 0 && cs->pad == 0 && cs->S % 4 == 0 && cs->stride % 4 == 0 &&
                          cs->W % 4 == 0;
+            a.div255 = a.u8_words && scale && use_pipelined >= 3;
             a.out_nchw = !(i + 1 < net->ntrunk && net->stage[i + 1].op == CR_CONVNET_CONV);
             const cr_half_split sp = cr_convnet_half_splits(net, hp, i, B);
             a.cps = sp.cps;
