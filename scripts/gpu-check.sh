@@ -329,6 +329,23 @@ for b in "$@"; do
       "$OUT/ncu_full.txt" | grep -v "^ *----" | cut -c1-150 | head -120
     add "fp16 b128 convs under ncu --set full (infer_ncu_full)" "see $OUT/ncu_full.txt"
     ;;
+  infer_levels)
+    # the half forward's kernel levels (src/nn/convnet_half.cu, cr_convnet_half_set_pipelined)
+    # side by side: a build per level 2 and 3 beside build-gpu (level 1), each one's
+    # cudarl bench infer (gemm engine, fp16 and bf16 rows are the ones that differ)
+    for lv in 2 3; do
+      cmake -S . -B build-l$lv -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" \
+        -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=$lv >/tmp/cmake-l$lv.log 2>&1 &&
+        cmake --build build-l$lv -j16 --target cudarl_cli >/tmp/build-l$lv.log 2>&1 ||
+        { echo "level $lv: build failed"; tail -20 /tmp/build-l$lv.log; }
+    done
+    for b in build-gpu build-l2 build-l3; do
+      echo "== $b"
+      "$b/cudarl" bench infer --device cuda --engine gemm --iters 300 --warmup 30 2>&1 |
+        grep -E "^\| cudarl \(igemm\)" | tee -a "$OUT/infer_levels.txt"
+    done
+    add "half forward levels 1-3 (infer_levels)" "see $OUT/infer_levels.txt"
+    ;;
   mlp_fused)
     dev/cuda/run_mlp_fused.sh 2>&1 | tee "$OUT/mlp_fused.txt" | tail -30
     add "fused MLP kernel lab" "see the table above"

@@ -883,7 +883,13 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
     }
 }
 
-static int use_pipelined = 1; // cr_convnet_half_set_pipelined
+// The kernel level at start (cr_convnet_half_set_pipelined); a build may set it to compare the
+// levels in one run, e.g. -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=3 (scripts/gpu-check.sh's
+// infer_levels).
+#ifndef CUDARL_HALF_LEVEL
+#define CUDARL_HALF_LEVEL 1
+#endif
+static int use_pipelined = CUDARL_HALF_LEVEL;
 
 extern "C" void cr_convnet_half_set_pipelined(int level) {
     use_pipelined = level < 0 ? 0 : level > 3 ? 3 : level;
