@@ -331,20 +331,21 @@ for b in "$@"; do
     ;;
   infer_levels)
     # the half forward's kernel levels (src/nn/convnet_half.cu, cr_convnet_half_set_pipelined)
-    # side by side: a build per level 2 and 3 beside build-gpu (level 1), each one's
-    # cudarl bench infer (gemm engine, fp16 and bf16 rows are the ones that differ)
-    for lv in 2 3; do
+    # side by side: a build per level in INFER_LEVELS (default 1 2) beside build-gpu (the
+    # default level, 3), each one's cudarl bench infer (gemm engine; the fp16 and bf16 rows are
+    # the ones that differ)
+    for lv in ${INFER_LEVELS:-1 2}; do
       cmake -S . -B build-l$lv -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" \
         -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=$lv >/tmp/cmake-l$lv.log 2>&1 &&
         cmake --build build-l$lv -j16 --target cudarl_cli >/tmp/build-l$lv.log 2>&1 ||
         { echo "level $lv: build failed"; tail -20 /tmp/build-l$lv.log; }
     done
-    for b in build-gpu build-l2 build-l3; do
+    for b in build-gpu $(for lv in ${INFER_LEVELS:-1 2}; do echo build-l$lv; done); do
       echo "== $b"
       "$b/cudarl" bench infer --device cuda --engine gemm --iters 300 --warmup 30 2>&1 |
         grep -E "^\| cudarl \(igemm\)" | tee -a "$OUT/infer_levels.txt"
     done
-    add "half forward levels 1-3 (infer_levels)" "see $OUT/infer_levels.txt"
+    add "half forward levels (infer_levels)" "see $OUT/infer_levels.txt"
     ;;
   mlp_fused)
     dev/cuda/run_mlp_fused.sh 2>&1 | tee "$OUT/mlp_fused.txt" | tail -30

@@ -533,10 +533,11 @@ static double net_rtol(const test_net *t, cudarl_precision prec) {
  * weights rounded, its float32 bias, the CPU's conv or linear op in float32, the activation,
  * the output rounded; the heads' weights rounded, their outputs float32. out (n, A), value (n)
  * (ppo; else not written). Test code: it allocates its buffers. */
-/* The half forward's kernel level (cr_convnet_half_set_pipelined) compare_devices runs at: from
+/* The half forward's kernel level (cr_convnet_half_set_pipelined) compare_devices emulates: from
  * 3 on, a first conv reading uint8 / 255 a word at a time (no padding; S, stride and W multiples
- * of 4: convnet_half.cu's u8_words) takes the bytes themselves and divides its sums by 255. */
-static int half_level = 1;
+ * of 4: convnet_half.cu's u8_words) takes the bytes themselves and divides its sums by 255.
+ * run_cuda sets it to the library's default level at start. */
+static int half_level = 3;
 
 static int exact_bytes(const cr_convnet *net) {
     const cr_conv2d_shape *cs = &net->stage[0].conv;
@@ -911,7 +912,7 @@ static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
         cr_convnet_half_set_pipelined(k);
         p[k] = load_net(t, CUDARL_DEVICE_CUDA, prec, CR_CONVNET_ENGINE_AUTO, MAXB);
     }
-    cr_convnet_half_set_pipelined(1);
+    cr_convnet_half_set_pipelined(half_level);
     void *obs = malloc(obs_bytes(t, MAXB));
     float *l[3], v[3][MAXB];
     int32_t a[3][MAXB];
@@ -937,6 +938,7 @@ static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
 }
 
 static void run_cuda(const test_net *const *nets, int count) {
+    half_level = cr_convnet_half_level(); /* the default the compare_devices below emulate */
     test_eval_on_device(nets[0], 12); /* the trained DQN on MinAtar/Breakout-v1 */
     test_eval_on_device(nets[1], 70); /* PPO nature-cnn on CartPolePixels-v1: two chunks */
     static const cudarl_precision halves[2] = {CUDARL_PRECISION_FP16, CUDARL_PRECISION_BF16};
@@ -956,16 +958,17 @@ static void run_cuda(const test_net *const *nets, int count) {
         test_pipelined_bitwise(nets[1], halves[h]); /* nature-cnn: 32 and 64 input channels */
         test_pipelined_bitwise(nets[5], halves[h]);
     }
-    /* level 3: the first conv of the uint8 / 255 nets on the bytes themselves (not bitwise:
-     * against the CPU, and against its emulation with the same exact inputs) */
-    half_level = 3;
-    cr_convnet_half_set_pipelined(3);
+    /* the other side of level 3 (the default): the first conv of the uint8 / 255 nets on the
+     * format's rounding of bytes / 255, against the CPU and its emulation of that */
+    const int level = half_level;
+    half_level = level >= 3 ? 2 : 3;
+    cr_convnet_half_set_pipelined(half_level);
     for (int h = 0; h < 2; h++) {
         compare_devices(nets[1], halves[h], CR_CONVNET_ENGINE_AUTO);
         compare_devices(nets[3], halves[h], CR_CONVNET_ENGINE_AUTO);
     }
-    cr_convnet_half_set_pipelined(1);
-    half_level = 1;
+    half_level = level;
+    cr_convnet_half_set_pipelined(level);
     test_device_pointers(nets[0], CUDARL_PRECISION_FP32);
     test_device_pointers(nets[2], CUDARL_PRECISION_FP32);
     for (int h = 0; h < 2; h++) {

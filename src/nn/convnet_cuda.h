@@ -218,14 +218,16 @@ void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, co
                                   float *out, float *value, const cr_convnet_half_cache *c, int B);
 
 /* For tests: which kernels the half forwards captured or run from now on use. 0: the
- * register-staged conv kernel everywhere; 1 (the default): the pipelined one for channels-last
- * convs; 2: as 1, and every conv's epilogue writes 8 outputs per thread; 3: as 2, and a first
+ * register-staged conv kernel everywhere; 1: the pipelined one for channels-last convs; 2: as
+ * 1, and every conv's epilogue writes 8 outputs per thread; 3 (the default): as 2, and a first
  * conv reading uint8 / 255 a word at a time multiplies the bytes themselves (exact in the
  * format, no table) and divides its sums by 255. 0 to 2 give the same bits; 3 rounds
- * differently (more exactly: the inputs are not rounded). 2 and 3 were written 2026-11-30
- * without a GPU to run them: the default once their gpu tests have passed and they measure
- * faster. Process-wide; not thread-safe. */
+ * differently (more exactly: the inputs are not rounded). Measured on the H200 2026-11-30,
+ * fp16 at batch 128: 0.361 ms at level 1, 0.316 at 2, 0.297 at 3 (bench/RESULTS.md).
+ * Process-wide; not thread-safe. */
 void cr_convnet_half_set_pipelined(int level);
+/* The level the half forward's conv kernels are chosen at now (CUDARL_HALF_LEVEL at start). */
+int cr_convnet_half_level(void);
 
 /* cr_convnet_forward on the device (an FP32 or TF32 handle): out (B, A) and, ppo only, value (B)
  * (NULL for dqn) of obs (B, C, H, W), uint8 or float as the spec's dtype; fills the cache c. B

@@ -887,13 +887,15 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
 // levels in one run, e.g. -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=3 (scripts/gpu-check.sh's
 // infer_levels).
 #ifndef CUDARL_HALF_LEVEL
-#define CUDARL_HALF_LEVEL 1
+#define CUDARL_HALF_LEVEL 3
 #endif
 static int use_pipelined = CUDARL_HALF_LEVEL;
 
 extern "C" void cr_convnet_half_set_pipelined(int level) {
     use_pipelined = level < 0 ? 0 : level > 3 ? 3 : level;
 }
+
+extern "C" int cr_convnet_half_level(void) { return use_pipelined; }
 
 template <typename T, int IN>
 static void launch_conv_in(cudarl_ctx *ctx, const hconv_args &a, int splits) {
