@@ -318,29 +318,33 @@ for b in "$@"; do
     ;;
   infer_ncu_full)
     # the three convs of the fp16 forward at batch 128 under ncu --set full (occupancy,
-    # throughputs, stall reasons): the runtime captures one graph per power-of-two batch at load,
-    # 1 to 128, three conv launches each, so the 22nd to 24th hconv_kernel<__half> launches are
-    # batch 128's
-    ncu --set full --graph-profiling node --kernel-name-base demangled \
-      -k "regex:hconv_kernel<__half" --launch-skip 21 --launch-count 3 \
+    # throughputs, stall reasons). Loading runs each batch size's forward once, eagerly, 1 to
+    # 128 (policy_cuda.cu's conv_warm_up), before it captures the graphs: the 8th launch of the
+    # first conv's kernel and the 15th and 16th of the channels-last one are batch 128's
+    ncu --set full --kernel-name-base demangled -k "regex:hconv_s2d_kernel<__half" \
+      --launch-skip 7 --launch-count 1 \
       build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
       > "$OUT/ncu_full.txt" 2>"$OUT/ncu_full.err"
-    grep -E "hconv_kernel|Duration|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|DRAM Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit (Registers|Shared)|Executed Ipc A|Issue Slots Busy|One or More Eligible|Warp Cycles Per Issued|Stall" \
+    ncu --set full --kernel-name-base demangled -k "regex:hconv_mma_kernel<__half" \
+      --launch-skip 14 --launch-count 2 \
+      build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
+      >> "$OUT/ncu_full.txt" 2>>"$OUT/ncu_full.err"
+    grep -E "hconv_|Duration|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|DRAM Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit (Registers|Shared)|Executed Ipc A|Issue Slots Busy|One or More Eligible|Warp Cycles Per Issued|Stall|Grid Size" \
       "$OUT/ncu_full.txt" | grep -v "^ *----" | cut -c1-150 | head -120
     add "fp16 b128 convs under ncu --set full (infer_ncu_full)" "see $OUT/ncu_full.txt"
     ;;
   infer_levels)
     # the half forward's kernel levels (src/nn/convnet_half.cu, cr_convnet_half_set_pipelined)
-    # side by side: a build per level in INFER_LEVELS (default 1 2) beside build-gpu (the
-    # default level, 3), each one's cudarl bench infer (gemm engine; the fp16 and bf16 rows are
+    # side by side: a build per level in INFER_LEVELS (default 4) beside build-gpu (the
+    # default level, 5), each one's cudarl bench infer (gemm engine; the fp16 and bf16 rows are
     # the ones that differ)
-    for lv in ${INFER_LEVELS:-1 2}; do
+    for lv in ${INFER_LEVELS:-4}; do
       cmake -S . -B build-l$lv -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" \
         -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=$lv >/tmp/cmake-l$lv.log 2>&1 &&
         cmake --build build-l$lv -j16 --target cudarl_cli >/tmp/build-l$lv.log 2>&1 ||
         { echo "level $lv: build failed"; tail -20 /tmp/build-l$lv.log; }
     done
-    for b in build-gpu $(for lv in ${INFER_LEVELS:-1 2}; do echo build-l$lv; done); do
+    for b in build-gpu $(for lv in ${INFER_LEVELS:-4}; do echo build-l$lv; done); do
       echo "== $b"
       "$b/cudarl" bench infer --device cuda --engine gemm --iters 300 --warmup 30 2>&1 |
         grep -E "^\| cudarl \(igemm\)" | tee -a "$OUT/infer_levels.txt"

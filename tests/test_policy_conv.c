@@ -670,8 +670,9 @@ static void compare_devices(const test_net *t, cudarl_precision prec, cr_convnet
         rounded_forward(t, fmt, obs, n, lt, vt);
         double et = norm_err(lg, lt, (size_t)n * A);
         if (ppo) et = fmax(et, norm_err(vg, vt, (size_t)n));
-        CHECK_MSG(et <= twin_rtol, "%s %s n %d: ||cuda - rounded cpu|| / ||rounded cpu|| = %.3g "
-                  "> %.3g", t->label, cudarl_precision_name(prec), n, et, twin_rtol);
+        CHECK_MSG(et <= twin_rtol, "%s %s (kernel level %d) n %d: ||cuda - rounded cpu|| / "
+                  "||rounded cpu|| = %.3g > %.3g", t->label, cudarl_precision_name(prec),
+                  half_level, n, et, twin_rtol);
         worst_twin = fmax(worst_twin, et);
     }
     const char *eng = cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(gpu->conv_gpu));
@@ -680,8 +681,9 @@ static void compare_devices(const test_net *t, cudarl_precision prec, cr_convnet
            t->label, cudarl_precision_name(prec), eng, MAXB, worst, rtol, worst_max,
            info.device_bytes, info.context_bytes, info.pinned_bytes);
     if (is_half(prec))
-        printf("  %s, %s: against the CPU's emulation of its roundings %.3g (<= %.3g)\n",
-               t->label, cudarl_precision_name(prec), worst_twin, twin_rtol);
+        printf("  %s, %s (kernel level %d): against the CPU's emulation of its roundings %.3g "
+               "(<= %.3g)\n", t->label, cudarl_precision_name(prec), half_level, worst_twin,
+               twin_rtol);
     if (is_half(prec)) { /* the float weights stay on the host: only the converted ones here */
         size_t wbytes = cr_convnet_cuda_weights_bytes(gpu->conv_gpu);
         CHECK_MSG(gpu->params == NULL && wbytes > 0 && info.device_bytes >= wbytes,
@@ -901,39 +903,50 @@ static void test_eval_on_device(const test_net *t, int episodes) {
     cudarl_ctx_free(gpu);
 }
 
-/* The half forward with the pipelined channels-last conv kernel (level 1) and with its
- * vectorized epilogue (level 2) against the register-staged one (level 0): the same chunks in
- * the same order through the same MMAs and the same per-output arithmetic, so the same bits, at
- * every n (the small ones split their reductions). */
+/* The half forward's kernel levels that must give the same bits (cr_convnet_half_set_pipelined):
+ * the pipelined channels-last conv kernel (level 1) and its vectorized epilogue (level 2)
+ * against the register-staged one (level 0), and the warp-tiled ldmatrix / mma.sync kernel
+ * (level 4) against level 3 (both with the table-free first conv): the same chunks in the same
+ * order through the same m16n8k16 products and the same per-output arithmetic, at every n (the
+ * small ones split their reductions). */
 static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
+    enum { LEVELS = 5 };
+    static const int ref[LEVELS] = {0, 0, 0, 3, 3}; /* the level each one must equal */
+    static const char *const what[LEVELS] = {
+        "register-staged", "pipelined", "pipelined, vectorized epilogue", "table-free conv1",
+        "warp-tiled mma.sync"};
     const int A = t->net.spec.num_actions, ppo = is_ppo(t);
-    cudarl_policy *p[3];
-    for (int k = 0; k < 3; k++) { /* the kernels are chosen when the graphs are captured */
+    cudarl_policy *p[LEVELS];
+    for (int k = 0; k < LEVELS; k++) { /* the kernels are chosen when the graphs are captured */
         cr_convnet_half_set_pipelined(k);
         p[k] = load_net(t, CUDARL_DEVICE_CUDA, prec, CR_CONVNET_ENGINE_AUTO, MAXB);
     }
     cr_convnet_half_set_pipelined(half_level);
     void *obs = malloc(obs_bytes(t, MAXB));
-    float *l[3], v[3][MAXB];
-    int32_t a[3][MAXB];
-    for (int k = 0; k < 3; k++) l[k] = malloc((size_t)MAXB * A * sizeof(float));
-    CHECK(obs && l[0] && l[1] && l[2]);
+    float *l[LEVELS], v[LEVELS][MAXB];
+    int32_t a[LEVELS][MAXB];
+    for (int k = 0; k < LEVELS; k++) {
+        l[k] = malloc((size_t)MAXB * A * sizeof(float));
+        CHECK(l[k]);
+    }
+    CHECK(obs);
     random_obs(t, obs, MAXB, 321);
     for (int n = 1; n <= MAXB; n++) {
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < LEVELS; k++)
             CHECK_OK(cudarl_policy_act(p[k], obs, t->dtype, n, a[k], ppo ? v[k] : NULL, l[k]));
-        for (int k = 1; k < 3; k++)
-            CHECK_MSG(!memcmp(l[k], l[0], (size_t)n * A * sizeof(float)) &&
-                      (!ppo || !memcmp(v[k], v[0], (size_t)n * sizeof(float))),
-                      "%s %s n %d: the %s conv kernel's outputs differ from the register-staged "
-                      "one's (logit 0: %a vs %a)", t->label, cudarl_precision_name(prec), n,
-                      k == 1 ? "pipelined" : "pipelined, vectorized epilogue", (double)l[k][0],
-                      (double)l[0][0]);
+        for (int k = 0; k < LEVELS; k++) {
+            const int r = ref[k];
+            if (r == k) continue;
+            CHECK_MSG(!memcmp(l[k], l[r], (size_t)n * A * sizeof(float)) &&
+                      (!ppo || !memcmp(v[k], v[r], (size_t)n * sizeof(float))),
+                      "%s %s n %d: level %d's conv kernels (%s) give other outputs than level "
+                      "%d's (%s): logit 0 %a vs %a", t->label, cudarl_precision_name(prec), n, k,
+                      what[k], r, what[r], (double)l[k][0], (double)l[r][0]);
+        }
     }
-    printf("  %s, %s: the pipelined channels-last conv kernel, with and without its vectorized "
-           "epilogue, gives the register-staged one's bits at n = 1..%d\n", t->label,
-           cudarl_precision_name(prec), MAXB);
-    for (int k = 0; k < 3; k++) cudarl_policy_free(p[k]), free(l[k]);
+    printf("  %s, %s: levels 1 and 2 give level 0's bits, level 4 level 3's, at n = 1..%d\n",
+           t->label, cudarl_precision_name(prec), MAXB);
+    for (int k = 0; k < LEVELS; k++) cudarl_policy_free(p[k]), free(l[k]);
     free(obs);
 }
 
@@ -958,14 +971,20 @@ static void run_cuda(const test_net *const *nets, int count) {
         test_pipelined_bitwise(nets[1], halves[h]); /* nature-cnn: 32 and 64 input channels */
         test_pipelined_bitwise(nets[5], halves[h]);
     }
-    /* the other side of level 3 (the default): the first conv of the uint8 / 255 nets on the
-     * format's rounding of bytes / 255, against the CPU and its emulation of that */
+    /* the levels besides the default whose rounding differs: 2 (the first conv on the format's
+     * rounding of bytes / 255), 4 (on the bytes themselves, word by word) and 5 (the first conv
+     * of 4 channels 8x8/4 over 4 x 4 blocks, hconv_s2d_kernel), each against the CPU and its
+     * emulation */
     const int level = half_level;
-    half_level = level >= 3 ? 2 : 3;
-    cr_convnet_half_set_pipelined(half_level);
-    for (int h = 0; h < 2; h++) {
-        compare_devices(nets[1], halves[h], CR_CONVNET_ENGINE_AUTO);
-        compare_devices(nets[3], halves[h], CR_CONVNET_ENGINE_AUTO);
+    static const int others[3] = {2, 4, 5};
+    for (int o = 0; o < 3; o++) {
+        if (others[o] == level) continue;
+        half_level = others[o];
+        cr_convnet_half_set_pipelined(half_level);
+        for (int h = 0; h < 2; h++) {
+            compare_devices(nets[1], halves[h], CR_CONVNET_ENGINE_AUTO);
+            compare_devices(nets[3], halves[h], CR_CONVNET_ENGINE_AUTO);
+        }
     }
     half_level = level;
     cr_convnet_half_set_pipelined(level);

@@ -18,9 +18,20 @@
 // one 16-byte load, with its weights reordered to (r, s, c) taps when they are converted; the
 // last conv writes (N, K, P, Q), the flatten order the linear after it was trained on.
 //
-// A conv over a channels-last input with C a multiple of 8 and more than 32 output channels (the
-// convs after the first) runs hconv_nhwc_kernel instead: the same product, its tiles copied
-// global -> shared by cp.async three chunks deep (see there).
+// Faster kernels replace it where the shapes allow (the kernel level, cr_convnet_half_set_pipelined,
+// default 5; each level keeps the ones below):
+//   1. a conv over a channels-last input with C a multiple of 8 and more than 32 output channels
+//      (the convs after the first) runs hconv_nhwc_kernel: the same product, its tiles copied
+//      global -> shared by cp.async three chunks deep;
+//   2. every conv's epilogue writes 8 outputs per 16-byte store (hconv_epilogue_vec);
+//   3. a first conv over uint8 / 255 frames multiplies the bytes themselves, converted exactly,
+//      and divides its sums by 255 before the bias (no byte table);
+//   4. the channels-last convs run hconv_mma_kernel: warps of 64 x 32 outputs, ldmatrix and
+//      mma.sync m16n8k16, the same bits as level 3;
+//   5. the Nature-CNN's first conv (8x8/4 over 4 uint8 / 255 channels) runs hconv_s2d_kernel, as a
+//      2x2 conv over the frame's 4 x 4 blocks of pixels, from shared memory.
+// Levels 0-2 give the same bits, 3 and 4 the same bits; 3 and 5 round differently (test_policy_conv
+// checks each against the CPU and its emulation of the roundings).
 //
 // Tiles: 256 threads, 8 warps of 32 x 32 outputs each; 128 pixels x 64 channels per block, or
 // 256 x 32 when the stage has at most 32 channels (the seed's first conv). Conv weights are
@@ -81,6 +92,14 @@ enum { IN_U8 = 0, IN_F32, IN_NHWC }; // what a conv stage reads
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
+// The kernel level at start (cr_convnet_half_set_pipelined); a build may set it to compare the
+// levels in one run, e.g. -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=3 (scripts/gpu-check.sh's
+// infer_levels).
+#ifndef CUDARL_HALF_LEVEL
+#define CUDARL_HALF_LEVEL 5
+#endif
+static int use_pipelined = CUDARL_HALF_LEVEL;
+
 // ---- the formats ---------------------------------------------------------------------------
 
 template <typename T> __host__ __device__ __forceinline__ T to_fmt(float x);
@@ -123,13 +142,19 @@ __host__ __device__ static inline long long piece_source(const cr_half_piece &p,
     const size_t k = i / (size_t)p.CRSp, j = i - k * (size_t)p.CRSp;
     if (k >= (size_t)p.K || j >= (size_t)p.CRS) return -1;
     size_t tap = j; // KCRS: the tensor's own (c, r, s) order
-    if (p.kind == HALF_PIECE_KRSC) { // j = (r S + s) C + c
+    if (p.kind == HALF_PIECE_S2D) { // j = ((bh 2 + bw) C + c) 16 + dr 4 + ds
+        const size_t blk = j / (16 * (size_t)p.C), e = j - blk * 16 * (size_t)p.C;
+        const size_t c = e >> 4, r = 4 * (blk >> 1) + ((e >> 2) & 3), s = 4 * (blk & 1) + (e & 3);
+        tap = (c * (size_t)p.R + r) * (size_t)p.S + s;
+    } else if (p.kind == HALF_PIECE_KRSC) { // j = (r S + s) C + c
         const size_t rs = j / (size_t)p.C, c = j - rs * (size_t)p.C;
         const size_t r = rs / (size_t)p.S, s = rs - r * (size_t)p.S;
         tap = (c * (size_t)p.R + r) * (size_t)p.S + s;
     }
     return (long long)(p.src + k * (size_t)p.CRS + tap);
 }
+
+static int s2d_fits(const cr_convnet *net);
 
 void cr_convnet_half_plan_init(const cr_convnet *net, cudarl_precision precision,
                                const int *batches, int nbatches, int sms,
@@ -163,6 +188,7 @@ void cr_convnet_half_plan_init(const cr_convnet *net, cudarl_precision precision
         const cr_conv2d_shape *c = &st->conv;
         cr_half_piece *p = &hp->piece[st->weight];
         p->kind = s == 0 ? HALF_PIECE_KCRS : HALF_PIECE_KRSC;
+        if (s == 0 && s2d_fits(net)) p->kind = HALF_PIECE_S2D, hp->s2d = 1;
         p->K = c->K, p->C = c->C, p->R = c->R, p->S = c->S;
         p->CRS = c->C * c->R * c->S;
         p->CRSp = (int)round_up((size_t)p->CRS, HALF_BK);
@@ -202,6 +228,12 @@ cr_half_split cr_convnet_half_splits(const cr_convnet *net, const cr_convnet_hal
     const cr_convnet_stage *st = &net->stage[i];
     const cr_conv2d_shape *cs = &st->conv;
     CUDARL_ASSERT(st->op == CR_CONVNET_CONV && B >= 1 && B <= hp->max_batch);
+    cr_half_split sp;
+    memset(&sp, 0, sizeof sp);
+    if (i == 0 && hp->s2d) { // hconv_s2d_kernel: a block per two output rows, all the taps
+        sp.splits = 1, sp.cps = hp->piece[st->weight].CRSp / HALF_BK;
+        return sp;
+    }
     int bm, bn;
     conv_tile(cs->K, &bm, &bn);
     const long long M = (long long)B * cs->P * cs->Q;
@@ -209,8 +241,6 @@ cr_half_split cr_convnet_half_splits(const cr_convnet *net, const cr_convnet_hal
     const int chunks = hp->piece[st->weight].CRSp / HALF_BK;
     long long want = 2LL * hp->sms / blocks; // splits for two blocks per SM
     want = want < 1 ? 1 : want > chunks ? chunks : want;
-    cr_half_split sp;
-    memset(&sp, 0, sizeof sp);
     sp.cps = (chunks + (int)want - 1) / (int)want;
     sp.splits = (chunks + sp.cps - 1) / sp.cps; // no empty split
     if (sp.splits == 1) return sp;
@@ -482,9 +512,8 @@ __device__ __forceinline__ float4 hc_scaled4(const hconv_args &a, float4 v) {
 // element nbase.
 __device__ __forceinline__ void hconv_window(const hconv_args &a, long long m, int *h0, int *w0,
                                              size_t *nbase) {
-    const int PQ = a.P * a.Q;
-    const long long n = m / PQ;
-    const int pq = (int)(m - n * PQ), p = pq / a.Q, q = pq - p * a.Q;
+    const unsigned PQ = (unsigned)(a.P * a.Q), n = (unsigned)m / PQ; // m < M < 2^31
+    const int pq = (int)((unsigned)m - n * PQ), p = pq / a.Q, q = pq - p * a.Q;
     *h0 = p * a.stride - a.pad, *w0 = q * a.stride - a.pad;
     *nbase = (size_t)n * a.C * a.H * a.W;
 }
@@ -580,30 +609,23 @@ __device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
                       pack2(to_fmt<T>(v[4]), to_fmt<T>(v[5])), pack2(to_fmt<T>(v[6]), to_fmt<T>(v[7])));
 }
 
-template <typename T, int BM, int BN>
-__device__ __forceinline__ void
-hconv_epilogue_vec(const hconv_args &a,
-                   nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2],
-                   unsigned char *smem, long long m0, int k0, int wm, int wn, int tid) {
-    using namespace nvcuda;
-    float *Cs = (float *)smem;
+// The block's fp32 output tile in shared memory to y (or the partial sums), 8 outputs per item
+// (the top of hconv_epilogue_vec): Cs[pixel][channel] with rows of LDR floats where the
+// partials or a channels-last y take it, else Cs[channel][pixel] with rows of LDC floats.
+// NT threads, this one tid.
+template <typename T, int BM, int BN, int LDR, int LDC, int NT>
+__device__ __forceinline__ void hconv_write_tile(const hconv_args &a, const float *Cs,
+                                                 long long m0, int k0, int tid) {
     T *y = (T *)a.y;
     const int PQ = a.P * a.Q;
-    if (a.partial || !a.out_nchw) { // Cs[pixel][channel]; an item: 8 channels of one pixel
-        constexpr int LDC = BN + 4, G = BN / 8;
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int j = 0; j < 2; j++)
-                wmma::store_matrix_sync(Cs + (wm * 32 + i * 16) * LDC + wn * 32 + j * 16,
-                                        acc[i][j], LDC, wmma::mem_row_major);
-        __syncthreads();
+    if (a.partial || !a.out_nchw) { // an item: 8 channels of one pixel
+        constexpr int G = BN / 8;
         float *part = a.partial ? a.partial + (size_t)blockIdx.z * (size_t)a.M * a.K : NULL;
-        for (int e = tid; e < BM * G; e += HC_THREADS) {
+        for (int e = tid; e < BM * G; e += NT) {
             const int mi = e / G, k = k0 + (e - mi * G) * 8;
             const long long mm = m0 + mi;
             if (mm >= a.M || k >= a.K) continue;
-            const float *c = Cs + mi * LDC + (k - k0);
+            const float *c = Cs + mi * LDR + (k - k0);
             const size_t at = (size_t)mm * a.K + k;
             if ((a.K & 7) == 0) {
                 float4 c0 = *(const float4 *)c, c1 = *(const float4 *)(c + 4);
@@ -627,24 +649,17 @@ hconv_epilogue_vec(const hconv_args &a,
                 else y[at + t] = to_fmt<T>(act_apply(a.act, __fadd_rn(hc_scaled(a, c[t]), a.b[k + t])));
             }
         }
-    } else { // Cs[channel][pixel]; y (N, K, P, Q); an item: 8 pixels of one channel
-        constexpr int LDC = BM + 4, G = BM / 8;
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int j = 0; j < 2; j++)
-                wmma::store_matrix_sync(Cs + (wn * 32 + j * 16) * LDC + wm * 32 + i * 16,
-                                        acc[i][j], LDC, wmma::mem_col_major);
-        __syncthreads();
-        for (int e = tid; e < BN * G; e += HC_THREADS) {
+    } else { // y (N, K, P, Q); an item: 8 pixels of one channel
+        constexpr int G = BM / 8;
+        for (int e = tid; e < BN * G; e += NT) {
             const int ki = e / G, mi = (e - ki * G) * 8, k = k0 + ki;
             const long long mm = m0 + mi;
             if (mm >= a.M || k >= a.K) continue;
             const float *c = Cs + ki * LDC + mi;
             const float bk = a.b[k];
             if ((PQ & 7) == 0) { // the 8 pixels are one image's, and all of them < M
-                const long long n = mm / PQ;
-                const int pq = (int)(mm - n * PQ);
+                const unsigned n = (unsigned)mm / (unsigned)PQ; // mm < M < 2^31
+                const int pq = (int)((unsigned)mm - n * (unsigned)PQ);
                 const float4 c0 = hc_scaled4(a, *(const float4 *)c),
                              c1 = hc_scaled4(a, *(const float4 *)(c + 4));
                 const float v[8] = {
@@ -663,6 +678,30 @@ hconv_epilogue_vec(const hconv_args &a,
             }
         }
     }
+}
+
+template <typename T, int BM, int BN>
+__device__ __forceinline__ void
+hconv_epilogue_vec(const hconv_args &a,
+                   nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2],
+                   unsigned char *smem, long long m0, int k0, int wm, int wn, int tid) {
+    using namespace nvcuda;
+    float *Cs = (float *)smem;
+    constexpr int LDR = BN + 4, LDC = BM + 4;
+    const bool rows = a.partial || !a.out_nchw; // Cs[pixel][channel], else [channel][pixel]
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            if (rows)
+                wmma::store_matrix_sync(Cs + (wm * 32 + i * 16) * LDR + wn * 32 + j * 16,
+                                        acc[i][j], LDR, wmma::mem_row_major);
+            else
+                wmma::store_matrix_sync(Cs + (wn * 32 + j * 16) * LDC + wm * 32 + i * 16,
+                                        acc[i][j], LDC, wmma::mem_col_major);
+        }
+    __syncthreads();
+    hconv_write_tile<T, BM, BN, LDR, LDC, HC_THREADS>(a, Cs, m0, k0, tid);
 }
 
 // y = act(b + conv(x)) in the format, one block per BM pixels x BN channels (see the top).
@@ -746,6 +785,15 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool vali
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                 "r"(valid ? 16 : 0));
+#endif
+}
+// cp_async16 through L1 (cp.async.ca): for tiles whose bytes neighbouring pixels' windows read
+// again (a conv's input), where .cg would fetch them from L2 each time.
+__device__ __forceinline__ void cp_async16_ca(void *dst, const void *src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
                  "r"(valid ? 16 : 0));
 #endif
 }
@@ -856,6 +904,350 @@ static __global__ void __launch_bounds__(HC_THREADS) hconv_nhwc_kernel(const hco
 #endif
 }
 
+// ---- the warp-tiled channels-last conv kernel (level 4) ---------------------------------------
+
+#define HM_THREADS 128 // threads of a hconv_mma_kernel block: 4 warps of 64 pixels x 32 channels
+#define HM_STAGES 3    // chunks in flight: two loading while one multiplies
+
+// Four 8 x 8 matrices of 16-bit elements from shared memory (ldmatrix): lane l gives the address
+// of row l % 8 of matrix l / 8; each lane gets element pair (l / 4, 2 (l % 4) .. + 1) of each.
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const void *p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+#endif
+}
+
+// d += a b on the tensor cores: m16n8k16, a row-major (16 x 16), b column-major (16 x 8), fp32
+// accumulators (the instruction a WMMA 16x16x16 product is made of, two per WMMA).
+template <typename T> __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4],
+                                                              unsigned b0, unsigned b1);
+template <>
+__device__ __forceinline__ void mma16816<__half>(float (&d)[4], const unsigned (&a)[4],
+                                                 unsigned b0, unsigned b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const unsigned (&a)[4],
+                                                        unsigned b0, unsigned b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+// hconv_nhwc_kernel's product with a larger warp tile: 4 warps (2 x 2) of 64 pixels x 32
+// channels each on the same 128 x 64 block tile, the fragments read by ldmatrix and multiplied
+// by mma.sync m16n8k16. Per chunk of 32 taps a warp issues 32 tensor instructions between two
+// barriers, where hconv_nhwc_kernel's warps of 32 x 32 issue 16 of them for as many fragment
+// loads and, with twice the warps, twice the barrier waits. The same chunks in the same order
+// and the same m16n8k16 products of the same values as WMMA's, so the same sums, and the same
+// epilogue: the same bits (test_policy_conv checks). Each thread copies 4 of the A tile's
+// 128 x 4 vectors (see the copies) and 2 of the weight tile's 64 x 4 (channel tid / 2, taps
+// 16 (tid % 2) .. + 15).
+template <typename T>
+static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_kernel(const hconv_args a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    constexpr int BM = 128, BN = 64, LDS = HC_LDS, STAGE = (BM + BN) * LDS;
+    constexpr int MI = 4, NI = 4;           // a warp's m16 and n8 tiles: 64 x 32
+    constexpr int LDR = BN + 8, LDC = BM + 4; // the fp32 output tile's rows (see the end)
+    constexpr int AB_BYTES = HM_STAGES * STAGE * 2;
+    constexpr int C_BYTES = (BM * LDR > BN * LDC ? BM * LDR : BN * LDC) * 4;
+    __shared__ __align__(128) unsigned char smem[AB_BYTES > C_BYTES ? AB_BYTES : C_BYTES];
+    T *const tiles = (T *)smem;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm0 = (warp & 1) * 64, wn0 = (warp >> 1) * 32; // the warp's tile in the block's
+    const long long m0 = (long long)blockIdx.x * BM;
+    const int k0 = blockIdx.y * BN;
+    const int kbeg = blockIdx.z * a.cps * HALF_BK;
+    const int kend = kbeg + a.cps * HALF_BK < a.CRSp ? kbeg + a.cps * HALF_BK : a.CRSp;
+    const int nch = (kend - kbeg) / HALF_BK;
+
+    // The A tile's copies: vector u = tid % 4 (taps 8 u .. 8 u + 7 of a chunk) of pixels
+    // tid / 4 + 32 v, v = 0 .. 3, so that the 4 lanes of a pixel copy its 64 contiguous bytes
+    // (C >= 32) and a warp's copy covers whole sectors; through L1, where the windows of
+    // neighbouring pixels meet.
+    const int u = tid & 3;
+    bool mvalid[4];
+    int h0[4], w0[4];
+    const T *x = (const T *)a.x, *pix[4]; // pix: the pixel's window's top left (no padding)
+#pragma unroll
+    for (int v = 0; v < 4; v++) {
+        const long long m = m0 + (tid >> 2) + 32 * v;
+        size_t nbase = 0;
+        mvalid[v] = m < a.M;
+        h0[v] = w0[v] = 0;
+        if (mvalid[v]) hconv_window(a, m, &h0[v], &w0[v], &nbase);
+        pix[v] = x + (long long)nbase + ((long long)h0[v] * a.W + w0[v]) * a.C;
+    }
+    // without padding, and with no padded taps (C R S == CRSp), every tap of a pixel's window is
+    // inside the frame: its vectors are at one offset from pix for all four pixels
+    const bool whole = a.pad == 0 && a.C * a.R * a.S == a.CRSp;
+    // this thread's tap (r, s, c) in the next chunk to load: tap next + 8 u
+    int rs = (kbeg + 8 * u) / a.C, c = (kbeg + 8 * u) - rs * a.C, r = rs / a.S, s = rs - r * a.S;
+    const int kb = tid >> 1, jb = (tid & 1) * 16;
+    const T *wsrc = (const T *)a.w + (size_t)(k0 + kb) * a.CRSp + jb;
+    int next = kbeg;
+
+    auto load = [&](int st) {
+        T *At = tiles + st * STAGE, *Bt = At + BM * LDS;
+        const int off = (r * a.W + s) * a.C + c;
+#pragma unroll
+        for (int v = 0; v < 4; v++) {
+            T *dst = At + ((tid >> 2) + 32 * v) * LDS + 8 * u;
+            if (whole) {
+                cp_async16_ca(dst, mvalid[v] ? pix[v] + off : x, mvalid[v]);
+            } else {
+                const bool ok = mvalid[v] && r < a.R && inside(a, h0[v] + r, w0[v] + s);
+                cp_async16_ca(dst, ok ? pix[v] + off : x, ok);
+            }
+        }
+        cp_async16(Bt + kb * LDS + jb, wsrc + next, true);
+        cp_async16(Bt + kb * LDS + jb + 8, wsrc + next + 8, true);
+        // the next chunk's tap, 32 on (C is a multiple of 8, maybe below 32: several steps)
+        for (c += HALF_BK; c >= a.C; c -= a.C)
+            if (++s == a.S) s = 0, ++r;
+        next += HALF_BK;
+    };
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+
+#pragma unroll
+    for (int i = 0; i < HM_STAGES - 1; i++) {
+        if (i < nch) load(i);
+        cp_async_commit();
+    }
+    // where this lane's ldmatrix rows start: A rows (lane % 16), taps 8 (lane / 16); B rows
+    // (lane % 8) + 8 (lane / 16), taps 8 ((lane / 8) % 2)
+    const int arow = wm0 + (lane & 15), acol = (lane >> 4) * 8;
+    const int brow = wn0 + (lane & 7) + ((lane >> 4) << 3), bcol = ((lane >> 3) & 1) * 8;
+    for (int kc = 0; kc < nch; kc++) {
+        cp_async_wait<HM_STAGES - 2>();
+        __syncthreads(); // chunk kc is in; every warp is past chunk kc - 1, whose stage reloads
+        if (kc + HM_STAGES - 1 < nch) load((kc + HM_STAGES - 1) % HM_STAGES);
+        cp_async_commit();
+        const T *At = tiles + (kc % HM_STAGES) * STAGE, *Bt = At + BM * LDS;
+#pragma unroll
+        for (int ks = 0; ks < HALF_BK; ks += 16) {
+            unsigned af[MI][4], bf[NI][2];
+#pragma unroll
+            for (int i = 0; i < MI; i++) ldsm_x4(af[i], At + (arow + 16 * i) * LDS + ks + acol);
+#pragma unroll
+            for (int jp = 0; jp < NI / 2; jp++) {
+                unsigned t4[4];
+                ldsm_x4(t4, Bt + (brow + 16 * jp) * LDS + ks + bcol);
+                bf[2 * jp][0] = t4[0], bf[2 * jp][1] = t4[1];
+                bf[2 * jp + 1][0] = t4[2], bf[2 * jp + 1][1] = t4[3];
+            }
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int j = 0; j < NI; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+        }
+    }
+    cp_async_wait<0>();
+    __syncthreads(); // the tiles' memory becomes the fp32 output tile
+    // accumulator (i, j) element e: pixel wm0 + 16 i + lane / 4 (+ 8 for e >= 2), channel
+    // wn0 + 8 j + 2 (lane % 4) (+ 1 for odd e)
+    float *Cs = (float *)smem;
+    const bool rows = a.partial || !a.out_nchw; // Cs[pixel][channel], else [channel][pixel]
+    const int g = lane >> 2, t2 = (lane & 3) * 2;
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int mi = wm0 + 16 * i + g + 8 * hf, ki = wn0 + 8 * j + t2;
+                if (rows) {
+                    *(float2 *)(Cs + mi * LDR + ki) =
+                        make_float2(acc[i][j][2 * hf], acc[i][j][2 * hf + 1]);
+                } else {
+                    Cs[ki * LDC + mi] = acc[i][j][2 * hf];
+                    Cs[(ki + 1) * LDC + mi] = acc[i][j][2 * hf + 1];
+                }
+            }
+    __syncthreads();
+    hconv_write_tile<T, BM, BN, LDR, LDC, HM_THREADS>(a, Cs, m0, k0, tid);
+#elif defined(__CUDA_ARCH__)
+    __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
+#endif
+}
+
+// ---- the first conv as a 2 x 2 conv over 4 x 4 blocks (level 5) ------------------------------
+
+// An 8 x 8 / 4 conv over uint8 / 255 frames of C = 4 channels (the Nature-CNN's first conv, half
+// of the forward's time before this kernel) seen as a 2 x 2 / 1 conv over the frame's 4 x 4
+// blocks of pixels, each block 16 C = 64 values (c, dr, ds): output pixel (p, q) is the sum over
+// blocks (p + bh, q + bw), bh, bw in {0, 1}, of 64-value dot products (space to depth). A block
+// of 128 threads computes two output rows of one image, all channels (K <= 32): it copies the
+// 12 frame rows they read into shared memory once, each byte converted exactly to the format
+// (bytes_exact) into its 4 x 4 block, and the 32 x 256 weights (HALF_PIECE_S2D order); then
+// every A fragment is one ldmatrix from the blocks (an output pixel's 16 taps of a k16 step are
+// 16 contiguous values of one block), where hconv_kernel gathers each pixel's taps word by
+// word: that gather was ~15 instructions per tensor instruction. The sums are of the bytes
+// themselves, divided by 255 before the bias (level 3's arithmetic, in another order of the
+// taps). Warp w: output row 2 blockIdx.x + w / 2, columns 32 (w % 2) .. + 31 (two m16 tiles),
+// all 32 channels (four n8 tiles). The 16-byte units of a block are stored XOR-swizzled by the
+// block's column (unit u at u ^ (wb % 8)), so that the 8 rows of an ldmatrix, consecutive
+// columns, hit distinct banks.
+#define S2D_C 4                      // channels
+#define S2D_WB 65                    // block columns in shared memory: Q <= 64 (q + 1 <= 64)
+#define S2D_TAPS (64 * S2D_C)        // 2 x 2 blocks of 16 C values
+#define S2D_LDW (S2D_TAPS + 8)       // a weight row in shared memory, padded: 528 bytes
+
+static int s2d_fits(const cr_convnet *net) {
+    if (use_pipelined < 5 || net->ntrunk < 2) return 0;
+    const cr_convnet_stage *st = &net->stage[0];
+    const cr_conv2d_shape *c = &st->conv;
+    return net->spec.dtype == CR_CONVNET_U8 && net->spec.scale == CR_CONVNET_SCALE_255 &&
+           st->op == CR_CONVNET_CONV && net->stage[1].op == CR_CONVNET_CONV && c->C == S2D_C &&
+           c->R == 8 && c->S == 8 && c->stride == 4 && c->pad == 0 && c->W % 4 == 0 &&
+           c->W / 4 < S2D_WB && c->Q <= 64 && c->K <= 32 && c->K % 8 == 0;
+}
+
+template <typename T>
+static __global__ void __launch_bounds__(128, 4) hconv_s2d_kernel(const hconv_args a, int items) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    constexpr int BLK = 16 * S2D_C; // values per 4 x 4 block
+    __shared__ __align__(128) T in[3 * S2D_WB * BLK];
+    __shared__ __align__(128) T wt[32 * S2D_LDW];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int WB4 = a.W / 4, pairs = (a.P + 1) / 2;
+    // the weights, once per block: 32 rows of 256 taps, 16 bytes a copy
+    const T *wg = (const T *)a.w;
+    for (int e = tid; e < 32 * S2D_TAPS / 8; e += 128) {
+        const int k = e / (S2D_TAPS / 8), j = (e - k * (S2D_TAPS / 8)) * 8;
+        cp_async16(wt + k * S2D_LDW + j, wg + (size_t)k * a.CRSp + j, true);
+    }
+    cp_async_commit();
+    for (int e = tid; e < 3 * BLK; e += 128) // block column 64, read only for q = 63 (ignored)
+        in[((e / BLK) * S2D_WB + S2D_WB - 1) * BLK + e % BLK] = to_fmt<T>(0.0f);
+    // An item is two output rows (2 pp, 2 pp + 1) of image n: it reads frame rows 8 pp ..
+    // 8 pp + 11. This thread's words of them: channel c, row 8 pp + warp + 4 j, block column
+    // lane + 32 hf (zeros past the frame). The next item's are loaded while this one multiplies.
+    unsigned word[S2D_C][3][2];
+    auto fetch = [&](int item) {
+        const int n = item / pairs, pp = item - n * pairs;
+        const uint8_t *x = (const uint8_t *)a.x + (size_t)n * S2D_C * a.H * a.W;
+#pragma unroll
+        for (int c = 0; c < S2D_C; c++)
+#pragma unroll
+            for (int j = 0; j < 3; j++) {
+                const int h = 8 * pp + warp + 4 * j;
+                const uint8_t *row = x + ((size_t)c * a.H + h) * a.W;
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int wb = lane + 32 * hf;
+                    word[c][j][hf] = h < a.H && wb < WB4 ? __ldg((const unsigned *)(row + 4 * wb)) : 0u;
+                }
+            }
+    };
+    int item = blockIdx.x;
+    if (item < items) fetch(item);
+    for (; item < items; item += gridDim.x) {
+        __syncthreads(); // every warp is done with the previous item's blocks
+#pragma unroll
+        for (int c = 0; c < S2D_C; c++)
+#pragma unroll
+            for (int j = 0; j < 3; j++) {
+                const int hh = warp + 4 * j, hb = hh >> 2, dr = hh & 3;
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int wb = lane + 32 * hf;
+                    const int unit = (2 * c + (dr >> 1)) ^ (wb & 7);
+                    *(uint2 *)(in + (hb * S2D_WB + wb) * BLK + unit * 8 + (dr & 1) * 4) =
+                        bytes_exact<T>(word[c][j][hf]);
+                }
+            }
+        cp_async_wait<0>(); // the weights (the first item)
+        __syncthreads();
+        if (item + (int)gridDim.x < items) fetch(item + gridDim.x);
+        const int n = item / pairs, p0 = 2 * (item - n * pairs);
+
+        const int pl = warp >> 1, qw = (warp & 1) * 32; // the warp's output row (0, 1), columns
+        float acc[2][4][4];
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+        // ldmatrix rows: A, pixel q = qw + 16 i + lane % 16, unit half lane / 16 of the k16 step;
+        // B, channel (lane % 8) + 8 (lane / 16), taps 8 ((lane / 8) % 2) of the step
+        const int aq = qw + (lane & 15), ahalf = lane >> 4;
+        const int brow = (lane & 7) + ((lane >> 4) << 3), bcol = ((lane >> 3) & 1) * 8;
+#pragma unroll
+        for (int blk = 0; blk < 4; blk++) {
+            const int bh = blk >> 1, bw = blk & 1;
+#pragma unroll
+            for (int cc = 0; cc < S2D_C; cc++) {
+                unsigned af[2][4], bf[4][2];
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    const int wb = aq + 16 * i + bw;
+                    ldsm_x4(af[i], in + ((pl + bh) * S2D_WB + wb) * BLK +
+                                       ((2 * cc + ahalf) ^ (wb & 7)) * 8);
+                }
+#pragma unroll
+                for (int jp = 0; jp < 2; jp++) {
+                    unsigned t4[4];
+                    ldsm_x4(t4, wt + (16 * jp + brow) * S2D_LDW + blk * BLK + 16 * cc + bcol);
+                    bf[2 * jp][0] = t4[0], bf[2 * jp][1] = t4[1];
+                    bf[2 * jp + 1][0] = t4[2], bf[2 * jp + 1][1] = t4[3];
+                }
+#pragma unroll
+                for (int i = 0; i < 2; i++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+            }
+        }
+        // act(sum / 255 + b) in the format, channels-last: accumulator (i, j) element e is pixel
+        // q = qw + 16 i + lane / 4 (+ 8 for e >= 2), channel 8 j + 2 (lane % 4) (+ 1 for odd e)
+        const int p = p0 + pl;
+        if (p < a.P) {
+            T *y = (T *)a.y + ((size_t)n * a.P + p) * a.Q * a.K;
+            const int g = lane >> 2, t2 = (lane & 3) * 2;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int k = 8 * j + t2;
+                if (k >= a.K) continue;
+                const float b0 = a.b[k], b1 = a.b[k + 1];
+#pragma unroll
+                for (int i = 0; i < 2; i++)
+#pragma unroll
+                    for (int hf = 0; hf < 2; hf++) {
+                        const int q = qw + 16 * i + g + 8 * hf;
+                        if (q >= a.Q) continue;
+                        const float v0 =
+                            act_apply(a.act, __fadd_rn(__fdiv_rn(acc[i][j][2 * hf], 255.0f), b0));
+                        const float v1 =
+                            act_apply(a.act, __fadd_rn(__fdiv_rn(acc[i][j][2 * hf + 1], 255.0f), b1));
+                        *(unsigned *)(y + (size_t)q * a.K + k) = pack2(to_fmt<T>(v0), to_fmt<T>(v1));
+                    }
+            }
+        }
+    }
+#elif defined(__CUDA_ARCH__)
+    __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
+#endif
+}
+
 // y = act(b + the sum of the splits' partial sums, in split order), in the format: the epilogue
 // of a split conv. partial (splits, M, K); y (M, K) channels-last, or (N, K, P, Q) when
 // out_nchw; one thread per element of y, in y's order.
@@ -883,16 +1275,9 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
     }
 }
 
-// The kernel level at start (cr_convnet_half_set_pipelined); a build may set it to compare the
-// levels in one run, e.g. -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=3 (scripts/gpu-check.sh's
-// infer_levels).
-#ifndef CUDARL_HALF_LEVEL
-#define CUDARL_HALF_LEVEL 3
-#endif
-static int use_pipelined = CUDARL_HALF_LEVEL;
 
 extern "C" void cr_convnet_half_set_pipelined(int level) {
-    use_pipelined = level < 0 ? 0 : level > 3 ? 3 : level;
+    use_pipelined = level < 0 ? 0 : level > 5 ? 5 : level;
 }
 
 extern "C" int cr_convnet_half_level(void) { return use_pipelined; }
@@ -900,7 +1285,10 @@ extern "C" int cr_convnet_half_level(void) { return use_pipelined; }
 template <typename T, int IN>
 static void launch_conv_in(cudarl_ctx *ctx, const hconv_args &a, int splits) {
     cudaStream_t st = cr_stream(ctx);
-    if (IN == IN_NHWC && a.C % 8 == 0 && a.K > 32 && use_pipelined) { // the same tile as hconv_tile<2>
+    if (IN == IN_NHWC && a.C % 8 == 0 && a.K > 32 && use_pipelined >= 4) { // the same block tile
+        dim3 grid((unsigned)((a.M + 127) / 128), (unsigned)((a.K + 63) / 64), (unsigned)splits);
+        hconv_mma_kernel<T><<<grid, HM_THREADS, 0, st>>>(a);
+    } else if (IN == IN_NHWC && a.C % 8 == 0 && a.K > 32 && use_pipelined) { // hconv_tile<2>'s
         typedef hconv_tile<2> tile;
         dim3 grid((unsigned)((a.M + tile::BM - 1) / tile::BM), (unsigned)((a.K + 63) / 64),
                   (unsigned)splits);
@@ -1041,7 +1429,15 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
             a.partial = sp.splits == 1 ? NULL
                         : sp.in_output ? (float *)((unsigned char *)c->act[i] + sp.at)
                                        : ws;
-            launch_conv<T>(ctx, i > 0 ? IN_NHWC : u8 ? IN_U8 : IN_F32, a, sp.splits);
+            if (i == 0 && hp->s2d) {
+                CUDARL_ASSERT(a.div255 && !a.out_nchw && !a.partial);
+                const int items = B * ((cs->P + 1) / 2); // two output rows of an image each
+                const int grid = items < 4 * hp->sms ? items : 4 * hp->sms;
+                hconv_s2d_kernel<T><<<grid, 128, 0, st>>>(a, items);
+                CR_CUDA_LAUNCHED(ctx);
+            } else {
+                launch_conv<T>(ctx, i > 0 ? IN_NHWC : u8 ? IN_U8 : IN_F32, a, sp.splits);
+            }
         } else {
             const size_t n = (size_t)B * s->out;
             gemm_ex(ctx, dt, w, h, ws, B, s->in, s->out);

@@ -27,6 +27,9 @@ enum {
     HALF_PIECE_KRSC,     // a later conv's weight (Kp, CRSp): rows k, taps j = (r S + s) C + c,
                          // the order of its channels-last input
     HALF_PIECE_BIAS,     // a bias: fp32, copied
+    HALF_PIECE_S2D,      // the first conv's weight for hconv_s2d_kernel (Kp, CRSp): rows k, taps
+                         // j = (((r / 4) 2 + s / 4) C + c) 16 + (r % 4) 4 + s % 4 (an 8 x 8 / 4
+                         // conv as a 2 x 2 conv over 4 x 4 blocks of 16 C values)
 };
 
 struct cr_half_piece {
@@ -50,6 +53,8 @@ struct cr_convnet_half_plan {
     int max_batch;                        // the largest declared batch: the cache's rows
     int sms;                              // the device's SMs (split-K's target grid)
     size_t widest[2];                     // elements per row of cache buffer 0 and 1
+    int s2d;                              // the first conv runs hconv_s2d_kernel (its weight
+                                          // is a HALF_PIECE_S2D; never split)
 };
 
 // How a conv stage's reduction is split at batch B (cr_convnet_half_splits): `splits` blocks
