@@ -299,8 +299,12 @@ for b in "$@"; do
       tee "$OUT/infer_cudarl.txt" | grep -v "^cudarl bench infer: .*\.\.\.$"
     cmp=(); [ -f "$OUT/infer_cudarl.json" ] && cmp=(--compare "$OUT/infer_cudarl.json")
     # torch.compile's autotuning logs go to a file of their own: only the tables are shown
-    PYTHONUNBUFFERED=1 python3 bench/peers/infer_peers.py --json "$OUT/infer_peers.json" \
-      "${cmp[@]}" 2>"$OUT/infer_peers.err" | tee "$OUT/infer_peers.txt"
+    # (INFER_PEER_ROWS: a subset of the peers' rows, e.g. without torch.compile's minutes of
+    # autotuning; PEERS_TIMEOUT bounds them)
+    rows=(); [ -n "${INFER_PEER_ROWS:-}" ] && rows=(--rows "$INFER_PEER_ROWS")
+    PYTHONUNBUFFERED=1 timeout "${PEERS_TIMEOUT:-900}" python3 bench/peers/infer_peers.py \
+      --json "$OUT/infer_peers.json" "${rows[@]}" "${cmp[@]}" 2>"$OUT/infer_peers.err" |
+      tee "$OUT/infer_peers.txt"
     add "policy runtime inference vs peers (infer)" "see the tables above ($OUT/infer_peers.txt)"
     ;;
   infer_profile)

@@ -639,6 +639,11 @@ static void compare_devices(const test_net *t, cudarl_precision prec, cr_convnet
               info.precision == prec && info.device_bytes > 0 && info.context_bytes > 0,
               "%s: info device %d, %d graph batches, %zu device bytes", t->label,
               (int)info.device, info.graph_batches, info.device_bytes);
+    /* a half policy's context keeps a 1 MiB cuBLAS workspace (its product borrows a cache
+     * buffer), not the default 32 MiB (Hopper) or 4 MiB */
+    CHECK_MSG(!is_half(prec) || info.context_bytes < ((size_t)2 << 20),
+              "%s %s: the context holds %zu bytes; a half policy's cuBLAS workspace is 1 MiB",
+              t->label, cudarl_precision_name(prec), info.context_bytes);
     void *obs = malloc(obs_bytes(t, MAXB));
     float *lc = malloc((size_t)MAXB * A * 4), *lg = malloc((size_t)MAXB * A * 4);
     float vc[MAXB], vg[MAXB];

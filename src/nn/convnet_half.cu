@@ -71,7 +71,8 @@
 // bytes (at B = 1 the split-K partials instead, 4.1 MB), no im2col (the GEMM engine's conv1
 // im2col is B x 4 MB in fp32). So 99.1 MB at B = 128 (every smaller batch's partials fit in the
 // free rows) and 55.9 MB at B = 1, beside the runtime's uint8 input buffer (B x 262 KB) and the
-// context's 32 MiB cuBLAS workspace.
+// context's cuBLAS workspace: 1 MiB in the policy runtime, whose linear stages lend cuBLAS a free
+// cache buffer instead (gemm_ex) where that is larger, 32 MiB elsewhere.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
@@ -1382,13 +1383,22 @@ static __global__ void heads_kernel(const T *__restrict__ h, int F, const T *__r
 static const float one = 1.0f, zero = 0.0f;
 
 // y (B, O) fp32 = x (B, I) w^T, x and w (O, I) in the format dt, fp32 accumulation (the
-// top says why); column-major that is y^T (O, B) = w (O, I) x^T (I, B): gemm(T, N).
+// top says why); column-major that is y^T (O, B) = w (O, I) x^T (I, B): gemm(T, N). free and
+// free_bytes: device memory nothing reads or writes during the product (a cache buffer), lent
+// to cuBLAS as its workspace for this call where it is larger than the context's own (the
+// policy runtime keeps that one small: cr_cuda_set_blas_workspace); the pointer is what a graph
+// captures.
 static void gemm_ex(cudarl_ctx *ctx, cudaDataType_t dt, const void *w, const void *x, float *y,
-                    int B, int I, int O) {
-    CUBLAS_CHECK(cublasGemmEx(cr_impl(ctx)->blas, CUBLAS_OP_T, CUBLAS_OP_N, O, B, I, &one, w, dt,
+                    int B, int I, int O, void *free, size_t free_bytes) {
+    cr_cuda_impl *im = cr_impl(ctx);
+    const bool lend = free_bytes > im->blas_workspace_bytes;
+    if (lend) CUBLAS_CHECK(cublasSetWorkspace(im->blas, free, free_bytes));
+    CUBLAS_CHECK(cublasGemmEx(im->blas, CUBLAS_OP_T, CUBLAS_OP_N, O, B, I, &one, w, dt,
                               I, x, dt, I, &zero, y, CUDA_R_32F, O, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
     CR_CUDA_LAUNCHED(ctx);
+    if (lend)
+        CUBLAS_CHECK(cublasSetWorkspace(im->blas, im->blas_workspace, im->blas_workspace_bytes));
 }
 
 template <typename T>
@@ -1440,7 +1450,19 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
             }
         } else {
             const size_t n = (size_t)B * s->out;
-            gemm_ex(ctx, dt, w, h, ws, B, s->in, s->out);
+            // free during the product: the output's buffer (its last stage's output was this
+            // one's input's input), or the tail of the input's buffer past the B rows it holds
+            const size_t ALIGN = HALF_ALIGN, E = 2;
+            unsigned char *out_buf = (unsigned char *)c->act[i];
+            size_t out_free = (size_t)c->max_rows * hp->widest[i & 1] * E, in_free = 0;
+            unsigned char *in_tail = NULL;
+            if (i > 0) {
+                const size_t used = round_up((size_t)B * s->in * E, ALIGN);
+                const size_t cap = (size_t)c->max_rows * hp->widest[(i - 1) & 1] * E;
+                if (cap > used) in_tail = (unsigned char *)c->act[i - 1] + used, in_free = cap - used;
+            }
+            if (in_free > out_free) gemm_ex(ctx, dt, w, h, ws, B, s->in, s->out, in_tail, in_free);
+            else gemm_ex(ctx, dt, w, h, ws, B, s->in, s->out, out_buf, out_free);
             linear_epilogue_kernel<T><<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0,
                                         st>>>(ws, b, (T *)c->act[i], n, (unsigned)s->out,
                                               act_of(s));

@@ -9,6 +9,9 @@
 #include <time.h>
 
 #include "env/env.h"
+#ifdef CUDARL_WITH_CUDA
+#include "ops/cuda/cuda_backend.h"
+#endif
 #include "ops/cpu/ops_conv.h"
 #include "runtime/checkpoint.h"
 #include "runtime/policy.h"
@@ -494,6 +497,8 @@ static cudarl_status cpu_warm_up(cudarl_policy *p) {
 }
 
 #ifdef CUDARL_WITH_CUDA
+#define POLICY_HALF_BLAS_WORKSPACE ((size_t)1 << 20)
+
 /* On CUDA: the precision's math mode on the policy's own context, and a conv net's CUDA twin
  * for every graph batch size (1, 2, 4, ..., rows). TF32 runs the conv stages on the GEMM engine,
  * the one whose products cuBLAS's math mode reaches (cuDNN's plans are fp32 FMA); BF16 and FP16
@@ -510,6 +515,9 @@ static cudarl_status cuda_net_init(cudarl_policy *p) {
     CR_TRY(cr_convnet_cuda_init_precision(p->ctx, &p->net.cnn, batches, n, engine, prec,
                                           &p->conv_gpu));
     CR_DEBUG("policy: %s", cr_convnet_cuda_describe(p->conv_gpu));
+    /* the half forward's one cuBLAS product (its linear stages) borrows a free cache buffer as
+     * its workspace where that is larger: the context's own shrinks from 32 MiB to 1 MiB */
+    if (is_half(prec)) CR_TRY(cr_cuda_set_blas_workspace(p->ctx, POLICY_HALF_BLAS_WORKSPACE));
     return CUDARL_OK;
 }
 

@@ -136,6 +136,29 @@ cudarl_status cr_cuda_ctx_init(cudarl_ctx *ctx, int device_index) {
     return CUDARL_OK;
 }
 
+cudarl_status cr_cuda_set_blas_workspace(cudarl_ctx *ctx, size_t bytes) {
+    cr_cuda_impl *im = cr_impl(ctx);
+    CUDARL_ASSERT(im && bytes > 0);
+    void *ws = NULL;
+    cudaError_t e = cudaStreamSynchronize(cr_stream(ctx)); // nothing may still use the old one
+    if (e == cudaSuccess) e = cr_cuda_malloc(&ws, bytes);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cr_fail(e == cudaErrorMemoryAllocation ? CUDARL_ERR_OUT_OF_MEMORY : CUDARL_ERR_CUDA,
+                       "cuda:%d: cannot allocate a cuBLAS workspace of %zu bytes: %s",
+                       ctx->device_index, bytes, cudaGetErrorString(e));
+    }
+    const cublasStatus_t bs = cublasSetWorkspace(im->blas, ws, bytes);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        cudaFree(ws);
+        return cr_fail(CUDARL_ERR_CUDA, "cuda:%d: cublasSetWorkspace: %s", ctx->device_index,
+                       cublasGetStatusString(bs));
+    }
+    cudaFree(im->blas_workspace);
+    im->blas_workspace = ws, im->blas_workspace_bytes = bytes;
+    return CUDARL_OK;
+}
+
 void cr_cuda_ctx_free(cudarl_ctx *ctx) {
     cr_cuda_impl *im = cr_impl(ctx);
     if (!im) return;

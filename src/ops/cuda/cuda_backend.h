@@ -36,6 +36,12 @@ cudarl_status cr_cuda_ctx_init(cudarl_ctx *ctx, int device_index);
  * (cublasGemmEx, CUBLAS_COMPUTE_32F); anything else: cublasSgemm as the math mode says (fp32,
  * or TF32 under cr_convnet_cuda_set_tf32). */
 cudarl_status cr_cuda_set_gemm_precision(cudarl_ctx *ctx, cudarl_precision p);
+/* Replaces the context's cuBLAS workspace (32 MiB on Hopper, 4 MiB before) by one of `bytes`
+ * (> 0): for a context whose large GEMMs bring a workspace of their own (the policy runtime's
+ * half-precision forward lends cuBLAS a free buffer of its cache, cr_convnet_cuda_half_forward).
+ * Waits for the stream first. CUDARL_ERR_OUT_OF_MEMORY (the old one kept) where the new one
+ * cannot be allocated. */
+cudarl_status cr_cuda_set_blas_workspace(cudarl_ctx *ctx, size_t bytes);
 /* Makes ctx's GPU the calling thread's current device (cudaSetDevice): launches, events and
  * cuBLAS calls on a context must be made with its device current. */
 void cr_cuda_make_current(const cudarl_ctx *ctx);
