@@ -449,6 +449,16 @@ cudarl_status cudarl_policy_load(const char *checkpoint, const cudarl_policy_opt
 cudarl_status cudarl_policy_act(cudarl_policy *policy, const void *obs, cudarl_obs_dtype dtype,
                                 int n, int32_t *actions, float *values, float *logits);
 
+/* A buffer of the policy's own for observations, so that act() need not copy them: *buffer
+ * (host memory, pinned; on an integrated GPU mapped, so the graphs read it in place) holds
+ * max_batch rows of the policy's observations (*bytes = max_batch x a row's bytes, as
+ * cudarl_policy_act takes them). Write up to n rows there and pass *buffer as act()'s obs:
+ * act() then skips its copy into its staging (on the H200 a batch-1 pixel policy's end to end
+ * time drops by the copy; bench/RESULTS.md) and zeroes rows n .. of the graph's batch in the
+ * buffer. The buffer lives until cudarl_policy_free. CUDA policies only: a CPU policy reads
+ * observations where they are (CUDARL_ERR_UNSUPPORTED). */
+cudarl_status cudarl_policy_obs_buffer(cudarl_policy *policy, void **buffer, size_t *bytes);
+
 /* What a loaded policy is. */
 typedef struct cudarl_policy_info {
     char algo[8];                 /* "ppo" or "dqn" */

@@ -955,6 +955,42 @@ static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
     free(obs);
 }
 
+/* cudarl_policy_obs_buffer: observations written into the policy's own pinned buffer give
+ * act() the bits of the same observations from the caller's memory, at every n (act() zeroes
+ * the buffer's rows n .. of the graph's batch), without an allocation. */
+static void test_obs_buffer(const test_net *t, cudarl_precision prec) {
+    const int A = t->net.spec.num_actions, ppo = is_ppo(t);
+    cudarl_policy *p = load_net(t, CUDARL_DEVICE_CUDA, prec, CR_CONVNET_ENGINE_AUTO, MAXB);
+    void *buf = NULL;
+    size_t bytes = 0;
+    CHECK_OK(cudarl_policy_obs_buffer(p, &buf, &bytes));
+    CHECK_MSG(buf && bytes == obs_bytes(t, MAXB), "%s: obs_buffer %p of %zu bytes (want %zu)",
+              t->label, buf, bytes, obs_bytes(t, MAXB));
+    void *obs = malloc(bytes);
+    float *l0 = malloc((size_t)MAXB * A * sizeof(float)), *l1 = malloc((size_t)MAXB * A * 4);
+    float v0[MAXB], v1[MAXB];
+    int32_t a0[MAXB], a1[MAXB];
+    CHECK(obs && l0 && l1);
+    random_obs(t, obs, MAXB, 99);
+    memset(buf, 0xA5, bytes); /* what a previous step left: act() must not read past n */
+    const size_t allocs = cr_cuda_alloc_count();
+    for (int n = MAXB; n >= 1; n--) {
+        memcpy(buf, obs, obs_bytes(t, n));
+        CHECK_OK(cudarl_policy_act(p, obs, t->dtype, n, a0, ppo ? v0 : NULL, l0));
+        CHECK_OK(cudarl_policy_act(p, buf, t->dtype, n, a1, ppo ? v1 : NULL, l1));
+        CHECK_MSG(!memcmp(a0, a1, (size_t)n * sizeof *a0) &&
+                      !memcmp(l0, l1, (size_t)n * A * sizeof *l0) &&
+                      (!ppo || !memcmp(v0, v1, (size_t)n * sizeof *v0)),
+                  "%s %s n %d: act() from the policy's buffer differs from act() from the "
+                  "caller's memory", t->label, cudarl_precision_name(prec), n);
+    }
+    CHECK_MSG(cr_cuda_alloc_count() == allocs, "%s: act() from the buffer allocated", t->label);
+    printf("  %s, %s: act() from cudarl_policy_obs_buffer (%zu bytes) = act() from the caller's "
+           "memory, n = %d..1\n", t->label, cudarl_precision_name(prec), bytes, MAXB);
+    cudarl_policy_free(p);
+    free(obs), free(l0), free(l1);
+}
+
 static void run_cuda(const test_net *const *nets, int count) {
     half_level = cr_convnet_half_level(); /* the default the compare_devices below emulate */
     test_eval_on_device(nets[0], 12); /* the trained DQN on MinAtar/Breakout-v1 */
@@ -999,6 +1035,8 @@ static void run_cuda(const test_net *const *nets, int count) {
         test_device_pointers(nets[0], halves[h]);
         test_device_pointers(nets[2], halves[h]);
     }
+    test_obs_buffer(nets[1], CUDARL_PRECISION_FP16); /* uint8 pixels */
+    test_obs_buffer(nets[2], CUDARL_PRECISION_FP32); /* float features */
     test_noalloc_cuda(nets[1], CUDARL_PRECISION_FP32);
     test_noalloc_cuda(nets[1], CUDARL_PRECISION_FP16);
     test_noalloc_cuda(nets[0], CUDARL_PRECISION_BF16);

@@ -441,6 +441,16 @@ static void test_act_refusals(void) {
     obs[2 * 4 + 3] = INFINITY;
     REFUSED("act: inf observation", cudarl_policy_act(dqn, obs, CUDARL_OBS_F32, 3, a, NULL, lg),
             CUDARL_ERR_NUMERIC, "observation 2, element 3");
+    void *buf = (void *)1;
+    size_t bytes = 1;
+    REFUSED("obs_buffer: policy NULL", cudarl_policy_obs_buffer(NULL, &buf, &bytes),
+            CUDARL_ERR_INVALID_ARG, "must not be NULL", "loaded policy");
+    REFUSED("obs_buffer: bytes NULL", cudarl_policy_obs_buffer(ppo, &buf, NULL),
+            CUDARL_ERR_INVALID_ARG, "must not be NULL");
+    REFUSED("obs_buffer: a CPU policy", cudarl_policy_obs_buffer(ppo, &buf, &bytes),
+            CUDARL_ERR_UNSUPPORTED, "runs on the CPU", "your own host memory", "CUDA");
+    CHECK_MSG(buf == NULL && bytes == 0, "obs_buffer refused: *buffer %p, *bytes %zu (want "
+              "NULL, 0)", buf, bytes);
     cudarl_latency_stats st;
     REFUSED("latency: policy NULL", cudarl_policy_latency(NULL, &st), CUDARL_ERR_INVALID_ARG,
             "policy is NULL");

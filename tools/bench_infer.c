@@ -14,6 +14,10 @@
  *                (cr_policy_cuda_time_forward); median and p99 of --iters launches
  *   end to end   cudarl_policy_act from host uint8 observations (ordinary malloc'd memory) to
  *                host int32 actions, CLOCK_MONOTONIC around each call; median and p99
+ *   end to end, pinned input (CUDA rows; a table of its own below the main one): the same
+ *                calls with the observations already in the policy's own pinned buffer
+ *                (cudarl_policy_obs_buffer), where a control loop's sensor code can write them:
+ *                act() then skips its copy into its staging
  *   obs/s        batch x calls / the calls' total end-to-end time (back to back)
  *   memory       what the runtime allocated on the device: its arena (weights: fp32, or at
  *                bf16 / fp16 only their converted copy; input, forward cache, conv workspace,
@@ -72,6 +76,7 @@ typedef struct infer_row {
     cudarl_precision precision;
     int batch;
     double gpu_p50, gpu_p99, e2e_p50, e2e_p99, obs_per_s;
+    double pin_p50, pin_p99; /* end to end from the policy's pinned buffer (NAN on the CPU) */
     size_t mem_bytes;
     double max_rel_err;
 } infer_row;
@@ -208,6 +213,32 @@ static cudarl_status time_e2e(infer_bench *b, cudarl_policy *p, int batch, infer
     return CUDARL_OK;
 }
 
+/* End to end from the policy's own pinned buffer (cudarl_policy_obs_buffer; CUDA only, NAN
+ * elsewhere): the observations are written there once, as a sensor would each step. */
+static cudarl_status time_e2e_pinned(infer_bench *b, cudarl_policy *p, int batch, infer_row *row) {
+    row->pin_p50 = row->pin_p99 = NAN;
+    if (b->kind != CUDARL_DEVICE_CUDA) return CUDARL_OK;
+    void *buf = NULL;
+    size_t bytes = 0, need = (size_t)batch * 4 * HW * HW;
+    CR_TRY(cudarl_policy_obs_buffer(p, &buf, &bytes));
+    if (bytes < need)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "the policy's observation buffer holds %zu "
+                       "bytes, not the %zu of %d observations", bytes, need, batch);
+    memcpy(buf, b->obs, need);
+    int32_t actions[MAX_BATCH];
+    for (int i = 0; i < b->o.warmup; i++)
+        CR_TRY(cudarl_policy_act(p, buf, CUDARL_OBS_U8, batch, actions, NULL, NULL));
+    for (int i = 0; i < b->o.iters; i++) {
+        double t0 = now_s();
+        CR_TRY(cudarl_policy_act(p, buf, CUDARL_OBS_U8, batch, actions, NULL, NULL));
+        b->times[i] = now_s() - t0;
+    }
+    qsort(b->times, (size_t)b->o.iters, sizeof *b->times, cmp_double);
+    row->pin_p50 = 1e3 * quantile(b->times, b->o.iters, 0.5);
+    row->pin_p99 = 1e3 * quantile(b->times, b->o.iters, 0.99);
+    return CUDARL_OK;
+}
+
 /* GPU time of the forward graph (CUDA only; NAN elsewhere). */
 static cudarl_status time_gpu(infer_bench *b, cudarl_policy *p, int batch, infer_row *row) {
     row->gpu_p50 = row->gpu_p99 = NAN;
@@ -275,6 +306,7 @@ static int run_row(infer_bench *b, cudarl_precision prec, cr_convnet_engine engi
                 cudarl_precision_name(prec), batch);
         s = time_e2e(b, p, batch, row);
     }
+    if (s == CUDARL_OK) s = time_e2e_pinned(b, p, batch, row);
     if (s == CUDARL_OK) s = time_gpu(b, p, batch, row);
     if (s == CUDARL_OK) s = error_vs_ref(b, p, batch, row);
     cudarl_policy_free(p);
@@ -326,6 +358,18 @@ static void print_table(const infer_bench *b) {
            "act() from host uint8\nobservations to host actions; memory: the runtime's arena and "
            "its context's cuBLAS workspace;\nerror: max |y - y_ref| / max |y_ref| of the "
            "128 observations, logits and values, y_ref the CPU fp32 forward.\n");
+    if (b->kind == CUDARL_DEVICE_CUDA) {
+        printf("\nEnd to end with the observations already in the policy's pinned buffer "
+               "(cudarl_policy_obs_buffer: act() skips its copy):\n\n| runtime | precision | "
+               "batch | end to end p50 ms | end to end p99 ms | p50 against the copy |\n"
+               "|---|---|---:|---:|---:|---:|\n");
+        for (int i = 0; i < b->nrows; i++) {
+            const infer_row *r = &b->rows[i];
+            printf("| cudarl (%s) | %s | %d | %.4f | %.4f | %.2fx |\n", r->variant,
+                   cudarl_precision_name(r->precision), r->batch, r->pin_p50, r->pin_p99,
+                   r->pin_p50 / r->e2e_p50);
+        }
+    }
     for (int i = 0; i < b->nskips; i++)
         printf("not run: %s: %s\n", cudarl_precision_name(b->skips[i].precision),
                b->skips[i].why);
@@ -370,6 +414,8 @@ static int write_json(const infer_bench *b) {
         fputs(", \"gpu_ms_p99\": ", f), json_number(f, r->gpu_p99);
         fputs(", \"e2e_ms_p50\": ", f), json_number(f, r->e2e_p50);
         fputs(", \"e2e_ms_p99\": ", f), json_number(f, r->e2e_p99);
+        fputs(", \"e2e_pinned_ms_p50\": ", f), json_number(f, r->pin_p50);
+        fputs(", \"e2e_pinned_ms_p99\": ", f), json_number(f, r->pin_p99);
         fputs(", \"obs_per_s\": ", f), json_number(f, r->obs_per_s);
         fprintf(f, ", \"peak_mem_bytes\": %zu, \"max_rel_err\": ", r->mem_bytes);
         json_number(f, r->max_rel_err);

@@ -811,6 +811,23 @@ static cudarl_status cpu_act(cudarl_policy *p, const void *obs, int n, int32_t *
     return CUDARL_OK;
 }
 
+cudarl_status cudarl_policy_obs_buffer(cudarl_policy *p, void **buffer, size_t *bytes) {
+    if (!p || !buffer || !bytes)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_obs_buffer: policy, buffer and "
+                       "bytes must not be NULL (pass a loaded policy and two pointers to fill)");
+    *buffer = NULL, *bytes = 0;
+#ifdef CUDARL_WITH_CUDA
+    if (p->ctx->kind == CUDARL_DEVICE_CUDA) {
+        *buffer = p->cuda.stage_obs;
+        *bytes = (size_t)p->opt.max_batch * p->obs_row_bytes;
+        return CUDARL_OK;
+    }
+#endif
+    return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_policy_obs_buffer: this policy runs on the "
+                   "CPU, which reads observations where they are: pass act() your own host "
+                   "memory (or load the policy with device CUDA)");
+}
+
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

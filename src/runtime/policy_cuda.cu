@@ -227,7 +227,8 @@ extern "C" cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, i
     if (!on_dev[0]) {
         if (p->net.obs_dtype == CUDARL_OBS_F32)
             CR_TRY(cr_policy_check_finite(p, (const float *)obs, n));
-        memcpy(c->stage_obs, obs, (size_t)n * row);
+        if (obs != c->stage_obs) // else the caller wrote them there (cudarl_policy_obs_buffer)
+            memcpy(c->stage_obs, obs, (size_t)n * row);
         memset(c->stage_obs + (size_t)n * row, 0, (size_t)(b - n) * row);
         if (!full && !c->integrated)
             e = cudaMemcpyAsync(c->in, c->stage_obs, (size_t)b * row, cudaMemcpyHostToDevice, st);
