@@ -922,27 +922,30 @@ __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const void *p) {
 }
 
 // d += a b on the tensor cores: m16n8k16, a row-major (16 x 16), b column-major (16 x 8), fp32
-// accumulators (the instruction a WMMA 16x16x16 product is made of, two per WMMA).
-template <typename T> __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4],
-                                                              unsigned b0, unsigned b1);
+// accumulators (the instruction a WMMA 16x16x16 product is made of, two per WMMA); F the
+// inputs' PTX type, f16 or bf16. Not volatile: registers only, so the compiler may interleave
+// the products with the next fragments' loads.
+#define HC_MMA16816(F, d, a, b0, b1)                                                              \
+    asm("mma.sync.aligned.m16n8k16.row.col.f32." F "." F ".f32 {%0, %1, %2, %3}, "               \
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                                         \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                         \
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
+
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1);
 template <>
 __device__ __forceinline__ void mma16816<__half>(float (&d)[4], const unsigned (&a)[4],
                                                  unsigned b0, unsigned b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    HC_MMA16816("f16", d, a, b0, b1);
 #endif
 }
 template <>
 __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const unsigned (&a)[4],
                                                         unsigned b0, unsigned b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    HC_MMA16816("bf16", d, a, b0, b1);
 #endif
 }
 
