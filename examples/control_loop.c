@@ -1,8 +1,9 @@
 /* A trained policy inside a fixed-rate control loop, through the public API only: loads a
  * checkpoint with cudarl_policy_load, then every period reads an observation (synthetic here:
- * smooth signals where a robot would read its sensors), calls cudarl_policy_act and sleeps to
- * the next period's start with clock_nanosleep(TIMER_ABSTIME), so that the rate does not drift
- * with the time act() takes. At the end it prints act()'s latency (p50, p99, max), the calls
+ * smooth signals where a robot would read its sensors) into the policy's own pinned buffer
+ * (cudarl_policy_obs_buffer; on the CPU into memory of ours), calls cudarl_policy_act and
+ * sleeps to the next period's start with clock_nanosleep(TIMER_ABSTIME), so that the rate does
+ * not drift with the time act() takes. At the end it prints act()'s latency (p50, p99, max), the calls
  * over the deadline, and the periods missed (an act() that ended after the next period began).
  *
  * Usage: example_control_loop CHECKPOINT [--hz 1000] [--seconds 1] [--deadline-us 0]
@@ -106,8 +107,13 @@ static int run(const loop_args *a) {
     }
     cudarl_policy_info in;
     cudarl_policy_get_info(p, &in);
-    size_t elem = in.obs_dtype == CUDARL_OBS_U8 ? 1 : sizeof(float);
-    void *obs = calloc((size_t)a->batch * in.obs_dim, elem); /* before the loop: it allocates */
+    size_t elem = in.obs_dtype == CUDARL_OBS_U8 ? 1 : sizeof(float), bytes = 0;
+    /* The observations go where act() reads them without a copy: on a GPU the policy's own
+     * pinned buffer; a CPU policy reads them anywhere (it refuses to hand out a buffer), so
+     * there they go into memory of ours, allocated before the loop. */
+    void *obs = NULL, *own = NULL;
+    if (cudarl_policy_obs_buffer(p, &obs, &bytes) != CUDARL_OK)
+        obs = own = calloc((size_t)a->batch * in.obs_dim, elem);
     int32_t *actions = calloc((size_t)a->batch, sizeof *actions);
     if (!obs || !actions) {
         fprintf(stderr, "example_control_loop: out of memory\n");
@@ -146,7 +152,7 @@ static int run(const loop_args *a) {
            "periods missed %lld  (sum of actions %lld)\n", (long long)st.count, st.p50_us,
            st.p99_us, st.max_us, st.deadline_us > 0 ? "" : "none, ", st.deadline_us,
            (long long)st.deadline_misses, (long long)missed, (long long)action_sum);
-    free(obs);
+    free(own);
     free(actions);
     cudarl_policy_free(p);
     return status;
