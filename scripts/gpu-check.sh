@@ -15,7 +15,9 @@
 #            dqn_minatar (DQN on MinAtar Breakout, 3 seeds, frames and seconds to a mean of 10), infer
 #            (the policy runtime on the seed's 4x256x256 pixel policy at batch 128 and 1, per
 #            precision and conv engine: cudarl bench infer, then bench/peers/infer_peers.py on
-#            the same network and inputs, one combined table), ppo_pixels (PPO on
+#            the same network and inputs, one combined table; INFER_PEER_ROWS a subset of the
+#            peers' rows, PEERS_TIMEOUT their bound), infer_levels (the half forward's kernel
+#            levels, a build each: INFER_LEVELS beside the default), ppo_pixels (PPO on
 #            CartPolePixels-v1 with nature-cnn, 3 seeds per precision side by side in the
 #            background while the rest runs; steps and seconds to the solved mark; PIXELS_SEEDS,
 #            PIXELS_PRECISIONS, PIXELS_GPUS, PIXELS_STEPS, PIXELS_TIMEOUT, PIXELS_ARGS),
