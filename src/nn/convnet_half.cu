@@ -951,13 +951,14 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const uns
 
 // hconv_nhwc_kernel's product with a larger warp tile: 4 warps (2 x 2) of 64 pixels x 32
 // channels each on the same 128 x 64 block tile, the fragments read by ldmatrix and multiplied
-// by mma.sync m16n8k16. Per chunk of 32 taps a warp issues 32 tensor instructions between two
-// barriers, where hconv_nhwc_kernel's warps of 32 x 32 issue 16 of them for as many fragment
-// loads and, with twice the warps, twice the barrier waits. The same chunks in the same order
-// and the same m16n8k16 products of the same values as WMMA's, so the same sums, and the same
-// epilogue: the same bits (test_policy_conv checks). Each thread copies 4 of the A tile's
-// 128 x 4 vectors (see the copies) and 2 of the weight tile's 64 x 4 (channel tid / 2, taps
-// 16 (tid % 2) .. + 15).
+// by mma.sync m16n8k16. Per chunk of 32 taps a warp issues 32 tensor instructions for 12
+// fragment loads between two barriers, where hconv_nhwc_kernel's warps of 32 x 32 issue 16 for
+// 8, and twice as many warps wait at each barrier. (On the H200 the forward went 0.298 -> 0.286
+// ms at fp16, batch 128: the convs are latency-bound, 4 blocks of 128 registers per SM.) The
+// same chunks in the same order and the same m16n8k16 products of the same values as WMMA's, so
+// the same sums, and the same epilogue: the same bits (test_policy_conv checks). Each thread
+// copies 4 of the A tile's 128 x 4 vectors (see the copies) and 2 of the weight tile's 64 x 4
+// (channel tid / 2, taps 16 (tid % 2) .. + 15).
 template <typename T>
 static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_kernel(const hconv_args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -1098,20 +1099,24 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_kernel(const hcon
 // An 8 x 8 / 4 conv over uint8 / 255 frames of C = 4 channels (the Nature-CNN's first conv, half
 // of the forward's time before this kernel) seen as a 2 x 2 / 1 conv over the frame's 4 x 4
 // blocks of pixels, each block 16 C = 64 values (c, dr, ds): output pixel (p, q) is the sum over
-// blocks (p + bh, q + bw), bh, bw in {0, 1}, of 64-value dot products (space to depth). A block
-// of 128 threads computes two output rows of one image, all channels (K <= 32): it copies the
-// 12 frame rows they read into shared memory once, each byte converted exactly to the format
-// (bytes_exact) into its 4 x 4 block, and the 32 x 256 weights (HALF_PIECE_S2D order); then
-// every A fragment is one ldmatrix from the blocks (an output pixel's 16 taps of a k16 step are
-// 16 contiguous values of one block), where hconv_kernel gathers each pixel's taps word by
-// word: that gather was ~15 instructions per tensor instruction. The sums are of the bytes
-// themselves (as level 3's, in another order of the taps), then scaled by the float nearest
-// 1/255 in one FMA with the bias: level 3's IEEE division and addition cost ~12 instructions
-// per output, a quarter of this kernel's besides the tensor instructions, for a result that
-// differs by at most an fp32 rounding before the format's. Warp w: output row 2 blockIdx.x + w / 2, columns 32 (w % 2) .. + 31 (two m16 tiles),
-// all 32 channels (four n8 tiles). The 16-byte units of a block are stored XOR-swizzled by the
-// block's column (unit u at u ^ (wb % 8)), so that the 8 rows of an ldmatrix, consecutive
-// columns, hit distinct banks.
+// blocks (p + bh, q + bw), bh, bw in {0, 1}, of 64-value dot products (space to depth).
+//
+// An item is two output rows of one image, all channels (K <= 32); the blocks are persistent
+// (4 per SM, items blockIdx.x, + gridDim.x, ...), each with 128 threads. A block copies the 32 x
+// 256 weights (HALF_PIECE_S2D order) into shared memory once; for each item it writes the 12
+// frame rows the item reads into shared memory, each byte converted exactly to the format
+// (bytes_exact) into its 4 x 4 block, and loads the next item's words into registers while this
+// one multiplies. Every A fragment is one ldmatrix from the blocks (an output pixel's 16 taps of
+// a k16 step are 16 contiguous values of one block), where hconv_kernel gathers each pixel's
+// taps word by word: that gather was ~15 instructions per tensor instruction. Warp w: output
+// row w / 2 of the item, columns 32 (w % 2) .. + 31 (two m16 tiles), all 32 channels (four n8
+// tiles). The 16-byte units of a block are stored XOR-swizzled by the block's column (unit u at
+// u ^ (wb % 8)), so that the 8 rows of an ldmatrix, consecutive columns, hit distinct banks.
+//
+// The sums are of the bytes themselves (as level 3's, in another order of the taps), then
+// scaled by the float nearest 1/255 in one FMA with the bias: level 3's IEEE division and
+// addition cost ~12 instructions per output, for a result that differs by at most an fp32
+// rounding before the format's.
 #define S2D_C 4                      // channels
 #define S2D_WB 65                    // block columns in shared memory: Q <= 64 (q + 1 <= 64)
 #define S2D_TAPS (64 * S2D_C)        // 2 x 2 blocks of 16 C values
