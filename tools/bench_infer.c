@@ -194,21 +194,30 @@ static int reference(infer_bench *b) {
     return 0;
 }
 
-/* End to end: warm-up calls, then iters timed calls of act() from host memory. */
-static cudarl_status time_e2e(infer_bench *b, cudarl_policy *p, int batch, infer_row *row) {
+/* Warm-up calls, then iters timed calls of act() on obs (host memory): p50 and p99 in ms, and
+ * the calls' total in s. */
+static cudarl_status time_acts(infer_bench *b, cudarl_policy *p, const void *obs, int batch,
+                               double *p50, double *p99, double *total) {
     int32_t actions[MAX_BATCH];
     for (int i = 0; i < b->o.warmup; i++)
-        CR_TRY(cudarl_policy_act(p, b->obs, CUDARL_OBS_U8, batch, actions, NULL, NULL));
-    double total = 0;
+        CR_TRY(cudarl_policy_act(p, obs, CUDARL_OBS_U8, batch, actions, NULL, NULL));
+    *total = 0;
     for (int i = 0; i < b->o.iters; i++) {
         double t0 = now_s();
-        CR_TRY(cudarl_policy_act(p, b->obs, CUDARL_OBS_U8, batch, actions, NULL, NULL));
+        CR_TRY(cudarl_policy_act(p, obs, CUDARL_OBS_U8, batch, actions, NULL, NULL));
         b->times[i] = now_s() - t0;
-        total += b->times[i];
+        *total += b->times[i];
     }
     qsort(b->times, (size_t)b->o.iters, sizeof *b->times, cmp_double);
-    row->e2e_p50 = 1e3 * quantile(b->times, b->o.iters, 0.5);
-    row->e2e_p99 = 1e3 * quantile(b->times, b->o.iters, 0.99);
+    *p50 = 1e3 * quantile(b->times, b->o.iters, 0.5);
+    *p99 = 1e3 * quantile(b->times, b->o.iters, 0.99);
+    return CUDARL_OK;
+}
+
+/* End to end from host memory of ours (the observations copied by act()). */
+static cudarl_status time_e2e(infer_bench *b, cudarl_policy *p, int batch, infer_row *row) {
+    double total;
+    CR_TRY(time_acts(b, p, b->obs, batch, &row->e2e_p50, &row->e2e_p99, &total));
     row->obs_per_s = (double)batch * b->o.iters / total;
     return CUDARL_OK;
 }
@@ -225,18 +234,8 @@ static cudarl_status time_e2e_pinned(infer_bench *b, cudarl_policy *p, int batch
         return cr_fail(CUDARL_ERR_INVALID_ARG, "the policy's observation buffer holds %zu "
                        "bytes, not the %zu of %d observations", bytes, need, batch);
     memcpy(buf, b->obs, need);
-    int32_t actions[MAX_BATCH];
-    for (int i = 0; i < b->o.warmup; i++)
-        CR_TRY(cudarl_policy_act(p, buf, CUDARL_OBS_U8, batch, actions, NULL, NULL));
-    for (int i = 0; i < b->o.iters; i++) {
-        double t0 = now_s();
-        CR_TRY(cudarl_policy_act(p, buf, CUDARL_OBS_U8, batch, actions, NULL, NULL));
-        b->times[i] = now_s() - t0;
-    }
-    qsort(b->times, (size_t)b->o.iters, sizeof *b->times, cmp_double);
-    row->pin_p50 = 1e3 * quantile(b->times, b->o.iters, 0.5);
-    row->pin_p99 = 1e3 * quantile(b->times, b->o.iters, 0.99);
-    return CUDARL_OK;
+    double total;
+    return time_acts(b, p, buf, batch, &row->pin_p50, &row->pin_p99, &total);
 }
 
 /* GPU time of the forward graph (CUDA only; NAN elsewhere). */

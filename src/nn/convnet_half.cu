@@ -547,23 +547,41 @@ hconv_mma_chunk(const T *At, const T *Bt, int wm, int wn,
 // The end of a conv block: its accumulators (warp (wm, wn)'s 32 x 32 outputs) through shared
 // memory (smem, free again: the caller's barrier) to y as act(b + sum) in the format, or, split,
 // to the block's partial sums; y channels-last, or (N, K, P, Q) when a.out_nchw.
+// A block's WMMA accumulators (warp (wm, wn)'s 32 x 32 outputs) into shared memory (smem, free
+// again: the caller's barrier) as the fp32 output tile, then a barrier: Cs[pixel][channel] with
+// rows of BN + 4 floats where `rows`, else Cs[channel][pixel] with rows of BM + 4.
+template <int BM, int BN>
+__device__ __forceinline__ float *
+hconv_stage_acc(nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2],
+                unsigned char *smem, bool rows, int wm, int wn) {
+    using namespace nvcuda;
+    float *Cs = (float *)smem;
+    constexpr int LDR = BN + 4, LDC = BM + 4;
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            if (rows)
+                wmma::store_matrix_sync(Cs + (wm * 32 + i * 16) * LDR + wn * 32 + j * 16,
+                                        acc[i][j], LDR, wmma::mem_row_major);
+            else
+                wmma::store_matrix_sync(Cs + (wn * 32 + j * 16) * LDC + wm * 32 + i * 16,
+                                        acc[i][j], LDC, wmma::mem_col_major);
+        }
+    __syncthreads();
+    return Cs;
+}
+
 template <typename T, int BM, int BN>
 __device__ __forceinline__ void
 hconv_epilogue(const hconv_args &a,
                nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2],
                unsigned char *smem, long long m0, int k0, int wm, int wn, int tid) {
-    using namespace nvcuda;
-    float *Cs = (float *)smem;
     T *y = (T *)a.y;
-    if (a.partial || !a.out_nchw) { // Cs[pixel][channel]; consecutive threads, channels
+    const bool rows = a.partial || !a.out_nchw;
+    const float *Cs = hconv_stage_acc<BM, BN>(acc, smem, rows, wm, wn);
+    if (rows) { // Cs[pixel][channel]; consecutive threads, channels
         constexpr int LDC = BN + 4;
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int j = 0; j < 2; j++)
-                wmma::store_matrix_sync(Cs + (wm * 32 + i * 16) * LDC + wn * 32 + j * 16,
-                                        acc[i][j], LDC, wmma::mem_row_major);
-        __syncthreads();
         float *part = a.partial ? a.partial + (size_t)blockIdx.z * (size_t)a.M * a.K : NULL;
         for (int e = tid; e < BM * BN; e += HC_THREADS) {
             const int mi = e / BN, ki = e - mi * BN, k = k0 + ki;
@@ -576,13 +594,6 @@ hconv_epilogue(const hconv_args &a,
         }
     } else { // Cs[channel][pixel]; y (N, K, P, Q): consecutive threads, consecutive pixels
         constexpr int LDC = BM + 4;
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int j = 0; j < 2; j++)
-                wmma::store_matrix_sync(Cs + (wn * 32 + j * 16) * LDC + wm * 32 + i * 16,
-                                        acc[i][j], LDC, wmma::mem_col_major);
-        __syncthreads();
         const int PQ = a.P * a.Q;
         for (int e = tid; e < BM * BN; e += HC_THREADS) {
             const int ki = e / BM, mi = e - ki * BM, k = k0 + ki;
@@ -686,23 +697,8 @@ __device__ __forceinline__ void
 hconv_epilogue_vec(const hconv_args &a,
                    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2],
                    unsigned char *smem, long long m0, int k0, int wm, int wn, int tid) {
-    using namespace nvcuda;
-    float *Cs = (float *)smem;
-    constexpr int LDR = BN + 4, LDC = BM + 4;
-    const bool rows = a.partial || !a.out_nchw; // Cs[pixel][channel], else [channel][pixel]
-#pragma unroll
-    for (int i = 0; i < 2; i++)
-#pragma unroll
-        for (int j = 0; j < 2; j++) {
-            if (rows)
-                wmma::store_matrix_sync(Cs + (wm * 32 + i * 16) * LDR + wn * 32 + j * 16,
-                                        acc[i][j], LDR, wmma::mem_row_major);
-            else
-                wmma::store_matrix_sync(Cs + (wn * 32 + j * 16) * LDC + wm * 32 + i * 16,
-                                        acc[i][j], LDC, wmma::mem_col_major);
-        }
-    __syncthreads();
-    hconv_write_tile<T, BM, BN, LDR, LDC, HC_THREADS>(a, Cs, m0, k0, tid);
+    const float *Cs = hconv_stage_acc<BM, BN>(acc, smem, a.partial || !a.out_nchw, wm, wn);
+    hconv_write_tile<T, BM, BN, BN + 4, BM + 4, HC_THREADS>(a, Cs, m0, k0, tid);
 }
 
 // y = act(b + conv(x)) in the format, one block per BM pixels x BN channels (see the top).
@@ -1449,7 +1445,7 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
                         : sp.in_output ? (float *)((unsigned char *)c->act[i] + sp.at)
                                        : ws;
             if (i == 0 && hp->s2d) {
-                CUDARL_ASSERT(a.div255 && !a.out_nchw && !a.partial);
+                CUDARL_ASSERT(!a.out_nchw && !a.partial); // s2d_fits, and never split
                 const int items = B * ((cs->P + 1) / 2); // two output rows of an image each
                 const int grid = items < 4 * hp->sms ? items : 4 * hp->sms;
                 hconv_s2d_kernel<T><<<grid, 128, 0, st>>>(a, items);
