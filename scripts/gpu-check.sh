@@ -341,16 +341,16 @@ for b in "$@"; do
     ;;
   infer_levels)
     # the half forward's kernel levels (src/nn/convnet_half.cu, cr_convnet_half_set_pipelined)
-    # side by side: a build per level in INFER_LEVELS (default 4) beside build-gpu (the
-    # default level, 5), each one's cudarl bench infer (gemm engine; the fp16 and bf16 rows are
+    # side by side: a build per level in INFER_LEVELS (default 5) beside build-gpu (the
+    # default level, 6), each one's cudarl bench infer (gemm engine; the fp16 and bf16 rows are
     # the ones that differ)
-    for lv in ${INFER_LEVELS:-4}; do
+    for lv in ${INFER_LEVELS:-5}; do
       cmake -S . -B build-l$lv -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" \
         -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=$lv >/tmp/cmake-l$lv.log 2>&1 &&
         cmake --build build-l$lv -j16 --target cudarl_cli >/tmp/build-l$lv.log 2>&1 ||
         { echo "level $lv: build failed"; tail -20 /tmp/build-l$lv.log; }
     done
-    for b in build-gpu $(for lv in ${INFER_LEVELS:-4}; do echo build-l$lv; done); do
+    for b in build-gpu $(for lv in ${INFER_LEVELS:-5}; do echo build-l$lv; done); do
       echo "== $b"
       "$b/cudarl" bench infer --device cuda --engine gemm --iters 300 --warmup 30 2>&1 |
         grep -E "^\| cudarl \(igemm\)" | tee -a "$OUT/infer_levels.txt"

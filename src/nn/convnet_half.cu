@@ -19,7 +19,7 @@
 // last conv writes (N, K, P, Q), the flatten order the linear after it was trained on.
 //
 // Faster kernels replace it where the shapes allow (the kernel level, cr_convnet_half_set_pipelined,
-// default 5; each level keeps the ones below):
+// default 6; each level keeps the ones below):
 //   1. a conv over a channels-last input with C a multiple of 8 and more than 32 output channels
 //      (the convs after the first) runs hconv_nhwc_kernel: the same product, its tiles copied
 //      global -> shared by cp.async three chunks deep;
@@ -29,9 +29,10 @@
 //   4. the channels-last convs run hconv_mma_kernel: warps of 64 x 32 outputs, ldmatrix and
 //      mma.sync m16n8k16, the same bits as level 3;
 //   5. the Nature-CNN's first conv (8x8/4 over 4 uint8 / 255 channels) runs hconv_s2d_kernel, as a
-//      2x2 conv over the frame's 4 x 4 blocks of pixels, from shared memory.
-// Levels 0-2 give the same bits, 3 and 4 the same bits; 3 and 5 round differently (test_policy_conv
-// checks each against the CPU and its emulation of the roundings).
+//      2x2 conv over the frame's 4 x 4 blocks of pixels, from shared memory;
+//   6. the heads do the last linear stage's epilogue (one launch fewer).
+// Levels 0-2 give the same bits, 3 and 4 the same bits, 5 and 6 the same bits; 3 and 5 round
+// differently (test_policy_conv checks each against the CPU and its emulation of the roundings).
 //
 // Tiles: 256 threads, 8 warps of 32 x 32 outputs each; 128 pixels x 64 channels per block, or
 // 256 x 32 when the stage has at most 32 channels (the seed's first conv). Conv weights are
@@ -97,7 +98,7 @@ static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 // levels in one run, e.g. -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=3 (scripts/gpu-check.sh's
 // infer_levels).
 #ifndef CUDARL_HALF_LEVEL
-#define CUDARL_HALF_LEVEL 5
+#define CUDARL_HALF_LEVEL 6
 #endif
 static int use_pipelined = CUDARL_HALF_LEVEL;
 
@@ -1283,7 +1284,7 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
 
 
 extern "C" void cr_convnet_half_set_pipelined(int level) {
-    use_pipelined = level < 0 ? 0 : level > 5 ? 5 : level;
+    use_pipelined = level < 0 ? 0 : level > 6 ? 6 : level;
 }
 
 extern "C" int cr_convnet_half_level(void) { return use_pipelined; }
@@ -1363,18 +1364,27 @@ static __global__ void linear_epilogue_kernel(const float *__restrict__ acc,
 // out (B, A) = h (B, F) wa^T (A, F) + ba, and, with wc, value (B) = h wc^T (1, F) + bc: one warp
 // per output (row b, output o; o == A is the critic), lanes over f, fp32 sums of the exact
 // products, then the butterfly (each lane ends with the same bits: a + b == b + a), then the bias.
+// With acc (level 6), h is not read: the features are the last linear stage's epilogue done
+// here, to_fmt(act(acc (B, F) + bacc (F))) (linear_epilogue_kernel's values, so the same bits),
+// one launch fewer.
 template <typename T>
 static __global__ void heads_kernel(const T *__restrict__ h, int F, const T *__restrict__ wa,
                                     const float *__restrict__ ba, float *__restrict__ out, int A,
                                     const T *__restrict__ wc, const float *__restrict__ bc,
-                                    float *__restrict__ value, int B) {
+                                    float *__restrict__ value, int B, const float *__restrict__ acc,
+                                    const float *__restrict__ bacc, int act) {
     const int O = A + (wc != NULL), lane = threadIdx.x & 31;
     const long long g = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (g >= (long long)B * O) return; // the whole warp
     const int b = (int)(g / O), o = (int)(g - (long long)b * O);
     const T *x = h + (size_t)b * F, *wr = o < A ? wa + (size_t)o * F : wc;
+    const float *xa = acc ? acc + (size_t)b * F : NULL;
     float s = 0.0f;
-    for (int f = lane; f < F; f += 32) s = fmaf(from_fmt(x[f]), from_fmt(wr[f]), s);
+    for (int f = lane; f < F; f += 32) {
+        const float xf = xa ? from_fmt(to_fmt<T>(act_apply(act, __fadd_rn(xa[f], bacc[f]))))
+                            : from_fmt(x[f]);
+        s = fmaf(xf, from_fmt(wr[f]), s);
+    }
 #pragma unroll
     for (int d = 16; d > 0; d >>= 1) s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, d));
     if (lane) return;
@@ -1415,6 +1425,8 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
     const int u8 = spec->dtype == CR_CONVNET_U8, scale = spec->scale == CR_CONVNET_SCALE_255;
     cudaStream_t st = cr_stream(ctx);
     const void *h = obs;
+    const float *fused_acc = NULL, *fused_b = NULL; // level 6: the last linear's epilogue
+    int fused_act = ACT_NONE;                       // in the heads
     if (hp->needs_x) {
         const size_t n = (size_t)B * net->in_floats;
         input_kernel<T><<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, st>>>(
@@ -1468,10 +1480,14 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
             }
             if (in_free > out_free) gemm_ex(ctx, dt, w, h, ws, B, s->in, s->out, in_tail, in_free);
             else gemm_ex(ctx, dt, w, h, ws, B, s->in, s->out, out_buf, out_free);
-            linear_epilogue_kernel<T><<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0,
-                                        st>>>(ws, b, (T *)c->act[i], n, (unsigned)s->out,
-                                              act_of(s));
-            CR_CUDA_LAUNCHED(ctx);
+            if (i == net->ntrunk - 1 && use_pipelined >= 6) { // the heads do its epilogue
+                fused_acc = ws, fused_b = b, fused_act = act_of(s);
+            } else {
+                linear_epilogue_kernel<T><<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS,
+                                            0, st>>>(ws, b, (T *)c->act[i], n, (unsigned)s->out,
+                                                     act_of(s));
+                CR_CUDA_LAUNCHED(ctx);
+            }
         }
         h = c->act[i];
     }
@@ -1490,7 +1506,7 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
     }
     const size_t threads = (size_t)B * (size_t)(A + (wc != NULL)) * 32;
     heads_kernel<T><<<(unsigned)((threads + 255) / 256), 256, 0, st>>>(
-        (const T *)h, F, wa, ba, out, A, wc, bc, value, B);
+        (const T *)h, F, wa, ba, out, A, wc, bc, value, B, fused_acc, fused_b, fused_act);
     CR_CUDA_LAUNCHED(ctx);
 }
 
