@@ -27,7 +27,8 @@
 #            holds its variants separated by ';'), two_gpus (issue 4: --async with the learner on
 #            the second GPU against both on one; needs the nvidia-h200-x2 kind), infer_profile
 #            (ncu: the policy runtime's forward per kernel and grid, issue 8), infer_ncu_full
-#            (ncu --set full over the fp16 forward's convs at batch 128)
+#            (ncu --set full over the fp16 forward's convs at batch 128), infer_ncu_source (the same
+#            convs' warp-stall samples per SASS instruction, summed by scripts/sass_stalls.py)
 # GPU_TESTS_AFTER=1 runs ctest -L gpu after the benches are started (beside a background one);
 # SKIP_GPU_TESTS=1 skips them; GPU_TESTS_REGEX runs only the gpu tests whose names match.
 # Needs cJSON and protobuf-c (and libpng for cudarl render): the .deb files in .debs/ (apt-get
@@ -338,6 +339,26 @@ for b in "$@"; do
     grep -E "hconv_|Duration|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|DRAM Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit (Registers|Shared)|Executed Ipc A|Issue Slots Busy|One or More Eligible|Warp Cycles Per Issued|Stall|Grid Size" \
       "$OUT/ncu_full.txt" | grep -v "^ *----" | cut -c1-150 | head -120
     add "fp16 b128 convs under ncu --set full (infer_ncu_full)" "see $OUT/ncu_full.txt"
+    ;;
+  infer_ncu_source)
+    # where the fp16 batch-128 convs' warps stall, per SASS instruction: ncu --set full over
+    # one launch each of hconv_s2d_kernel and hconv_mma_kernel (conv2), its source page as CSV
+    # (a row per instruction, with its warp-stall samples), and the kernels' SASS opcodes counted
+    # statically (cuobjdump); scripts/sass_stalls.py sums the samples by opcode and by stall
+    for k in "hconv_s2d_kernel<__half:7" "hconv_mma_kernel<__half:14"; do
+      name=${k%%<*} skip=${k##*:}
+      ncu --set full --import-source no --kernel-name-base demangled -k "regex:${k%%:*}" \
+        --launch-skip "$skip" --launch-count 1 -o "$OUT/$name" -f \
+        build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
+        >"$OUT/$name.log" 2>&1
+      ncu -i "$OUT/$name.ncu-rep" --page source --print-source sass --csv \
+        >"$OUT/$name.source.csv" 2>>"$OUT/$name.log"
+      python3 scripts/sass_stalls.py "$OUT/$name.source.csv" 2>&1 | tee "$OUT/$name.stalls.txt" | head -40
+    done
+    cuobjdump -sass build-gpu/libcudarl.a 2>/dev/null |
+      awk '/Function :/ { keep = ($0 ~ /hconv_(mma|s2d)_kernel/) } keep' >"$OUT/sass_hconv.txt"
+    wc -l "$OUT/sass_hconv.txt"
+    add "fp16 b128 convs' stalls per instruction (infer_ncu_source)" "see $OUT/*.stalls.txt"
     ;;
   infer_levels)
     # the half forward's kernel levels (src/nn/convnet_half.cu, cr_convnet_half_set_pipelined)

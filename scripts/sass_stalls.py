@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Sums an ncu source page (ncu -i REP --page source --print-source sass --csv) by SASS opcode.
+
+Prints the columns found, then, for the warp-stall-sampling columns and the executed
+instructions, the totals per opcode (the first word of the instruction after its predicate),
+largest first, and the top instructions by samples. Used by scripts/gpu-check.sh
+infer_ncu_source; the column names are whatever this ncu writes, so they are matched loosely."""
+import csv
+import re
+import sys
+from collections import defaultdict
+
+
+def number(s):
+    s = s.replace(",", "").strip()
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+def opcode(sass):
+    words = sass.strip().split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else "?"
+
+
+def main(path):
+    with open(path, newline="") as f:
+        lines = [l for l in f if l.startswith('"')]  # skip ncu's banner lines
+    rows = list(csv.reader(lines))
+    if not rows:
+        sys.exit(f"{path}: no CSV rows (see the .log beside it)")
+    head, body = rows[0], rows[1:]
+    print("columns:", " | ".join(head))
+    src = next((i for i, h in enumerate(head) if h.strip().lower() == "source"), None)
+    if src is None:
+        src = next(i for i, h in enumerate(head) if "source" in h.lower())
+    want = [i for i, h in enumerate(head)
+            if re.search(r"sampl|stall|instructions executed", h, re.I)]
+    totals = defaultdict(lambda: defaultdict(float))
+    per_inst = []
+    for r in body:
+        if len(r) != len(head):
+            continue
+        op = opcode(r[src])
+        for i in want:
+            v = number(r[i])
+            if v is not None:
+                totals[head[i]][op] += v
+        all_i = want[0] if want else None
+        if all_i is not None and number(r[all_i]):
+            per_inst.append((number(r[all_i]), r[src].strip()))
+    for col, byop in totals.items():
+        s = sum(byop.values())
+        if s <= 0:
+            continue
+        print(f"\n{col}: total {s:.0f}")
+        for op, v in sorted(byop.items(), key=lambda kv: -kv[1])[:14]:
+            print(f"  {op:<12} {v:12.0f} {100 * v / s:5.1f}%")
+    print(f"\ntop instructions by {head[want[0]] if want else '?'}:")
+    for v, s in sorted(per_inst, reverse=True)[:25]:
+        print(f"  {v:10.0f}  {s[:90]}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
