@@ -342,10 +342,11 @@ for b in "$@"; do
     ;;
   infer_ncu_source)
     # where the fp16 batch-128 convs' warps stall, per SASS instruction: ncu --set full over
-    # one launch each of hconv_s2d_kernel and hconv_mma_kernel (conv2), its source page as CSV
+    # one launch each of hconv_s2d_kernel and NCU_MMA_KERNEL (default hconv_mma_lean_kernel;
+    # hconv_mma_kernel at levels 4 to 6) on conv2, its source page as CSV
     # (a row per instruction, with its warp-stall samples), and the kernels' SASS opcodes counted
     # statically (cuobjdump); scripts/sass_stalls.py sums the samples by opcode and by stall
-    for k in "hconv_s2d_kernel<__half:7" "hconv_mma_kernel<__half:14"; do
+    for k in "hconv_s2d_kernel<__half:7" "${NCU_MMA_KERNEL:-hconv_mma_lean_kernel}<__half:14"; do
       name=${k%%<*} skip=${k##*:}
       ncu --set full --import-source no --kernel-name-base demangled -k "regex:${k%%:*}" \
         --launch-skip "$skip" --launch-count 1 -o "$OUT/$name" -f \
@@ -356,22 +357,22 @@ for b in "$@"; do
       python3 scripts/sass_stalls.py "$OUT/$name.source.csv" 2>&1 | tee "$OUT/$name.stalls.txt" | head -40
     done
     cuobjdump -sass build-gpu/libcudarl.a 2>/dev/null |
-      awk '/Function :/ { keep = ($0 ~ /hconv_(mma|s2d)_kernel/) } keep' >"$OUT/sass_hconv.txt"
+      awk '/Function :/ { keep = ($0 ~ /hconv_(mma|mma_lean|s2d)_kernel/) } keep' >"$OUT/sass_hconv.txt"
     wc -l "$OUT/sass_hconv.txt"
     add "fp16 b128 convs' stalls per instruction (infer_ncu_source)" "see $OUT/*.stalls.txt"
     ;;
   infer_levels)
     # the half forward's kernel levels (src/nn/convnet_half.cu, cr_convnet_half_set_pipelined)
-    # side by side: a build per level in INFER_LEVELS (default 5) beside build-gpu (the
-    # default level, 6), each one's cudarl bench infer (gemm engine; the fp16 and bf16 rows are
+    # side by side: a build per level in INFER_LEVELS (default 6) beside build-gpu (the
+    # default level, 7), each one's cudarl bench infer (gemm engine; the fp16 and bf16 rows are
     # the ones that differ)
-    for lv in ${INFER_LEVELS:-5}; do
+    for lv in ${INFER_LEVELS:-6}; do
       cmake -S . -B build-l$lv -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" \
         -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=$lv >/tmp/cmake-l$lv.log 2>&1 &&
         cmake --build build-l$lv -j16 --target cudarl_cli >/tmp/build-l$lv.log 2>&1 ||
         { echo "level $lv: build failed"; tail -20 /tmp/build-l$lv.log; }
     done
-    for b in build-gpu $(for lv in ${INFER_LEVELS:-5}; do echo build-l$lv; done); do
+    for b in build-gpu $(for lv in ${INFER_LEVELS:-6}; do echo build-l$lv; done); do
       echo "== $b"
       "$b/cudarl" bench infer --device cuda --engine gemm --iters 300 --warmup 30 2>&1 |
         grep -E "^\| cudarl \(igemm\)" | tee -a "$OUT/infer_levels.txt"

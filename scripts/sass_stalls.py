@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 """Sums an ncu source page (ncu -i REP --page source --print-source sass --csv) by SASS opcode.
 
-Prints the columns found, then, for the warp-stall-sampling columns and the executed
-instructions, the totals per opcode (the first word of the instruction after its predicate),
-largest first, and the top instructions by samples. Used by scripts/gpu-check.sh
-infer_ncu_source; the column names are whatever this ncu writes, so they are matched loosely."""
+Prints, for the warp-stall samples and the executed instructions, the totals per opcode (the first word of the instruction after its predicate),
+largest first, the samples by stall reason (the stall_* columns), and the top instructions by
+samples. Used by scripts/gpu-check.sh infer_ncu_source (ncu 2025's column names)."""
 import csv
 import re
 import sys
@@ -32,13 +31,15 @@ def main(path):
     rows = list(csv.reader(lines))
     if not rows:
         sys.exit(f"{path}: no CSV rows (see the .log beside it)")
-    head, body = rows[0], rows[1:]
-    print("columns:", " | ".join(head))
-    src = next((i for i, h in enumerate(head) if h.strip().lower() == "source"), None)
-    if src is None:
-        src = next(i for i, h in enumerate(head) if "source" in h.lower())
+    at = next((k for k, r in enumerate(rows) if "Source" in r), None)
+    if at is None:
+        sys.exit(f"{path}: no header row with a Source column (see the .log beside it)")
+    head, body = rows[at], rows[at + 1:]  # rows above it name the kernel
+    src = head.index("Source")
     want = [i for i, h in enumerate(head)
-            if re.search(r"sampl|stall|instructions executed", h, re.I)]
+            if h in ("Warp Stall Sampling (All Samples)", "Instructions Executed")]
+    stalls = [i for i, h in enumerate(head) if h.startswith("stall_") and "Not Issued" not in h]
+    by_stall = defaultdict(float)
     totals = defaultdict(lambda: defaultdict(float))
     per_inst = []
     for r in body:
@@ -49,6 +50,8 @@ def main(path):
             v = number(r[i])
             if v is not None:
                 totals[head[i]][op] += v
+        for i in stalls:
+            by_stall[head[i]] += number(r[i]) or 0.0
         all_i = want[0] if want else None
         if all_i is not None and number(r[all_i]):
             per_inst.append((number(r[all_i]), r[src].strip()))
@@ -59,6 +62,11 @@ def main(path):
         print(f"\n{col}: total {s:.0f}")
         for op, v in sorted(byop.items(), key=lambda kv: -kv[1])[:14]:
             print(f"  {op:<12} {v:12.0f} {100 * v / s:5.1f}%")
+    s = sum(by_stall.values())
+    if s > 0:
+        print(f"\nstall reasons (samples): total {s:.0f}")
+        for k, v in sorted(by_stall.items(), key=lambda kv: -kv[1])[:10]:
+            print(f"  {k:<24} {v:10.0f} {100 * v / s:5.1f}%")
     print(f"\ntop instructions by {head[want[0]] if want else '?'}:")
     for v, s in sorted(per_inst, reverse=True)[:25]:
         print(f"  {v:10.0f}  {s[:90]}")

@@ -98,7 +98,7 @@ static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 // levels in one run, e.g. -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=3 (scripts/gpu-check.sh's
 // infer_levels).
 #ifndef CUDARL_HALF_LEVEL
-#define CUDARL_HALF_LEVEL 6
+#define CUDARL_HALF_LEVEL 7
 #endif
 static int use_pipelined = CUDARL_HALF_LEVEL;
 
@@ -946,6 +946,31 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const uns
 #endif
 }
 
+// A warp's 64 x 32 mma.sync accumulators into the block's fp32 output tile Cs (shared memory,
+// free again: the caller's barrier): Cs[pixel][channel] with rows of LDR floats where `rows`,
+// else Cs[channel][pixel] with rows of LDC. Accumulator (i, j) element e is pixel wm0 + 16 i +
+// lane / 4 (+ 8 for e >= 2), channel wn0 + 8 j + 2 (lane % 4) (+ 1 for odd e).
+template <int BM, int BN, int LDR, int LDC>
+__device__ __forceinline__ void hconv_mma_store_acc(const float (&acc)[4][4][4], float *Cs,
+                                                    bool rows, int wm0, int wn0, int lane) {
+    const int g = lane >> 2, t2 = (lane & 3) * 2;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int mi = wm0 + 16 * i + g + 8 * hf, ki = wn0 + 8 * j + t2;
+                if (rows) {
+                    *(float2 *)(Cs + mi * LDR + ki) =
+                        make_float2(acc[i][j][2 * hf], acc[i][j][2 * hf + 1]);
+                } else {
+                    Cs[ki * LDC + mi] = acc[i][j][2 * hf];
+                    Cs[(ki + 1) * LDC + mi] = acc[i][j][2 * hf + 1];
+                }
+            }
+}
+
 // hconv_nhwc_kernel's product with a larger warp tile: 4 warps (2 x 2) of 64 pixels x 32
 // channels each on the same 128 x 64 block tile, the fragments read by ldmatrix and multiplied
 // by mma.sync m16n8k16. Per chunk of 32 taps a warp issues 32 tensor instructions for 12
@@ -1064,28 +1089,152 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_kernel(const hcon
     }
     cp_async_wait<0>();
     __syncthreads(); // the tiles' memory becomes the fp32 output tile
-    // accumulator (i, j) element e: pixel wm0 + 16 i + lane / 4 (+ 8 for e >= 2), channel
-    // wn0 + 8 j + 2 (lane % 4) (+ 1 for odd e)
     float *Cs = (float *)smem;
-    const bool rows = a.partial || !a.out_nchw; // Cs[pixel][channel], else [channel][pixel]
-    const int g = lane >> 2, t2 = (lane & 3) * 2;
+    hconv_mma_store_acc<BM, BN, LDR, LDC>(acc, Cs, a.partial || !a.out_nchw, wm0, wn0, lane);
+    __syncthreads();
+    hconv_write_tile<T, BM, BN, LDR, LDC, HM_THREADS>(a, Cs, m0, k0, tid);
+#elif defined(__CUDA_ARCH__)
+    __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
+#endif
+}
+
+// ---- the channels-last conv with a lean main loop (level 7) ----------------------------------
+
+// 16 bytes from global src to shared address d (a shared-window address, cvta'd once by the
+// caller), through L1 (.ca) or not (.cg); no predicate: src is always a mapped address.
+__device__ __forceinline__ void cp_async16_to(unsigned d, const void *src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+#endif
+}
+__device__ __forceinline__ void cp_async16_cg_to(unsigned d, const void *src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+#endif
+}
+__device__ __forceinline__ void ldsm_x4_at(unsigned (&r)[4], unsigned a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+#endif
+}
+
+// hconv_mma_kernel for the convs whose every window tap is inside the frame (no padding, no
+// padded taps) and whose C is a multiple of 32 (the Nature-CNN's second and third convs): the
+// same tile, copies, chunks, m16n8k16 products in the same order and the same epilogue, so the
+// same bits (test_policy_conv checks), with a main loop of fewer instructions. ncu's source page
+// (H200, 2026-11-30, conv2 at batch 128) had hconv_mma_kernel's chunk at 228 warp instructions
+// for its 32 tensor instructions, IPC 0.24 per scheduler: 144 of them the copies, their pixel
+// checks (64-bit compares), the padding branch and the tap walk, recomputed each chunk with
+// constant-bank and thread-index reloads (S2R) the compiler used to spare registers, and the
+// stage's address by a division by 3. Here a chunk's 32 taps are 32 consecutive values of one
+// pixel (C % 32 == 0), so each copy is a pixel's window pointer plus one offset that advances by
+// 32, and by (W - S) C more at the end of a window row; pixels past M copy pixel 0's window (their
+// rows are never written); the shared addresses are computed once, the stages rotate by adding
+// a constant.
+template <typename T>
+static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_lean_kernel(const hconv_args a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    constexpr int BM = 128, BN = 64, LDS = HC_LDS, STAGE = (BM + BN) * LDS;
+    constexpr int MI = 4, NI = 4;
+    constexpr int LDR = BN + 8, LDC = BM + 4;
+    constexpr int AB_BYTES = HM_STAGES * STAGE * 2;
+    constexpr int C_BYTES = (BM * LDR > BN * LDC ? BM * LDR : BN * LDC) * 4;
+    constexpr unsigned STAGE_BYTES = STAGE * 2, B_AT = BM * LDS * 2; // B tile after the A tile
+    __shared__ __align__(128) unsigned char smem[AB_BYTES > C_BYTES ? AB_BYTES : C_BYTES];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm0 = (warp & 1) * 64, wn0 = (warp >> 1) * 32;
+    const long long m0 = (long long)blockIdx.x * BM;
+    const int k0 = blockIdx.y * BN;
+    const int kbeg = blockIdx.z * a.cps * HALF_BK;
+    const int kend = kbeg + a.cps * HALF_BK < a.CRSp ? kbeg + a.cps * HALF_BK : a.CRSp;
+    const int nch = (kend - kbeg) / HALF_BK;
+    const unsigned s0 = (unsigned)__cvta_generic_to_shared(smem);
+
+    // the copies: as hconv_mma_kernel's, vector u = tid % 4 of pixels tid / 4 + 32 v
+    const int u = tid & 3;
+    const T *x = (const T *)a.x, *pa[4];
+#pragma unroll
+    for (int v = 0; v < 4; v++) {
+        const long long m = m0 + (tid >> 2) + 32 * v;
+        int h0 = 0, w0 = 0;
+        size_t nbase = 0;
+        if (m < a.M) hconv_window(a, m, &h0, &w0, &nbase);
+        pa[v] = x + (long long)nbase + ((long long)h0 * a.W + w0) * a.C + 8 * u;
+    }
+    const unsigned a_dst = s0 + ((tid >> 2) * LDS + 8 * u) * 2;
+    const unsigned b_dst = s0 + B_AT + ((tid >> 1) * LDS + (tid & 1) * 16) * 2;
+    const T *wsrc = (const T *)a.w + (size_t)(k0 + (tid >> 1)) * a.CRSp + (tid & 1) * 16 + kbeg;
+    // the tap walk: chunk kbeg / 32 on is at window offset off; cs counts the chunks of a window
+    // row (S C / 32 of them), after which the next row is (W - S) C further
+    const int row_chunks = a.S * a.C / HALF_BK, row_jump = (a.W - a.S) * a.C;
+    int off, cs;
+    {
+        const int rs = kbeg / a.C, c = kbeg - rs * a.C, r = rs / a.S, s = rs - r * a.S;
+        off = (r * a.W + s) * a.C + c;
+        cs = (s * a.C + c) / HALF_BK;
+    }
+    unsigned ld = 0; // the stage the next copy fills, as a byte offset
+    auto load = [&]() {
+#pragma unroll
+        for (int v = 0; v < 4; v++) cp_async16_to(a_dst + ld + v * 32 * LDS * 2, pa[v] + off);
+        cp_async16_cg_to(b_dst + ld, wsrc);
+        cp_async16_cg_to(b_dst + ld + 16, wsrc + 8);
+        wsrc += HALF_BK;
+        off += HALF_BK;
+        if (++cs == row_chunks) cs = 0, off += row_jump;
+        ld = ld == (HM_STAGES - 1) * STAGE_BYTES ? 0 : ld + STAGE_BYTES;
+    };
+
+    float acc[MI][NI][4];
 #pragma unroll
     for (int i = 0; i < MI; i++)
 #pragma unroll
         for (int j = 0; j < NI; j++)
 #pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int mi = wm0 + 16 * i + g + 8 * hf, ki = wn0 + 8 * j + t2;
-                if (rows) {
-                    *(float2 *)(Cs + mi * LDR + ki) =
-                        make_float2(acc[i][j][2 * hf], acc[i][j][2 * hf + 1]);
-                } else {
-                    Cs[ki * LDC + mi] = acc[i][j][2 * hf];
-                    Cs[(ki + 1) * LDC + mi] = acc[i][j][2 * hf + 1];
-                }
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+
+#pragma unroll
+    for (int i = 0; i < HM_STAGES - 1; i++) {
+        if (i < nch) load();
+        cp_async_commit();
+    }
+    // this lane's ldmatrix rows in stage 0, as hconv_mma_kernel's
+    const unsigned a_frag = s0 + ((wm0 + (lane & 15)) * LDS + (lane >> 4) * 8) * 2;
+    const unsigned b_frag =
+        s0 + B_AT + ((wn0 + (lane & 7) + ((lane >> 4) << 3)) * LDS + ((lane >> 3) & 1) * 8) * 2;
+    unsigned cur = 0; // the stage chunk kc is in
+    for (int kc = 0; kc < nch; kc++) {
+        cp_async_wait<HM_STAGES - 2>();
+        __syncthreads(); // chunk kc is in; every warp is past chunk kc - 1, whose stage reloads
+        if (kc + HM_STAGES - 1 < nch) load();
+        cp_async_commit();
+#pragma unroll
+        for (int ks = 0; ks < HALF_BK; ks += 16) {
+            unsigned af[MI][4], bf[NI][2];
+#pragma unroll
+            for (int i = 0; i < MI; i++) ldsm_x4_at(af[i], a_frag + cur + (16 * i * LDS + ks) * 2);
+#pragma unroll
+            for (int jp = 0; jp < NI / 2; jp++) {
+                unsigned t4[4];
+                ldsm_x4_at(t4, b_frag + cur + (16 * jp * LDS + ks) * 2);
+                bf[2 * jp][0] = t4[0], bf[2 * jp][1] = t4[1];
+                bf[2 * jp + 1][0] = t4[2], bf[2 * jp + 1][1] = t4[3];
             }
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int j = 0; j < NI; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+        }
+        cur = cur == (HM_STAGES - 1) * STAGE_BYTES ? 0 : cur + STAGE_BYTES;
+    }
+    cp_async_wait<0>();
+    __syncthreads(); // the tiles' memory becomes the fp32 output tile
+    hconv_mma_store_acc<BM, BN, LDR, LDC>(acc, (float *)smem, a.partial || !a.out_nchw, wm0, wn0,
+                                          lane);
     __syncthreads();
-    hconv_write_tile<T, BM, BN, LDR, LDC, HM_THREADS>(a, Cs, m0, k0, tid);
+    hconv_write_tile<T, BM, BN, LDR, LDC, HM_THREADS>(a, (const float *)smem, m0, k0, tid);
 #elif defined(__CUDA_ARCH__)
     __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
 #endif
@@ -1284,7 +1433,7 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
 
 
 extern "C" void cr_convnet_half_set_pipelined(int level) {
-    use_pipelined = level < 0 ? 0 : level > 6 ? 6 : level;
+    use_pipelined = level < 0 ? 0 : level > 7 ? 7 : level;
 }
 
 extern "C" int cr_convnet_half_level(void) { return use_pipelined; }
@@ -1294,7 +1443,9 @@ static void launch_conv_in(cudarl_ctx *ctx, const hconv_args &a, int splits) {
     cudaStream_t st = cr_stream(ctx);
     if (IN == IN_NHWC && a.C % 8 == 0 && a.K > 32 && use_pipelined >= 4) { // the same block tile
         dim3 grid((unsigned)((a.M + 127) / 128), (unsigned)((a.K + 63) / 64), (unsigned)splits);
-        hconv_mma_kernel<T><<<grid, HM_THREADS, 0, st>>>(a);
+        if (use_pipelined >= 7 && a.pad == 0 && a.C * a.R * a.S == a.CRSp && a.C % HALF_BK == 0)
+            hconv_mma_lean_kernel<T><<<grid, HM_THREADS, 0, st>>>(a);
+        else hconv_mma_kernel<T><<<grid, HM_THREADS, 0, st>>>(a);
     } else if (IN == IN_NHWC && a.C % 8 == 0 && a.K > 32 && use_pipelined) { // hconv_tile<2>'s
         typedef hconv_tile<2> tile;
         dim3 grid((unsigned)((a.M + tile::BM - 1) / tile::BM), (unsigned)((a.K + 63) / 64),
