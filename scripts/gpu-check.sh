@@ -17,7 +17,7 @@
 #            precision and conv engine: cudarl bench infer, then bench/peers/infer_peers.py on
 #            the same network and inputs, one combined table; INFER_PEER_ROWS a subset of the
 #            peers' rows, PEERS_TIMEOUT their bound), infer_levels (the half forward's kernel
-#            levels, a build each: INFER_LEVELS beside the default), ppo_pixels (PPO on
+#            levels in INFER_LEVELS side by side, through --kernel-level), ppo_pixels (PPO on
 #            CartPolePixels-v1 with nature-cnn, 3 seeds per precision side by side in the
 #            background while the rest runs; steps and seconds to the solved mark; PIXELS_SEEDS,
 #            PIXELS_PRECISIONS, PIXELS_GPUS, PIXELS_STEPS, PIXELS_TIMEOUT, PIXELS_ARGS),
@@ -318,7 +318,7 @@ for b in "$@"; do
     ncu --metrics gpu__time_duration.sum --graph-profiling node --csv -c 600 \
       --kernel-name "regex:hconv|linear_epilogue|heads_kernel|input_kernel|nvjet|f16|bf16|splitK" \
       build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
-      > "$OUT/ncu_infer.csv" 2>"$OUT/ncu_infer.err"
+      > "$OUT/ncu_infer.csv" 2>/tmp/ncu_infer.err
     python3 scripts/ncu_kernels.py "$OUT/ncu_infer.csv" --by-grid --top 40 |
       tee "$OUT/infer_profile.txt" | head -45
     add "policy runtime forward per kernel (infer_profile)" "see $OUT/infer_profile.txt"
@@ -343,39 +343,35 @@ for b in "$@"; do
   infer_ncu_source)
     # where the fp16 batch-128 convs' warps stall, per SASS instruction: ncu --set full over
     # one launch each of hconv_s2d_kernel and NCU_MMA_KERNEL (default hconv_mma_lean_kernel;
-    # hconv_mma_kernel at levels 4 to 6) on conv2, its source page as CSV
-    # (a row per instruction, with its warp-stall samples), and the kernels' SASS opcodes counted
-    # statically (cuobjdump); scripts/sass_stalls.py sums the samples by opcode and by stall
+    # hconv_mma_kernel at levels 4 to 6) on conv2, its source page as CSV (a row per
+    # instruction, with its warp-stall samples); scripts/sass_stalls.py sums the samples by
+    # opcode and by stall. Back in $OUT: ncu_stalls.txt and the conv2 kernel's CSV (the device
+    # tool returns at most 8 files); the reports and the s2d CSV stay in /tmp/ncu-src
+    mkdir -p /tmp/ncu-src
     for k in "hconv_s2d_kernel<__half:7" "${NCU_MMA_KERNEL:-hconv_mma_lean_kernel}<__half:14"; do
       name=${k%%<*} skip=${k##*:}
       ncu --set full --import-source no --kernel-name-base demangled -k "regex:${k%%:*}" \
-        --launch-skip "$skip" --launch-count 1 -o "$OUT/$name" -f \
+        --launch-skip "$skip" --launch-count 1 -o "/tmp/ncu-src/$name" -f \
         build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
-        >"$OUT/$name.log" 2>&1
-      ncu -i "$OUT/$name.ncu-rep" --page source --print-source sass --csv \
-        >"$OUT/$name.source.csv" 2>>"$OUT/$name.log"
-      python3 scripts/sass_stalls.py "$OUT/$name.source.csv" 2>&1 | tee "$OUT/$name.stalls.txt" | head -40
+        >"/tmp/ncu-src/$name.log" 2>&1
+      csv="/tmp/ncu-src/$name.source.csv"
+      [ "$name" = hconv_s2d_kernel ] || csv="$OUT/$name.source.csv"
+      ncu -i "/tmp/ncu-src/$name.ncu-rep" --page source --print-source sass --csv \
+        >"$csv" 2>>"/tmp/ncu-src/$name.log" || tail -5 "/tmp/ncu-src/$name.log"
+      { echo "== $name"; python3 scripts/sass_stalls.py "$csv" 2>&1; } | tee -a "$OUT/ncu_stalls.txt" |
+        head -40
     done
-    cuobjdump -sass build-gpu/libcudarl.a 2>/dev/null |
-      awk '/Function :/ { keep = ($0 ~ /hconv_(mma|mma_lean|s2d)_kernel/) } keep' >"$OUT/sass_hconv.txt"
-    wc -l "$OUT/sass_hconv.txt"
-    add "fp16 b128 convs' stalls per instruction (infer_ncu_source)" "see $OUT/*.stalls.txt"
+    add "fp16 b128 convs' stalls per instruction (infer_ncu_source)" "see $OUT/ncu_stalls.txt"
     ;;
   infer_levels)
-    # the half forward's kernel levels (src/nn/convnet_half.cu, cr_convnet_half_set_pipelined)
-    # side by side: a build per level in INFER_LEVELS (default 6) beside build-gpu (the
-    # default level, 7), each one's cudarl bench infer (gemm engine; the fp16 and bf16 rows are
-    # the ones that differ)
-    for lv in ${INFER_LEVELS:-6}; do
-      cmake -S . -B build-l$lv -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" \
-        -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=$lv >/tmp/cmake-l$lv.log 2>&1 &&
-        cmake --build build-l$lv -j16 --target cudarl_cli >/tmp/build-l$lv.log 2>&1 ||
-        { echo "level $lv: build failed"; tail -20 /tmp/build-l$lv.log; }
-    done
-    for b in build-gpu $(for lv in ${INFER_LEVELS:-6}; do echo build-l$lv; done); do
-      echo "== $b"
-      "$b/cudarl" bench infer --device cuda --engine gemm --iters 300 --warmup 30 2>&1 |
-        grep -E "^\| cudarl \(igemm\)" | tee -a "$OUT/infer_levels.txt"
+    # the half forward's kernel levels (src/nn/convnet_cuda.h, cr_convnet_half_set_pipelined)
+    # side by side in one build: cudarl bench infer --kernel-level for each of INFER_LEVELS
+    # (default 6 7 8; gemm engine; the fp16 and bf16 rows are the ones that differ)
+    for lv in ${INFER_LEVELS:-6 7 8}; do
+      echo "== level $lv" | tee -a "$OUT/infer_levels.txt"
+      build-gpu/cudarl bench infer --device cuda --engine gemm --iters 300 --warmup 30 \
+        --kernel-level "$lv" 2>&1 | grep -E "^\| cudarl \(igemm\)|error|refus" |
+        tee -a "$OUT/infer_levels.txt"
     done
     add "half forward levels (infer_levels)" "see $OUT/infer_levels.txt"
     ;;

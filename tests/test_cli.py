@@ -355,6 +355,13 @@ def test_bad_input(work):
                  ["train", "--runs-dir", "blocker/runs", "--quiet", *SMALL], work, F,
                  ["'blocker/runs'", "--runs-dir"])
 
+    expect_error("bench infer --kernel-level 9 is out of range",
+                 ["bench", "infer", "--kernel-level", "9"], work, U,
+                 ["--kernel-level", "must be between -1 and 8", "got 9"])
+    expect_error("bench infer --kernel-level on the CPU says to leave it out",
+                 ["bench", "infer", "--device", "cpu", "--kernel-level", "3"], work, U,
+                 ["--kernel-level chooses CUDA kernels", "leave it out", "--device cuda"])
+
     what = "--device cuda without CUDA (build or GPU) says to use --device cpu"
     check(what)
     r = run(train("--device", "cuda", "--run-name", "cuda"), work)

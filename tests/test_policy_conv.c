@@ -911,16 +911,17 @@ static void test_eval_on_device(const test_net *t, int episodes) {
 /* The half forward's kernel levels that must give the same bits (cr_convnet_half_set_pipelined):
  * the pipelined channels-last conv kernel (level 1) and its vectorized epilogue (level 2)
  * against the register-staged one (level 0), and the warp-tiled ldmatrix / mma.sync kernel
- * (level 4) against level 3 (both with the table-free first conv): the same chunks in the same
- * order through the same m16n8k16 products and the same per-output arithmetic, at every n (the
- * small ones split their reductions). */
+ * (level 4) against level 3 (both with the table-free first conv), and levels 6 to 8 (the FC's
+ * epilogue in the heads, the lean channels-last kernel, its 64-tap chunks) against level 5: the
+ * same chunks in the same order through the same m16n8k16 products and the same per-output
+ * arithmetic, at every n (the small ones split their reductions). */
 static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
-    enum { LEVELS = 8 };
-    static const int ref[LEVELS] = {0, 0, 0, 3, 3, 5, 5, 5}; /* the level each must equal */
+    enum { LEVELS = 9 };
+    static const int ref[LEVELS] = {0, 0, 0, 3, 3, 5, 5, 5, 5}; /* the level each must equal */
     static const char *const what[LEVELS] = {
         "register-staged", "pipelined", "pipelined, vectorized epilogue", "table-free conv1",
         "warp-tiled mma.sync", "s2d conv1", "the last linear's epilogue in the heads",
-        "lean channels-last main loop"};
+        "lean channels-last main loop", "lean, chunks of 64 taps"};
     const int A = t->net.spec.num_actions, ppo = is_ppo(t);
     cudarl_policy *p[LEVELS];
     for (int k = 0; k < LEVELS; k++) { /* the kernels are chosen when the graphs are captured */
@@ -950,7 +951,7 @@ static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
                       what[k], r, what[r], (double)l[k][0], (double)l[r][0]);
         }
     }
-    printf("  %s, %s: levels 1 and 2 give level 0's bits, 4 level 3's, 6 and 7 level 5's, at n = "
+    printf("  %s, %s: levels 1 and 2 give level 0's bits, 4 level 3's, 6 to 8 level 5's, at n = "
            "1..%d\n",
            t->label, cudarl_precision_name(prec), MAXB);
     for (int k = 0; k < LEVELS; k++) cudarl_policy_free(p[k]), free(l[k]);

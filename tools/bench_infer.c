@@ -44,6 +44,8 @@
 #include "runtime/policy.h"
 #ifdef CUDARL_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include "nn/convnet_cuda.h" /* cr_convnet_half_set_pipelined: --kernel-level */
 #endif
 
 enum { BENCH_USAGE = 2 };
@@ -55,7 +57,7 @@ enum { BENCH_USAGE = 2 };
 #define LABEL "bench infer (in memory)"
 
 typedef struct infer_opts {
-    int iters, warmup;
+    int iters, warmup, kernel_level;
     cudarl_device_kind device;
     char engine[16];
     char json[PATH_MAX];
@@ -67,6 +69,7 @@ static const arg_spec infer_specs[] = {
     {"device", ARG_DEVICE, offsetof(infer_opts, device), 0, 0, 0, "cuda, cpu or auto (the GPU if there is one)"},
     {"engine", ARG_STR, offsetof(infer_opts, engine), 16, 0, 0, "conv engine on CUDA: gemm, cudnn, or all (each one built)"},
     {"json", ARG_STR, offsetof(infer_opts, json), PATH_MAX, 0, 0, "also write the rows to this file as JSON"},
+    {"kernel-level", ARG_INT, offsetof(infer_opts, kernel_level), 0, -1, 8, "the bf16 / fp16 rows' conv kernel level (-1: the build's default; the levels are listed in src/nn/convnet_cuda.h), to compare them in one build"},
 };
 #define N_INFER_SPECS ((int)(sizeof infer_specs / sizeof infer_specs[0]))
 
@@ -339,7 +342,9 @@ static const char *ms_text(char *buf, size_t cap, double ms) {
 static void print_table(const infer_bench *b) {
     printf("\ncudarl bench infer: %s; input 4x%dx%d uint8 / 255, conv 32@8x8/4, 64@4x4/2, "
            "64@3x3/1, FC 512, actor %d + critic 1 (%zu parameters); %d timed calls per row after "
-           "%d\n\n", b->device_name, HW, HW, ACTIONS, b->net.num_params, b->o.iters, b->o.warmup);
+           "%d", b->device_name, HW, HW, ACTIONS, b->net.num_params, b->o.iters, b->o.warmup);
+    if (b->o.kernel_level >= 0) printf("; half kernels at level %d", b->o.kernel_level);
+    printf("\n\n");
     printf("| runtime | precision | batch | GPU time p50 ms | GPU time p99 ms | end to end p50 ms "
            "| end to end p99 ms | obs/s | %s memory MiB | max rel. error vs fp32 |\n"
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
@@ -402,8 +407,8 @@ static int write_json(const infer_bench *b) {
             CUDARL_VERSION_STRING);
     json_string(f, b->device_name);
     fprintf(f, ", \"input\": [4, %d, %d], \"actions\": %d, \"params\": %zu, \"iters\": %d, "
-            "\"warmup\": %d, \"rows\": [", HW, HW, ACTIONS, b->net.num_params, b->o.iters,
-            b->o.warmup);
+            "\"warmup\": %d, \"kernel_level\": %d, \"rows\": [", HW, HW, ACTIONS,
+            b->net.num_params, b->o.iters, b->o.warmup, b->o.kernel_level);
     for (int i = 0; i < b->nrows; i++) {
         const infer_row *r = &b->rows[i];
         fprintf(f, "%s\n  {\"name\": \"cudarl (%s)\", \"runtime\": \"cudarl\", \"variant\": "
@@ -504,7 +509,7 @@ static int cmd_infer(int argc, char **argv) {
         fprintf(stderr, "cudarl bench infer: out of host memory\n");
         return EXIT_FAILURE;
     }
-    b->o = (infer_opts){0, -1, CUDARL_DEVICE_AUTO, "all", ""};
+    b->o = (infer_opts){0, -1, -1, CUDARL_DEVICE_AUTO, "all", ""};
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: cudarl bench infer [flags]: the seed's pixel policy (4x256x256 uint8, "
@@ -528,6 +533,17 @@ static int cmd_infer(int argc, char **argv) {
     if (!b->o.iters) b->o.iters = gpu ? 1000 : 10;
     if (b->o.warmup < 0) b->o.warmup = gpu ? 100 : 2;
     if (!gpu) nengines = 1; /* the CPU has one convolution */
+    if (b->o.kernel_level >= 0) {
+#ifdef CUDARL_WITH_CUDA
+        if (gpu) cr_convnet_half_set_pipelined(b->o.kernel_level);
+#endif
+        if (!gpu) {
+            fprintf(stderr, "cudarl bench infer: --kernel-level chooses CUDA kernels, and this "
+                            "run is on the CPU; leave it out, or run with --device cuda on a GPU\n");
+            free(b);
+            return BENCH_USAGE;
+        }
+    }
     cudarl_ctx *probe = NULL; /* --device cuda without a GPU fails here, not after setup */
     if (b->o.device == CUDARL_DEVICE_CUDA && cudarl_ctx_init(&probe, b->o.device, 0) != CUDARL_OK) {
         fprintf(stderr, "cudarl bench infer: %s\n", cudarl_last_error());

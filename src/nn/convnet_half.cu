@@ -1133,44 +1133,139 @@ __device__ __forceinline__ void ldsm_x4_at(unsigned (&r)[4], unsigned a) {
 // 32, and by (W - S) C more at the end of a window row; pixels past M copy pixel 0's window (their
 // rows are never written); the shared addresses are computed once, the stages rotate by adding
 // a constant.
-template <typename T>
+// hconv_write_tile for hconv_mma_lean_kernel (HM_THREADS threads, K a multiple of 8, no / 255):
+// the same values (act(sum + b) rounded once, or the raw sums), with what stays the same across
+// a thread's items computed once. ncu had the general one at ~20% of the kernel's stall samples:
+// per item, its index divisions, a bias load and the activation's branch. Channels-last y or
+// partial sums: item e = tid + 128 t is 8 channels (tid % 8) 8 of pixel tid / 8 + 16 t, so the
+// bias is loaded once; (N, K, P, Q) y: 8 pixels (tid % 16) 8 of channel tid / 16 + 8 t, so the
+// image and its pixel are divided out once.
+template <typename T, int ACT, int BM, int BN, int LDR, int LDC>
+__device__ __forceinline__ void hconv_lean_write(const hconv_args &a, const float *Cs,
+                                                 long long m0, int k0, int tid) {
+    static_assert(BN == 64 && BM == 128 && HM_THREADS == 128, "the items below assume the tile");
+    T *y = (T *)a.y;
+    if (a.partial || !a.out_nchw) {
+        const int kg = (tid & 7) * 8, k = k0 + kg;
+        if (k >= a.K) return;
+        float *part = a.partial ? a.partial + (size_t)blockIdx.z * (size_t)a.M * a.K : NULL;
+        float4 b0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b1 = b0;
+        if (!part) b0 = *(const float4 *)(a.b + k), b1 = *(const float4 *)(a.b + k + 4);
+#pragma unroll 2
+        for (int t = 0; t < BM / 16; t++) {
+            const int mi = (tid >> 3) + 16 * t;
+            const long long mm = m0 + mi;
+            if (mm >= a.M) break;
+            const float *c = Cs + mi * LDR + kg;
+            const size_t at = (size_t)mm * a.K + k;
+            const float4 c0 = *(const float4 *)c, c1 = *(const float4 *)(c + 4);
+            if (part) {
+                *(float4 *)(part + at) = c0; // hconv_reduce_kernel's
+                *(float4 *)(part + at + 4) = c1;
+                continue;
+            }
+            const float v[8] = {
+                act_apply(ACT, __fadd_rn(c0.x, b0.x)), act_apply(ACT, __fadd_rn(c0.y, b0.y)),
+                act_apply(ACT, __fadd_rn(c0.z, b0.z)), act_apply(ACT, __fadd_rn(c0.w, b0.w)),
+                act_apply(ACT, __fadd_rn(c1.x, b1.x)), act_apply(ACT, __fadd_rn(c1.y, b1.y)),
+                act_apply(ACT, __fadd_rn(c1.z, b1.z)), act_apply(ACT, __fadd_rn(c1.w, b1.w))};
+            *(uint4 *)(y + at) = pack8<T>(v);
+        }
+    } else {
+        const int mi = (tid & 15) * 8, PQ = a.P * a.Q;
+        const long long mm = m0 + mi;
+        if (mm >= a.M) return;
+        const unsigned n = (unsigned)mm / (unsigned)PQ; // mm < M < 2^31
+        const int pq = (int)((unsigned)mm - n * (unsigned)PQ);
+        const bool whole = (PQ & 7) == 0; // the 8 pixels are one image's, all < M
+#pragma unroll 2
+        for (int t = 0; t < BN / 8; t++) {
+            const int ki = (tid >> 4) + 8 * t, k = k0 + ki;
+            if (k >= a.K) break;
+            const float *c = Cs + ki * LDC + mi;
+            const float bk = a.b[k];
+            if (whole) {
+                const float4 c0 = *(const float4 *)c, c1 = *(const float4 *)(c + 4);
+                const float v[8] = {
+                    act_apply(ACT, __fadd_rn(c0.x, bk)), act_apply(ACT, __fadd_rn(c0.y, bk)),
+                    act_apply(ACT, __fadd_rn(c0.z, bk)), act_apply(ACT, __fadd_rn(c0.w, bk)),
+                    act_apply(ACT, __fadd_rn(c1.x, bk)), act_apply(ACT, __fadd_rn(c1.y, bk)),
+                    act_apply(ACT, __fadd_rn(c1.z, bk)), act_apply(ACT, __fadd_rn(c1.w, bk))};
+                *(uint4 *)(y + ((size_t)n * a.K + k) * PQ + pq) = pack8<T>(v);
+                continue;
+            }
+            for (int e = 0; e < 8 && mm + e < a.M; e++) {
+                const long long me = mm + e, ne = me / PQ;
+                y[((size_t)ne * a.K + k) * PQ + (me - ne * PQ)] =
+                    to_fmt<T>(act_apply(ACT, __fadd_rn(c[e], bk)));
+            }
+        }
+    }
+}
+
+template <int BK> struct hconv_lean {
+    static constexpr int BM = 128, BN = 64;
+    static constexpr int STAGES = BK == 32 ? HM_STAGES : 2; // the same bytes in flight
+    static constexpr int LDS = BK + 8; // a shared row: 80 or 144 bytes, ldmatrix conflict-free
+    static constexpr int STAGE = (BM + BN) * LDS;
+    static constexpr int LDR = BN + 8, LDC = BM + 4;
+    static constexpr int AB_BYTES = STAGES * STAGE * 2;
+    static constexpr int C_BYTES = (BM * LDR > BN * LDC ? BM * LDR : BN * LDC) * 4;
+    static constexpr int SMEM = AB_BYTES > C_BYTES ? AB_BYTES : C_BYTES; // 46080 or 55296
+};
+
+template <typename T, int BK>
 static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_lean_kernel(const hconv_args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    constexpr int BM = 128, BN = 64, LDS = HC_LDS, STAGE = (BM + BN) * LDS;
+    typedef hconv_lean<BK> L;
+    constexpr int BM = L::BM, BN = L::BN, LDS = L::LDS, STAGES = L::STAGES;
     constexpr int MI = 4, NI = 4;
-    constexpr int LDR = BN + 8, LDC = BM + 4;
-    constexpr int AB_BYTES = HM_STAGES * STAGE * 2;
-    constexpr int C_BYTES = (BM * LDR > BN * LDC ? BM * LDR : BN * LDC) * 4;
-    constexpr unsigned STAGE_BYTES = STAGE * 2, B_AT = BM * LDS * 2; // B tile after the A tile
-    __shared__ __align__(128) unsigned char smem[AB_BYTES > C_BYTES ? AB_BYTES : C_BYTES];
+    constexpr int SUB = BK / HALF_BK; // 32-tap runs of a chunk, each inside one pixel
+    constexpr unsigned STAGE_BYTES = L::STAGE * 2, B_AT = BM * LDS * 2; // B tile after A tile
+    extern __shared__ __align__(128) unsigned char smem[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm0 = (warp & 1) * 64, wn0 = (warp >> 1) * 32;
     const long long m0 = (long long)blockIdx.x * BM;
     const int k0 = blockIdx.y * BN;
     const int kbeg = blockIdx.z * a.cps * HALF_BK;
     const int kend = kbeg + a.cps * HALF_BK < a.CRSp ? kbeg + a.cps * HALF_BK : a.CRSp;
-    const int nch = (kend - kbeg) / HALF_BK;
+    const int nch = (kend - kbeg) / BK; // the launch checks that BK divides it
     const unsigned s0 = (unsigned)__cvta_generic_to_shared(smem);
 
-    // the copies: as hconv_mma_kernel's, vector u = tid % 4 of pixels tid / 4 + 32 v
+    // the copies: as hconv_mma_kernel's, vector u = tid % 4 of each 32-tap run, pixels tid / 4
+    // + 32 v
     const int u = tid & 3;
     const T *x = (const T *)a.x, *pa[4];
+    {
+        // pixel m's image n and output (p, q) by one division, the next ones (32 on) by a walk
+        // (no padding: the window's top left is (p stride, q stride))
+        long long m = m0 + (tid >> 2);
+        const unsigned PQ = (unsigned)(a.P * a.Q);
+        unsigned n = (unsigned)m / PQ, pq = (unsigned)m - n * PQ, p = pq / (unsigned)a.Q,
+                 q = pq - p * (unsigned)a.Q;
+        const size_t image = (size_t)a.C * a.H * a.W;
 #pragma unroll
-    for (int v = 0; v < 4; v++) {
-        const long long m = m0 + (tid >> 2) + 32 * v;
-        int h0 = 0, w0 = 0;
-        size_t nbase = 0;
-        if (m < a.M) hconv_window(a, m, &h0, &w0, &nbase);
-        pa[v] = x + (long long)nbase + ((long long)h0 * a.W + w0) * a.C + 8 * u;
+        for (int v = 0; v < 4; v++) {
+            pa[v] = x + 8 * u;
+            if (m < a.M)
+                pa[v] += (size_t)n * image +
+                         ((size_t)(p * a.stride) * a.W + q * a.stride) * (size_t)a.C;
+            m += 32;
+            for (q += 32; q >= (unsigned)a.Q; q -= a.Q)
+                if (++p == (unsigned)a.P) p = 0, ++n;
+        }
     }
-    const unsigned a_dst = s0 + ((tid >> 2) * LDS + 8 * u) * 2;
-    const unsigned b_dst = s0 + B_AT + ((tid >> 1) * LDS + (tid & 1) * 16) * 2;
+    unsigned a_dst = s0 + ((tid >> 2) * LDS + 8 * u) * 2;
+    unsigned b_dst = s0 + B_AT + ((tid >> 1) * LDS + (tid & 1) * 16) * 2;
+    // opaque to the compiler, so that it keeps them in registers instead of recomputing them
+    // from the thread index (S2R) in the loop, as it did
+    asm volatile("" : "+r"(a_dst), "+r"(b_dst));
     const T *wsrc = (const T *)a.w + (size_t)(k0 + (tid >> 1)) * a.CRSp + (tid & 1) * 16 + kbeg;
-    // the tap walk: chunk kbeg / 32 on is at window offset off; cs counts the chunks of a window
+    // the tap walk: the next 32-tap run is at window offset off; cs counts the runs of a window
     // row (S C / 32 of them), after which the next row is (W - S) C further
     const int row_chunks = a.S * a.C / HALF_BK, row_jump = (a.W - a.S) * a.C;
-    int off, cs;
-    {
+    int off = 0, cs = 0;
+    if (kbeg) { // a split past the first: its first tap's (r, s, c)
         const int rs = kbeg / a.C, c = kbeg - rs * a.C, r = rs / a.S, s = rs - r * a.S;
         off = (r * a.W + s) * a.C + c;
         cs = (s * a.C + c) / HALF_BK;
@@ -1178,13 +1273,17 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_lean_kernel(const
     unsigned ld = 0; // the stage the next copy fills, as a byte offset
     auto load = [&]() {
 #pragma unroll
-        for (int v = 0; v < 4; v++) cp_async16_to(a_dst + ld + v * 32 * LDS * 2, pa[v] + off);
-        cp_async16_cg_to(b_dst + ld, wsrc);
-        cp_async16_cg_to(b_dst + ld + 16, wsrc + 8);
-        wsrc += HALF_BK;
-        off += HALF_BK;
-        if (++cs == row_chunks) cs = 0, off += row_jump;
-        ld = ld == (HM_STAGES - 1) * STAGE_BYTES ? 0 : ld + STAGE_BYTES;
+        for (int h = 0; h < SUB; h++) {
+#pragma unroll
+            for (int v = 0; v < 4; v++)
+                cp_async16_to(a_dst + ld + (v * 32 * LDS + h * HALF_BK) * 2, pa[v] + off);
+            cp_async16_cg_to(b_dst + ld + h * HALF_BK * 2, wsrc);
+            cp_async16_cg_to(b_dst + ld + h * HALF_BK * 2 + 16, wsrc + 8);
+            wsrc += HALF_BK;
+            off += HALF_BK;
+            if (++cs == row_chunks) cs = 0, off += row_jump;
+        }
+        ld = ld == (STAGES - 1) * STAGE_BYTES ? 0 : ld + STAGE_BYTES;
     };
 
     float acc[MI][NI][4];
@@ -1196,22 +1295,25 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_lean_kernel(const
             for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
 
 #pragma unroll
-    for (int i = 0; i < HM_STAGES - 1; i++) {
+    for (int i = 0; i < STAGES - 1; i++) {
         if (i < nch) load();
         cp_async_commit();
     }
     // this lane's ldmatrix rows in stage 0, as hconv_mma_kernel's
-    const unsigned a_frag = s0 + ((wm0 + (lane & 15)) * LDS + (lane >> 4) * 8) * 2;
-    const unsigned b_frag =
+    unsigned a_frag = s0 + ((wm0 + (lane & 15)) * LDS + (lane >> 4) * 8) * 2;
+    unsigned b_frag =
         s0 + B_AT + ((wn0 + (lane & 7) + ((lane >> 4) << 3)) * LDS + ((lane >> 3) & 1) * 8) * 2;
+    asm volatile("" : "+r"(a_frag), "+r"(b_frag));
     unsigned cur = 0; // the stage chunk kc is in
     for (int kc = 0; kc < nch; kc++) {
-        cp_async_wait<HM_STAGES - 2>();
+        cp_async_wait<STAGES - 2>();
         __syncthreads(); // chunk kc is in; every warp is past chunk kc - 1, whose stage reloads
-        if (kc + HM_STAGES - 1 < nch) load();
-        cp_async_commit();
+        if (STAGES == 2) { // the next chunk's copies go while this one multiplies
+            if (kc + 1 < nch) load();
+            cp_async_commit();
+        }
 #pragma unroll
-        for (int ks = 0; ks < HALF_BK; ks += 16) {
+        for (int ks = 0; ks < BK; ks += 16) {
             unsigned af[MI][4], bf[NI][2];
 #pragma unroll
             for (int i = 0; i < MI; i++) ldsm_x4_at(af[i], a_frag + cur + (16 * i * LDS + ks) * 2);
@@ -1227,14 +1329,26 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_lean_kernel(const
 #pragma unroll
                 for (int j = 0; j < NI; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
         }
-        cur = cur == (HM_STAGES - 1) * STAGE_BYTES ? 0 : cur + STAGE_BYTES;
+        // three stages: the copies of chunk kc + 2 after the products. Issued first, their
+        // address registers were the next ldmatrix's destinations, which waited for the copies
+        // to read them (ncu: long_sb); chunk kc + 1's copies still go while this one multiplies
+        if (STAGES > 2) {
+            if (kc + STAGES - 1 < nch) load();
+            cp_async_commit();
+        }
+        cur = cur == (STAGES - 1) * STAGE_BYTES ? 0 : cur + STAGE_BYTES;
     }
     cp_async_wait<0>();
     __syncthreads(); // the tiles' memory becomes the fp32 output tile
-    hconv_mma_store_acc<BM, BN, LDR, LDC>(acc, (float *)smem, a.partial || !a.out_nchw, wm0, wn0,
-                                          lane);
+    hconv_mma_store_acc<BM, BN, L::LDR, L::LDC>(acc, (float *)smem, a.partial || !a.out_nchw, wm0,
+                                                wn0, lane);
     __syncthreads();
-    hconv_write_tile<T, BM, BN, LDR, LDC, HM_THREADS>(a, (const float *)smem, m0, k0, tid);
+    if (a.act == ACT_RELU)
+        hconv_lean_write<T, ACT_RELU, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, k0, tid);
+    else if (a.act == ACT_TANH)
+        hconv_lean_write<T, ACT_TANH, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, k0, tid);
+    else
+        hconv_lean_write<T, ACT_NONE, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, k0, tid);
 #elif defined(__CUDA_ARCH__)
     __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
 #endif
@@ -1433,7 +1547,7 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
 
 
 extern "C" void cr_convnet_half_set_pipelined(int level) {
-    use_pipelined = level < 0 ? 0 : level > 7 ? 7 : level;
+    use_pipelined = level < 0 ? 0 : level > 8 ? 8 : level;
 }
 
 extern "C" int cr_convnet_half_level(void) { return use_pipelined; }
@@ -1443,9 +1557,22 @@ static void launch_conv_in(cudarl_ctx *ctx, const hconv_args &a, int splits) {
     cudaStream_t st = cr_stream(ctx);
     if (IN == IN_NHWC && a.C % 8 == 0 && a.K > 32 && use_pipelined >= 4) { // the same block tile
         dim3 grid((unsigned)((a.M + 127) / 128), (unsigned)((a.K + 63) / 64), (unsigned)splits);
-        if (use_pipelined >= 7 && a.pad == 0 && a.C * a.R * a.S == a.CRSp && a.C % HALF_BK == 0)
-            hconv_mma_lean_kernel<T><<<grid, HM_THREADS, 0, st>>>(a);
-        else hconv_mma_kernel<T><<<grid, HM_THREADS, 0, st>>>(a);
+        if (use_pipelined >= 7 && a.pad == 0 && a.C * a.R * a.S == a.CRSp &&
+            a.C % HALF_BK == 0 && a.K % 8 == 0) {
+            CUDARL_ASSERT(!a.div255); // a first conv's; hconv_lean_write has no / 255
+            // level 8: chunks of 64 taps where every split's taps are a multiple of 64 (at the
+            // larger batch sizes, one split)
+            if (use_pipelined >= 8 && a.cps % 2 == 0 && a.CRSp % 64 == 0) {
+                constexpr int smem = hconv_lean<64>::SMEM; // over 48 KiB: the launch must ask
+                cudaFuncSetAttribute(hconv_mma_lean_kernel<T, 64>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+                hconv_mma_lean_kernel<T, 64><<<grid, HM_THREADS, smem, st>>>(a);
+            } else {
+                hconv_mma_lean_kernel<T, 32><<<grid, HM_THREADS, hconv_lean<32>::SMEM, st>>>(a);
+            }
+        } else {
+            hconv_mma_kernel<T><<<grid, HM_THREADS, 0, st>>>(a);
+        }
     } else if (IN == IN_NHWC && a.C % 8 == 0 && a.K > 32 && use_pipelined) { // hconv_tile<2>'s
         typedef hconv_tile<2> tile;
         dim3 grid((unsigned)((a.M + tile::BM - 1) / tile::BM), (unsigned)((a.K + 63) / 64),
