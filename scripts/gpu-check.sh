@@ -314,11 +314,13 @@ for b in "$@"; do
     # where the policy runtime's forward spends its time (issue 8): ncu over cudarl bench
     # infer's gemm-engine rows, one timed call each, only the half-precision forward's kernels
     # (bf16 and fp16 at batch 128 and 1: convnet_half.cu's and cuBLAS's 16-bit GEMMs; the fp32
-    # rows' im2col path would use up the launch count); a row per kernel and grid size
+    # rows' im2col path would use up the launch count); a row per kernel and grid size.
+    # INFER_PROFILE_ARGS go to the bench, e.g. "--batch 1" (loading at batch 128 runs every
+    # batch size's forward once, ~900 launches, before the graphs)
     ncu --metrics gpu__time_duration.sum --graph-profiling node --csv -c 600 \
       --kernel-name "regex:hconv|linear_epilogue|heads_kernel|input_kernel|nvjet|f16|bf16|splitK" \
       build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
-      > "$OUT/ncu_infer.csv" 2>/tmp/ncu_infer.err
+      ${INFER_PROFILE_ARGS:-} > "$OUT/ncu_infer.csv" 2>/tmp/ncu_infer.err
     python3 scripts/ncu_kernels.py "$OUT/ncu_infer.csv" --by-grid --top 40 |
       tee "$OUT/infer_profile.txt" | head -45
     add "policy runtime forward per kernel (infer_profile)" "see $OUT/infer_profile.txt"

@@ -358,6 +358,9 @@ def test_bad_input(work):
     expect_error("bench infer --kernel-level 9 is out of range",
                  ["bench", "infer", "--kernel-level", "9"], work, U,
                  ["--kernel-level", "must be between -1 and 8", "got 9"])
+    expect_error("bench infer --batch 129 is out of range",
+                 ["bench", "infer", "--batch", "129"], work, U,
+                 ["--batch", "must be between 0 and 128", "got 129"])
     expect_error("bench infer --kernel-level on the CPU says to leave it out",
                  ["bench", "infer", "--device", "cpu", "--kernel-level", "3"], work, U,
                  ["--kernel-level chooses CUDA kernels", "leave it out", "--device cuda"])

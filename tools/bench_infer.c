@@ -57,7 +57,7 @@ enum { BENCH_USAGE = 2 };
 #define LABEL "bench infer (in memory)"
 
 typedef struct infer_opts {
-    int iters, warmup, kernel_level;
+    int iters, warmup, kernel_level, batch;
     cudarl_device_kind device;
     char engine[16];
     char json[PATH_MAX];
@@ -69,6 +69,7 @@ static const arg_spec infer_specs[] = {
     {"device", ARG_DEVICE, offsetof(infer_opts, device), 0, 0, 0, "cuda, cpu or auto (the GPU if there is one)"},
     {"engine", ARG_STR, offsetof(infer_opts, engine), 16, 0, 0, "conv engine on CUDA: gemm, cudnn, or all (each one built)"},
     {"json", ARG_STR, offsetof(infer_opts, json), PATH_MAX, 0, 0, "also write the rows to this file as JSON"},
+    {"batch", ARG_INT, offsetof(infer_opts, batch), 0, 0, MAX_BATCH, "only this batch size's rows (0: the table's, 128 and 1)"},
     {"kernel-level", ARG_INT, offsetof(infer_opts, kernel_level), 0, -1, 8, "the bf16 / fp16 rows' conv kernel level (-1: the build's default; the levels are listed in src/nn/convnet_cuda.h), to compare them in one build"},
 };
 #define N_INFER_SPECS ((int)(sizeof infer_specs / sizeof infer_specs[0]))
@@ -509,7 +510,7 @@ static int cmd_infer(int argc, char **argv) {
         fprintf(stderr, "cudarl bench infer: out of host memory\n");
         return EXIT_FAILURE;
     }
-    b->o = (infer_opts){0, -1, -1, CUDARL_DEVICE_AUTO, "all", ""};
+    b->o = (infer_opts){0, -1, -1, 0, CUDARL_DEVICE_AUTO, "all", ""};
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: cudarl bench infer [flags]: the seed's pixel policy (4x256x256 uint8, "
@@ -551,8 +552,9 @@ static int cmd_infer(int argc, char **argv) {
     }
     cudarl_ctx_free(probe);
     if (!rc && setup(b) != 0) rc = EXIT_FAILURE;
-    static const int batches[2] = {MAX_BATCH, 1};
-    for (int bi = 0; bi < 2 && !rc; bi++)
+    int batches[2] = {MAX_BATCH, 1}, nbatches = 2;
+    if (b->o.batch) batches[0] = b->o.batch, nbatches = 1;
+    for (int bi = 0; bi < nbatches && !rc; bi++)
         for (int pr = 0; pr < CUDARL_PRECISION_COUNT && !rc; pr++)
             for (int e = 0; e < nengines && !rc; e++) {
                 int k = run_row(b, (cudarl_precision)pr, engines[e], batches[bi]);

@@ -224,15 +224,16 @@ void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, co
  * and divides its sums by 255; 4: as 3, with the channels-last convs on the warp-tiled
  * ldmatrix / mma.sync kernel; 5: as 4, and an 8x8/4 first conv over 4 uint8 / 255 channels (the
  * Nature-CNN's) as a 2x2 conv over 4 x 4 blocks (chosen when the weights are planned, at load);
- * 6: as 5, with the last linear stage's epilogue done by the heads kernel; 7 (the default): as
- * 6, and the channels-last convs with C a multiple of 32, K of 8 and no padding on a leaner
+ * 6: as 5, with the last linear stage's epilogue done by the heads kernel; 7: as 6, and the
+ * channels-last convs with C a multiple of 32, K of 8 and no padding on a leaner
  * kernel (hconv_mma_lean_kernel: its copies, prologue and epilogue in fewer instructions); 8: as
  * 7, with chunks of 64 taps (two stages, 54 KiB of shared memory) where each split's taps are a
- * multiple of 64. 0 to 2 give the same bits, 3 and 4 the same bits, 5 to 8 the same bits; 3 and
- * 5 round
+ * multiple of 64 (the default). 0 to 2 give the same bits, 3 and 4 the same bits, 5 to 8 the
+ * same bits; 3 and 5 round
  * differently (3: the inputs are not rounded; 5: the taps are summed in another order). On the
  * H200 2026-11-30, fp16 at batch 128: 0.361 ms at level 1, 0.316 at 2, 0.297 at 3, 0.286 at 4,
- * 0.201 at 5; at batch 1 (bf16), 0.0569 ms at 5 and 0.0556 at 6 (bench/RESULTS.md).
+ * 0.201 at 5; at batch 1 (bf16), 0.0569 ms at 5 and 0.0556 at 6; in one build (ninth session),
+ * 0.197 at 6, 0.184 at 7, 0.179 at 8 (bench/RESULTS.md).
  * Process-wide; not thread-safe. */
 void cr_convnet_half_set_pipelined(int level);
 /* The level the half forward's conv kernels are chosen at now (CUDARL_HALF_LEVEL at start). */

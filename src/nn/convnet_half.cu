@@ -98,7 +98,7 @@ static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 // levels in one run, e.g. -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=3 (scripts/gpu-check.sh's
 // infer_levels).
 #ifndef CUDARL_HALF_LEVEL
-#define CUDARL_HALF_LEVEL 7
+#define CUDARL_HALF_LEVEL 8
 #endif
 static int use_pipelined = CUDARL_HALF_LEVEL;
 
