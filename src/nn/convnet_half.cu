@@ -1520,31 +1520,39 @@ static __global__ void __launch_bounds__(128, 4) hconv_s2d_kernel(const hconv_ar
 
 // y = act(b + the sum of the splits' partial sums, in split order), in the format: the epilogue
 // of a split conv. partial (splits, M, K); y (M, K) channels-last, or (N, K, P, Q) when
-// out_nchw; one thread per element of y, in y's order.
+// out_nchw; one thread per element, in the partial sums' order (pixel-major: a warp reads whole
+// sectors of every split), 32-bit indices (the launch checks M K < 2^31). The splits' loads go
+// four at a time, then are summed in split order: the batch-1 profile (ncu, H200, 2026-11-30)
+// had this kernel at 11 us for conv3 at batch 1, one dependent load per split and, for an
+// (N, K, P, Q) y, each warp reading 32 sectors of every split.
 template <typename T>
 static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, int splits,
                                            const float *__restrict__ b, T *__restrict__ y,
-                                           long long M, int K, int PQ, int act, int out_nchw,
+                                           int M, int K, int PQ, int act, int out_nchw,
                                            int div255) {
-    const size_t n = (size_t)M * K, step = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        size_t m;
-        int k;
-        if (out_nchw) { // i = (img K + k) PQ + pq
-            const size_t nk = i / (size_t)PQ, img = nk / (size_t)K;
-            k = (int)(nk - img * K);
-            m = img * PQ + (i - nk * PQ);
-        } else {
-            m = i / (size_t)K;
-            k = (int)(i - m * K);
+    const unsigned n = (unsigned)M * (unsigned)K, step = gridDim.x * blockDim.x;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        const float *p = partial + i;
+        const size_t z_step = (size_t)n;
+        float s = p[0];
+        int z = 1;
+        for (; z + 3 < splits; z += 4) {
+            const float v0 = p[z * z_step], v1 = p[(z + 1) * z_step], v2 = p[(z + 2) * z_step],
+                        v3 = p[(z + 3) * z_step];
+            s = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(s, v0), v1), v2), v3);
         }
-        float s = partial[m * K + k];
-        for (int z = 1; z < splits; z++) s = __fadd_rn(s, partial[((size_t)z * M + m) * K + k]);
+        for (; z < splits; z++) s = __fadd_rn(s, p[z * z_step]);
+        const unsigned m = i / (unsigned)K, k = i - m * (unsigned)K;
         if (div255) s = __fdiv_rn(s, 255.0f);
-        y[i] = to_fmt<T>(act_apply(act, __fadd_rn(s, b[k])));
+        const T v = to_fmt<T>(act_apply(act, __fadd_rn(s, b[k])));
+        if (out_nchw) {
+            const unsigned img = m / (unsigned)PQ, pq = m - img * (unsigned)PQ;
+            y[((size_t)img * K + k) * PQ + pq] = v;
+        } else {
+            y[i] = v;
+        }
     }
 }
-
 
 extern "C" void cr_convnet_half_set_pipelined(int level) {
     use_pipelined = level < 0 ? 0 : level > 8 ? 8 : level;
@@ -1604,8 +1612,10 @@ static void launch_conv(cudarl_ctx *ctx, int in, const hconv_args &a, int splits
     else launch_conv_in<T, IN_NHWC>(ctx, a, splits);
     if (splits == 1) return;
     const size_t n = (size_t)a.M * a.K;
+    CUDARL_ASSERT(n < ((size_t)1 << 31)); // hconv_reduce_kernel's indices; splits are for
+                                           // small batches (cr_convnet_half_splits)
     hconv_reduce_kernel<T><<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0,
-                             cr_stream(ctx)>>>(a.partial, splits, a.b, (T *)a.y, a.M, a.K,
+                             cr_stream(ctx)>>>(a.partial, splits, a.b, (T *)a.y, (int)a.M, a.K,
                                                a.P * a.Q, a.act, a.out_nchw, a.div255);
     CR_CUDA_LAUNCHED(ctx);
 }
@@ -1645,6 +1655,28 @@ static __global__ void linear_epilogue_kernel(const float *__restrict__ acc,
 // With acc (level 6), h is not read: the features are the last linear stage's epilogue done
 // here, to_fmt(act(acc (B, F) + bacc (F))) (linear_epilogue_kernel's values, so the same bits),
 // one launch fewer.
+// A lane's part of a head's dot product: its features lane, lane + 32, ... of x (or, with xa,
+// of the last linear's to_fmt(ACT(xa + bacc)), linear_epilogue_kernel's values) times wr's, in
+// that order. The activation a template argument and xa's test outside the loops, so that the
+// loop's loads can go 8 steps ahead (the same sums in the same order): at batch 1 the heads
+// are one block, and one dependent load at a time had it at ~6 us (ncu, H200, 2026-11-30).
+template <typename T, int ACT>
+__device__ __forceinline__ float heads_dot(const T *__restrict__ x, const float *__restrict__ xa,
+                                           const float *__restrict__ bacc,
+                                           const T *__restrict__ wr, int F, int lane) {
+    float s = 0.0f;
+    if (xa) {
+#pragma unroll 8
+        for (int f = lane; f < F; f += 32)
+            s = fmaf(from_fmt(to_fmt<T>(act_apply(ACT, __fadd_rn(xa[f], bacc[f])))),
+                     from_fmt(wr[f]), s);
+    } else {
+#pragma unroll 8
+        for (int f = lane; f < F; f += 32) s = fmaf(from_fmt(x[f]), from_fmt(wr[f]), s);
+    }
+    return s;
+}
+
 template <typename T>
 static __global__ void heads_kernel(const T *__restrict__ h, int F, const T *__restrict__ wa,
                                     const float *__restrict__ ba, float *__restrict__ out, int A,
@@ -1657,12 +1689,9 @@ static __global__ void heads_kernel(const T *__restrict__ h, int F, const T *__r
     const int b = (int)(g / O), o = (int)(g - (long long)b * O);
     const T *x = h + (size_t)b * F, *wr = o < A ? wa + (size_t)o * F : wc;
     const float *xa = acc ? acc + (size_t)b * F : NULL;
-    float s = 0.0f;
-    for (int f = lane; f < F; f += 32) {
-        const float xf = xa ? from_fmt(to_fmt<T>(act_apply(act, __fadd_rn(xa[f], bacc[f]))))
-                            : from_fmt(x[f]);
-        s = fmaf(xf, from_fmt(wr[f]), s);
-    }
+    float s = act == ACT_RELU ? heads_dot<T, ACT_RELU>(x, xa, bacc, wr, F, lane)
+              : act == ACT_TANH ? heads_dot<T, ACT_TANH>(x, xa, bacc, wr, F, lane)
+                                : heads_dot<T, ACT_NONE>(x, xa, bacc, wr, F, lane);
 #pragma unroll
     for (int d = 16; d > 0; d >>= 1) s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, d));
     if (lane) return;
