@@ -918,6 +918,15 @@ __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const void *p) {
 #endif
 }
 
+// ldsm_x4 from a shared-window address (cvta'd by the caller).
+__device__ __forceinline__ void ldsm_x4_at(unsigned (&r)[4], unsigned a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+#endif
+}
+
 // d += a b on the tensor cores: m16n8k16, a row-major (16 x 16), b column-major (16 x 8), fp32
 // accumulators (the instruction a WMMA 16x16x16 product is made of, two per WMMA); F the
 // inputs' PTX type, f16 or bf16. Not volatile: registers only, so the compiler may interleave
@@ -944,6 +953,29 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const uns
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     HC_MMA16816("bf16", d, a, b0, b1);
 #endif
+}
+
+// One k16 step of a warp's 64 x 32 outputs: acc[i][j] += A rows 16 i .. + 15 times B rows (channels)
+// 8 j .. + 7 over the step's 16 taps, by ldmatrix and m16n8k16 products in (i, j) order. a0 and b0
+// are the shared-window addresses of this lane's ldmatrix rows at the step's first tap (A: row
+// lane % 16, taps 8 (lane / 16); B: row (lane % 8) + 8 (lane / 16), taps 8 ((lane / 8) % 2)); the
+// tiles' rows are LDS elements long. hconv_mma_kernel's and hconv_mma_lean_kernel's.
+template <typename T, int LDS>
+__device__ __forceinline__ void hconv_warp_k16(float (&acc)[4][4][4], unsigned a0, unsigned b0) {
+    unsigned af[4][4], bf[4][2];
+#pragma unroll
+    for (int i = 0; i < 4; i++) ldsm_x4_at(af[i], a0 + 16 * i * LDS * 2);
+#pragma unroll
+    for (int jp = 0; jp < 2; jp++) {
+        unsigned t4[4];
+        ldsm_x4_at(t4, b0 + 16 * jp * LDS * 2);
+        bf[2 * jp][0] = t4[0], bf[2 * jp][1] = t4[1];
+        bf[2 * jp + 1][0] = t4[2], bf[2 * jp + 1][1] = t4[3];
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
 }
 
 // A warp's 64 x 32 mma.sync accumulators into the block's fp32 output tile Cs (shared memory,
@@ -1070,22 +1102,9 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_kernel(const hcon
         cp_async_commit();
         const T *At = tiles + (kc % HM_STAGES) * STAGE, *Bt = At + BM * LDS;
 #pragma unroll
-        for (int ks = 0; ks < HALF_BK; ks += 16) {
-            unsigned af[MI][4], bf[NI][2];
-#pragma unroll
-            for (int i = 0; i < MI; i++) ldsm_x4(af[i], At + (arow + 16 * i) * LDS + ks + acol);
-#pragma unroll
-            for (int jp = 0; jp < NI / 2; jp++) {
-                unsigned t4[4];
-                ldsm_x4(t4, Bt + (brow + 16 * jp) * LDS + ks + bcol);
-                bf[2 * jp][0] = t4[0], bf[2 * jp][1] = t4[1];
-                bf[2 * jp + 1][0] = t4[2], bf[2 * jp + 1][1] = t4[3];
-            }
-#pragma unroll
-            for (int i = 0; i < MI; i++)
-#pragma unroll
-                for (int j = 0; j < NI; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
-        }
+        for (int ks = 0; ks < HALF_BK; ks += 16)
+            hconv_warp_k16<T, LDS>(acc, (unsigned)__cvta_generic_to_shared(At + arow * LDS + ks + acol),
+                                   (unsigned)__cvta_generic_to_shared(Bt + brow * LDS + ks + bcol));
     }
     cp_async_wait<0>();
     __syncthreads(); // the tiles' memory becomes the fp32 output tile
@@ -1110,13 +1129,6 @@ __device__ __forceinline__ void cp_async16_to(unsigned d, const void *src) {
 __device__ __forceinline__ void cp_async16_cg_to(unsigned d, const void *src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
-#endif
-}
-__device__ __forceinline__ void ldsm_x4_at(unsigned (&r)[4], unsigned a) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
 #endif
 }
 
@@ -1313,22 +1325,8 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_lean_kernel(const
             cp_async_commit();
         }
 #pragma unroll
-        for (int ks = 0; ks < BK; ks += 16) {
-            unsigned af[MI][4], bf[NI][2];
-#pragma unroll
-            for (int i = 0; i < MI; i++) ldsm_x4_at(af[i], a_frag + cur + (16 * i * LDS + ks) * 2);
-#pragma unroll
-            for (int jp = 0; jp < NI / 2; jp++) {
-                unsigned t4[4];
-                ldsm_x4_at(t4, b_frag + cur + (16 * jp * LDS + ks) * 2);
-                bf[2 * jp][0] = t4[0], bf[2 * jp][1] = t4[1];
-                bf[2 * jp + 1][0] = t4[2], bf[2 * jp + 1][1] = t4[3];
-            }
-#pragma unroll
-            for (int i = 0; i < MI; i++)
-#pragma unroll
-                for (int j = 0; j < NI; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
-        }
+        for (int ks = 0; ks < BK; ks += 16)
+            hconv_warp_k16<T, LDS>(acc, a_frag + cur + ks * 2, b_frag + cur + ks * 2);
         // three stages: the copies of chunk kc + 2 after the products. Issued first, their
         // address registers were the next ldmatrix's destinations, which waited for the copies
         // to read them (ncu: long_sb); chunk kc + 1's copies still go while this one multiplies
