@@ -1132,19 +1132,6 @@ __device__ __forceinline__ void cp_async16_cg_to(unsigned d, const void *src) {
 #endif
 }
 
-// hconv_mma_kernel for the convs whose every window tap is inside the frame (no padding, no
-// padded taps) and whose C is a multiple of 32 (the Nature-CNN's second and third convs): the
-// same tile, copies, chunks, m16n8k16 products in the same order and the same epilogue, so the
-// same bits (test_policy_conv checks), with a main loop of fewer instructions. ncu's source page
-// (H200, 2026-11-30, conv2 at batch 128) had hconv_mma_kernel's chunk at 228 warp instructions
-// for its 32 tensor instructions, IPC 0.24 per scheduler: 144 of them the copies, their pixel
-// checks (64-bit compares), the padding branch and the tap walk, recomputed each chunk with
-// constant-bank and thread-index reloads (S2R) the compiler used to spare registers, and the
-// stage's address by a division by 3. Here a chunk's 32 taps are 32 consecutive values of one
-// pixel (C % 32 == 0), so each copy is a pixel's window pointer plus one offset that advances by
-// 32, and by (W - S) C more at the end of a window row; pixels past M copy pixel 0's window (their
-// rows are never written); the shared addresses are computed once, the stages rotate by adding
-// a constant.
 // hconv_write_tile for hconv_mma_lean_kernel (HM_THREADS threads, K a multiple of 8, no / 255):
 // the same values (act(sum + b) rounded once, or the raw sums), with what stays the same across
 // a thread's items computed once. ncu had the general one at ~20% of the kernel's stall samples:
@@ -1226,6 +1213,25 @@ template <int BK> struct hconv_lean {
     static constexpr int SMEM = AB_BYTES > C_BYTES ? AB_BYTES : C_BYTES; // 46080 or 55296
 };
 
+// hconv_mma_kernel for the convs whose every window tap is inside the frame (no padding, no
+// padded taps), C a multiple of 32 and K of 8 (the Nature-CNN's second and third convs): the
+// same tile, copies, chunks, m16n8k16 products in the same order (hconv_warp_k16) and the same
+// per-output arithmetic, so the same bits (test_policy_conv checks), in fewer instructions.
+// ncu's source page (H200, 2026-11-30, conv2 at batch 128) had hconv_mma_kernel's chunk at 228
+// warp instructions for its 32 tensor instructions, IPC 0.24 per scheduler: 144 of them the
+// copies, their pixel checks (64-bit compares), the padding branch and the tap walk, recomputed
+// each chunk with constant-bank and thread-index reloads (S2R) the compiler used to spare
+// registers, and the stage's address by a division by 3; its prologue (four window divisions)
+// and epilogue were ~30% of the stall samples. Here a 32-tap run is 32 consecutive values of
+// one pixel (C % 32 == 0), so each copy is a pixel's window pointer plus one offset that
+// advances by 32, and by (W - S) C more at the end of a window row; pixels past M copy pixel 0's
+// window (their rows are never written); the windows come from one division and a walk; the
+// shared addresses are computed once (opaque to the compiler) and the stages rotate by adding a
+// constant; three stages: chunk kc + 2's copies go after chunk kc's products (before them, their
+// address registers were the next ldmatrix's destinations: long_sb stalls); the epilogue is
+// hconv_lean_write. BK 32 (level 7) or 64 (level 8: two stages of 64 taps, 54 KiB of dynamic
+// shared memory, half the barriers). On the H200, fp16 at batch 128: 0.197 ms at level 6, 0.184
+// at 7, 0.179 at 8 (bench/RESULTS.md).
 template <typename T, int BK>
 static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_lean_kernel(const hconv_args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
