@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Sums an ncu source page (ncu -i REP --page source --print-source sass --csv) by SASS opcode.
 
-Prints, for the warp-stall samples and the executed instructions, the totals per opcode (the first word of the instruction after its predicate),
-largest first, the samples by stall reason (the stall_* columns), and the top instructions by
-samples. Used by scripts/gpu-check.sh infer_ncu_source (ncu 2025's column names)."""
+Prints, for the warp-stall samples and the executed instructions, the totals per opcode (the
+first word of the instruction after its predicate), largest first, the samples by stall reason
+(the stall_* columns), and the top instructions by samples. Used by scripts/gpu-check.sh
+infer_ncu_source (ncu 2025's column names)."""
 import csv
-import re
 import sys
 from collections import defaultdict
 

@@ -909,14 +909,6 @@ static __global__ void __launch_bounds__(HC_THREADS) hconv_nhwc_kernel(const hco
 
 // Four 8 x 8 matrices of 16-bit elements from shared memory (ldmatrix): lane l gives the address
 // of row l % 8 of matrix l / 8; each lane gets element pair (l / 4, 2 (l % 4) .. + 1) of each.
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const void *p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-#endif
-}
 
 // ldsm_x4 from a shared-window address (cvta'd by the caller).
 __device__ __forceinline__ void ldsm_x4_at(unsigned (&r)[4], unsigned a) {
@@ -925,6 +917,10 @@ __device__ __forceinline__ void ldsm_x4_at(unsigned (&r)[4], unsigned a) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(a));
 #endif
+}
+// The same from a generic pointer into shared memory.
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const void *p) {
+    ldsm_x4_at(r, (unsigned)__cvta_generic_to_shared(p));
 }
 
 // d += a b on the tensor cores: m16n8k16, a row-major (16 x 16), b column-major (16 x 8), fp32
@@ -955,6 +951,37 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const uns
 #endif
 }
 
+// The B fragments of a k16 step for 4 n8 tiles (32 channels): two ldmatrix x4, at b0 (this
+// lane's row, see hconv_warp_k16) and 16 channel rows (rows16 bytes) further.
+__device__ __forceinline__ void hconv_ldsm_b(unsigned (&bf)[4][2], unsigned b0, unsigned rows16) {
+#pragma unroll
+    for (int jp = 0; jp < 2; jp++) {
+        unsigned t4[4];
+        ldsm_x4_at(t4, b0 + jp * rows16);
+        bf[2 * jp][0] = t4[0], bf[2 * jp][1] = t4[1];
+        bf[2 * jp + 1][0] = t4[2], bf[2 * jp + 1][1] = t4[3];
+    }
+}
+// acc[i][j] += af[i] bf[j], m16n8k16, in (i, j) order.
+template <typename T, int MI>
+__device__ __forceinline__ void hconv_mma_mi(float (&acc)[MI][4][4], const unsigned (&af)[MI][4],
+                                             const unsigned (&bf)[4][2]) {
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+}
+
+// A warp's 64 x 32 fp32 accumulators (hconv_warp_k16's) set to zero.
+__device__ __forceinline__ void hconv_warp_zero(float (&acc)[4][4][4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+}
+
 // One k16 step of a warp's 64 x 32 outputs: acc[i][j] += A rows 16 i .. + 15 times B rows (channels)
 // 8 j .. + 7 over the step's 16 taps, by ldmatrix and m16n8k16 products in (i, j) order. a0 and b0
 // are the shared-window addresses of this lane's ldmatrix rows at the step's first tap (A: row
@@ -965,17 +992,8 @@ __device__ __forceinline__ void hconv_warp_k16(float (&acc)[4][4][4], unsigned a
     unsigned af[4][4], bf[4][2];
 #pragma unroll
     for (int i = 0; i < 4; i++) ldsm_x4_at(af[i], a0 + 16 * i * LDS * 2);
-#pragma unroll
-    for (int jp = 0; jp < 2; jp++) {
-        unsigned t4[4];
-        ldsm_x4_at(t4, b0 + 16 * jp * LDS * 2);
-        bf[2 * jp][0] = t4[0], bf[2 * jp][1] = t4[1];
-        bf[2 * jp + 1][0] = t4[2], bf[2 * jp + 1][1] = t4[3];
-    }
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+    hconv_ldsm_b(bf, b0, 16 * LDS * 2);
+    hconv_mma_mi<T>(acc, af, bf);
 }
 
 // A warp's 64 x 32 mma.sync accumulators into the block's fp32 output tile Cs (shared memory,
@@ -1079,12 +1097,7 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_kernel(const hcon
     };
 
     float acc[MI][NI][4];
-#pragma unroll
-    for (int i = 0; i < MI; i++)
-#pragma unroll
-        for (int j = 0; j < NI; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+    hconv_warp_zero(acc);
 
 #pragma unroll
     for (int i = 0; i < HM_STAGES - 1; i++) {
@@ -1305,12 +1318,7 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_lean_kernel(const
     };
 
     float acc[MI][NI][4];
-#pragma unroll
-    for (int i = 0; i < MI; i++)
-#pragma unroll
-        for (int j = 0; j < NI; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+    hconv_warp_zero(acc);
 
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
@@ -1486,10 +1494,7 @@ static __global__ void __launch_bounds__(128, 4) hconv_s2d_kernel(const hconv_ar
                     bf[2 * jp][0] = t4[0], bf[2 * jp][1] = t4[1];
                     bf[2 * jp + 1][0] = t4[2], bf[2 * jp + 1][1] = t4[3];
                 }
-#pragma unroll
-                for (int i = 0; i < 2; i++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+                hconv_mma_mi<T>(acc, af, bf);
             }
         }
         // act(sum / 255 + b) in the format, channels-last: accumulator (i, j) element e is pixel
