@@ -318,7 +318,7 @@ for b in "$@"; do
     # INFER_PROFILE_ARGS go to the bench, e.g. "--batch 1" (loading at batch 128 runs every
     # batch size's forward once, ~900 launches, before the graphs)
     ncu --metrics gpu__time_duration.sum --graph-profiling node --csv -c 600 \
-      --kernel-name "regex:hconv|linear_epilogue|heads_kernel|input_kernel|nvjet|f16|bf16|splitK" \
+      --kernel-name "regex:hconv|linear_epilogue|heads_kernel|fc_stream|input_kernel|nvjet|f16|bf16|splitK" \
       build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
       ${INFER_PROFILE_ARGS:-} > "$OUT/ncu_infer.csv" 2>/tmp/ncu_infer.err
     python3 scripts/ncu_kernels.py "$OUT/ncu_infer.csv" --by-grid --top 40 |
@@ -349,13 +349,20 @@ for b in "$@"; do
     # instruction, with its warp-stall samples); scripts/sass_stalls.py sums the samples by
     # opcode and by stall. Back in $OUT: ncu_stalls.txt and the conv2 kernel's CSV (the device
     # tool returns at most 8 files); the reports and the s2d CSV stay in /tmp/ncu-src
+    # NCU_BENCH_ARGS go to the bench (e.g. "--kernel-level 11"), NCU_MMA_SKIP is the conv
+    # kernel's launches to skip (default 14); the kernel's duration, grid and occupancy are
+    # printed from the report, to show which launch it was
     mkdir -p /tmp/ncu-src
-    for k in "hconv_s2d_kernel<__half:7" "${NCU_MMA_KERNEL:-hconv_mma_lean_kernel}<__half:14"; do
+    for k in "hconv_s2d_kernel<__half:7" \
+             "${NCU_MMA_KERNEL:-hconv_mma_lean_kernel}<__half:${NCU_MMA_SKIP:-14}"; do
       name=${k%%<*} skip=${k##*:}
       ncu --set full --import-source no --kernel-name-base demangled -k "regex:${k%%:*}" \
         --launch-skip "$skip" --launch-count 1 -o "/tmp/ncu-src/$name" -f \
         build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
-        >"/tmp/ncu-src/$name.log" 2>&1
+        ${NCU_BENCH_ARGS:-} >"/tmp/ncu-src/$name.log" 2>&1
+      ncu -i "/tmp/ncu-src/$name.ncu-rep" --page details 2>/dev/null |
+        grep -E "^  [a-z_]+<|Duration|Grid Size|Registers Per|Achieved Occupancy|Compute \(SM\) Th|Memory Throughput|L2 Hit" |
+        tee -a "$OUT/ncu_stalls.txt"
       csv="/tmp/ncu-src/$name.source.csv"
       [ "$name" = hconv_s2d_kernel ] || csv="$OUT/$name.source.csv"
       ncu -i "/tmp/ncu-src/$name.ncu-rep" --page source --print-source sass --csv \
@@ -368,8 +375,8 @@ for b in "$@"; do
   infer_levels)
     # the half forward's kernel levels (src/nn/convnet_cuda.h, cr_convnet_half_set_pipelined)
     # side by side in one build: cudarl bench infer --kernel-level for each of INFER_LEVELS
-    # (default 6 7 8; gemm engine; the fp16 and bf16 rows are the ones that differ)
-    for lv in ${INFER_LEVELS:-6 7 8}; do
+    # (default 8 9 10; gemm engine; the fp16 and bf16 rows are the ones that differ)
+    for lv in ${INFER_LEVELS:-8 9 10}; do
       echo "== level $lv" | tee -a "$OUT/infer_levels.txt"
       build-gpu/cudarl bench infer --device cuda --engine gemm --iters 300 --warmup 30 \
         --kernel-level "$lv" 2>&1 | grep -E "^\| cudarl \(igemm\)|error|refus" |

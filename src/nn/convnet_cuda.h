@@ -228,12 +228,18 @@ void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, co
  * channels-last convs with C a multiple of 32, K of 8 and no padding on a leaner
  * kernel (hconv_mma_lean_kernel: its copies, prologue and epilogue in fewer instructions); 8: as
  * 7, with chunks of 64 taps (two stages, 54 KiB of shared memory) where each split's taps are a
- * multiple of 64 (the default). 0 to 2 give the same bits, 3 and 4 the same bits, 5 to 8 the
- * same bits; 3 and 5 round
- * differently (3: the inputs are not rounded; 5: the taps are summed in another order). On the
+ * multiple of 64; 9: as 8, with the forward's own kernels launched for
+ * programmatic dependent launch (compute capability 9.0 on: each starts while the one before it
+ * ends, and waits for its data); 10: as 9, and at batch sizes up to 8 the linear stages'
+ * products by fc_stream_kernel (one kernel streaming the weights, its slices' sums reduced in a
+ * cluster; compute capability 9.0 on) instead of cuBLAS (a split-K GEMM and its reduce), the
+ * default. 0 to 2 give the same bits, 3 and 4 the same bits, 5 to 9 the same bits; 3, 5 and 10
+ * round differently (3: the inputs are not rounded; 5: the taps are summed in another order;
+ * 10: the linear stages' products at batch sizes up to 8 are summed in another order). On the
  * H200 2026-11-30, fp16 at batch 128: 0.361 ms at level 1, 0.316 at 2, 0.297 at 3, 0.286 at 4,
  * 0.201 at 5; at batch 1 (bf16), 0.0569 ms at 5 and 0.0556 at 6; in one build (ninth session),
- * 0.197 at 6, 0.184 at 7, 0.179 at 8 (bench/RESULTS.md).
+ * 0.197 at 6, 0.184 at 7, 0.179 at 8; in one build (tenth session), fp16 at batch 128 0.178 at
+ * 8, 0.174 at 9 and 10, at batch 1 0.0507 at 8, 0.0459 at 9, 0.0437 at 10 (bench/RESULTS.md).
  * Process-wide; not thread-safe. */
 void cr_convnet_half_set_pipelined(int level);
 /* The level the half forward's conv kernels are chosen at now (CUDARL_HALF_LEVEL at start). */

@@ -76,6 +76,7 @@
 // cache buffer instead (gemm_ex) where that is larger, 32 MiB elsewhere.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cooperative_groups.h>
 #include <mma.h>
 #include <string.h>
 
@@ -98,9 +99,67 @@ static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 // levels in one run, e.g. -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=3 (scripts/gpu-check.sh's
 // infer_levels).
 #ifndef CUDARL_HALF_LEVEL
-#define CUDARL_HALF_LEVEL 8
+#define CUDARL_HALF_LEVEL 10
 #endif
 static int use_pipelined = CUDARL_HALF_LEVEL;
+
+// Programmatic dependent launch (level 9, compute capability 9.0 on): the forward's kernels are
+// launched so that each may start while the one before it finishes; each waits for its
+// predecessor's completion (and memory) before it reads or writes anything the predecessor
+// could touch (pdl_wait), then lets its own successor launch (pdl_release). Without the launch
+// attribute both are no-ops.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+static bool pdl_usable(void) {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return major >= 9;
+}
+// kernel<<<grid, block, smem, st>>>(args...) in clusters of cluster_y blocks along y (1: none;
+// more needs compute capability 9.0), with the programmatic-serialization attribute from level 9
+// on devices that have it.
+template <typename... KArgs, typename... Args>
+static void launch_kc(cudaStream_t st, dim3 grid, dim3 block, size_t smem, unsigned cluster_y,
+                      void (*k)(KArgs...), Args... args) {
+    const bool pdl = use_pipelined >= 9 && pdl_usable();
+    if (pdl || cluster_y > 1) {
+        cudaLaunchAttribute at[2];
+        unsigned n = 0;
+        if (pdl) {
+            at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            at[n++].val.programmaticStreamSerializationAllowed = 1;
+        }
+        if (cluster_y > 1) {
+            at[n].id = cudaLaunchAttributeClusterDimension;
+            at[n].val.clusterDim.x = 1, at[n].val.clusterDim.y = cluster_y;
+            at[n++].val.clusterDim.z = 1;
+        }
+        cudaLaunchConfig_t cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = st;
+        cfg.attrs = at, cfg.numAttrs = n;
+        cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
+    } else {
+        k<<<grid, block, smem, st>>>(((KArgs)args)...);
+    }
+}
+template <typename... KArgs, typename... Args>
+static void launch_k(cudaStream_t st, dim3 grid, dim3 block, size_t smem, void (*k)(KArgs...),
+                     Args... args) {
+    launch_kc(st, grid, block, smem, 1, k, args...);
+}
 
 // ---- the formats ---------------------------------------------------------------------------
 
@@ -1320,6 +1379,8 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_lean_kernel(const
     float acc[MI][NI][4];
     hconv_warp_zero(acc);
 
+    pdl_wait(); // the input is the predecessor's
+    pdl_release();
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
         if (i < nch) load();
@@ -1442,6 +1503,8 @@ static __global__ void __launch_bounds__(128, 4) hconv_s2d_kernel(const hconv_ar
             }
     };
     int item = blockIdx.x;
+    pdl_wait(); // the frames are the predecessor's (the weights are not: copied above)
+    pdl_release();
     if (item < items) fetch(item);
     for (; item < items; item += gridDim.x) {
         __syncthreads(); // every warp is done with the previous item's blocks
@@ -1539,6 +1602,8 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
                                            const float *__restrict__ b, T *__restrict__ y,
                                            int M, int K, int PQ, int act, int out_nchw,
                                            int div255) {
+    pdl_wait(); // the partial sums are the predecessor's
+    pdl_release();
     const unsigned n = (unsigned)M * (unsigned)K, step = gridDim.x * blockDim.x;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
         const float *p = partial + i;
@@ -1564,7 +1629,7 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
 }
 
 extern "C" void cr_convnet_half_set_pipelined(int level) {
-    use_pipelined = level < 0 ? 0 : level > 8 ? 8 : level;
+    use_pipelined = level < 0 ? 0 : level > 10 ? 10 : level;
 }
 
 extern "C" int cr_convnet_half_level(void) { return use_pipelined; }
@@ -1583,9 +1648,10 @@ static void launch_conv_in(cudarl_ctx *ctx, const hconv_args &a, int splits) {
                 constexpr int smem = hconv_lean<64>::SMEM; // over 48 KiB: the launch must ask
                 cudaFuncSetAttribute(hconv_mma_lean_kernel<T, 64>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-                hconv_mma_lean_kernel<T, 64><<<grid, HM_THREADS, smem, st>>>(a);
+                launch_k(st, grid, dim3(HM_THREADS), smem, hconv_mma_lean_kernel<T, 64>, a);
             } else {
-                hconv_mma_lean_kernel<T, 32><<<grid, HM_THREADS, hconv_lean<32>::SMEM, st>>>(a);
+                launch_k(st, grid, dim3(HM_THREADS), hconv_lean<32>::SMEM,
+                         hconv_mma_lean_kernel<T, 32>, a);
             }
         } else {
             hconv_mma_kernel<T><<<grid, HM_THREADS, 0, st>>>(a);
@@ -1623,9 +1689,9 @@ static void launch_conv(cudarl_ctx *ctx, int in, const hconv_args &a, int splits
     const size_t n = (size_t)a.M * a.K;
     CUDARL_ASSERT(n < ((size_t)1 << 31)); // hconv_reduce_kernel's indices; splits are for
                                            // small batches (cr_convnet_half_splits)
-    hconv_reduce_kernel<T><<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0,
-                             cr_stream(ctx)>>>(a.partial, splits, a.b, (T *)a.y, (int)a.M, a.K,
-                                               a.P * a.Q, a.act, a.out_nchw, a.div255);
+    launch_k(cr_stream(ctx), dim3(cr_cuda_blocks(n, CR_CUDA_THREADS)), dim3(CR_CUDA_THREADS), 0,
+             hconv_reduce_kernel<T>, (const float *)a.partial, splits, a.b, (T *)a.y, (int)a.M,
+             a.K, a.P * a.Q, a.act, a.out_nchw, a.div255);
     CR_CUDA_LAUNCHED(ctx);
 }
 
@@ -1692,6 +1758,8 @@ static __global__ void heads_kernel(const T *__restrict__ h, int F, const T *__r
                                     const T *__restrict__ wc, const float *__restrict__ bc,
                                     float *__restrict__ value, int B, const float *__restrict__ acc,
                                     const float *__restrict__ bacc, int act) {
+    pdl_wait(); // the features are the predecessors'
+    pdl_release();
     const int O = A + (wc != NULL), lane = threadIdx.x & 31;
     const long long g = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (g >= (long long)B * O) return; // the whole warp
@@ -1710,6 +1778,163 @@ static __global__ void heads_kernel(const T *__restrict__ h, int F, const T *__r
 }
 
 // ---- the forward ---------------------------------------------------------------------------
+
+// y (B, O) fp32 = x (B, I) w^T for a few rows (B <= FC_MAXB; x, w (O, I) in the format, I a
+// multiple of 8, rows 16-byte aligned): level 10's replacement for cuBLAS at small batches,
+// where the product is a stream of w (the seed's FC: 51 MB of fp16 weights, ~11 us at the
+// H200's HBM rate) and cuBLAS ran two kernels (a split-K GEMM and its reduce: 16.8 + 3.7 us
+// under ncu at batch 1). Block (x, y) computes outputs FC_ROWS x .. + FC_ROWS - 1 of every row of
+// x over the y-th of CL slices of I. Its threads stride over the slice in 8-value vectors,
+// FC_U steps' loads issued before their products, the first weights' before the wait for x (a
+// first version, one block per output group and two steps in flight, streamed at ~1.4 TB/s:
+// 0.0675 ms at batch 1 against cuBLAS's 0.0502, H200 2026-11-30), and sum the products in fp32
+// in a fixed order; the block sums its threads' (warp shuffles, then the warps in order). The
+// CL slices' blocks are one cluster (compute capability 9.0): block 0 sums the others' sums from
+// their shared memory in rank order, so the bits do not depend on which block ends first, and
+// nothing is left for another kernel (0.0437 ms at batch 1, fp16; cuBLAS 0.0459, the same day).
+#define FC_ROWS 4
+#define FC_MAXB 8
+#define FC_THREADS 256
+#define FC_MAXCL 8 // the portable cluster size
+template <typename T, int NB, int CL>
+static __global__ void __launch_bounds__(FC_THREADS) fc_stream_kernel(const T *__restrict__ w,
+                                                                      const T *__restrict__ x,
+                                                                      float *__restrict__ y, int I,
+                                                                      int O) {
+    constexpr int FC_U = NB <= 2 ? 4 : NB <= 4 ? 2 : 1; // steps in flight (registers)
+    __shared__ float part[FC_THREADS / 32][FC_ROWS * NB];
+    __shared__ float sum[FC_ROWS * NB];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int o0 = blockIdx.x * FC_ROWS, V = I / 8, VS = (V + CL - 1) / CL;
+    const int beg = blockIdx.y * VS, end = beg + VS < V ? beg + VS : V;
+    float acc[FC_ROWS][NB];
+#pragma unroll
+    for (int r = 0; r < FC_ROWS; r++)
+#pragma unroll
+        for (int b = 0; b < NB; b++) acc[r][b] = 0.0f;
+    const uint4 *w4 = (const uint4 *)w, *x4 = (const uint4 *)x;
+    uint4 wv[FC_U][FC_ROWS], xv[FC_U][NB];
+    auto load_w = [&](int v0) {
+#pragma unroll
+        for (int u = 0; u < FC_U; u++) {
+            const int v = v0 + u * FC_THREADS;
+#pragma unroll
+            for (int r = 0; r < FC_ROWS; r++)
+                wv[u][r] = v < end && o0 + r < O ? __ldcs(w4 + (size_t)(o0 + r) * V + v)
+                                                 : make_uint4(0, 0, 0, 0);
+        }
+    };
+    load_w(beg + tid); // the weights are not the predecessor's: their first loads go before
+    pdl_wait();        // the wait for x, the predecessor's
+    pdl_release();
+    for (int v0 = beg + tid; v0 < end; v0 += FC_U * FC_THREADS) {
+#pragma unroll
+        for (int u = 0; u < FC_U; u++) {
+            const int v = v0 + u * FC_THREADS;
+#pragma unroll
+            for (int b = 0; b < NB; b++)
+                xv[u][b] = v < end ? __ldg(x4 + (size_t)b * V + v) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < FC_U; u++) // a step past the slice adds 0 x 0 (+0: no change)
+#pragma unroll
+            for (int r = 0; r < FC_ROWS; r++) {
+                const T *wr = (const T *)&wv[u][r];
+#pragma unroll
+                for (int b = 0; b < NB; b++) {
+                    const T *xb = (const T *)&xv[u][b];
+                    float s = acc[r][b];
+#pragma unroll
+                    for (int e = 0; e < 8; e++) s = fmaf(from_fmt(wr[e]), from_fmt(xb[e]), s);
+                    acc[r][b] = s;
+                }
+            }
+        if (v0 + FC_U * FC_THREADS < end) load_w(v0 + FC_U * FC_THREADS);
+    }
+#pragma unroll
+    for (int r = 0; r < FC_ROWS; r++)
+#pragma unroll
+        for (int b = 0; b < NB; b++) {
+            float s = acc[r][b];
+#pragma unroll
+            for (int d = 16; d > 0; d >>= 1) s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, d));
+            if (lane == 0) part[warp][r * NB + b] = s;
+        }
+    __syncthreads();
+    if (tid < FC_ROWS * NB) {
+        float s = part[0][tid];
+#pragma unroll
+        for (int k = 1; k < FC_THREADS / 32; k++) s = __fadd_rn(s, part[k][tid]);
+        sum[tid] = s;
+    }
+    if (CL > 1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        namespace cg = cooperative_groups;
+        cg::cluster_group cl = cg::this_cluster();
+        cl.sync(); // every block's sums are in its shared memory
+        if (cl.block_rank() == 0 && tid < FC_ROWS * NB) {
+            float s = sum[tid];
+#pragma unroll
+            for (int k = 1; k < CL; k++) s = __fadd_rn(s, *cl.map_shared_rank(&sum[tid], k));
+            sum[tid] = s;
+        }
+        cl.sync(); // block 0 has read the others' sums: they may exit
+        if (cl.block_rank() != 0) return;
+#elif defined(__CUDA_ARCH__)
+        __trap(); // fc_stream launches clusters on compute capability 9.0 and newer only
+#endif
+    }
+    if (tid < FC_ROWS * NB) {
+        const int r = tid / NB, b = tid - r * NB;
+        if (o0 + r < O) y[(size_t)b * O + o0 + r] = sum[tid];
+    }
+}
+
+// Whether the device launches clusters of blocks (compute capability 9.0 on).
+static bool cluster_usable(void) {
+    int dev = 0, yes = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&yes, cudaDevAttrClusterLaunch, dev) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return yes != 0;
+}
+
+template <typename T, int CL>
+static void fc_stream_cl(cudaStream_t st, const T *w, const T *x, float *y, int B, int I, int O) {
+    const dim3 grid((unsigned)((O + FC_ROWS - 1) / FC_ROWS), CL);
+    // the rows of x as a template argument: their accumulators stay in registers
+    void (*k)(const T *, const T *, float *, int, int) = NULL;
+    switch (B) {
+    case 1: k = fc_stream_kernel<T, 1, CL>; break;
+    case 2: k = fc_stream_kernel<T, 2, CL>; break;
+    case 3: k = fc_stream_kernel<T, 3, CL>; break;
+    case 4: k = fc_stream_kernel<T, 4, CL>; break;
+    case 5: k = fc_stream_kernel<T, 5, CL>; break;
+    case 6: k = fc_stream_kernel<T, 6, CL>; break;
+    case 7: k = fc_stream_kernel<T, 7, CL>; break;
+    case 8: k = fc_stream_kernel<T, 8, CL>; break;
+    default: CUDARL_ASSERT(!"fc_stream: B > FC_MAXB");
+    }
+    launch_kc(st, grid, dim3(FC_THREADS), 0, CL, k, w, x, y, I, O);
+}
+
+// The slices: as many as there are full blocks of vectors for, up to FC_MAXCL. The forward
+// takes this path where clusters can be launched (one block per output group, the first
+// version, was slower than cuBLAS on the H200).
+template <typename T>
+static void fc_stream(cudarl_ctx *ctx, const T *w, const T *x, float *y, int B, int I, int O) {
+    cudaStream_t st = cr_stream(ctx);
+    const int V = I / 8;
+    int cl = FC_MAXCL;
+    while (cl > 1 && V / cl < FC_THREADS) cl /= 2;
+    if (cl == 8) fc_stream_cl<T, 8>(st, w, x, y, B, I, O);
+    else if (cl == 4) fc_stream_cl<T, 4>(st, w, x, y, B, I, O);
+    else if (cl == 2) fc_stream_cl<T, 2>(st, w, x, y, B, I, O);
+    else fc_stream_cl<T, 1>(st, w, x, y, B, I, O);
+    CR_CUDA_LAUNCHED(ctx);
+}
 
 static const float one = 1.0f, zero = 0.0f;
 
@@ -1776,7 +2001,7 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
                 CUDARL_ASSERT(!a.out_nchw && !a.partial); // s2d_fits, and never split
                 const int items = B * ((cs->P + 1) / 2); // two output rows of an image each
                 const int grid = items < 4 * hp->sms ? items : 4 * hp->sms;
-                hconv_s2d_kernel<T><<<grid, 128, 0, st>>>(a, items);
+                launch_k(st, dim3(grid), dim3(128), 0, hconv_s2d_kernel<T>, a, items);
                 CR_CUDA_LAUNCHED(ctx);
             } else {
                 launch_conv<T>(ctx, i > 0 ? IN_NHWC : u8 ? IN_U8 : IN_F32, a, sp.splits);
@@ -1794,7 +2019,10 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
                 const size_t cap = (size_t)c->max_rows * hp->widest[(i - 1) & 1] * E;
                 if (cap > used) in_tail = (unsigned char *)c->act[i - 1] + used, in_free = cap - used;
             }
-            if (in_free > out_free) gemm_ex(ctx, dt, w, h, ws, B, s->in, s->out, in_tail, in_free);
+            if (use_pipelined >= 10 && B <= FC_MAXB && s->in % 8 == 0 && cluster_usable())
+                fc_stream<T>(ctx, (const T *)w, (const T *)h, ws, B, s->in, s->out);
+            else if (in_free > out_free)
+                gemm_ex(ctx, dt, w, h, ws, B, s->in, s->out, in_tail, in_free);
             else gemm_ex(ctx, dt, w, h, ws, B, s->in, s->out, out_buf, out_free);
             if (i == net->ntrunk - 1 && use_pipelined >= 6) { // the heads do its epilogue
                 fused_acc = ws, fused_b = b, fused_act = act_of(s);
@@ -1821,8 +2049,8 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
         bc = (const float *)(wb + hp->piece[net->critic_b].dst);
     }
     const size_t threads = (size_t)B * (size_t)(A + (wc != NULL)) * 32;
-    heads_kernel<T><<<(unsigned)((threads + 255) / 256), 256, 0, st>>>(
-        (const T *)h, F, wa, ba, out, A, wc, bc, value, B, fused_acc, fused_b, fused_act);
+    launch_k(st, dim3((unsigned)((threads + 255) / 256)), dim3(256), 0, heads_kernel<T>,
+             (const T *)h, F, wa, ba, out, A, wc, bc, value, B, fused_acc, fused_b, fused_act);
     CR_CUDA_LAUNCHED(ctx);
 }
 
