@@ -375,8 +375,8 @@ for b in "$@"; do
   infer_levels)
     # the half forward's kernel levels (src/nn/convnet_cuda.h, cr_convnet_half_set_pipelined)
     # side by side in one build: cudarl bench infer --kernel-level for each of INFER_LEVELS
-    # (default 8 9 10; gemm engine; the fp16 and bf16 rows are the ones that differ)
-    for lv in ${INFER_LEVELS:-8 9 10}; do
+    # (default 9 10 11; gemm engine; the fp16 and bf16 rows are the ones that differ)
+    for lv in ${INFER_LEVELS:-9 10 11}; do
       echo "== level $lv" | tee -a "$OUT/infer_levels.txt"
       build-gpu/cudarl bench infer --device cuda --engine gemm --iters 300 --warmup 30 \
         --kernel-level "$lv" 2>&1 | grep -E "^\| cudarl \(igemm\)|error|refus" |

@@ -916,14 +916,14 @@ static void test_eval_on_device(const test_net *t, int episodes) {
  * same chunks in the same order through the same m16n8k16 products and the same per-output
  * arithmetic, at every n (the small ones split their reductions). */
 static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
-    enum { LEVELS = 11 };
-    /* the level each must equal (10 rounds otherwise: checked against the CPU below) */
-    static const int ref[LEVELS] = {0, 0, 0, 3, 3, 5, 5, 5, 5, 5, 10};
+    enum { LEVELS = 12 };
+    /* the level each must equal (10 and 11 round otherwise: checked against the CPU below) */
+    static const int ref[LEVELS] = {0, 0, 0, 3, 3, 5, 5, 5, 5, 5, 10, 11};
     static const char *const what[LEVELS] = {
         "register-staged", "pipelined", "pipelined, vectorized epilogue", "table-free conv1",
         "warp-tiled mma.sync", "s2d conv1", "the last linear's epilogue in the heads",
         "lean channels-last main loop", "lean, chunks of 64 taps", "programmatic dependent launch",
-        "streamed FC"};
+        "streamed FC", "streamed FC, double-buffered"};
     const int A = t->net.spec.num_actions, ppo = is_ppo(t);
     cudarl_policy *p[LEVELS];
     for (int k = 0; k < LEVELS; k++) { /* the kernels are chosen when the graphs are captured */
@@ -1019,11 +1019,11 @@ static void run_cuda(const test_net *const *nets, int count) {
     }
     /* the levels besides the default whose rounding differs: 2 (the first conv on the format's
      * rounding of bytes / 255), 4 (on the bytes themselves, word by word), 5 (the first conv
-     * of 4 channels 8x8/4 over 4 x 4 blocks, hconv_s2d_kernel) and 10 (the linear stages'
-     * products in another order at n <= 8), each against the CPU and its emulation */
+     * of 4 channels 8x8/4 over 4 x 4 blocks, hconv_s2d_kernel), 10 and 11 (the linear stages'
+     * products in other orders at n <= 8), each against the CPU and its emulation */
     const int level = half_level;
-    static const int others[4] = {2, 4, 5, 10};
-    for (int o = 0; o < 4; o++) {
+    static const int others[5] = {2, 4, 5, 10, 11};
+    for (int o = 0; o < 5; o++) {
         if (others[o] == level) continue;
         half_level = others[o];
         cr_convnet_half_set_pipelined(half_level);

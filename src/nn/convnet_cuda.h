@@ -232,10 +232,12 @@ void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, co
  * programmatic dependent launch (compute capability 9.0 on: each starts while the one before it
  * ends, and waits for its data); 10: as 9, and at batch sizes up to 8 the linear stages'
  * products by fc_stream_kernel (one kernel streaming the weights, its slices' sums reduced in a
- * cluster; compute capability 9.0 on) instead of cuBLAS (a split-K GEMM and its reduce), the
- * default. 0 to 2 give the same bits, 3 and 4 the same bits, 5 to 9 the same bits; 3, 5 and 10
+ * cluster; compute capability 9.0 on) instead of cuBLAS (a split-K GEMM and its reduce); 11
+ * (the default): as 10, the weights streamed by one wave of blocks (two slices of the input at
+ * most) whose threads load the next step's weights before this step's products. 0 to 2 give
+ * the same bits, 3 and 4 the same bits, 5 to 9 the same bits; 3, 5, 10 and 11
  * round differently (3: the inputs are not rounded; 5: the taps are summed in another order;
- * 10: the linear stages' products at batch sizes up to 8 are summed in another order). On the
+ * 10 and 11: the linear stages' products at batch sizes up to 8 are summed in other orders). On the
  * H200 2026-11-30, fp16 at batch 128: 0.361 ms at level 1, 0.316 at 2, 0.297 at 3, 0.286 at 4,
  * 0.201 at 5; at batch 1 (bf16), 0.0569 ms at 5 and 0.0556 at 6; in one build (ninth session),
  * 0.197 at 6, 0.184 at 7, 0.179 at 8; in one build (tenth session), fp16 at batch 128 0.178 at

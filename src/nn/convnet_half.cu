@@ -99,7 +99,7 @@ static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 // levels in one run, e.g. -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=3 (scripts/gpu-check.sh's
 // infer_levels).
 #ifndef CUDARL_HALF_LEVEL
-#define CUDARL_HALF_LEVEL 10
+#define CUDARL_HALF_LEVEL 11
 #endif
 static int use_pipelined = CUDARL_HALF_LEVEL;
 
@@ -1629,7 +1629,7 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
 }
 
 extern "C" void cr_convnet_half_set_pipelined(int level) {
-    use_pipelined = level < 0 ? 0 : level > 10 ? 10 : level;
+    use_pipelined = level < 0 ? 0 : level > 11 ? 11 : level;
 }
 
 extern "C" int cr_convnet_half_level(void) { return use_pipelined; }
@@ -1796,12 +1796,15 @@ static __global__ void heads_kernel(const T *__restrict__ h, int F, const T *__r
 #define FC_MAXB 8
 #define FC_THREADS 256
 #define FC_MAXCL 8 // the portable cluster size
-template <typename T, int NB, int CL>
+template <typename T, int NB, int CL, bool DB>
 static __global__ void __launch_bounds__(FC_THREADS) fc_stream_kernel(const T *__restrict__ w,
                                                                       const T *__restrict__ x,
                                                                       float *__restrict__ y, int I,
                                                                       int O) {
-    constexpr int FC_U = NB <= 2 ? 4 : NB <= 4 ? 2 : 1; // steps in flight (registers)
+    // steps in flight (registers); DB: two sets, the next step's loads go before this one's
+    // products
+    constexpr int FC_U = DB ? (NB <= 2 ? 2 : 1) : NB <= 2 ? 4 : NB <= 4 ? 2 : 1;
+    constexpr int STEP = FC_U * FC_THREADS;
     __shared__ float part[FC_THREADS / 32][FC_ROWS * NB];
     __shared__ float sum[FC_ROWS * NB];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -1813,21 +1816,21 @@ static __global__ void __launch_bounds__(FC_THREADS) fc_stream_kernel(const T *_
 #pragma unroll
         for (int b = 0; b < NB; b++) acc[r][b] = 0.0f;
     const uint4 *w4 = (const uint4 *)w, *x4 = (const uint4 *)x;
-    uint4 wv[FC_U][FC_ROWS], xv[FC_U][NB];
-    auto load_w = [&](int v0) {
+    uint4 wv[FC_U][FC_ROWS], wn[DB ? FC_U : 1][FC_ROWS];
+    auto load_w = [&](uint4(&dst)[FC_U][FC_ROWS], int v0) {
 #pragma unroll
         for (int u = 0; u < FC_U; u++) {
             const int v = v0 + u * FC_THREADS;
 #pragma unroll
             for (int r = 0; r < FC_ROWS; r++)
-                wv[u][r] = v < end && o0 + r < O ? __ldcs(w4 + (size_t)(o0 + r) * V + v)
-                                                 : make_uint4(0, 0, 0, 0);
+                dst[u][r] = v < end && o0 + r < O ? __ldcs(w4 + (size_t)(o0 + r) * V + v)
+                                                  : make_uint4(0, 0, 0, 0);
         }
     };
-    load_w(beg + tid); // the weights are not the predecessor's: their first loads go before
-    pdl_wait();        // the wait for x, the predecessor's
-    pdl_release();
-    for (int v0 = beg + tid; v0 < end; v0 += FC_U * FC_THREADS) {
+    // the products of the step at v0 with its weights cur (a step past the slice adds 0 x 0:
+    // +0, no change)
+    auto products = [&](const uint4(&cur)[FC_U][FC_ROWS], int v0) {
+        uint4 xv[FC_U][NB];
 #pragma unroll
         for (int u = 0; u < FC_U; u++) {
             const int v = v0 + u * FC_THREADS;
@@ -1836,10 +1839,10 @@ static __global__ void __launch_bounds__(FC_THREADS) fc_stream_kernel(const T *_
                 xv[u][b] = v < end ? __ldg(x4 + (size_t)b * V + v) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
-        for (int u = 0; u < FC_U; u++) // a step past the slice adds 0 x 0 (+0: no change)
+        for (int u = 0; u < FC_U; u++)
 #pragma unroll
             for (int r = 0; r < FC_ROWS; r++) {
-                const T *wr = (const T *)&wv[u][r];
+                const T *wr = (const T *)&cur[u][r];
 #pragma unroll
                 for (int b = 0; b < NB; b++) {
                     const T *xb = (const T *)&xv[u][b];
@@ -1849,7 +1852,23 @@ static __global__ void __launch_bounds__(FC_THREADS) fc_stream_kernel(const T *_
                     acc[r][b] = s;
                 }
             }
-        if (v0 + FC_U * FC_THREADS < end) load_w(v0 + FC_U * FC_THREADS);
+    };
+    load_w(wv, beg + tid); // the weights are not the predecessor's: their first loads go
+    pdl_wait();            // before the wait for x, the predecessor's
+    pdl_release();
+    if (DB) { // two register sets in turn (unrolled by hand: a copy would wait for the loads)
+        for (int v0 = beg + tid; v0 < end; v0 += 2 * STEP) {
+            if (v0 + STEP < end) load_w(*(uint4(*)[FC_U][FC_ROWS])wn, v0 + STEP);
+            products(wv, v0);
+            if (v0 + STEP >= end) break;
+            if (v0 + 2 * STEP < end) load_w(wv, v0 + 2 * STEP);
+            products(*(uint4(*)[FC_U][FC_ROWS])wn, v0 + STEP);
+        }
+    } else {
+        for (int v0 = beg + tid; v0 < end; v0 += STEP) {
+            products(wv, v0);
+            if (v0 + STEP < end) load_w(wv, v0 + STEP);
+        }
     }
 #pragma unroll
     for (int r = 0; r < FC_ROWS; r++)
@@ -1901,20 +1920,20 @@ static bool cluster_usable(void) {
     return yes != 0;
 }
 
-template <typename T, int CL>
+template <typename T, int CL, bool DB>
 static void fc_stream_cl(cudaStream_t st, const T *w, const T *x, float *y, int B, int I, int O) {
     const dim3 grid((unsigned)((O + FC_ROWS - 1) / FC_ROWS), CL);
     // the rows of x as a template argument: their accumulators stay in registers
     void (*k)(const T *, const T *, float *, int, int) = NULL;
     switch (B) {
-    case 1: k = fc_stream_kernel<T, 1, CL>; break;
-    case 2: k = fc_stream_kernel<T, 2, CL>; break;
-    case 3: k = fc_stream_kernel<T, 3, CL>; break;
-    case 4: k = fc_stream_kernel<T, 4, CL>; break;
-    case 5: k = fc_stream_kernel<T, 5, CL>; break;
-    case 6: k = fc_stream_kernel<T, 6, CL>; break;
-    case 7: k = fc_stream_kernel<T, 7, CL>; break;
-    case 8: k = fc_stream_kernel<T, 8, CL>; break;
+    case 1: k = fc_stream_kernel<T, 1, CL, DB>; break;
+    case 2: k = fc_stream_kernel<T, 2, CL, DB>; break;
+    case 3: k = fc_stream_kernel<T, 3, CL, DB>; break;
+    case 4: k = fc_stream_kernel<T, 4, CL, DB>; break;
+    case 5: k = fc_stream_kernel<T, 5, CL, DB>; break;
+    case 6: k = fc_stream_kernel<T, 6, CL, DB>; break;
+    case 7: k = fc_stream_kernel<T, 7, CL, DB>; break;
+    case 8: k = fc_stream_kernel<T, 8, CL, DB>; break;
     default: CUDARL_ASSERT(!"fc_stream: B > FC_MAXB");
     }
     launch_kc(st, grid, dim3(FC_THREADS), 0, CL, k, w, x, y, I, O);
@@ -1922,17 +1941,28 @@ static void fc_stream_cl(cudaStream_t st, const T *w, const T *x, float *y, int 
 
 // The slices: as many as there are full blocks of vectors for, up to FC_MAXCL. The forward
 // takes this path where clusters can be launched (one block per output group, the first
-// version, was slower than cuBLAS on the H200).
+// version, was slower than cuBLAS on the H200). Level 11: two slices at most, each block's
+// loads double-buffered, so that the blocks are one wave (two per SM) that streams without
+// stopping.
 template <typename T>
 static void fc_stream(cudarl_ctx *ctx, const T *w, const T *x, float *y, int B, int I, int O) {
     cudaStream_t st = cr_stream(ctx);
     const int V = I / 8;
-    int cl = FC_MAXCL;
+    const bool db = use_pipelined >= 11;
+    int cl = db ? 2 : FC_MAXCL;
     while (cl > 1 && V / cl < FC_THREADS) cl /= 2;
-    if (cl == 8) fc_stream_cl<T, 8>(st, w, x, y, B, I, O);
-    else if (cl == 4) fc_stream_cl<T, 4>(st, w, x, y, B, I, O);
-    else if (cl == 2) fc_stream_cl<T, 2>(st, w, x, y, B, I, O);
-    else fc_stream_cl<T, 1>(st, w, x, y, B, I, O);
+    if (db) {
+        if (cl == 2) fc_stream_cl<T, 2, true>(st, w, x, y, B, I, O);
+        else fc_stream_cl<T, 1, true>(st, w, x, y, B, I, O);
+    } else if (cl == 8) {
+        fc_stream_cl<T, 8, false>(st, w, x, y, B, I, O);
+    } else if (cl == 4) {
+        fc_stream_cl<T, 4, false>(st, w, x, y, B, I, O);
+    } else if (cl == 2) {
+        fc_stream_cl<T, 2, false>(st, w, x, y, B, I, O);
+    } else {
+        fc_stream_cl<T, 1, false>(st, w, x, y, B, I, O);
+    }
     CR_CUDA_LAUNCHED(ctx);
 }
 
