@@ -241,7 +241,8 @@ void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, co
  * H200 2026-11-30, fp16 at batch 128: 0.361 ms at level 1, 0.316 at 2, 0.297 at 3, 0.286 at 4,
  * 0.201 at 5; at batch 1 (bf16), 0.0569 ms at 5 and 0.0556 at 6; in one build (ninth session),
  * 0.197 at 6, 0.184 at 7, 0.179 at 8; in one build (tenth session), fp16 at batch 128 0.178 at
- * 8, 0.174 at 9 and 10, at batch 1 0.0507 at 8, 0.0459 at 9, 0.0437 at 10 (bench/RESULTS.md).
+ * 8, 0.174 at 9 to 11, at batch 1 0.0507 at 8, 0.0459 at 9, 0.0437 at 10, 0.0388 at 11
+ * (bench/RESULTS.md).
  * Process-wide; not thread-safe. */
 void cr_convnet_half_set_pipelined(int level);
 /* The level the half forward's conv kernels are chosen at now (CUDARL_HALF_LEVEL at start). */

@@ -1943,7 +1943,8 @@ static void fc_stream_cl(cudaStream_t st, const T *w, const T *x, float *y, int 
 // takes this path where clusters can be launched (one block per output group, the first
 // version, was slower than cuBLAS on the H200). Level 11: two slices at most, each block's
 // loads double-buffered, so that the blocks are one wave (two per SM) that streams without
-// stopping.
+// stopping: batch 1 fp16 0.0432 -> 0.0388 ms on the H200 (ncu had level 10's eight slices,
+// ~4 waves that each paid the loads' latency, at 24 us).
 template <typename T>
 static void fc_stream(cudarl_ctx *ctx, const T *w, const T *x, float *y, int B, int I, int O) {
     cudaStream_t st = cr_stream(ctx);
