@@ -197,6 +197,22 @@ static void spec_pipe(cr_convnet_spec *s) {
     set_layers(s, l, (int)(sizeof l / sizeof l[0]));
 }
 
+/* A linear stage over 65,536 features (16 channels of 64 x 64): the half forward's streamed
+ * FC (levels 10 and 11, batch sizes up to 8) slices inputs this wide over clusters of blocks
+ * (8 and 2 slices), which the other nets' linear stages are too narrow for. */
+#ifdef CUDARL_WITH_CUDA
+static void spec_wide(cr_convnet_spec *s) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "custom");
+    s->in_c = 4, s->in_h = 64, s->in_w = 64;
+    s->dtype = CR_CONVNET_U8, s->scale = CR_CONVNET_SCALE_255;
+    s->heads = CR_CONVNET_PPO, s->num_actions = 3;
+    const cr_convnet_layer l[] = {CONV(16, 3, 3, 1, 1), LAYER(CR_CONVNET_RELU),
+                                  LAYER(CR_CONVNET_FLATTEN), LINEAR(64), LAYER(CR_CONVNET_RELU)};
+    set_layers(s, l, (int)(sizeof l / sizeof l[0]));
+}
+#endif
+
 /* What a checkpoint writer may get wrong, for the refusal cases. */
 typedef struct damage {
     const char *meta_k, *meta_v; /* one more (or overriding) metadata entry */
@@ -996,7 +1012,7 @@ static void test_obs_buffer(const test_net *t, cudarl_precision prec) {
     free(obs), free(l0), free(l1);
 }
 
-static void run_cuda(const test_net *const *nets, int count) {
+static void run_cuda(const test_net *const *nets, int count, const test_net *wide) {
     half_level = cr_convnet_half_level(); /* the default the compare_devices below emulate */
     test_eval_on_device(nets[0], 12); /* the trained DQN on MinAtar/Breakout-v1 */
     test_eval_on_device(nets[1], 70); /* PPO nature-cnn on CartPolePixels-v1: two chunks */
@@ -1031,6 +1047,12 @@ static void run_cuda(const test_net *const *nets, int count) {
             compare_devices(nets[1], halves[h], CR_CONVNET_ENGINE_AUTO);
             compare_devices(nets[3], halves[h], CR_CONVNET_ENGINE_AUTO);
         }
+    }
+    /* the streamed FC's clusters, at n = 1, 2, 3 and 5 of compare_devices's sizes */
+    for (int lv = 10; lv <= 11; lv++) {
+        half_level = lv;
+        cr_convnet_half_set_pipelined(lv);
+        for (int h = 0; h < 2; h++) compare_devices(wide, halves[h], CR_CONVNET_ENGINE_AUTO);
     }
     half_level = level;
     cr_convnet_half_set_pipelined(level);
@@ -1079,7 +1101,11 @@ int main(int argc, char **argv) {
         test_noalloc_cpu(nets, 4);
     } else {
 #ifdef CUDARL_WITH_CUDA
-        run_cuda(nets, 6);
+        test_net wide;
+        spec_wide(&spec);
+        net_made(&wide, "in-memory wide", &spec, NULL, NULL, 6);
+        run_cuda(nets, 6, &wide);
+        free(wide.params);
 #else
         fprintf(stderr, "test_policy_conv cuda: this build has no CUDA backend\n");
         return 1;
