@@ -118,15 +118,18 @@ __device__ __forceinline__ void pdl_release() {
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
-static bool pdl_usable(void) {
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+// Attribute a of the current device; 0 where it cannot be read.
+static int device_attr(cudaDeviceAttr a) {
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess) {
         cudaGetLastError();
-        return false;
+        return 0;
     }
-    return major >= 9;
+    return v;
 }
+static bool pdl_usable(void) { return device_attr(cudaDevAttrComputeCapabilityMajor) >= 9; }
+// Whether the device launches clusters of blocks (compute capability 9.0 on).
+static bool cluster_usable(void) { return device_attr(cudaDevAttrClusterLaunch) != 0; }
 // kernel<<<grid, block, smem, st>>>(args...) in clusters of cluster_y blocks along y (1: none;
 // more needs compute capability 9.0), with the programmatic-serialization attribute from level 9
 // on devices that have it.
@@ -1907,17 +1910,6 @@ static __global__ void __launch_bounds__(FC_THREADS) fc_stream_kernel(const T *_
         const int r = tid / NB, b = tid - r * NB;
         if (o0 + r < O) y[(size_t)b * O + o0 + r] = sum[tid];
     }
-}
-
-// Whether the device launches clusters of blocks (compute capability 9.0 on).
-static bool cluster_usable(void) {
-    int dev = 0, yes = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&yes, cudaDevAttrClusterLaunch, dev) != cudaSuccess) {
-        cudaGetLastError();
-        return false;
-    }
-    return yes != 0;
 }
 
 template <typename T, int CL, bool DB>
