@@ -376,10 +376,11 @@ for b in "$@"; do
     # the half forward's kernel levels (src/nn/convnet_cuda.h, cr_convnet_half_set_pipelined)
     # side by side in one build: cudarl bench infer --kernel-level for each of INFER_LEVELS
     # (default 9 10 11; gemm engine; the fp16 and bf16 rows are the ones that differ)
+    # (INFER_LEVELS_ARGS go to each run, e.g. "--batch 1" for batch 1's rows alone)
     for lv in ${INFER_LEVELS:-9 10 11}; do
       echo "== level $lv" | tee -a "$OUT/infer_levels.txt"
       build-gpu/cudarl bench infer --device cuda --engine gemm --iters 300 --warmup 30 \
-        --kernel-level "$lv" 2>&1 | grep -E "^\| cudarl \(igemm\)|error|refus" |
+        --kernel-level "$lv" ${INFER_LEVELS_ARGS:-} 2>&1 | grep -E "^\| cudarl \(igemm\)|error|refus" |
         tee -a "$OUT/infer_levels.txt"
     done
     add "half forward levels (infer_levels)" "see $OUT/infer_levels.txt"
