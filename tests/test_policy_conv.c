@@ -211,6 +211,19 @@ static void spec_wide(cr_convnet_spec *s) {
                                   LAYER(CR_CONVNET_FLATTEN), LINEAR(64), LAYER(CR_CONVNET_RELU)};
     set_layers(s, l, (int)(sizeof l / sizeof l[0]));
 }
+
+/* The bench's network (tools/bench_infer.c) at its 256 x 256: at 20 and more observations its
+ * second conv, and at 32 its third, run unsplit (the other nets' convs split at every n <= MAXB:
+ * the path the larger batches take). */
+static void spec_seed(cr_convnet_spec *s) {
+    spec_mem(s);
+    s->in_h = 256, s->in_w = 256;
+    const cr_convnet_layer l[] = {CONV(32, 8, 8, 4, 0), LAYER(CR_CONVNET_RELU),
+                                  CONV(64, 4, 4, 2, 0), LAYER(CR_CONVNET_RELU),
+                                  CONV(64, 3, 3, 1, 0), LAYER(CR_CONVNET_RELU),
+                                  LAYER(CR_CONVNET_FLATTEN), LINEAR(512), LAYER(CR_CONVNET_RELU)};
+    set_layers(s, l, (int)(sizeof l / sizeof l[0]));
+}
 #endif
 
 /* What a checkpoint writer may get wrong, for the refusal cases. */
@@ -976,6 +989,41 @@ static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
     free(obs);
 }
 
+/* The unsplit convs (the larger batches' path) against the CPU, at n = 20 (conv3 still split)
+ * and 32 (neither split) on the bench's network. */
+static void test_unsplit(const test_net *t, cudarl_precision prec) {
+    enum { NB = 32 };
+    static const int ns[2] = {20, NB};
+    const int A = t->net.spec.num_actions;
+    cudarl_policy *gpu = load_net(t, CUDARL_DEVICE_CUDA, prec, CR_CONVNET_ENGINE_AUTO, NB);
+    cudarl_policy *cpu = load_net(t, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32,
+                                  CR_CONVNET_ENGINE_AUTO, NB);
+    void *obs = malloc(obs_bytes(t, NB));
+    float *lg = malloc((size_t)NB * A * sizeof(float)), *lc = malloc((size_t)NB * A * sizeof(float));
+    float vg[NB], vc[NB];
+    int32_t ag[NB], ac[NB];
+    CHECK(obs && lg && lc);
+    const double rtol = net_rtol(t, prec);
+    double worst = 0;
+    for (int j = 0; j < 2; j++) {
+        const int n = ns[j];
+        random_obs(t, obs, n, 77 + j);
+        CHECK_OK(cudarl_policy_act(gpu, obs, t->dtype, n, ag, vg, lg));
+        CHECK_OK(cudarl_policy_act(cpu, obs, t->dtype, n, ac, vc, lc));
+        const double e = fmax(norm_err(lg, lc, (size_t)n * A), norm_err(vg, vc, (size_t)n));
+        CHECK_MSG(e <= rtol, "%s %s n %d: ||cuda - cpu|| / ||cpu|| = %.3g > %.3g", t->label,
+                  cudarl_precision_name(prec), n, e, rtol);
+        check_actions(t->label, ag, ac, lc, n, A, rtol);
+        worst = fmax(worst, e);
+    }
+    printf("  %s, %s (kernel level %d): CUDA act() against CPU act() at n = 20 and 32, the "
+           "convs unsplit: %.3g (<= %.3g)\n", t->label, cudarl_precision_name(prec), half_level,
+           worst, rtol);
+    cudarl_policy_free(gpu);
+    cudarl_policy_free(cpu);
+    free(obs), free(lg), free(lc);
+}
+
 /* cudarl_policy_obs_buffer: observations written into the policy's own pinned buffer give
  * act() the bits of the same observations from the caller's memory, at every n (act() zeroes
  * the buffer's rows n .. of the graph's batch), without an allocation. */
@@ -1012,7 +1060,8 @@ static void test_obs_buffer(const test_net *t, cudarl_precision prec) {
     free(obs), free(l0), free(l1);
 }
 
-static void run_cuda(const test_net *const *nets, int count, const test_net *wide) {
+static void run_cuda(const test_net *const *nets, int count, const test_net *wide,
+                     const test_net *seed) {
     half_level = cr_convnet_half_level(); /* the default the compare_devices below emulate */
     test_eval_on_device(nets[0], 12); /* the trained DQN on MinAtar/Breakout-v1 */
     test_eval_on_device(nets[1], 70); /* PPO nature-cnn on CartPolePixels-v1: two chunks */
@@ -1056,6 +1105,7 @@ static void run_cuda(const test_net *const *nets, int count, const test_net *wid
     }
     half_level = level;
     cr_convnet_half_set_pipelined(level);
+    for (int h = 0; h < 2; h++) test_unsplit(seed, halves[h]);
     test_device_pointers(nets[0], CUDARL_PRECISION_FP32);
     test_device_pointers(nets[2], CUDARL_PRECISION_FP32);
     for (int h = 0; h < 2; h++) {
@@ -1101,11 +1151,13 @@ int main(int argc, char **argv) {
         test_noalloc_cpu(nets, 4);
     } else {
 #ifdef CUDARL_WITH_CUDA
-        test_net wide;
+        test_net wide, seed;
         spec_wide(&spec);
         net_made(&wide, "in-memory wide", &spec, NULL, NULL, 6);
-        run_cuda(nets, 6, &wide);
-        free(wide.params);
+        spec_seed(&spec);
+        net_made(&seed, "in-memory seed", &spec, NULL, NULL, 7);
+        run_cuda(nets, 6, &wide, &seed);
+        free(wide.params), free(seed.params);
 #else
         fprintf(stderr, "test_policy_conv cuda: this build has no CUDA backend\n");
         return 1;
