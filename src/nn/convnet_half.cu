@@ -1034,10 +1034,11 @@ __device__ __forceinline__ void hconv_mma_mi(float (&acc)[MI][4][4], const unsig
         for (int j = 0; j < 4; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
 }
 
-// A warp's 64 x 32 fp32 accumulators (hconv_warp_k16's) set to zero.
-__device__ __forceinline__ void hconv_warp_zero(float (&acc)[4][4][4]) {
+// A warp's MI x 4 m16n8 fp32 accumulators set to zero (hconv_warp_k16's 64 x 32, MI 4; the
+// s2d kernel's 32 x 32, MI 2).
+template <int MI> __device__ __forceinline__ void hconv_warp_zero(float (&acc)[MI][4][4]) {
 #pragma unroll
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < MI; i++)
 #pragma unroll
         for (int j = 0; j < 4; j++)
 #pragma unroll
@@ -1531,12 +1532,7 @@ static __global__ void __launch_bounds__(128, 4) hconv_s2d_kernel(const hconv_ar
 
         const int pl = warp >> 1, qw = (warp & 1) * 32; // the warp's output row (0, 1), columns
         float acc[2][4][4];
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+        hconv_warp_zero(acc);
         // ldmatrix rows: A, pixel q = qw + 16 i + lane % 16, unit half lane / 16 of the k16 step;
         // B, channel (lane % 8) + 8 (lane / 16), taps 8 ((lane / 8) % 2) of the step
         const int aq = qw + (lane & 15), ahalf = lane >> 4;
@@ -1820,7 +1816,7 @@ static __global__ void __launch_bounds__(FC_THREADS) fc_stream_kernel(const T *_
 #pragma unroll
         for (int b = 0; b < NB; b++) acc[r][b] = 0.0f;
     const uint4 *w4 = (const uint4 *)w, *x4 = (const uint4 *)x;
-    uint4 wv[FC_U][FC_ROWS], wn[DB ? FC_U : 1][FC_ROWS];
+    uint4 wv[FC_U][FC_ROWS], wn[FC_U][FC_ROWS]; // wn: DB's second set (unused otherwise)
     auto load_w = [&](uint4(&dst)[FC_U][FC_ROWS], int v0) {
 #pragma unroll
         for (int u = 0; u < FC_U; u++) {
@@ -1862,11 +1858,11 @@ static __global__ void __launch_bounds__(FC_THREADS) fc_stream_kernel(const T *_
     pdl_release();
     if (DB) { // two register sets in turn (unrolled by hand: a copy would wait for the loads)
         for (int v0 = beg + tid; v0 < end; v0 += 2 * STEP) {
-            if (v0 + STEP < end) load_w(*(uint4(*)[FC_U][FC_ROWS])wn, v0 + STEP);
+            if (v0 + STEP < end) load_w(wn, v0 + STEP);
             products(wv, v0);
             if (v0 + STEP >= end) break;
             if (v0 + 2 * STEP < end) load_w(wv, v0 + 2 * STEP);
-            products(*(uint4(*)[FC_U][FC_ROWS])wn, v0 + STEP);
+            products(wn, v0 + STEP);
         }
     } else {
         for (int v0 = beg + tid; v0 < end; v0 += STEP) {
