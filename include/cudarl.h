@@ -441,7 +441,8 @@ cudarl_status cudarl_policy_load(const char *checkpoint, const cudarl_policy_opt
  * 1 <= n <= max_batch; on CUDA the graph of the next power of two runs, on zero rows past n.
  * Pointers may be host or device memory: on a CUDA policy each is classified per call with
  * cudaPointerGetAttributes (device or managed memory of the policy's GPU: used on the device;
- * anything else: host memory); a CPU policy refuses device pointers. Host float observations are
+ * anything else: host memory), but for the policy's own cudarl_policy_obs_buffer, which it
+ * knows; a CPU policy refuses device pointers. Host float observations are
  * checked to be finite (CUDARL_ERR_NUMERIC naming the row and element); device ones are not.
  * Returns when the outputs are written (one stream synchronisation on CUDA). Allocates nothing.
  * Each successful call's duration (CLOCK_MONOTONIC, entry to return) goes to the latency ring;

@@ -375,9 +375,9 @@ for b in "$@"; do
   infer_levels)
     # the half forward's kernel levels (src/nn/convnet_cuda.h, cr_convnet_half_set_pipelined)
     # side by side in one build: cudarl bench infer --kernel-level for each of INFER_LEVELS
-    # (default 9 10 11; gemm engine; the fp16 and bf16 rows are the ones that differ)
+    # (default 11 12; gemm engine; the fp16 and bf16 rows are the ones that differ)
     # (INFER_LEVELS_ARGS go to each run, e.g. "--batch 1" for batch 1's rows alone)
-    for lv in ${INFER_LEVELS:-9 10 11}; do
+    for lv in ${INFER_LEVELS:-11 12}; do
       echo "== level $lv" | tee -a "$OUT/infer_levels.txt"
       build-gpu/cudarl bench infer --device cuda --engine gemm --iters 300 --warmup 30 \
         --kernel-level "$lv" ${INFER_LEVELS_ARGS:-} 2>&1 | grep -E "^\| cudarl \(igemm\)|error|refus" |

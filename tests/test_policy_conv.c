@@ -214,7 +214,7 @@ static void spec_wide(cr_convnet_spec *s) {
 
 /* The bench's network (tools/bench_infer.c) at its 256 x 256: at 20 and more observations its
  * second conv, and at 32 its third, run unsplit (the other nets' convs split at every n <= MAXB:
- * the path the larger batches take). */
+ * the path the larger batches take, and level 12's kernel). */
 static void spec_seed(cr_convnet_spec *s) {
     spec_mem(s);
     s->in_h = 256, s->in_w = 256;
@@ -723,6 +723,20 @@ static void compare_devices(const test_net *t, cudarl_precision prec, cr_convnet
         CHECK_MSG(gpu->params == NULL && wbytes > 0 && info.device_bytes >= wbytes,
                   "%s %s: params %p, %zu B converted weights, %zu device bytes", t->label,
                   cudarl_precision_name(prec), (void *)gpu->params, wbytes, info.device_bytes);
+        /* uint8 input on a discrete GPU: the odd stages write into the input's own buffer where
+         * they fit (their outputs above are right, so the first stage read it before) */
+        const cr_convnet_half_cache *hc = &gpu->conv_half;
+        size_t odd = 0; /* bytes of the odd stages' buffer, on the cache's 256-byte line */
+        for (int i = 1; i < t->net.ntrunk; i += 2)
+            if ((size_t)t->net.stage[i].out * 2 > odd) odd = (size_t)t->net.stage[i].out * 2;
+        odd = (odd * (size_t)gpu->rows + 255) / 256 * 256;
+        const int lends = t->dtype == CUDARL_OBS_U8 && !gpu->maps_obs && odd > 0 &&
+                          odd <= (size_t)gpu->rows * gpu->obs_row_bytes;
+        CHECK_MSG(lends ? hc->input == gpu->obs_u8 && hc->act[1] == gpu->obs_u8
+                        : hc->input == NULL,
+                  "%s %s: the second stage's output at %p, the input buffer %p (lent: %p, "
+                  "want %s)", t->label, cudarl_precision_name(prec), hc->act[1],
+                  (void *)gpu->obs_u8, hc->input, lends ? "lent" : "not lent");
     }
     cudarl_policy_free(cpu);
     cudarl_policy_free(gpu);
@@ -945,14 +959,14 @@ static void test_eval_on_device(const test_net *t, int episodes) {
  * same chunks in the same order through the same m16n8k16 products and the same per-output
  * arithmetic, at every n (the small ones split their reductions). */
 static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
-    enum { LEVELS = 12 };
+    enum { LEVELS = 13 };
     /* the level each must equal (10 and 11 round otherwise: checked against the CPU below) */
-    static const int ref[LEVELS] = {0, 0, 0, 3, 3, 5, 5, 5, 5, 5, 10, 11};
+    static const int ref[LEVELS] = {0, 0, 0, 3, 3, 5, 5, 5, 5, 5, 10, 11, 11};
     static const char *const what[LEVELS] = {
         "register-staged", "pipelined", "pipelined, vectorized epilogue", "table-free conv1",
         "warp-tiled mma.sync", "s2d conv1", "the last linear's epilogue in the heads",
         "lean channels-last main loop", "lean, chunks of 64 taps", "programmatic dependent launch",
-        "streamed FC", "streamed FC, double-buffered"};
+        "streamed FC", "streamed FC, double-buffered", "input rows in shared memory"};
     const int A = t->net.spec.num_actions, ppo = is_ppo(t);
     cudarl_policy *p[LEVELS];
     for (int k = 0; k < LEVELS; k++) { /* the kernels are chosen when the graphs are captured */
@@ -982,8 +996,8 @@ static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
                       what[k], r, what[r], (double)l[k][0], (double)l[r][0]);
         }
     }
-    printf("  %s, %s: levels 1 and 2 give level 0's bits, 4 level 3's, 6 to 9 level 5's, at n = "
-           "1..%d\n",
+    printf("  %s, %s: levels 1 and 2 give level 0's bits, 4 level 3's, 6 to 9 level 5's, 12 level "
+           "11's, at n = 1..%d\n",
            t->label, cudarl_precision_name(prec), MAXB);
     for (int k = 0; k < LEVELS; k++) cudarl_policy_free(p[k]), free(l[k]);
     free(obs);
@@ -991,22 +1005,28 @@ static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
 
 /* The unsplit convs (the larger batches' path) in fp16 and bf16 against the CPU, at n = 20
  * (conv3 still split) and 32 (neither split) on the bench's network; the CPU's forward once per
- * n (it is the slow part). */
+ * n (it is the slow part). Level 11 (the unsplit convs' taps copied pixel by pixel) gives the
+ * default level's (12: input rows in shared memory) bits there. */
 static void test_unsplit(const test_net *t) {
     enum { NB = 32 };
     static const int ns[2] = {20, NB};
     static const cudarl_precision prec[2] = {CUDARL_PRECISION_FP16, CUDARL_PRECISION_BF16};
     const int A = t->net.spec.num_actions;
-    cudarl_policy *gpu[2];
-    for (int h = 0; h < 2; h++)
+    enum { LEAN = 11 }; /* the last level before hconv_halo_kernel */
+    cudarl_policy *gpu[2], *lean[2];
+    for (int h = 0; h < 2; h++) {
         gpu[h] = load_net(t, CUDARL_DEVICE_CUDA, prec[h], CR_CONVNET_ENGINE_AUTO, NB);
+        cr_convnet_half_set_pipelined(LEAN);
+        lean[h] = load_net(t, CUDARL_DEVICE_CUDA, prec[h], CR_CONVNET_ENGINE_AUTO, NB);
+        cr_convnet_half_set_pipelined(half_level);
+    }
     cudarl_policy *cpu = load_net(t, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32,
                                   CR_CONVNET_ENGINE_AUTO, NB);
     void *obs = malloc(obs_bytes(t, NB));
     float *lg = malloc((size_t)NB * A * sizeof(float)), *lc = malloc((size_t)NB * A * sizeof(float));
-    float vg[NB], vc[NB];
-    int32_t ag[NB], ac[NB];
-    CHECK(obs && lg && lc);
+    float *lh = malloc((size_t)NB * A * sizeof(float)), vg[NB], vc[NB], vh[NB];
+    int32_t ag[NB], ac[NB], ah[NB];
+    CHECK(obs && lg && lc && lh);
     double worst[2] = {0, 0};
     for (int j = 0; j < 2; j++) {
         const int n = ns[j];
@@ -1020,6 +1040,12 @@ static void test_unsplit(const test_net *t) {
                       cudarl_precision_name(prec[h]), n, e, rtol);
             check_actions(t->label, ag, ac, lc, n, A, rtol);
             worst[h] = fmax(worst[h], e);
+            CHECK_OK(cudarl_policy_act(lean[h], obs, t->dtype, n, ah, vh, lh));
+            CHECK_MSG(!memcmp(lh, lg, (size_t)n * A * sizeof(float)) &&
+                          !memcmp(vh, vg, (size_t)n * sizeof(float)),
+                      "%s %s n %d: level %d gives other outputs than level %d: logit 0 %a vs %a",
+                      t->label, cudarl_precision_name(prec[h]), n, LEAN, half_level, (double)lh[0],
+                      (double)lg[0]);
         }
     }
     for (int h = 0; h < 2; h++) {
@@ -1027,9 +1053,10 @@ static void test_unsplit(const test_net *t) {
                "convs unsplit: %.3g (<= %.3g)\n", t->label, cudarl_precision_name(prec[h]),
                half_level, worst[h], net_rtol(t, prec[h]));
         cudarl_policy_free(gpu[h]);
+        cudarl_policy_free(lean[h]);
     }
     cudarl_policy_free(cpu);
-    free(obs), free(lg), free(lc);
+    free(obs), free(lg), free(lc), free(lh);
 }
 
 /* cudarl_policy_obs_buffer: observations written into the policy's own pinned buffer give
@@ -1106,7 +1133,7 @@ static void run_cuda(const test_net *const *nets, int count, const test_net *wid
         }
     }
     /* the streamed FC's clusters, at n = 1, 2, 3 and 5 of compare_devices's sizes */
-    for (int lv = 10; lv <= 11; lv++) {
+    for (int lv = 10; lv <= level; lv++) {
         half_level = lv;
         cr_convnet_half_set_pipelined(lv);
         for (int h = 0; h < 2; h++) compare_devices(wide, halves[h], CR_CONVNET_ENGINE_AUTO);

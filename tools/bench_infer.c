@@ -70,7 +70,7 @@ static const arg_spec infer_specs[] = {
     {"engine", ARG_STR, offsetof(infer_opts, engine), 16, 0, 0, "conv engine on CUDA: gemm, cudnn, or all (each one built)"},
     {"json", ARG_STR, offsetof(infer_opts, json), PATH_MAX, 0, 0, "also write the rows to this file as JSON"},
     {"batch", ARG_INT, offsetof(infer_opts, batch), 0, 0, MAX_BATCH, "only this batch size's rows (0: the table's, 128 and 1)"},
-    {"kernel-level", ARG_INT, offsetof(infer_opts, kernel_level), 0, -1, 11, "the bf16 / fp16 rows' conv kernel level (-1: the build's default; the levels are listed in src/nn/convnet_cuda.h), to compare them in one build"},
+    {"kernel-level", ARG_INT, offsetof(infer_opts, kernel_level), 0, -1, 12, "the bf16 / fp16 rows' conv kernel level (-1: the build's default; the levels are listed in src/nn/convnet_cuda.h), to compare them in one build"},
 };
 #define N_INFER_SPECS ((int)(sizeof infer_specs / sizeof infer_specs[0]))
 

@@ -934,17 +934,22 @@ extern "C" void cr_convnet_cuda_weights_update(cudarl_ctx *ctx, const cr_convnet
     cr_convnet_half_update(ctx, &cn->half, params, cn->weights);
 }
 
-extern "C" size_t cr_convnet_cuda_half_cache_bytes(const cr_convnet_cuda *cn, int max_rows) {
+extern "C" size_t cr_convnet_cuda_half_cache_bytes(const cr_convnet_cuda *cn, int max_rows,
+                                                   size_t input_bytes) {
     CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && max_rows >= cn->max_batch);
     cr_convnet_half_cache sizing;
-    return cr_convnet_half_cache_carve(&cn->net, &cn->half, NULL, max_rows, &sizing);
+    return cr_convnet_half_cache_carve(&cn->net, &cn->half, NULL, max_rows, NULL, input_bytes,
+                                       &sizing);
 }
 
 extern "C" void cr_convnet_cuda_half_cache_carve(const cr_convnet_cuda *cn, void *mem,
-                                                 int max_rows, cr_convnet_half_cache *c) {
+                                                 int max_rows, void *input, size_t input_bytes,
+                                                 cr_convnet_half_cache *c) {
     CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && max_rows >= cn->max_batch &&
-                  mem != NULL && ((uintptr_t)mem & 63) == 0);
-    cr_convnet_half_cache_carve(&cn->net, &cn->half, (unsigned char *)mem, max_rows, c);
+                  mem != NULL && ((uintptr_t)mem & 63) == 0 &&
+                  (input_bytes == 0 || (input != NULL && ((uintptr_t)input & 63) == 0)));
+    cr_convnet_half_cache_carve(&cn->net, &cn->half, (unsigned char *)mem, max_rows,
+                                (unsigned char *)input, input_bytes, c);
 }
 
 extern "C" void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,

@@ -196,15 +196,23 @@ typedef struct cr_convnet_half_cache {
                                              share one buffer, odd ones the other. A conv's
                                              output is channels-last (B, P, Q, K) when a conv
                                              follows it, else (B, K, P, Q): the flatten order */
+    const void *input;                    /* the observations' buffer when the odd stages'
+                                             outputs live in it (the forward must then read its
+                                             observations there), else NULL */
 } cr_convnet_half_cache;
 
 /* Bytes of that cache for max_rows rows, at least the largest declared batch size (a conv's
- * split-K partial sums at a small batch use the rows past it), on 256-byte lines. */
-size_t cr_convnet_cuda_half_cache_bytes(const cr_convnet_cuda *cn, int max_rows);
-/* Points *c into mem (device, cr_convnet_cuda_half_cache_bytes(cn, max_rows), 64-byte
- * aligned). */
+ * split-K partial sums at a small batch use the rows past it), on 256-byte lines. input_bytes:
+ * the size of the buffer every forward will read its observations from, which it may then
+ * overwrite (0: none); where the odd stages' buffer fits in it, the cache holds only the even
+ * stages' (and the observations' buffer is reused once the first stage has read it). */
+size_t cr_convnet_cuda_half_cache_bytes(const cr_convnet_cuda *cn, int max_rows,
+                                        size_t input_bytes);
+/* Points *c into mem (device, cr_convnet_cuda_half_cache_bytes(cn, max_rows, input_bytes),
+ * 64-byte aligned), and the odd stages' buffer into input (device, input_bytes, 64-byte
+ * aligned) where it fits, as the sizing said. */
 void cr_convnet_cuda_half_cache_carve(const cr_convnet_cuda *cn, void *mem, int max_rows,
-                                      cr_convnet_half_cache *c);
+                                      void *input, size_t input_bytes, cr_convnet_half_cache *c);
 /* cr_convnet_forward on a half handle: out (B, A) and, ppo only, value (B) (NULL for dqn), both
  * fp32, of obs (B, C, H, W), uint8 or float as the spec's dtype, with the handle's converted
  * weights (the float parameters are not read); fills the cache c (carved for the largest
@@ -232,17 +240,20 @@ void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, co
  * programmatic dependent launch (compute capability 9.0 on: each starts while the one before it
  * ends, and waits for its data); 10: as 9, and at batch sizes up to 8 the linear stages'
  * products by fc_stream_kernel (one kernel streaming the weights, its slices' sums reduced in a
- * cluster; compute capability 9.0 on) instead of cuBLAS (a split-K GEMM and its reduce); 11
- * (the default): as 10, the weights streamed by one wave of blocks (two slices of the input at
- * most) whose threads load the next step's weights before this step's products. 0 to 2 give
- * the same bits, 3 and 4 the same bits, 5 to 9 the same bits; 3, 5, 10 and 11
- * round differently (3: the inputs are not rounded; 5: the taps are summed in another order;
- * 10 and 11: the linear stages' products at batch sizes up to 8 are summed in other orders). On the
+ * cluster; compute capability 9.0 on) instead of cuBLAS (a split-K GEMM and its reduce); 11:
+ * as 10, the weights streamed by one wave of blocks (two slices of the input at most) whose
+ * threads load the next step's weights before this step's products; 12 (the default): as 11,
+ * and the unsplit channels-last convs without padding (the larger batches) read their input
+ * rows from shared memory, copied once per tile of whole output rows (hconv_halo_kernel),
+ * instead of each pixel's taps. 0 to 2 give the same bits, 3 and 4 the same bits, 5 to 9 the
+ * same bits, 11 and 12 the same bits; 3, 5, 10 and 11 round differently (3: the inputs are
+ * not rounded; 5: the taps are summed in another order; 10 and 11: the linear stages' products
+ * at batch sizes up to 8 are summed in other orders). On the
  * H200 2026-11-30, fp16 at batch 128: 0.361 ms at level 1, 0.316 at 2, 0.297 at 3, 0.286 at 4,
  * 0.201 at 5; at batch 1 (bf16), 0.0569 ms at 5 and 0.0556 at 6; in one build (ninth session),
  * 0.197 at 6, 0.184 at 7, 0.179 at 8; in one build (tenth session), fp16 at batch 128 0.178 at
- * 8, 0.174 at 9 to 11, at batch 1 0.0507 at 8, 0.0459 at 9, 0.0437 at 10, 0.0388 at 11
- * (bench/RESULTS.md).
+ * 8, 0.174 at 9 to 11, at batch 1 0.0507 at 8, 0.0459 at 9, 0.0437 at 10, 0.0388 at 11; in
+ * one build (eleventh session), fp16 at batch 128 0.174 at 11, 0.165 at 12 (bench/RESULTS.md).
  * Process-wide; not thread-safe. */
 void cr_convnet_half_set_pipelined(int level);
 /* The level the half forward's conv kernels are chosen at now (CUDARL_HALF_LEVEL at start). */

@@ -99,7 +99,7 @@ static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 // levels in one run, e.g. -DCMAKE_CUDA_FLAGS=-DCUDARL_HALF_LEVEL=3 (scripts/gpu-check.sh's
 // infer_levels).
 #ifndef CUDARL_HALF_LEVEL
-#define CUDARL_HALF_LEVEL 11
+#define CUDARL_HALF_LEVEL 12
 #endif
 static int use_pipelined = CUDARL_HALF_LEVEL;
 
@@ -318,7 +318,8 @@ cr_half_split cr_convnet_half_splits(const cr_convnet *net, const cr_convnet_hal
 }
 
 size_t cr_convnet_half_cache_carve(const cr_convnet *net, const cr_convnet_half_plan *hp,
-                                   unsigned char *mem, int max_rows, cr_convnet_half_cache *c) {
+                                   unsigned char *mem, int max_rows, unsigned char *input,
+                                   size_t input_bytes, cr_convnet_half_cache *c) {
     const size_t B = (size_t)max_rows, E = 2; // bytes of an fp16 / bf16 element
     size_t buf[2], at = 0;
     CUDARL_ASSERT(max_rows >= hp->max_batch); // split-K partials may use the rows past B
@@ -328,11 +329,17 @@ size_t cr_convnet_half_cache_carve(const cr_convnet *net, const cr_convnet_half_
         c->x = mem ? mem + at : NULL;
         at += round_up(B * (size_t)net->in_floats * E, HALF_ALIGN);
     }
+    // the odd stages write after the first has read the observations (or their conversion
+    // into x): their buffer may be the observations' own
+    const size_t odd = round_up(B * hp->widest[1] * E, HALF_ALIGN);
+    const bool lent = net->ntrunk > 1 && input_bytes >= odd;
     for (int k = 0; k < 2; k++) {
         buf[k] = at;
-        at += round_up(B * hp->widest[k] * E, HALF_ALIGN);
+        if (k == 0 || !lent) at += round_up(B * hp->widest[k] * E, HALF_ALIGN);
     }
-    for (int i = 0; i < net->ntrunk; i++) c->act[i] = mem ? mem + buf[i & 1] : NULL;
+    if (lent) c->input = input;
+    for (int i = 0; i < net->ntrunk; i++)
+        c->act[i] = !mem ? NULL : (i & 1) && lent ? input : mem + buf[i & 1];
     return at;
 }
 
@@ -1215,9 +1222,10 @@ __device__ __forceinline__ void cp_async16_cg_to(unsigned d, const void *src) {
 // partial sums: item e = tid + 128 t is 8 channels (tid % 8) 8 of pixel tid / 8 + 16 t, so the
 // bias is loaded once; (N, K, P, Q) y: 8 pixels (tid % 16) 8 of channel tid / 16 + 8 t, so the
 // image and its pixel are divided out once.
+// Rows m0 .. mend - 1 of the tile are written (mend: a.M, or the end of hconv_halo_kernel's rows).
 template <typename T, int ACT, int BM, int BN, int LDR, int LDC>
 __device__ __forceinline__ void hconv_lean_write(const hconv_args &a, const float *Cs,
-                                                 long long m0, int k0, int tid) {
+                                                 long long m0, long long mend, int k0, int tid) {
     static_assert(BN == 64 && BM == 128 && HM_THREADS == 128, "the items below assume the tile");
     T *y = (T *)a.y;
     if (a.partial || !a.out_nchw) {
@@ -1230,7 +1238,7 @@ __device__ __forceinline__ void hconv_lean_write(const hconv_args &a, const floa
         for (int t = 0; t < BM / 16; t++) {
             const int mi = (tid >> 3) + 16 * t;
             const long long mm = m0 + mi;
-            if (mm >= a.M) break;
+            if (mm >= mend) break;
             const float *c = Cs + mi * LDR + kg;
             const size_t at = (size_t)mm * a.K + k;
             const float4 c0 = *(const float4 *)c, c1 = *(const float4 *)(c + 4);
@@ -1249,10 +1257,10 @@ __device__ __forceinline__ void hconv_lean_write(const hconv_args &a, const floa
     } else {
         const int mi = (tid & 15) * 8, PQ = a.P * a.Q;
         const long long mm = m0 + mi;
-        if (mm >= a.M) return;
+        if (mm >= mend) return;
         const unsigned n = (unsigned)mm / (unsigned)PQ; // mm < M < 2^31
         const int pq = (int)((unsigned)mm - n * (unsigned)PQ);
-        const bool whole = (PQ & 7) == 0; // the 8 pixels are one image's, all < M
+        const bool whole = (PQ & 7) == 0 && mm + 8 <= mend; // the 8 pixels: one image's, < mend
 #pragma unroll 2
         for (int t = 0; t < BN / 8; t++) {
             const int ki = (tid >> 4) + 8 * t, k = k0 + ki;
@@ -1269,7 +1277,7 @@ __device__ __forceinline__ void hconv_lean_write(const hconv_args &a, const floa
                 *(uint4 *)(y + ((size_t)n * a.K + k) * PQ + pq) = pack8<T>(v);
                 continue;
             }
-            for (int e = 0; e < 8 && mm + e < a.M; e++) {
+            for (int e = 0; e < 8 && mm + e < mend; e++) {
                 const long long me = mm + e, ne = me / PQ;
                 y[((size_t)ne * a.K + k) * PQ + (me - ne * PQ)] =
                     to_fmt<T>(act_apply(ACT, __fadd_rn(c[e], bk)));
@@ -1421,11 +1429,152 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_lean_kernel(const
                                                 wn0, lane);
     __syncthreads();
     if (a.act == ACT_RELU)
-        hconv_lean_write<T, ACT_RELU, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, k0, tid);
+        hconv_lean_write<T, ACT_RELU, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, a.M, k0,
+                                                             tid);
     else if (a.act == ACT_TANH)
-        hconv_lean_write<T, ACT_TANH, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, k0, tid);
+        hconv_lean_write<T, ACT_TANH, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, a.M, k0,
+                                                             tid);
     else
-        hconv_lean_write<T, ACT_NONE, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, k0, tid);
+        hconv_lean_write<T, ACT_NONE, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, a.M, k0,
+                                                             tid);
+#elif defined(__CUDA_ARCH__)
+    __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
+#endif
+}
+
+// ---- the channels-last conv from an input tile in shared memory (level 12) ------------------
+
+// hconv_mma_lean_kernel's products without its im2col copies: a block's tile is TR whole output
+// rows of one image (TR Q <= 128 of its 128 pixel rows), and the input rows those read (HR =
+// (TR - 1) stride + R of them, all W columns and C channels, one contiguous run of the NHWC
+// input) are copied into shared memory once; every A fragment is an ldmatrix whose lanes address
+// their own pixel's taps there. The lean kernel copies each pixel's R S C taps (at batch 128 ~170
+// MB from L2 per conv of the seed's net; the halo is 3x (conv2) to 5.6x (conv3) fewer bytes).
+// The input tile is XOR-swizzled in 16-byte units by the 128-byte line (Swizzle<3,4,3>: byte
+// offset o at o ^ ((o >> 7) & 7) << 4), so that the 8 rows of an ldmatrix (8 consecutive pixels,
+// stride 1 or 2) hit distinct banks. The weights stream in chunks of 64 taps as in the lean
+// kernel (two stages), and each pixel's sums run over the same k16 steps in the same order
+// through the same products and epilogue (hconv_lean_write): the same bits as levels 8 to 11
+// (test_pipelined_bitwise). For unsplit convs (the larger batches) with no padding, C a multiple
+// of 16, C R S a multiple of 64, Q <= 128.
+struct hconv_halo {
+    static constexpr int BM = 128, BN = 64, BK = 64, LDS = BK + 8;
+    static constexpr int B_STAGE = BN * LDS * 2; // bytes of a weight chunk
+    static constexpr int LDR = BN + 8, LDC = BM + 4;
+    static constexpr int C_BYTES = (BM * LDR > BN * LDC ? BM * LDR : BN * LDC) * 4;
+};
+// The output rows per tile and the shared bytes of a conv, 0 rows where it does not fit. (Both
+// of the seed net's unsplit convs gain: on the H200 at batch 128, fp16, one build, the forward
+// took 0.1741 ms with neither here, 0.1697 with conv3 (3x3/1) alone, 0.1654 with conv2 (4x4/2)
+// too, in another run of the same build as the first figure's 0.1739.)
+static void halo_shape(const hconv_args &a, int *tr, int *smem) {
+    typedef hconv_halo L;
+    *tr = 0, *smem = 0;
+    if (a.Q > L::BM || a.pad || a.C % 16 || a.C * a.R * a.S != a.CRSp || a.CRSp % L::BK) return;
+    const int rows = L::BM / a.Q < a.P ? L::BM / a.Q : a.P;
+    // whole 128-byte lines: the swizzle moves units within a line
+    const size_t halo = round_up((size_t)((rows - 1) * a.stride + a.R) * a.W * a.C * 2, 128);
+    const size_t bytes = halo + 2 * L::B_STAGE > (size_t)L::C_BYTES ? halo + 2 * L::B_STAGE
+                                                                     : (size_t)L::C_BYTES;
+    if (bytes > 96 * 1024) return;
+    *tr = rows, *smem = (int)bytes;
+}
+
+template <typename T>
+static __global__ void __launch_bounds__(HM_THREADS) hconv_halo_kernel(const hconv_args a, int TR,
+                                                                       int halo_bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    typedef hconv_halo L;
+    constexpr int BM = L::BM, BN = L::BN, BK = L::BK, LDS = L::LDS;
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm0 = (warp & 1) * 64, wn0 = (warp >> 1) * 32;
+    const int tiles = (a.P + TR - 1) / TR, n = blockIdx.x / tiles, p0 = (blockIdx.x % tiles) * TR;
+    const int k0 = blockIdx.y * BN;
+    const int rows = a.P - p0 < TR ? a.P - p0 : TR;
+    const long long m0 = ((long long)n * a.P + p0) * a.Q, mend = m0 + (long long)rows * a.Q;
+    const int nch = a.CRSp / BK;
+    const unsigned s0 = (unsigned)__cvta_generic_to_shared(smem);
+    const unsigned b_at = s0 + (unsigned)halo_bytes; // the weight stages after the input tile
+    const int CB = a.C * 2, WCB = a.W * CB;          // bytes of a pixel, of an input row
+
+    // this lane's A rows: pixel wm0 + 16 i + lane % 16 of the tile (row 0's first pixel where
+    // the tile has no such pixel: its sums are not written), taps 8 (lane / 16) of a step
+    int base[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int mi = wm0 + 16 * i + (lane & 15);
+        if (mi >= rows * a.Q) mi = 0;
+        const int pr = mi / a.Q, q = mi - pr * a.Q;
+        base[i] = pr * a.stride * WCB + q * a.stride * CB + (lane >> 4) * 16;
+    }
+    // the weight copies, as the lean kernel's: row k0 + tid / 2, taps 16 (tid % 2) of each
+    // 32-tap half of a chunk
+    const unsigned b_dst = b_at + ((tid >> 1) * LDS + (tid & 1) * 16) * 2;
+    const T *wsrc = (const T *)a.w + (size_t)(k0 + (tid >> 1)) * a.CRSp + (tid & 1) * 16;
+    auto load_w = [&](int kc) {
+        const unsigned d = b_dst + (kc & 1) * L::B_STAGE;
+        const T *src = wsrc + kc * BK;
+#pragma unroll
+        for (int h = 0; h < BK / HALF_BK; h++) {
+            cp_async16_cg_to(d + h * HALF_BK * 2, src + h * HALF_BK);
+            cp_async16_cg_to(d + h * HALF_BK * 2 + 16, src + h * HALF_BK + 8);
+        }
+    };
+    float acc[4][4][4];
+    hconv_warp_zero(acc);
+    load_w(0); // the weights are not the predecessor's
+    pdl_wait(); // the input is
+    pdl_release();
+    { // the input tile: HR rows from row p0 stride (those past the frame are never read)
+        const int h0 = p0 * a.stride, hr = (rows - 1) * a.stride + a.R;
+        const int units = (h0 + hr <= a.H ? hr : a.H - h0) * WCB / 16;
+        const unsigned char *src =
+            (const unsigned char *)a.x + ((size_t)n * a.H + h0) * (size_t)WCB;
+        for (int u = tid; u < units; u += HM_THREADS) {
+            const unsigned o = (unsigned)u * 16;
+            cp_async16_to(s0 + (o ^ (((o >> 7) & 7) << 4)), src + o);
+        }
+    }
+    cp_async_commit();
+    const unsigned b_frag =
+        b_at + ((wn0 + (lane & 7) + ((lane >> 4) << 3)) * LDS + ((lane >> 3) & 1) * 8) * 2;
+    // the tap walk: a step's 16 taps are window (r, s), channels c .. c + 15 (C a multiple of
+    // 16), at byte tap = r WCB + s CB + 2 c of a pixel's window, which grows by 32 a step within
+    // a window row (S C taps) and jumps to the next row's start after it
+    const int row_taps = a.S * a.C, row_jump = WCB - a.S * CB;
+    int tap = 0, in_row = 0;
+    for (int kc = 0; kc < nch; kc++) {
+        cp_async_wait<0>();
+        __syncthreads(); // chunk kc (and the input tile) are in; chunk kc - 1's stage is free
+        if (kc + 1 < nch) load_w(kc + 1);
+        cp_async_commit();
+        const unsigned bk = b_frag + (kc & 1) * L::B_STAGE;
+#pragma unroll
+        for (int ks = 0; ks < BK / 16; ks++) {
+            unsigned af[4][4], bf[4][2];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const unsigned o = (unsigned)(base[i] + tap);
+                ldsm_x4_at(af[i], s0 + (o ^ (((o >> 7) & 7) << 4)));
+            }
+            hconv_ldsm_b(bf, bk + ks * 32, 16 * LDS * 2);
+            hconv_mma_mi<T>(acc, af, bf);
+            tap += 32;
+            if ((in_row += 16) == row_taps) in_row = 0, tap += row_jump;
+        }
+    }
+    cp_async_wait<0>();
+    __syncthreads(); // the tiles' memory becomes the fp32 output tile
+    hconv_mma_store_acc<BM, BN, L::LDR, L::LDC>(acc, (float *)smem, !a.out_nchw, wm0, wn0, lane);
+    __syncthreads();
+    const float *Cs = (const float *)smem;
+    if (a.act == ACT_RELU)
+        hconv_lean_write<T, ACT_RELU, BM, BN, L::LDR, L::LDC>(a, Cs, m0, mend, k0, tid);
+    else if (a.act == ACT_TANH)
+        hconv_lean_write<T, ACT_TANH, BM, BN, L::LDR, L::LDC>(a, Cs, m0, mend, k0, tid);
+    else
+        hconv_lean_write<T, ACT_NONE, BM, BN, L::LDR, L::LDC>(a, Cs, m0, mend, k0, tid);
 #elif defined(__CUDA_ARCH__)
     __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
 #endif
@@ -1628,7 +1777,7 @@ static __global__ void hconv_reduce_kernel(const float *__restrict__ partial, in
 }
 
 extern "C" void cr_convnet_half_set_pipelined(int level) {
-    use_pipelined = level < 0 ? 0 : level > 11 ? 11 : level;
+    use_pipelined = level < 0 ? 0 : level > 12 ? 12 : level;
 }
 
 extern "C" int cr_convnet_half_level(void) { return use_pipelined; }
@@ -1641,6 +1790,19 @@ static void launch_conv_in(cudarl_ctx *ctx, const hconv_args &a, int splits) {
         if (use_pipelined >= 7 && a.pad == 0 && a.C * a.R * a.S == a.CRSp &&
             a.C % HALF_BK == 0 && a.K % 8 == 0) {
             CUDARL_ASSERT(!a.div255); // a first conv's; hconv_lean_write has no / 255
+            int tr = 0, hsmem = 0;
+            if (use_pipelined >= 12 && splits == 1) halo_shape(a, &tr, &hsmem);
+            if (tr) { // level 12: the input rows in shared memory
+                // the weight stages go after the input tile (or further, where the fp32 output
+                // tile is the larger)
+                const int tiles = (a.P + tr - 1) / tr, halo = hsmem - 2 * hconv_halo::B_STAGE;
+                cudaFuncSetAttribute(hconv_halo_kernel<T>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, hsmem);
+                launch_k(st, dim3((unsigned)(a.M / ((long long)a.P * a.Q) * tiles), grid.y),
+                         dim3(HM_THREADS), hsmem, hconv_halo_kernel<T>, a, tr, halo);
+                CR_CUDA_LAUNCHED(ctx);
+                return;
+            }
             // level 8: chunks of 64 taps where every split's taps are a multiple of 64 (at the
             // larger batch sizes, one split)
             if (use_pipelined >= 8 && a.cps % 2 == 0 && a.CRSp % 64 == 0) {
@@ -1985,6 +2147,7 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
     const cudaDataType_t dt = hp->dtype == CR_DTYPE_F16 ? CUDA_R_16F : CUDA_R_16BF;
     const int u8 = spec->dtype == CR_CONVNET_U8, scale = spec->scale == CR_CONVNET_SCALE_255;
     cudaStream_t st = cr_stream(ctx);
+    CUDARL_ASSERT(c->input == NULL || obs == c->input); // the odd stages' buffer: read first
     const void *h = obs;
     const float *fused_acc = NULL, *fused_b = NULL; // level 6: the last linear's epilogue
     int fused_act = ACT_NONE;                       // in the heads

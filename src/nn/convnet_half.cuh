@@ -11,7 +11,9 @@
 //     sums where they do not fit in the free tail of its output buffer (small batches of a
 //     handle declared for small batches only; see cr_convnet_half_splits);
 //   cache (device, cr_convnet_half_cache_bytes): the input in the format when the first stage is
-//     not a conv, and the stages' outputs in two buffers used in turn, each for max_batch rows.
+//     not a conv, and the stages' outputs in two buffers used in turn, each for max_batch rows
+//     (the odd stages' in the observations' buffer, when the caller lends it: the first stage
+//     has read the observations before the second writes).
 #ifndef CUDARL_CONVNET_HALF_CUH
 #define CUDARL_CONVNET_HALF_CUH
 
@@ -83,9 +85,11 @@ void cr_convnet_half_plan_init(const cr_convnet *net, cudarl_precision precision
 cr_half_split cr_convnet_half_splits(const cr_convnet *net, const cr_convnet_half_plan *hp,
                                      int i, int B);
 // Bytes of a cache for max_rows (>= hp->max_batch) rows, and carving it from mem (mem NULL:
-// sizing only).
+// sizing only); the odd stages' buffer in input (the observations' buffer, input_bytes) where
+// it fits (cr_convnet_cuda_half_cache_bytes).
 size_t cr_convnet_half_cache_carve(const cr_convnet *net, const cr_convnet_half_plan *hp,
-                                   unsigned char *mem, int max_rows, cr_convnet_half_cache *c);
+                                   unsigned char *mem, int max_rows, unsigned char *input,
+                                   size_t input_bytes, cr_convnet_half_cache *c);
 // params (host, num_params floats) into out (host, weights_bytes).
 void cr_convnet_half_pack(const cr_convnet_half_plan *hp, const float *params, void *out);
 // The same from params (device) into weights (device), on ctx's stream.

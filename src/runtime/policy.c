@@ -356,18 +356,20 @@ static int runs_half(const cudarl_policy *p, int on_device) {
 
 /* Bytes of the conv net's cache, workspace and converted weights for p->rows rows: on the CPU
  * the full cache of cr_convnet_forward (no workspace); on the device the twin's forward-only
- * cache (fp32, or half: cr_convnet_cuda_half_cache_bytes) and its workspace (p->conv_gpu made),
- * and at half precision its converted weights. */
-static void conv_bytes(const cudarl_policy *p, int on_device, size_t *cache, size_t *workspace,
-                       size_t *weights) {
+ * cache (fp32, or half: cr_convnet_cuda_half_cache_bytes, which shares the uint8 input's
+ * buffer of input_bytes) and its workspace (p->conv_gpu made), and at half precision its
+ * converted weights. */
+static void conv_bytes(const cudarl_policy *p, int on_device, size_t input_bytes, size_t *cache,
+                       size_t *workspace, size_t *weights) {
     *cache = *workspace = *weights = 0;
     if (!on_device) {
         *cache = cr_convnet_cache_bytes(&p->net.cnn, p->rows);
         return;
     }
 #ifdef CUDARL_WITH_CUDA
-    *cache = runs_half(p, on_device) ? cr_convnet_cuda_half_cache_bytes(p->conv_gpu, p->rows)
-                                     : cr_convnet_cuda_forward_cache_bytes(&p->net.cnn, p->rows);
+    *cache = runs_half(p, on_device)
+                 ? cr_convnet_cuda_half_cache_bytes(p->conv_gpu, p->rows, input_bytes)
+                 : cr_convnet_cuda_forward_cache_bytes(&p->net.cnn, p->rows);
     *workspace = cr_convnet_cuda_workspace_bytes(p->conv_gpu);
     *weights = cr_convnet_cuda_weights_bytes(p->conv_gpu);
 #endif
@@ -378,7 +380,9 @@ static void conv_bytes(const cudarl_policy *p, int on_device, size_t *cache, siz
  * and at half precision on CUDA, which reads only the converted weights, B_WEIGHTS). An MLP's
  * obs_u8 holds uint8 input and obs its float conversion (or the graphs' float input); a conv net
  * converts its input itself, so on the device one of the two holds the graphs' input as the
- * spec's dtype, and on the CPU neither is needed (act() passes its obs in place). */
+ * spec's dtype (none where the graphs read the mapped staging: an integrated GPU), and on the
+ * CPU neither is needed (act() passes its obs in place). At half precision the conv net's odd
+ * stages write into obs_u8 once its first stage has read it (conv_input). */
 static void plan_backend(cr_plan *pl, const cudarl_policy *p, int on_device, int idx[B_COUNT]) {
     const cr_policy_net *n = &p->net;
     size_t elems = (size_t)p->rows * (size_t)n->obs_dim;
@@ -387,9 +391,10 @@ static void plan_backend(cr_plan *pl, const cudarl_policy *p, int on_device, int
     size_t cache = cr_mlp_cache_floats(p->rows, n->widest) * sizeof(float), workspace = 0;
     size_t weights = 0;
     if (n->is_conv) {
-        u8_bytes = on_device && u8 ? elems : 0;
-        f32_bytes = on_device && !u8 ? elems * sizeof(float) : 0;
-        conv_bytes(p, on_device, &cache, &workspace, &weights);
+        const int own = on_device && !p->maps_obs; /* the graphs read a device copy */
+        u8_bytes = own && u8 ? elems : 0;
+        f32_bytes = own && !u8 ? elems * sizeof(float) : 0;
+        conv_bytes(p, on_device, u8_bytes, &cache, &workspace, &weights);
     }
     idx[B_PARAMS] = on_device && !runs_half(p, on_device)
                         ? cr_plan_add(pl, "params", n->num_params * sizeof(float))
@@ -422,7 +427,8 @@ static void point_backend(cudarl_policy *p, const cr_arena *a, int on_device,
     }
 #ifdef CUDARL_WITH_CUDA
     if (runs_half(p, on_device)) {
-        cr_convnet_cuda_half_cache_carve(p->conv_gpu, cache, p->rows, &p->conv_half);
+        cr_convnet_cuda_half_cache_carve(p->conv_gpu, cache, p->rows, p->obs_u8,
+                                         a->plan.sizes[idx[B_OBS_U8]], &p->conv_half);
         cr_convnet_cuda_set_weights(p->conv_gpu, cr_arena_get(a, idx[B_WEIGHTS]));
     } else {
         cr_convnet_cuda_forward_cache_carve(&n->cnn, cache, p->rows, &p->conv_cache);
@@ -552,6 +558,7 @@ static cudarl_status backend_setup(cudarl_policy *p) {
     if (ctx->kind == CUDARL_DEVICE_CPU) return cpu_warm_up(p);
 #ifdef CUDARL_WITH_CUDA
     CR_TRY(cuda_net_init(p));
+    p->maps_obs = cr_policy_cuda_maps_obs(ctx);
     cr_plan pl;
     int idx[B_COUNT];
     cr_plan_init(&pl);

@@ -12,8 +12,11 @@
  *   backend buffers (one device arena on CUDA): params, obs_u8, obs, cache, workspace, weights,
  *                                 out (MLP: obs_u8 and obs hold act()'s input and its float
  *                                 conversion; conv: on CUDA the graphs' input, uint8 or float as
- *                                 the spec says, none on the CPU, which reads act()'s obs in
- *                                 place; workspace: the CUDA conv net's; weights: at BF16 / FP16
+ *                                 the spec says, which at BF16 / FP16 also holds the odd stages'
+ *                                 outputs once the first stage has read it; none on the CPU,
+ *                                 which reads act()'s obs in place, nor on an integrated GPU,
+ *                                 whose graphs read the mapped staging; workspace: the CUDA conv
+ *                                 net's; weights: at BF16 / FP16
  *                                 the conv net's converted weights, and then no float params
  *                                 on the device);
  *   CUDA only: one pinned block (obs staging, then out staging), the graphs, and for a conv net
@@ -92,7 +95,9 @@ struct cudarl_policy {
     float *params_host;       /* (host) num_params, the checkpoint's weights */
     /* backend memory (host on the CPU, device on CUDA) */
     float *params;            /* num_params (NULL on CUDA at BF16 / FP16: converted weights only) */
-    uint8_t *obs_u8;          /* (rows, obs_dim) uint8 input; NULL unless the env is uint8 */
+    uint8_t *obs_u8;          /* (rows, obs_dim) uint8 input; NULL unless the env is uint8 (and
+                                 for a conv net where maps_obs); at BF16 / FP16 a conv net's
+                                 odd stages' outputs too (conv_half.input) */
     float *obs;               /* (rows, obs_dim) the network's input when it is not act()'s */
     cr_mlp_cache cache;       /* MLP: rows x widest */
     cr_convnet_cache conv_cache; /* conv: the forward's cache for rows rows (CUDA: forward-only) */
@@ -105,6 +110,8 @@ struct cudarl_policy {
     int64_t count, misses;
     uint64_t deadline_ns;     /* 0: none */
     int check_device_ptrs;    /* CPU policy in a CUDA build with a GPU: refuse device pointers */
+    int maps_obs;             /* CUDA: the graphs read host observations in the mapped staging
+                                 (an integrated GPU, cr_policy_cuda_maps_obs) */
     cr_policy_cuda cuda;
 };
 
@@ -141,6 +148,9 @@ int cr_policy_pointer_device(const void *ptr);
 /* Whether the CUDA side can run `net` (uint8 scaling needs cr_cuda_scale_u8, built with cuDNN);
  * NULL if so, else why not. */
 const char *cr_policy_cuda_lacks(const cr_policy_net *net);
+/* Whether the graphs of a policy on ctx's device read host observations in place, from mapped
+ * pinned staging: an integrated GPU (cudaDevAttrIntegrated, Jetson) that maps host memory. */
+int cr_policy_cuda_maps_obs(const cudarl_ctx *ctx);
 /* After the device arena holds the weights: the pinned staging, the graphs, and one launch of
  * each. On failure frees what it made. */
 cudarl_status cr_policy_cuda_init(cudarl_policy *p);
@@ -152,8 +162,10 @@ cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, int n, int32
                                  float *values, float *logits);
 /* GPU time of the forward act() runs for n rows (1 <= n <= max_batch), for benchmarks: `iters`
  * launches of its forward-only graph on what the device input holds (the latest act()'s
- * observations), ms[i] between two CUDA events around launch i on the policy's stream, which it
- * waits for each time. Creates and destroys the two events. */
+ * observations; at half precision a conv net's odd stages write there, so the later launches
+ * read what the earlier left: the same kernels, the same work), ms[i] between two CUDA events
+ * around launch i on the policy's stream, which it waits for each time. Creates and destroys
+ * the two events. */
 cudarl_status cr_policy_cuda_time_forward(cudarl_policy *p, int n, int iters, float *ms);
 /* Device memory the policy's context holds beside its arena (cuBLAS workspace, scratch). */
 size_t cr_policy_cuda_context_bytes(const cudarl_policy *p);

@@ -92,19 +92,23 @@ static void convert_u8(const cudarl_policy *p, const uint8_t *x, float *y, size_
 #endif
 }
 
+extern "C" int cr_policy_cuda_maps_obs(const cudarl_ctx *ctx) {
+    int integrated = 0, can_map = 0, dev = ctx->device_index;
+    cudaError_t e = cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&can_map, cudaDevAttrCanMapHostMemory, dev);
+    if (e != cudaSuccess) cudaGetLastError(); // no mapping then: the graphs copy
+    return e == cudaSuccess && integrated && can_map;
+}
+
 // The pinned block (obs staging, then out staging) and where the graphs read observations.
 static cudarl_status staging_alloc(cudarl_policy *p) {
     cr_policy_cuda *c = &p->cuda;
-    int dev = p->ctx->device_index, integrated = 0, can_map = 0;
-    cudaError_t e = cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&can_map, cudaDevAttrCanMapHostMemory, dev);
-    if (e != cudaSuccess) return cuda_failed(p, "cudaDeviceGetAttribute", e);
-    c->integrated = integrated && can_map;
+    c->integrated = p->maps_obs; // as the device arena was planned
     size_t obs_bytes = (size_t)p->rows * p->obs_row_bytes;
     obs_bytes = (obs_bytes + CR_ARENA_ALIGN - 1) / CR_ARENA_ALIGN * CR_ARENA_ALIGN;
     c->pinned_bytes = obs_bytes + cr_policy_out_bytes(p, p->rows);
-    e = cudaHostAlloc((void **)&c->pinned, c->pinned_bytes,
-                      c->integrated ? cudaHostAllocMapped : cudaHostAllocDefault);
+    cudaError_t e = cudaHostAlloc((void **)&c->pinned, c->pinned_bytes,
+                                  c->integrated ? cudaHostAllocMapped : cudaHostAllocDefault);
     if (e != cudaSuccess) {
         c->pinned = NULL;
         return cuda_failed(p, "cudaHostAlloc (staging)", e);
@@ -208,7 +212,7 @@ extern "C" cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, i
     static const char *const name[4] = {"obs", "actions", "values", "logits"};
     int on_dev[4] = {0, 0, 0, 0}, dev_out = 0, host_out = 0;
     for (int i = 0; i < 4; i++) {
-        if (!ptr[i]) continue;
+        if (!ptr[i] || ptr[i] == (void *)c->stage_obs) continue; // the policy's own host buffer
         int d = cr_policy_pointer_device(ptr[i]);
         if (d >= 0 && d != ctx->device_index)
             return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_act: %s is memory of cuda:%d, "
