@@ -329,13 +329,14 @@ for b in "$@"; do
     # the three convs of the fp16 forward at batch 128 under ncu --set full (occupancy,
     # throughputs, stall reasons). Loading runs each batch size's forward once, eagerly, 1 to
     # 128 (policy_cuda.cu's conv_warm_up), before it captures the graphs: the 8th launch of the
-    # first conv's kernel and the 15th and 16th of the channels-last one are batch 128's
+    # first conv's kernel and the 5th and 6th of hconv_halo_kernel (level 12, the default: the
+    # unsplit convs only, from batch 32 on) are batch 128's
     ncu --set full --kernel-name-base demangled -k "regex:hconv_s2d_kernel<__half" \
       --launch-skip 7 --launch-count 1 \
       build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
       > "$OUT/ncu_full.txt" 2>"$OUT/ncu_full.err"
-    ncu --set full --kernel-name-base demangled -k "regex:hconv_mma_kernel<__half" \
-      --launch-skip 14 --launch-count 2 \
+    ncu --set full --kernel-name-base demangled -k "regex:hconv_halo_kernel<__half" \
+      --launch-skip 4 --launch-count 2 \
       build-gpu/cudarl bench infer --device cuda --engine gemm --iters 1 --warmup 0 \
       >> "$OUT/ncu_full.txt" 2>>"$OUT/ncu_full.err"
     grep -E "hconv_|Duration|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|DRAM Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit (Registers|Shared)|Executed Ipc A|Issue Slots Busy|One or More Eligible|Warp Cycles Per Issued|Stall|Grid Size" \
@@ -344,17 +345,19 @@ for b in "$@"; do
     ;;
   infer_ncu_source)
     # where the fp16 batch-128 convs' warps stall, per SASS instruction: ncu --set full over
-    # one launch each of hconv_s2d_kernel and NCU_MMA_KERNEL (default hconv_mma_lean_kernel;
-    # hconv_mma_kernel at levels 4 to 6) on conv2, its source page as CSV (a row per
+    # one launch each of hconv_s2d_kernel and NCU_MMA_KERNEL (default hconv_halo_kernel, level
+    # 12; hconv_mma_lean_kernel at levels 7 to 11 with NCU_MMA_SKIP=14, hconv_mma_kernel at 4
+    # to 6) on conv2, its source page as CSV (a row per
     # instruction, with its warp-stall samples); scripts/sass_stalls.py sums the samples by
     # opcode and by stall. Back in $OUT: ncu_stalls.txt and the conv2 kernel's CSV (the device
     # tool returns at most 8 files); the reports and the s2d CSV stay in /tmp/ncu-src
     # NCU_BENCH_ARGS go to the bench (e.g. "--kernel-level 11"), NCU_MMA_SKIP is the conv
-    # kernel's launches to skip (default 14); the kernel's duration, grid and occupancy are
-    # printed from the report, to show which launch it was
+    # kernel's launches to skip (default 4: the halo kernel runs the unsplit convs only, two a
+    # batch from 32 on, so its fifth launch is batch 128's conv2); the kernel's duration, grid
+    # and occupancy are printed from the report, to show which launch it was
     mkdir -p /tmp/ncu-src
     for k in "hconv_s2d_kernel<__half:7" \
-             "${NCU_MMA_KERNEL:-hconv_mma_lean_kernel}<__half:${NCU_MMA_SKIP:-14}"; do
+             "${NCU_MMA_KERNEL:-hconv_halo_kernel}<__half:${NCU_MMA_SKIP:-4}"; do
       name=${k%%<*} skip=${k##*:}
       ncu --set full --import-source no --kernel-name-base demangled -k "regex:${k%%:*}" \
         --launch-skip "$skip" --launch-count 1 -o "/tmp/ncu-src/$name" -f \
