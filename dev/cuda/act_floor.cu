@@ -11,10 +11,9 @@
 //   mapped read     a kernel of 32 blocks summing the bytes from mapped pinned memory
 //                   (zero-copy, as the graphs read them on an integrated GPU), launch + sync
 //   device read     the same kernel on the bytes in device memory
-// Build and run: nvcc -O3 -arch=sm_90 dev/cuda/act_floor.cu -o /tmp/act_floor && /tmp/act_floor
+// Build and run from the repository's root: nvcc -O3 -arch=sm_90 -Iinclude -I. dev/cuda/act_floor.cu
+// -o /tmp/act_floor && /tmp/act_floor
 // (arguments: reps, default 2000).
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -22,14 +21,7 @@
 #include <ctime>
 #include <vector>
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(2);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "bench/bench_check.cuh" // CK
 
 static double now_us() {
     timespec t;

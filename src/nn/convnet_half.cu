@@ -1286,6 +1286,19 @@ __device__ __forceinline__ void hconv_lean_write(const hconv_args &a, const floa
     }
 }
 
+// hconv_lean_write with the conv's activation as its template argument.
+template <typename T, int BM, int BN, int LDR, int LDC>
+__device__ __forceinline__ void hconv_lean_write_act(const hconv_args &a, const float *Cs,
+                                                     long long m0, long long mend, int k0,
+                                                     int tid) {
+    if (a.act == ACT_RELU)
+        hconv_lean_write<T, ACT_RELU, BM, BN, LDR, LDC>(a, Cs, m0, mend, k0, tid);
+    else if (a.act == ACT_TANH)
+        hconv_lean_write<T, ACT_TANH, BM, BN, LDR, LDC>(a, Cs, m0, mend, k0, tid);
+    else
+        hconv_lean_write<T, ACT_NONE, BM, BN, LDR, LDC>(a, Cs, m0, mend, k0, tid);
+}
+
 template <int BK> struct hconv_lean {
     static constexpr int BM = 128, BN = 64;
     static constexpr int STAGES = BK == 32 ? HM_STAGES : 2; // the same bytes in flight
@@ -1428,15 +1441,7 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_lean_kernel(const
     hconv_mma_store_acc<BM, BN, L::LDR, L::LDC>(acc, (float *)smem, a.partial || !a.out_nchw, wm0,
                                                 wn0, lane);
     __syncthreads();
-    if (a.act == ACT_RELU)
-        hconv_lean_write<T, ACT_RELU, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, a.M, k0,
-                                                             tid);
-    else if (a.act == ACT_TANH)
-        hconv_lean_write<T, ACT_TANH, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, a.M, k0,
-                                                             tid);
-    else
-        hconv_lean_write<T, ACT_NONE, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, a.M, k0,
-                                                             tid);
+    hconv_lean_write_act<T, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, a.M, k0, tid);
 #elif defined(__CUDA_ARCH__)
     __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
 #endif
@@ -1455,8 +1460,10 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_mma_lean_kernel(const
 // stride 1 or 2) hit distinct banks. The weights stream in chunks of 64 taps as in the lean
 // kernel (two stages), and each pixel's sums run over the same k16 steps in the same order
 // through the same products and epilogue (hconv_lean_write): the same bits as levels 8 to 11
-// (test_pipelined_bitwise). For unsplit convs (the larger batches) with no padding, C a multiple
+// (test_policy_conv's test_unsplit). For unsplit convs (the larger batches) with no padding, C a multiple
 // of 16, C R S a multiple of 64, Q <= 128.
+// Where byte o of the input tile lies in shared memory: that swizzle.
+__device__ __forceinline__ unsigned halo_swizzle(unsigned o) { return o ^ (((o >> 7) & 7) << 4); }
 struct hconv_halo {
     static constexpr int BM = 128, BN = 64, BK = 64, LDS = BK + 8;
     static constexpr int B_STAGE = BN * LDS * 2; // bytes of a weight chunk
@@ -1533,7 +1540,7 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_halo_kernel(const hco
             (const unsigned char *)a.x + ((size_t)n * a.H + h0) * (size_t)WCB;
         for (int u = tid; u < units; u += HM_THREADS) {
             const unsigned o = (unsigned)u * 16;
-            cp_async16_to(s0 + (o ^ (((o >> 7) & 7) << 4)), src + o);
+            cp_async16_to(s0 + halo_swizzle(o), src + o);
         }
     }
     cp_async_commit();
@@ -1555,8 +1562,7 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_halo_kernel(const hco
             unsigned af[4][4], bf[4][2];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const unsigned o = (unsigned)(base[i] + tap);
-                ldsm_x4_at(af[i], s0 + (o ^ (((o >> 7) & 7) << 4)));
+                ldsm_x4_at(af[i], s0 + halo_swizzle((unsigned)(base[i] + tap)));
             }
             hconv_ldsm_b(bf, bk + ks * 32, 16 * LDS * 2);
             hconv_mma_mi<T>(acc, af, bf);
@@ -1568,13 +1574,7 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_halo_kernel(const hco
     __syncthreads(); // the tiles' memory becomes the fp32 output tile
     hconv_mma_store_acc<BM, BN, L::LDR, L::LDC>(acc, (float *)smem, !a.out_nchw, wm0, wn0, lane);
     __syncthreads();
-    const float *Cs = (const float *)smem;
-    if (a.act == ACT_RELU)
-        hconv_lean_write<T, ACT_RELU, BM, BN, L::LDR, L::LDC>(a, Cs, m0, mend, k0, tid);
-    else if (a.act == ACT_TANH)
-        hconv_lean_write<T, ACT_TANH, BM, BN, L::LDR, L::LDC>(a, Cs, m0, mend, k0, tid);
-    else
-        hconv_lean_write<T, ACT_NONE, BM, BN, L::LDR, L::LDC>(a, Cs, m0, mend, k0, tid);
+    hconv_lean_write_act<T, BM, BN, L::LDR, L::LDC>(a, (const float *)smem, m0, mend, k0, tid);
 #elif defined(__CUDA_ARCH__)
     __trap(); // cr_convnet_cuda_init_precision refuses devices below compute capability 8.0
 #endif

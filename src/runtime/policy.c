@@ -382,7 +382,7 @@ static void conv_bytes(const cudarl_policy *p, int on_device, size_t input_bytes
  * converts its input itself, so on the device one of the two holds the graphs' input as the
  * spec's dtype (none where the graphs read the mapped staging: an integrated GPU), and on the
  * CPU neither is needed (act() passes its obs in place). At half precision the conv net's odd
- * stages write into obs_u8 once its first stage has read it (conv_input). */
+ * stages write into obs_u8 once its first stage has read it (point_backend). */
 static void plan_backend(cr_plan *pl, const cudarl_policy *p, int on_device, int idx[B_COUNT]) {
     const cr_policy_net *n = &p->net;
     size_t elems = (size_t)p->rows * (size_t)n->obs_dim;

@@ -72,7 +72,6 @@ typedef struct cr_policy_net {
 
 /* The CUDA side's state (policy_cuda.cu); zero on the CPU. Graph handles are cudaGraphExec_t. */
 typedef struct cr_policy_cuda {
-    int integrated;                     /* cudaDevAttrIntegrated: host obs read in place */
     int graph_batches;                  /* log2(rows) + 1 */
     void *full[CR_POLICY_MAX_GRAPHS];   /* size 2^k: staging -> device, forward, out -> staging */
     void *compute[CR_POLICY_MAX_GRAPHS]; /* size 2^k: the forward only (device pointers) */

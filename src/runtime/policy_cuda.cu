@@ -103,12 +103,11 @@ extern "C" int cr_policy_cuda_maps_obs(const cudarl_ctx *ctx) {
 // The pinned block (obs staging, then out staging) and where the graphs read observations.
 static cudarl_status staging_alloc(cudarl_policy *p) {
     cr_policy_cuda *c = &p->cuda;
-    c->integrated = p->maps_obs; // as the device arena was planned
     size_t obs_bytes = (size_t)p->rows * p->obs_row_bytes;
     obs_bytes = (obs_bytes + CR_ARENA_ALIGN - 1) / CR_ARENA_ALIGN * CR_ARENA_ALIGN;
     c->pinned_bytes = obs_bytes + cr_policy_out_bytes(p, p->rows);
     cudaError_t e = cudaHostAlloc((void **)&c->pinned, c->pinned_bytes,
-                                  c->integrated ? cudaHostAllocMapped : cudaHostAllocDefault);
+                                  p->maps_obs ? cudaHostAllocMapped : cudaHostAllocDefault);
     if (e != cudaSuccess) {
         c->pinned = NULL;
         return cuda_failed(p, "cudaHostAlloc (staging)", e);
@@ -117,7 +116,7 @@ static cudarl_status staging_alloc(cudarl_policy *p) {
     c->stage_obs = c->pinned;
     c->stage_out = c->pinned + obs_bytes;
     c->in = p->obs_u8 ? p->obs_u8 : (unsigned char *)p->obs;
-    if (c->integrated) {
+    if (p->maps_obs) {
         void *mapped = NULL;
         if ((e = cudaHostGetDevicePointer(&mapped, c->stage_obs, 0)) != cudaSuccess)
             return cuda_failed(p, "cudaHostGetDevicePointer (staging)", e);
@@ -133,7 +132,7 @@ static cudarl_status capture(cudarl_policy *p, int rows, int full, void **exec) 
     cudaStream_t st = cr_stream(ctx);
     CR_TRY(cr_cuda_graph_begin(ctx));
     cudaError_t e = cudaSuccess;
-    if (full && !c->integrated)
+    if (full && !p->maps_obs)
         e = cudaMemcpyAsync(c->in, c->stage_obs, (size_t)rows * p->obs_row_bytes,
                             cudaMemcpyHostToDevice, st);
     if (e == cudaSuccess) {
@@ -234,7 +233,7 @@ extern "C" cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, i
         if (obs != c->stage_obs) // else the caller wrote them there (cudarl_policy_obs_buffer)
             memcpy(c->stage_obs, obs, (size_t)n * row);
         memset(c->stage_obs + (size_t)n * row, 0, (size_t)(b - n) * row);
-        if (!full && !c->integrated)
+        if (!full && !p->maps_obs)
             e = cudaMemcpyAsync(c->in, c->stage_obs, (size_t)b * row, cudaMemcpyHostToDevice, st);
     } else {
         e = cudaMemcpyAsync(c->in, obs, (size_t)n * row, cudaMemcpyDefault, st);
