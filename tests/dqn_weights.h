@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "nn/qnet.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 
 #define DQN_WEIGHT_KINDS 4
 static const char *const dqn_weight_prefix[DQN_WEIGHT_KINDS] = {

@@ -1,4 +1,4 @@
-# Dynamic loss scaling (src/nn/loss_scale.c) against GradScaler's rules and a golden file of
+# Dynamic loss scaling (src/ops/cpu/loss_scale.c) against GradScaler's rules and a golden file of
 # torch's own GradScaler (label cpu, one ctest per group); its CUDA twin against it (label gpu).
 add_executable(test_loss_scale ${CMAKE_CURRENT_LIST_DIR}/test_loss_scale.c)
 target_include_directories(test_loss_scale PRIVATE ${PROJECT_SOURCE_DIR}/src

@@ -27,7 +27,7 @@
 #include "nn/qnet.h"
 #include "ops/cpu/ops_conv.h"
 #include "runtime/policy.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 
 /* What the forward writes, for N rows and A actions (host). */
 typedef struct fwd_out {

@@ -683,10 +683,10 @@ def test_dqn_plan(work):
     dqn = ["train", "--algo", "dqn"]
     expect_error("DQN: --env-device gpu is not a device name", dqn + ["--env-device", "gpu"],
                  work, U, ["--env-device", "cpu, cuda or auto"])
-    expect_error("DQN: --env-device cuda for an env without a CUDA twin",
+    expect_error("DQN: CartPolePixels' CUDA twin needs the GPU",
                  dqn + ["--env-id", "CartPolePixels-v1", "--policy", "nature-cnn",
-                        "--env-device", "cuda"], work, U,
-                 ["--env-device cuda", "CartPolePixels-v1", "no CUDA twin", "--env-device cpu"])
+                        "--device", "cpu", "--env-device", "cuda"], work, U,
+                 ["--env-device cuda", "--device cuda"])
     expect_error("DQN: MinAtar's CUDA twin needs the GPU",
                  dqn + ["--env-id", "MinAtar/Breakout-v1", "--policy", "minatar-cnn",
                         "--device", "cpu", "--env-device", "cuda"], work, U,

@@ -34,7 +34,7 @@
 #include "ops/cpu/ops_conv.h"
 #include "ops/cpu/ops_cpu.h"
 #include "ops/cpu/ops_dqn.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 
 #define OUT_TOL 1e-5
 #define LOSS_TOL 1e-5

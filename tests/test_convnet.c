@@ -42,7 +42,7 @@
 #include "check.h"
 #include "nn/convnet.h"
 #include "ops/cpu/ops_cpu.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 
 #define FD_NOISE_SMALL 1e-6
 #define FD_NOISE_NATURE 1e-5

@@ -32,7 +32,7 @@
 #include "check.h"
 #include "nn/convnet.h"
 #include "ops/cpu/ops_cpu.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 
 #define OUT_TOL 1e-5
 #define GRAD_NORM_TOL 1e-5

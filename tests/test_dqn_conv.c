@@ -42,7 +42,7 @@
 #include "cudarl.h"
 #include "env/env.h"
 #include "nn/convnet.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 
 #define BREAKOUT "MinAtar/Breakout-v1"
 #define TOL_WEIGHTS 1e-4

@@ -48,7 +48,7 @@
 #include "nn/qnet.h"
 #include "ops/cpu/ops_cpu.h"
 #include "ops/cpu/ops_dqn.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 
 #define TOL_LOSS_REL 1e-5
 #define TOL_TD_ABS 1e-5

@@ -1,4 +1,4 @@
-/* Dynamic loss scaling on the CPU (src/nn/loss_scale.c) against GradScaler's rules: forced
+/* Dynamic loss scaling on the CPU (src/ops/cpu/loss_scale.c) against GradScaler's rules: forced
  * overflows (inf, -inf, NaN in one gradient element) halve the scale and skip the step with the
  * weights and Adam's m, v and t bitwise unchanged; 2,000 clean steps double it, exactly at the
  * growth_interval boundary; the scale never grows to inf; a sequence matches a table worked out
@@ -16,7 +16,7 @@
 
 #include "check.h"
 #include "core/core.h"
-#include "nn/loss_scale.h"
+#include "ops/loss_scale.h"
 
 #define N_PARAMS 1000
 

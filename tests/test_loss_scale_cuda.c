@@ -1,5 +1,5 @@
 /* Dynamic loss scaling on the device (src/ops/cuda/loss_scale.cu) against the CPU
- * (src/nn/loss_scale.c). An inf or NaN injected into a device gradient makes unscale +
+ * (src/ops/cpu/loss_scale.c). An inf or NaN injected into a device gradient makes unscale +
  * adam_step_if + update leave every weight and Adam's m, v and t as they were and halve the
  * scale; a clean step matches the CPU step bit for bit (gradients, scaler state, m, v, t) and the
  * backend's own adam_step bit for bit (p too; p against the CPU to adam.p's 1e-6 of
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "nn/loss_scale.h"
+#include "ops/loss_scale.h"
 #include "ops/backend.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/loss_scale_cuda.h"

@@ -904,8 +904,8 @@ static void clip_case(size_t n, double max_norm, int with_nan) {
     if (with_nan) g[n / 2] = NAN;
     float *d_g = dev_copy(g, F(n));
     cr_ppo_stats_acc acc = start_acc(), *d_acc = dev_copy(&acc, sizeof acc);
-    cpu.ops->clip_grad_norm(&cpu, g, n, max_norm, &acc);
-    gpu.ops->clip_grad_norm(&gpu, d_g, n, max_norm, d_acc);
+    cpu.ops->clip_grad_norm(&cpu, g, n, max_norm, &acc.grad_norm_sum);
+    gpu.ops->clip_grad_norm(&gpu, d_g, n, max_norm, &d_acc->grad_norm_sum);
     compare_f32("clip.g", fetch(d_g, F(n)), g, n);
     cr_ppo_stats_acc g_acc;
     down(&g_acc, d_acc, sizeof g_acc);
@@ -1036,7 +1036,7 @@ static void pipeline_run(pipeline *pl) {
     o->linear_backward(c, PTR(pl, DL), PTR(pl, H), w2, PTR(pl, DH), gw2, gb2, PB, PH, PA);
     o->tanh_backward(c, PTR(pl, H), PTR(pl, DH), PTR(pl, DH), (size_t)PB * PH);
     o->linear_backward(c, PTR(pl, DH), PTR(pl, X), w1, NULL, gw1, gb1, PB, PI, PH);
-    o->clip_grad_norm(c, grads, PP, 0.5, PTR(pl, ACC));
+    o->clip_grad_norm(c, grads, PP, 0.5, &((cr_ppo_stats_acc *)PTR(pl, ACC))->grad_norm_sum);
     o->adam_step(c, params, grads, PTR(pl, ADAM_M), PTR(pl, ADAM_V), PP, PTR(pl, LR), 0.9f,
                  0.999f, 1e-5f, PTR(pl, ADAM_T));
     o->episodes_record(c, PTR(pl, REWARD), PTR(pl, DONE), PTR(pl, EP_RET), PTR(pl, EP_LEN),

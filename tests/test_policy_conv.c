@@ -67,9 +67,9 @@
 #include "nn/convnet.h"
 #include "nn/precision.h"
 #include "ops/cpu/ops_cpu.h"
-#include "runtime/checkpoint.h"
+#include "io/checkpoint.h"
 #include "runtime/policy.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 #ifdef CUDARL_WITH_CUDA
 #include <cuda_runtime.h>
 

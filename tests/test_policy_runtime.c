@@ -36,9 +36,9 @@
 #include "nn/actor_critic.h"
 #include "nn/qnet.h"
 #include "ops/cpu/ops_conv.h"
-#include "runtime/checkpoint.h"
+#include "io/checkpoint.h"
 #include "runtime/policy.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 #ifdef CUDARL_WITH_CUDA
 #include <cuda_runtime.h>
 

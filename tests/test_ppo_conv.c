@@ -71,7 +71,7 @@
 #include "cudarl.h"
 #include "env/env.h"
 #include "nn/convnet.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 
 #define BREAKOUT "MinAtar/Breakout-v1"
 #define LAMP "test/Lamp-v0"

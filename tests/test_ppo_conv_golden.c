@@ -28,7 +28,7 @@
 
 #include "algo/ppo_internal.h"
 #include "check.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 
 #define B 64
 #define OBS_BYTES 400 /* 4 x 10 x 10 */

@@ -21,7 +21,7 @@
 
 #include "algo/ppo_internal.h"
 #include "check.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 
 #define B 64
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 
 static char tmpdir[256];
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "runtime/tensorboard.h"
+#include "io/tensorboard.h"
 
 static void test_crc32c(void) {
     /* RFC 3720 (iSCSI) B.4 test vectors for CRC-32C */

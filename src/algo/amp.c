@@ -3,10 +3,6 @@
 
 #include "nn/precision.h"
 
-#ifdef CUDARL_WITH_CUDA
-#include "ops/cuda/loss_scale_cuda.h"
-#endif
-
 void cr_amp_init(cr_amp *a, cudarl_ctx *ctx, cudarl_precision p, cr_loss_scale_state *state) {
     a->scaling = cr_precision_policy_of(p)->loss_scaling;
     a->state = state;
@@ -30,35 +26,21 @@ void cr_amp_log(const cr_amp *a, const cr_loss_scale_state *s, FILE *csv, cr_tb_
 }
 
 void cr_amp_scale(cudarl_ctx *ctx, const cr_amp *a, float *dy, size_t n) {
-    if (!a->scaling) return;
-#ifdef CUDARL_WITH_CUDA
-    CUDARL_ASSERT(ctx->kind == CUDARL_DEVICE_CUDA);
-    cr_cuda_loss_scale_apply(ctx, a->state, dy, n);
-#else
-    (void)ctx, (void)dy, (void)n;
-    CUDARL_ASSERT(!"loss scaling (fp16) needs the CUDA backend");
-#endif
+    if (a->scaling) ctx->ops->loss_scale_apply(ctx, a->state, dy, n);
 }
 
 void cr_amp_step(cudarl_ctx *ctx, const cr_amp *a, float *params, float *grads, float *m,
                  float *v, size_t n, const float *lr, float b1, float b2, float eps, int64_t *t,
-                 int clip, double max_norm, cr_ppo_stats_acc *acc) {
+                 int clip, double max_norm, double *grad_norm_sum) {
     const cr_backend *o = ctx->ops;
     if (!a->scaling) {
-        if (clip) o->clip_grad_norm(ctx, grads, n, max_norm, acc);
+        if (clip) o->clip_grad_norm(ctx, grads, n, max_norm, grad_norm_sum);
         o->adam_step(ctx, params, grads, m, v, n, lr, b1, b2, eps, t);
         return;
     }
-#ifdef CUDARL_WITH_CUDA
-    CUDARL_ASSERT(ctx->kind == CUDARL_DEVICE_CUDA);
-    cr_cuda_loss_scale_unscale(ctx, a->state, grads, n);
+    o->loss_scale_unscale(ctx, a->state, grads, n);
     /* an overflowed step's norm is inf or NaN, and so are its clipped gradients: Adam skips */
-    if (clip) o->clip_grad_norm(ctx, grads, n, max_norm, acc);
-    cr_cuda_adam_step_if(ctx, a->state, params, grads, m, v, n, lr, b1, b2, eps, t);
-    cr_cuda_loss_scale_update(ctx, a->state, &a->cfg);
-#else
-    (void)params, (void)grads, (void)m, (void)v, (void)n, (void)lr, (void)b1, (void)b2;
-    (void)eps, (void)t, (void)clip, (void)max_norm, (void)acc;
-    CUDARL_ASSERT(!"loss scaling (fp16) needs the CUDA backend");
-#endif
+    if (clip) o->clip_grad_norm(ctx, grads, n, max_norm, grad_norm_sum);
+    o->adam_step_if(ctx, a->state, params, grads, m, v, n, lr, b1, b2, eps, t);
+    o->loss_scale_update(ctx, a->state, &a->cfg);
 }

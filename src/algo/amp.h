@@ -5,7 +5,7 @@
  *                      the scale (fp16; nothing otherwise)
  *   cr_amp_step(...)   after the backward: fp16: unscale the gradients (finding inf/NaN), clip
  *                      their norm, Adam unless an inf/NaN was found, update the scale
- *                      (GradScaler's scale / unscale_ / step / update, nn/loss_scale.h); other
+ *                      (GradScaler's scale / unscale_ / step / update, ops/loss_scale.h); other
  *                      precisions: clip and Adam as before
  *
  * The scaler's state lives in device memory inside the trainer's metrics block, so each report
@@ -19,9 +19,9 @@
 #include <stdio.h>
 
 #include "cudarl.h"
-#include "nn/loss_scale.h"
+#include "ops/loss_scale.h"
 #include "ops/backend.h"
-#include "runtime/tensorboard.h"
+#include "io/tensorboard.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,11 +45,11 @@ void cr_amp_log(const cr_amp *a, const cr_loss_scale_state *s, FILE *csv, cr_tb_
 /* dy (n, backend memory) *= the scale when a scales; nothing otherwise. */
 void cr_amp_scale(cudarl_ctx *ctx, const cr_amp *a, float *dy, size_t n);
 /* One optimizer step on grads (n): fp16: unscale, then clip_grad_norm to max_norm when clip
- * (acc as the backend's clip takes it), Adam unless the gradients held an inf or NaN, and the
+ * (the norm added to *grad_norm_sum), Adam unless the gradients held an inf or NaN, and the
  * scale's update; else clip (when clip) and Adam. Adam's arguments as the backend's adam_step. */
 void cr_amp_step(cudarl_ctx *ctx, const cr_amp *a, float *params, float *grads, float *m,
                  float *v, size_t n, const float *lr, float b1, float b2, float eps, int64_t *t,
-                 int clip, double max_norm, cr_ppo_stats_acc *acc);
+                 int clip, double max_norm, double *grad_norm_sum);
 
 #ifdef __cplusplus
 }

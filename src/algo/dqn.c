@@ -40,25 +40,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "algo/metrics_pipe.h"
 #include "algo/run.h"
 #include "core/nvtx.h"
 #include "env/env.h"
 #include "env/env_pool.h"
+#include "env/image_twin.h"
+#include "nn/cnn.h"
 #include "nn/convnet.h"
 #include "algo/amp.h"
 #include "nn/precision.h"
 #include "nn/qnet.h"
 #include "ops/cpu/ops_dqn.h"
-#include "replay/replay.h"
-#include "runtime/checkpoint.h"
-#include "runtime/safetensors.h"
-#include "runtime/tensorboard.h"
-#ifdef CUDARL_WITH_CUDA
-#include "env/minatar_cuda.h"
-#include "nn/convnet_cuda.h"
-#include "ops/cuda/cuda_backend.h"
-#include "replay/replay_cuda.h"
-#endif
+#include "replay/replay_buffer.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
+#include "io/tensorboard.h"
 
 #define DQN_STREAM_EXPLORE (1ull << 40)
 #define DQN_STREAM_REPLAY ((1ull << 40) + 1)
@@ -68,8 +65,7 @@
 #define DQN_GRAPH_MAX_ITERS 1024
 /* Iterations a captured block holds at least (whole periods), to amortise the launch. */
 #define DQN_GRAPH_MIN_ITERS 8
-/* Metrics copies in flight (CUDA); iterations between reports when launching op by op. */
-#define DQN_METRIC_SLOTS 4
+/* Iterations between reports when launching op by op (CUDA). */
 #define DQN_REPORT_EVERY 64
 
 /* What the host reads (backend memory), in one copy. */
@@ -83,7 +79,7 @@ typedef struct cr_dqn_metrics {
 /* Scalars the device ops keep (backend memory); the host never reads them in the loop. */
 typedef struct cr_dqn_scalars {
     cr_rng_stream explore, sample;
-    cr_ppo_stats_acc clip; /* clip_grad_norm's accumulator (its grad-norm sum goes unread) */
+    double grad_norm_sum;  /* clip_grad_norm's sum of norms (unread) */
     int64_t adam_t;
     float lr, epsilon;
 } cr_dqn_scalars;
@@ -106,7 +102,7 @@ typedef struct cr_dqn_pool {
 } cr_dqn_pool;
 
 /* The Q-network: dqn.py's MLP (cr_qnet, every backend) or a convolutional network of
- * dqn_atari.py's shape (cr_convnet; on a CUDA context through its twin, cr_convnet_cuda).
+ * dqn_atari.py's shape (cr_convnet on the context, cr_cnn: its CUDA twin on CUDA).
  * Either way its parameters are one flat buffer of num_params floats, network.* tensors in
  * state_dict order, which Adam, the polyak update and the checkpoint treat alike. */
 typedef struct cr_dqn_qnet {
@@ -114,9 +110,7 @@ typedef struct cr_dqn_qnet {
     cr_qnet_layout mlp;
     cr_convnet cnn;
     size_t num_params;
-#ifdef CUDARL_WITH_CUDA
-    cr_convnet_cuda *gpu;  /* the conv net on a CUDA context (batches N and B), else NULL */
-#endif
+    cr_cnn dev;            /* the conv net on the context (batches N and B) */
 } cr_dqn_qnet;
 
 /* What a backward needs from its forward, for max(B, N) rows (backend memory). */
@@ -141,8 +135,8 @@ typedef struct cr_dqn {
     size_t b_stride;       /* elements from one minibatch row to the next: D, or with K > 1
                             * (K + 1) D / K (b_obs is then a window batch, b_next its second
                             * frame onwards: replay.h's two views) */
-    int on_device;         /* CUDA context: the replay's CUDA twin, pinned metrics */
-    int where;             /* envs_where: the env batch, MinAtar's CUDA twin or the pool */
+    int on_device;         /* CUDA context: device-side error bits, pinned metrics, graphs */
+    int where;             /* envs_where: the env batch, an image twin or the pool */
     double duration;       /* epsilon's annealing steps */
     /* backend memory */
     cr_arena mem;
@@ -165,24 +159,13 @@ typedef struct cr_dqn {
     int64_t *b_indices;                 /* (B) */
     float *b_q, *b_next_t, *b_next_o, *b_dq, *b_td; /* (B, A) x4, (B) */
     cr_dqn_cache cache_q, cache_t, cache_o;
-    cr_replay replay;                   /* CPU twin (host context) */
-#ifdef CUDARL_WITH_CUDA
-    cr_replay_cuda rcuda;               /* CUDA twin (device context) */
-#endif
+    cr_replay_buffer replay;            /* on the context's device */
     cr_dqn_pool *pool;                  /* envs on CPU threads, or NULL */
-#ifdef CUDARL_WITH_CUDA
-    cr_minatar_cuda mtwin;              /* where == ENVS_TWIN: MinAtar's CUDA twin */
-#endif
+    cr_image_twin twin;                 /* where == ENVS_TWIN: the env's image twin */
     /* the loop */
     int64_t global_step, train_steps, iteration;
     cr_dqn_metrics h;                   /* the latest host copy of *m */
-    /* metrics pipe (CUDA): pinned slots, one event each */
-    int pipe_on;
-    cr_dqn_slot *slots;
-    void *slot_event[DQN_METRIC_SLOTS];
-    int64_t slot_seq[DQN_METRIC_SLOTS], slot_step[DQN_METRIC_SLOTS], slot_iter[DQN_METRIC_SLOTS];
-    int slot_log[DQN_METRIC_SLOTS];
-    int64_t next_seq, drained_seq;
+    cr_metrics_pipe pipe;               /* metrics in flight (CUDA) */
     /* graphs */
     void *graph;
     int graph_iters;                    /* K (0: no graph) */
@@ -209,38 +192,34 @@ enum { D_ONLINE, D_TARGET, D_GRADS, D_M, D_V, D_ENV, D_OBS, D_NEXT, D_FINAL, D_O
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
-/* Where the envs step: the env batch (CartPole; its CUDA twin on a CUDA context), MinAtar's CUDA
- * twin (a CUDA context and --env-device cuda or auto), or the env pool on CPU threads (--env-
- * device cpu, or auto for an env with neither). */
+/* Where the envs step: the env batch (CartPole; its CUDA twin on a CUDA context), an image twin
+ * (MinAtar's games, CartPolePixels-v1: a CUDA context and --env-device cuda or auto), or the env
+ * pool on CPU threads (--env-device cpu, or auto for an env with neither). */
 typedef enum { ENVS_BATCH, ENVS_TWIN, ENVS_POOL } envs_where;
 
 static cudarl_status envs_place(const cudarl_dqn_config *c, const cudarl_ctx *ctx,
                                 envs_where *w) {
-    int batch = cr_env_find(c->env_id) != NULL, twin = 0;
-#ifdef CUDARL_WITH_CUDA
-    twin = ctx->kind == CUDARL_DEVICE_CUDA && cr_minatar_cuda_find(c->env_id) != NULL;
-#else
-    (void)ctx;
-#endif
+    const int caps = cr_env_info_find(c->env_id)->caps;
+    const int batch = (caps & CR_ENV_BATCH) != 0;
+    const int twin = ctx->kind == CUDARL_DEVICE_CUDA && (caps & CR_ENV_IMAGE_TWIN);
     *w = c->env_device == CUDARL_DEVICE_CPU ? ENVS_POOL
          : batch                            ? ENVS_BATCH
          : twin                             ? ENVS_TWIN
                                             : ENVS_POOL;
     if (c->env_device == CUDARL_DEVICE_CUDA && *w == ENVS_POOL)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-device cuda: %s has no CUDA twin (CartPole "
-                       "and the MinAtar games have); use --env-device cpu or auto", c->env_id);
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-device cuda: %s has no CUDA twin (CartPole, "
+                       "CartPolePixels and the MinAtar games have); use --env-device cpu or auto",
+                       c->env_id);
     return CUDARL_OK;
 }
 
 /* Device bytes of the envs' state for `where`. */
 static size_t env_bytes(const cr_dqn *d, int where) {
-#ifdef CUDARL_WITH_CUDA
     if (where == ENVS_TWIN) {
         size_t b = 0;
-        CUDARL_ASSERT(cr_minatar_cuda_bytes(d->cfg.env_id, d->N, &b) == CUDARL_OK);
+        CUDARL_ASSERT(cr_image_twin_bytes(d->cfg.env_id, d->N, &b) == CUDARL_OK);
         return b;
     }
-#endif
     return where == ENVS_BATCH ? cr_env_batch_bytes(d->env_info, d->N) : 0;
 }
 
@@ -278,56 +257,30 @@ static cudarl_status qnet_layout(cr_dqn *d) {
                                  def->obs_shape[2], CR_CONVNET_DQN, d->A));
     CR_TRY(cr_convnet_plan(&q->cnn, &spec));
     q->num_params = q->cnn.num_params;
-#ifdef CUDARL_WITH_CUDA
-    if (d->on_device) { /* the act and the learner batch sizes */
-        const int batches[2] = {d->N, d->B};
-        CR_TRY(cr_convnet_cuda_init_training(d->ctx, &q->cnn, batches, 2,
-                                             CR_CONVNET_ENGINE_AUTO, c->precision, &q->gpu));
-        CR_INFO("DQN: %s on the GPU, conv engine %s", c->policy,
-                cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(q->gpu)));
-        CR_DEBUG("%s", cr_convnet_cuda_describe(q->gpu));
+    const int batches[2] = {d->N, d->B}; /* the act and the learner batch sizes */
+    CR_TRY(cr_cnn_init(&q->dev, d->ctx, &q->cnn, batches, 2, c->precision));
+    if (cr_cnn_on_gpu(&q->dev)) {
+        CR_INFO("DQN: %s on the GPU, conv engine %s", c->policy, cr_cnn_engine_name(&q->dev));
+        CR_DEBUG("%s", cr_cnn_describe(&q->dev));
     }
-#endif
     return CUDARL_OK;
-}
-
-/* Whether the conv net runs through its CUDA twin. */
-static int qnet_on_gpu(const cr_dqn *d) {
-#ifdef CUDARL_WITH_CUDA
-    return d->net.gpu != NULL;
-#else
-    (void)d;
-    return 0;
-#endif
 }
 
 /* Bytes of one forward's cache for d->rows rows. */
 static size_t qnet_cache_bytes(const cr_dqn *d) {
-#ifdef CUDARL_WITH_CUDA
-    if (qnet_on_gpu(d)) return cr_convnet_cuda_cache_bytes(&d->net.cnn, d->rows);
-#endif
-    if (d->net.conv) return cr_convnet_cache_bytes(&d->net.cnn, d->rows);
+    if (d->net.conv) return cr_cnn_cache_bytes(&d->net.dev, d->rows);
     return cr_mlp_cache_floats(d->rows, cr_qnet_widest(&d->net.mlp)) * 4;
 }
 
-/* Bytes of the CUDA conv net's workspace (0 for the others). */
+/* Bytes of the conv net's workspace (0 for the MLP and on the CPU). */
 static size_t qnet_workspace_bytes(const cr_dqn *d) {
-#ifdef CUDARL_WITH_CUDA
-    if (qnet_on_gpu(d)) return cr_convnet_cuda_workspace_bytes(d->net.gpu);
-#endif
-    return 0;
+    return d->net.conv ? cr_cnn_workspace_bytes(&d->net.dev) : 0;
 }
 
 static cr_dqn_cache qnet_cache_carve(const cr_dqn *d, void *mem) {
     cr_dqn_cache c;
     memset(&c, 0, sizeof c);
-#ifdef CUDARL_WITH_CUDA
-    if (qnet_on_gpu(d)) {
-        cr_convnet_cuda_cache_carve(&d->net.cnn, mem, d->rows, &c.cnn);
-        return c;
-    }
-#endif
-    if (d->net.conv) cr_convnet_cache_carve(&d->net.cnn, mem, d->rows, &c.cnn);
+    if (d->net.conv) cr_cnn_cache_carve(&d->net.dev, mem, d->rows, &c.cnn);
     else c.mlp = cr_mlp_cache_carve(mem, d->rows, cr_qnet_widest(&d->net.mlp));
     return c;
 }
@@ -344,16 +297,8 @@ static const void *qnet_input(cr_dqn *d, const void *x, float *f, int rows) {
  * window batch's (K + 1) D / K: conv nets only); fills the cache c. */
 static void qnet_forward_rows(cr_dqn *d, float *params, const void *x, size_t stride,
                               float *out, const cr_dqn_cache *c, int rows) {
-#ifdef CUDARL_WITH_CUDA
-    if (qnet_on_gpu(d)) {
-        cr_convnet_cuda_forward_rows(d->ctx, d->net.gpu, params, x, stride, out, NULL, &c->cnn,
-                                     rows);
-        return;
-    }
-#endif
     if (d->net.conv) {
-        CUDARL_ASSERT(!d->on_device);
-        cr_convnet_forward_rows(&d->net.cnn, params, x, stride, out, NULL, &c->cnn, rows);
+        cr_cnn_forward_rows(d->ctx, &d->net.dev, params, x, stride, out, NULL, &c->cnn, rows);
         return;
     }
     CUDARL_ASSERT(stride == (size_t)d->D);
@@ -370,15 +315,8 @@ static void qnet_forward(cr_dqn *d, float *params, const void *x, float *out,
 /* grads (P) = d loss / d params from dout (rows, A), with the cache of the forward on x. */
 static void qnet_backward(cr_dqn *d, float *params, float *grads, const void *x,
                           const float *dout, const cr_dqn_cache *c, int rows) {
-#ifdef CUDARL_WITH_CUDA
-    if (qnet_on_gpu(d)) {
-        cr_convnet_cuda_backward(d->ctx, d->net.gpu, params, grads, dout, NULL, &c->cnn, rows);
-        return;
-    }
-#endif
     if (d->net.conv) {
-        CUDARL_ASSERT(!d->on_device);
-        cr_convnet_backward(&d->net.cnn, params, grads, dout, NULL, &c->cnn, rows);
+        cr_cnn_backward(d->ctx, &d->net.dev, params, grads, dout, NULL, &c->cnn, rows);
         return;
     }
     cr_mlp_view v = cr_qnet_view(&d->net.mlp, params), g = cr_qnet_view(&d->net.mlp, grads);
@@ -390,7 +328,7 @@ static void qnet_backward(cr_dqn *d, float *params, float *grads, const void *x,
  * zeroed minibatch buffers, into the double-DQN cache (unread until a forward fills it). The
  * gradients it writes are overwritten by every train step before Adam reads them. */
 static void qnet_warm_up(cr_dqn *d) {
-    if (!qnet_on_gpu(d)) return;
+    if (!cr_cnn_on_gpu(&d->net.dev)) return;
     qnet_forward(d, d->online, d->obs, d->q, &d->cache_o, d->N);
     qnet_forward(d, d->online, d->b_obs, d->b_q, &d->cache_o, d->B);
     qnet_backward(d, d->online, d->grads, d->b_obs, d->b_dq, &d->cache_o, d->B);
@@ -460,10 +398,7 @@ static cudarl_status plan_memory(cr_dqn *d, cr_plan *pl) {
     for (int i = 0; i < D_REPLAY; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
     cr_replay_spec rs = replay_spec(d);
     CR_TRY(cr_replay_spec_check(&rs));
-#ifdef CUDARL_WITH_CUDA
-    if (d->on_device) return cr_replay_cuda_plan(&rs, d->B, pl);
-#endif
-    return cr_replay_plan(&rs, pl);
+    return cr_replay_buffer_plan(d->ctx, &rs, d->B, pl);
 }
 
 static cudarl_status carve(cr_dqn *d) {
@@ -473,11 +408,9 @@ static cudarl_status carve(cr_dqn *d) {
     d->adam_v = cr_arena_get(a, D_V);
     if (d->where == ENVS_BATCH)
         cr_env_batch_init(&d->env, d->env_info, d->N, cr_arena_get(a, D_ENV));
-#ifdef CUDARL_WITH_CUDA
     if (d->where == ENVS_TWIN)
-        CUDARL_ASSERT(cr_minatar_cuda_init(&d->mtwin, d->cfg.env_id, d->N,
-                                           cr_arena_get(a, D_ENV)) == CUDARL_OK);
-#endif
+        CUDARL_ASSERT(cr_image_twin_init(&d->twin, d->cfg.env_id, d->N,
+                                         cr_arena_get(a, D_ENV)) == CUDARL_OK);
     d->obs = cr_arena_get(a, D_OBS), d->next_obs = cr_arena_get(a, D_NEXT);
     d->final_obs = cr_arena_get(a, D_FINAL);
     d->obs_f = d->cast ? cr_arena_get(a, D_OBSF) : d->obs;
@@ -500,12 +433,8 @@ static cudarl_status carve(cr_dqn *d) {
     d->cache_t = qnet_cache_carve(d, cr_arena_get(a, D_CT));
     d->cache_o = qnet_cache_carve(d, cr_arena_get(a, D_CO));
     cr_replay_spec rs = replay_spec(d);
-#ifdef CUDARL_WITH_CUDA
-    if (qnet_on_gpu(d)) cr_convnet_cuda_set_workspace(d->net.gpu, cr_arena_get(a, D_CWS));
-    if (d->on_device) return cr_replay_cuda_init(d->ctx, &d->rcuda, &rs, d->B, a, D_REPLAY);
-#endif
-    cr_replay_init(&d->replay, &rs, a, D_REPLAY);
-    return CUDARL_OK;
+    if (d->net.conv) cr_cnn_set_workspace(&d->net.dev, cr_arena_get(a, D_CWS));
+    return cr_replay_buffer_init(&d->replay, d->ctx, &rs, d->B, a, D_REPLAY);
 }
 
 /* ---- envs on CPU threads ---------------------------------------------------------------- */
@@ -586,66 +515,14 @@ static void pool_step(cr_dqn *d) {
     o->copy_from_host(ctx, d->final_obs, p->final_obs, N * d->obs_bytes);
 }
 
-/* ---- the replay buffer, on whichever side the context computes ------------------------- */
+/* ---- the replay buffer ----------------------------------------------------------------- */
 
 /* With K > 1 the newest frame of each env's stack goes in (rows obs_bytes apart). */
 static void replay_insert(cr_dqn *d) {
     const size_t newest = d->obs_bytes / (size_t)d->K * (size_t)(d->K - 1);
     const uint8_t *obs = (const uint8_t *)d->obs + newest;
     const uint8_t *fin = (const uint8_t *)d->final_obs + newest;
-#ifdef CUDARL_WITH_CUDA
-    if (d->on_device) {
-        cr_replay_cuda_insert(d->ctx, &d->rcuda, obs, d->actions, d->rewards, d->term, d->trunc,
-                              fin);
-        return;
-    }
-#endif
-    cr_replay_insert(&d->replay, obs, d->actions, d->rewards, d->term, d->trunc, fin);
-}
-
-static cudarl_status replay_sample(cr_dqn *d, int64_t step, const cr_replay_batch *out) {
-#ifdef CUDARL_WITH_CUDA
-    if (d->on_device)
-        return d->cfg.prioritized
-                   /* beta from the device's step counter (= step here: act has advanced
-                                    * it past the iteration), so graphs can hold the sampler */
-                   ? cr_replay_cuda_sample_prioritized_at(d->ctx, &d->rcuda, &d->s->sample,
-                                                          d->B, &d->m->step, out)
-                   : cr_replay_cuda_sample_uniform(d->ctx, &d->rcuda, &d->s->sample, d->B, out);
-#endif
-    return d->cfg.prioritized
-               ? cr_replay_sample_prioritized(&d->replay, &d->s->sample, d->B, step, out)
-               : cr_replay_sample_uniform(&d->replay, &d->s->sample, d->B, out);
-}
-
-static cudarl_status replay_update(cr_dqn *d) {
-    float eps = (float)d->cfg.prioritized_eps;
-#ifdef CUDARL_WITH_CUDA
-    if (d->on_device)
-        return cr_replay_cuda_update_priorities(d->ctx, &d->rcuda, d->b_indices, d->b_td, d->B,
-                                                eps);
-#endif
-    return cr_replay_update_priorities(&d->replay, d->b_indices, d->b_td, d->B, eps);
-}
-
-/* The replay's error bits on the device (NULL on the CPU, whose twin returns statuses). */
-static const uint32_t *replay_error_bits(const cr_dqn *d) {
-#ifdef CUDARL_WITH_CUDA
-    if (d->on_device) return d->rcuda.misc + 1;
-#endif
-    return NULL;
-}
-
-static cudarl_status replay_error(uint32_t bits) {
-#ifdef CUDARL_WITH_CUDA
-    if (bits & CR_REPLAY_CUDA_ERR_EMPTY)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "replay: nothing to sample yet; start learning "
-                       "after at least one full transition (--learning-starts)");
-    if (bits & CR_REPLAY_CUDA_ERR_NONFINITE)
-        return cr_fail(CUDARL_ERR_NUMERIC, "replay: a td error became non-finite; priorities "
-                       "must be finite: lower --learning-rate or pass --huber / --max-grad-norm");
-#endif
-    return bits ? cr_fail(CUDARL_ERR_CUDA, "replay: error bits %#x", bits) : CUDARL_OK;
+    cr_replay_buffer_insert(&d->replay, obs, d->actions, d->rewards, d->term, d->trunc, fin);
 }
 
 /* ---- one iteration ---------------------------------------------------------------------- */
@@ -668,11 +545,9 @@ static void act_and_store(cr_dqn *d) {
     act(d);
     if (d->pool)
         pool_step(d);
-#ifdef CUDARL_WITH_CUDA
     else if (d->where == ENVS_TWIN)
-        cr_minatar_cuda_step(ctx, &d->mtwin, d->actions, (uint8_t *)d->next_obs, d->rewards,
-                             d->term, d->trunc, d->done, (uint8_t *)d->final_obs);
-#endif
+        cr_image_twin_step(ctx, &d->twin, d->actions, (uint8_t *)d->next_obs, d->rewards, d->term,
+                           d->trunc, d->done, (uint8_t *)d->final_obs);
     else
         cr_env_batch_step(ctx, &d->env, d->actions, d->next_obs, d->rewards, d->term, d->trunc,
                           d->done, d->final_obs);
@@ -690,7 +565,9 @@ static cudarl_status train_step(cr_dqn *d, int64_t step) {
     cr_replay_batch out = {win ? NULL : d->b_obs, win ? NULL : d->b_next, d->b_actions,
                            d->b_rewards, d->b_term, d->b_trunc, d->b_indices, d->b_weights,
                            win ? d->b_obs : NULL};
-    CR_TRY(replay_sample(d, step, &out));
+    /* prioritized beta at `step`, which the device's step counter also holds (act has advanced
+     * it past the iteration), so graphs can hold the sampler */
+    CR_TRY(cr_replay_buffer_sample(&d->replay, &d->s->sample, d->B, step, &d->m->step, &out));
     const void *x = qnet_input(d, d->b_obs, d->b_obs_f, d->B);
     const void *xn = qnet_input(d, d->b_next, d->b_next_f, d->B);
     const size_t st = d->b_stride;
@@ -706,8 +583,10 @@ static cudarl_status train_step(cr_dqn *d, int64_t step) {
     size_t P = d->net.num_params;
     cr_amp_step(ctx, &d->amp, d->online, d->grads, d->adam_m, d->adam_v, P, &d->s->lr, 0.9f,
                 0.999f, 1e-8f, &d->s->adam_t, c->max_grad_norm > 0, c->max_grad_norm,
-                &d->s->clip);
-    if (c->prioritized) CR_TRY(replay_update(d));
+                &d->s->grad_norm_sum);
+    if (c->prioritized)
+        CR_TRY(cr_replay_buffer_update_priorities(&d->replay, d->b_indices, d->b_td, d->B,
+                                                  (float)c->prioritized_eps));
     if (!d->on_device) { /* the CPU reports a non-finite loss at the step it happens */
         double loss = d->m->acc.last_loss;
         if (!isfinite(loss))
@@ -846,7 +725,7 @@ static void progress(cr_dqn *d, int64_t step, int final) {
  * solve check, the metrics row (when `log`), the progress line. */
 static cudarl_status report(cr_dqn *d, int64_t step, int64_t iteration, int log,
                             uint32_t replay_errors) {
-    CR_TRY(replay_error(replay_errors));
+    CR_TRY(cr_replay_buffer_error(replay_errors));
     if (!isfinite(d->h.acc.loss_sum))
         return cr_fail(CUDARL_ERR_NUMERIC, "the TD loss became non-finite (%g) by step %lld; "
                        "lower --learning-rate or pass --huber / --max-grad-norm",
@@ -875,45 +754,11 @@ static void restart_row_sums(cr_dqn *d) {
                sizeof d->m->log - offsetof(cr_episode_log, iter_episodes));
 }
 
-static void pipe_free(cr_dqn *d) {
-    cudarl_ctx *ctx = d->ctx;
-    for (int k = 0; k < DQN_METRIC_SLOTS; k++)
-        if (d->slot_event[k]) ctx->ops->event_free(ctx, d->slot_event[k]), d->slot_event[k] = NULL;
-    if (d->slots) ctx->ops->pinned_free(ctx, d->slots);
-    d->slots = NULL;
-    d->pipe_on = 0;
-}
-
-/* Pinned slots and events where the backend copies asynchronously (CUDA). */
-static void pipe_init(cr_dqn *d) {
-    cudarl_ctx *ctx = d->ctx;
-    if (!ctx->ops->event_create || !ctx->ops->copy_to_host_async) return;
-    if (ctx->ops->pinned_alloc(ctx, (void **)&d->slots, DQN_METRIC_SLOTS * sizeof(cr_dqn_slot)) !=
-        CUDARL_OK)
-        return;
-    for (int k = 0; k < DQN_METRIC_SLOTS; k++)
-        if (ctx->ops->event_create(ctx, &d->slot_event[k]) != CUDARL_OK) {
-            pipe_free(d);
-            return;
-        }
-    d->pipe_on = 1;
-}
-
-/* Reports the slots whose copies have landed, in order; all of them when `wait`. */
-static cudarl_status pipe_drain(cr_dqn *d, int wait) {
-    cudarl_ctx *ctx = d->ctx;
-    while (d->drained_seq < d->next_seq) {
-        int k = (int)(d->drained_seq % DQN_METRIC_SLOTS);
-        if (!ctx->ops->event_done(ctx, d->slot_event[k])) {
-            if (!wait) return CUDARL_OK;
-            ctx->ops->event_wait(ctx, d->slot_event[k]);
-        }
-        d->h = d->slots[k].m;
-        d->drained_seq++;
-        CR_TRY(report(d, d->slot_step[k], d->slot_iter[k], d->slot_log[k],
-                      d->slots[k].replay_errors));
-    }
-    return CUDARL_OK;
+static cudarl_status report_slot(void *arg, const void *slot, const cr_pipe_tag *tag) {
+    cr_dqn *d = arg;
+    const cr_dqn_slot *sl = slot;
+    d->h = sl->m;
+    return report(d, tag->step, tag->iteration, tag->log, sl->replay_errors);
 }
 
 /* A report point after the work enqueued so far (global step d->global_step): the metrics
@@ -922,30 +767,25 @@ static cudarl_status pipe_drain(cr_dqn *d, int wait) {
 static cudarl_status report_point(cr_dqn *d, int log) {
     cudarl_ctx *ctx = d->ctx;
     const cr_backend *o = d->o;
-    if (!d->pipe_on) {
+    if (!d->pipe.on) {
         o->copy_to_host(ctx, &d->h, d->m, sizeof d->h);
         uint32_t bits = 0;
-        const uint32_t *eb = replay_error_bits(d);
+        const uint32_t *eb = cr_replay_buffer_error_bits(&d->replay);
         if (eb) o->copy_to_host(ctx, &bits, eb, sizeof bits);
         cudarl_status s = report(d, d->global_step, d->iteration, log, bits);
         if (log) restart_row_sums(d);
         return s;
     }
-    while (d->next_seq - d->drained_seq >= DQN_METRIC_SLOTS) { /* every slot in flight */
-        int k = (int)(d->drained_seq % DQN_METRIC_SLOTS);
-        o->event_wait(ctx, d->slot_event[k]);
-        CR_TRY(pipe_drain(d, 0));
-    }
-    int k = (int)(d->next_seq % DQN_METRIC_SLOTS);
-    o->copy_to_host_async(ctx, &d->slots[k].m, d->m, sizeof d->slots[k].m);
-    const uint32_t *eb = replay_error_bits(d);
-    if (eb) o->copy_to_host_async(ctx, &d->slots[k].replay_errors, eb, sizeof(uint32_t));
-    else d->slots[k].replay_errors = 0;
-    o->event_record(ctx, d->slot_event[k]);
-    d->slot_step[k] = d->global_step, d->slot_iter[k] = d->iteration, d->slot_log[k] = log;
-    d->next_seq++;
+    cr_dqn_slot *slot;
+    CR_TRY(cr_pipe_reserve(&d->pipe, ctx, report_slot, d, (void **)&slot));
+    o->copy_to_host_async(ctx, &slot->m, d->m, sizeof slot->m);
+    const uint32_t *eb = cr_replay_buffer_error_bits(&d->replay);
+    if (eb) o->copy_to_host_async(ctx, &slot->replay_errors, eb, sizeof(uint32_t));
+    else slot->replay_errors = 0;
+    const cr_pipe_tag tag = {d->global_step, d->iteration, log};
+    cr_pipe_push(&d->pipe, ctx, &tag);
     if (log) restart_row_sums(d);
-    return pipe_drain(d, 0);
+    return cr_pipe_drain(&d->pipe, ctx, 0, report_slot, d);
 }
 
 /* ---- the loop --------------------------------------------------------------------------- */
@@ -1007,12 +847,12 @@ static cudarl_status dqn_loop(cr_dqn *d) {
         while (d->next_log <= d->global_step) d->next_log += d->log_every;
         /* the CPU reads after every iteration (the solve check at its step); CUDA after each
          * block, each log row, and every DQN_REPORT_EVERY iterations launched op by op */
-        if (!d->pipe_on || ran || log || since_report >= DQN_REPORT_EVERY) {
+        if (!d->pipe.on || ran || log || since_report >= DQN_REPORT_EVERY) {
             CR_TRY(report_point(d, log));
             since_report = 0;
         }
     }
-    if (d->pipe_on) CR_TRY(pipe_drain(d, 1));
+    if (d->pipe.on) CR_TRY(cr_pipe_drain(&d->pipe, d->ctx, 1, report_slot, d));
     return CUDARL_OK;
 }
 
@@ -1040,10 +880,8 @@ static cudarl_status seed_state(cr_dqn *d) {
     if (d->pool) {
         cr_env_pool_reset(&d->pool->pool, cfg->seed);
         d->o->copy_from_host(ctx, d->obs, d->pool->obs, (size_t)d->N * d->obs_bytes);
-#ifdef CUDARL_WITH_CUDA
     } else if (d->where == ENVS_TWIN) {
-        cr_minatar_cuda_reset(ctx, &d->mtwin, cfg->seed, d->obs);
-#endif
+        cr_image_twin_reset(ctx, &d->twin, cfg->seed, d->obs);
     } else {
         cr_env_batch_reset(ctx, &d->env, cfg->seed, d->obs);
     }
@@ -1060,10 +898,6 @@ static cudarl_status check_context(const cr_dqn *d, const cudarl_ctx *ctx) {
     if (ctx->kind == CUDARL_DEVICE_CUDA && c->batch_size > 65535)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--batch-size %d is over the GPU replay's limit of "
                        "65535; lower it", c->batch_size);
-#ifndef CUDARL_WITH_CUDA
-    if (ctx->kind != CUDARL_DEVICE_CPU)
-        return cr_fail(CUDARL_ERR_UNSUPPORTED, "this build has no CUDA backend; use --device cpu");
-#endif
     return CUDARL_OK;
 }
 
@@ -1071,10 +905,8 @@ static cudarl_status check_context(const cr_dqn *d, const cudarl_ctx *ctx) {
 static cudarl_status check_budget(cr_dqn *d, const cr_plan *pl) {
     int64_t budget = d->cfg.mem_budget;
     const char *source = NULL; /* --mem-budget, or (0) the host's available memory */
-#ifdef CUDARL_WITH_CUDA
-    if (budget == 0 && d->on_device) budget = cr_cuda_mem_budget(d->ctx, &source);
+    if (budget == 0 && d->on_device) budget = cr_ctx_mem_budget(d->ctx, &source);
     if (budget < 0) budget = 0, source = NULL;
-#endif
     cudarl_replay_request rq = {d->cfg.buffer_size, d->N, d->D, d->u8, 1, d->cfg.prioritized,
                                 (int64_t)pl->offsets[D_REPLAY], budget, source};
     char report[2048];
@@ -1118,7 +950,7 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     cr_amp_init(&d->amp, ctx, cfg->precision, &d->m->scaler);
     CR_TRY(seed_state(d));
     qnet_warm_up(d);
-    pipe_init(d);
+    cr_pipe_init(&d->pipe, ctx, sizeof(cr_dqn_slot), 1);
     graph_plan(d);
     return CUDARL_OK;
 }
@@ -1129,12 +961,9 @@ static void dqn_free(cr_dqn *d) {
     if (d->mem.base) ctx->ops->sync(ctx); /* copies into pinned slots may be in flight */
     if (d->graph) ctx->ops->graph_free(d->graph);
     d->graph = NULL;
-    pipe_free(d);
+    cr_pipe_free(&d->pipe, ctx);
     pool_free(d);
-#ifdef CUDARL_WITH_CUDA
-    cr_convnet_cuda_free(d->net.gpu);
-    d->net.gpu = NULL;
-#endif
+    cr_cnn_free(&d->net.dev);
     if (d->csv) fclose(d->csv);
     d->csv = NULL;
     cr_tb_close(&d->tb);

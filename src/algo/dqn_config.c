@@ -95,8 +95,10 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
     CR_REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
                c->env_device == CUDARL_DEVICE_CUDA,
                "--env-device must be cpu, cuda or auto");
-    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_env_has_cuda_twin(c->env_id),
-               "--env-device cuda: %s has no CUDA twin (CartPole-v1 and the MinAtar games have); "
+    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA ||
+                   (cr_env_info_find(c->env_id)->caps & CR_ENV_CUDA_TWIN),
+               "--env-device cuda: %s has no CUDA twin (CartPole-v1, CartPolePixels-v1 and the "
+               "MinAtar games have); "
                "use --env-device cpu, which steps it on CPU threads", c->env_id);
     CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,
                "--env-device cuda needs the GPU: use --device cuda (or auto) with it");

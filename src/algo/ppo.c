@@ -13,15 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "algo/metrics_pipe.h"
 #include "algo/ppo_internal.h"
 #include "algo/run.h"
-#include "runtime/tensorboard.h"
+#include "io/tensorboard.h"
 #include "core/nvtx.h"
-#include "nn/precision.h"
-#ifdef CUDARL_WITH_CUDA
 #include "algo/ppo_rollout_cuda.h"
-#include "ops/cuda/cuda_backend.h"
-#endif
+#include "nn/precision.h"
 
 /* ---- memory plan ------------------------------------------------------------------------ */
 
@@ -63,23 +61,18 @@ static int fused_update(const cr_ppo *p, const cudarl_ctx *ctx) {
  * the fused rollout's shapes (4 float observations, 2 actions, the 64-wide tanh MLPs), and
  * CUDARL_FUSED not 0 (the same switch as the fused update). */
 static int fused_policy_steps(const cr_ppo *p, const cudarl_ctx *ctx) {
-#ifdef CUDARL_WITH_CUDA
     if (p->conv || ctx->kind != CUDARL_DEVICE_CUDA || !fused_update(p, ctx) ||
         p->env_info->def->obs_dtype != CUDARL_OBS_F32)
         return 0;
     cr_mlp_view a, c;
     shape_views(p, &a, &c);
     return cr_ppo_rollout_cuda_shape_ok(&a, &c);
-#else
-    (void)p, (void)ctx;
-    return 0;
-#endif
 }
 
 /* Whether the whole rollout is one kernel (env included: CartPole's batch on the device). */
 static int fused_rollout(const cr_ppo *p, const cudarl_ctx *ctx) {
     return fused_policy_steps(p, ctx) && !cr_ppo_pool_wanted(p) &&
-           strcmp(p->env_info->id, "CartPole-v1") == 0;
+           (p->env_info->caps & CR_ENV_BATCH);
 }
 
 /* Whether the CPU-env pool's steps run as one kernel each (ppo_rollout_cuda.cu's pool step). */
@@ -148,10 +141,8 @@ static void carve_memory(cr_ppo *p) {
     p->adam_m = cr_arena_get(a, M_ADAM_M), p->adam_v = cr_arena_get(a, M_ADAM_V);
     p->adam_t = cr_arena_get(a, M_ADAM_T), p->lr = cr_arena_get(a, M_LR);
     if (p->twin_envs) {
-#ifdef CUDARL_WITH_CUDA
         CUDARL_ASSERT(cr_image_twin_init(&p->twin, p->cfg.env_id, p->N,
                                          cr_arena_get(a, M_ENV)) == CUDARL_OK);
-#endif
     } else if (!cr_ppo_pool_wanted(p)) {
         cr_env_batch_init(&p->env, p->env_info, p->N, cr_arena_get(a, M_ENV));
     }
@@ -203,7 +194,6 @@ static void carve_memory(cr_ppo *p) {
     }
 }
 
-#ifdef CUDARL_WITH_CUDA
 /* --async: exchanges the rollout buffers with the second set. */
 static void swap_rollout_bufs(cr_ppo *p) {
     cr_ppo_rollout_bufs *b = &p->alt, t = *b;
@@ -214,7 +204,6 @@ static void swap_rollout_bufs(cr_ppo *p) {
     SWAP_FIELD(done), SWAP_FIELD(fin_return), SWAP_FIELD(fin_length);
 #undef SWAP_FIELD
 }
-#endif
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
@@ -237,9 +226,7 @@ static cudarl_status seed_state(cr_ppo *p) {
     if (p->act_params != p->params)
         ctx->ops->copy(ctx, p->act_params, p->params, p->num_params * sizeof(float));
     if (p->pool) cr_ppo_pool_reset(p);
-#ifdef CUDARL_WITH_CUDA
     else if (p->twin_envs) cr_image_twin_reset(ctx, &p->twin, p->cfg.seed, p->cnn.cur_obs);
-#endif
     else cr_env_batch_reset(ctx, &p->env, p->cfg.seed, p->cur_obs);
     ctx->ops->sync(ctx);
     return CUDARL_OK;
@@ -247,25 +234,24 @@ static cudarl_status seed_state(cr_ppo *p) {
 
 /* --async: the learner's context on the trainer's device and the three ordering events. */
 static cudarl_status async_init(cr_ppo *p) {
-#ifdef CUDARL_WITH_CUDA
     cudarl_ctx *ctx = p->ctx;
     if (ctx->kind != CUDARL_DEVICE_CUDA || !p->pool)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--async needs a CUDA device and --env-device cpu");
     const int where = p->cfg.learner_device >= 0 ? p->cfg.learner_device : ctx->device_index;
     cudarl_status s = cudarl_ctx_init(&p->learner, CUDARL_DEVICE_CUDA, where);
-    cr_cuda_make_current(ctx); /* opening a context makes its GPU current */
+    cr_ctx_make_current(ctx); /* opening a context makes its GPU current */
     CR_TRY(s);
     cudarl_ctx *l = p->learner;
     /* another GPU: its kernels read and write the actor's arena through peer access; events
      * belong to the GPU whose stream records them (the rollout's: the actor's) */
-    CR_TRY(cr_cuda_enable_peer(l, ctx));
+    CR_TRY(cr_ctx_enable_peer(l, ctx));
     CR_TRY(ctx->ops->event_create(ctx, &p->ev_rollout));
-    cr_cuda_make_current(l);
+    cr_ctx_make_current(l);
     int changed; /* freed with the learner's context: nothing to restore */
     s = cr_precision_apply(l, p->cfg.precision, &changed);
     if (s == CUDARL_OK) s = l->ops->event_create(l, &p->ev_snapshot);
     if (s == CUDARL_OK) s = l->ops->event_create(l, &p->ev_update);
-    cr_cuda_make_current(ctx);
+    cr_ctx_make_current(ctx);
     CR_TRY(s);
     if (l->device_index == ctx->device_index)
         CR_INFO("--async: the learner updates on a second stream while the next rollout runs");
@@ -274,9 +260,6 @@ static cudarl_status async_init(cr_ppo *p) {
                 "while the next rollout runs on cuda:%d", l->device_index, ctx->device_index,
                 ctx->device_index);
     return CUDARL_OK;
-#else
-    return cr_fail(CUDARL_ERR_UNSUPPORTED, "--async needs cudarl built with CUDA");
-#endif
 }
 
 cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *cfg) {
@@ -354,17 +337,13 @@ void cr_ppo_free(cr_ppo *p) {
     p->precision_set = 0;
     if (p->learner) {
         if (p->ev_rollout) p->ctx->ops->event_free(p->ctx, p->ev_rollout);
-#ifdef CUDARL_WITH_CUDA
-        cr_cuda_make_current(p->learner);
-#endif
+        cr_ctx_make_current(p->learner);
         void *ev[2] = {p->ev_snapshot, p->ev_update};
         for (int i = 0; i < 2; i++)
             if (ev[i]) p->learner->ops->event_free(p->learner, ev[i]);
         cudarl_ctx_free(p->learner);
         p->learner = NULL;
-#ifdef CUDARL_WITH_CUDA
-        cr_cuda_make_current(p->ctx);
-#endif
+        cr_ctx_make_current(p->ctx);
     }
     if (p->csv) fclose(p->csv);
     p->csv = NULL;
@@ -375,7 +354,6 @@ void cr_ppo_free(cr_ppo *p) {
 
 /* ---- rollout ---------------------------------------------------------------------------- */
 
-#ifdef CUDARL_WITH_CUDA
 /* The T steps of env, policy, sampling and episode sums as one kernel (ppo_rollout_cuda.cu). */
 static void rollout_steps_fused(cr_ppo *p) {
     cr_ppo_rollout_args a = {
@@ -390,7 +368,6 @@ static void rollout_steps_fused(cr_ppo *p) {
         .log = p->log};
     cr_ppo_rollout_cuda(p->ctx, &a);
 }
-#endif
 
 /* The T steps with the backend's ops, one op at a time: the reference of the fused kernel.
  * The MLP policy only (a conv policy's envs step in the pool). */
@@ -424,11 +401,9 @@ void cr_ppo_rollout(cr_ppo *p) {
     const cr_backend *o = ctx->ops;
     o->zero(ctx, &p->log->iter_episodes, sizeof *p->log - offsetof(cr_episode_log, iter_episodes));
     o->zero(ctx, p->metrics->value_stats, sizeof p->metrics->value_stats);
-#ifdef CUDARL_WITH_CUDA
     if (p->fused_rollout)
         rollout_steps_fused(p);
     else
-#endif
     if (p->pool)
         cr_ppo_pool_rollout_steps(p);
     else if (p->twin_envs)
@@ -481,7 +456,8 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
         cr_mlp_backward(ctx, &critic, &g_critic, p->mb_obs, p->mb_dvalue, &p->cache_critic, mb);
     }
     cr_amp_step(ctx, &p->amp, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr,
-                0.9f, 0.999f, 1e-5f, p->adam_t, 1, p->cfg.max_grad_norm, p->acc);
+                0.9f, 0.999f, 1e-5f, p->adam_t, 1, p->cfg.max_grad_norm,
+                &p->acc->grad_norm_sum);
 }
 
 /* The learning rate of iteration `it` (1-based). */
@@ -766,74 +742,33 @@ static void report_iteration(cr_ppo *p, int64_t iteration, int64_t step, float l
     p->prof.iterations++;
 }
 
-/* Metrics in flight: each iteration's block is copied into its own pinned slot behind the
- * iteration's work, and reported once its event has passed, so the host never stops the
- * device to read them; it waits only when every slot is still in flight. */
-#define CR_METRIC_SLOTS 4
+/* A pinned slot of the metrics pipe (metrics_pipe.h): the iteration's metrics, and its learning
+ * rate, which the device reads from here. */
+typedef struct cr_ppo_slot {
+    cr_ppo_metrics m;
+    float lr;
+} cr_ppo_slot;
 
-typedef struct cr_metric_pipe {
-    int on;
-    cr_ppo_metrics *slots;  /* (CR_METRIC_SLOTS) pinned host memory */
-    float *lr;              /* (CR_METRIC_SLOTS) pinned: each iteration's learning rate */
-    void *event[CR_METRIC_SLOTS];
-    int64_t iteration[CR_METRIC_SLOTS], step[CR_METRIC_SLOTS]; /* 0: slot free */
-    int64_t next;           /* the next iteration to report */
-} cr_metric_pipe;
-
-static void pipe_free(cudarl_ctx *ctx, cr_metric_pipe *m) {
-    for (int k = 0; k < CR_METRIC_SLOTS; k++)
-        if (m->event[k]) ctx->ops->event_free(ctx, m->event[k]);
-    if (m->slots) ctx->ops->pinned_free(ctx, m->slots);
-    memset(m, 0, sizeof *m);
-}
-
-/* Turns the pipe on where the backend can copy asynchronously (not with --profile, whose
- * phase timing synchronises anyway). */
-static void pipe_init(cr_ppo *p, cr_metric_pipe *m) {
-    cudarl_ctx *ctx = p->ctx;
-    memset(m, 0, sizeof *m);
-    if (!ctx->ops->event_create || p->cfg.profile || p->learner) return; /* --async: metrics
-                                                 * are read after the host waits for the update */
-    size_t bytes = CR_METRIC_SLOTS * (sizeof(cr_ppo_metrics) + sizeof(float));
-    if (ctx->ops->pinned_alloc(ctx, (void **)&m->slots, bytes) != CUDARL_OK) return;
-    m->lr = (float *)(m->slots + CR_METRIC_SLOTS);
-    for (int k = 0; k < CR_METRIC_SLOTS; k++)
-        if (ctx->ops->event_create(ctx, &m->event[k]) != CUDARL_OK) {
-            pipe_free(ctx, m);
-            return;
-        }
-    m->on = 1;
-    m->next = p->iteration + 1;
-}
-
-/* Reports slot iterations in order: those whose copies have landed, or all when `wait`. */
-static void pipe_drain(cr_ppo *p, cr_metric_pipe *m, int wait) {
-    cudarl_ctx *ctx = p->ctx;
-    for (;;) {
-        int k = (int)(m->next % CR_METRIC_SLOTS);
-        if (m->iteration[k] != m->next) return;
-        if (!ctx->ops->event_done(ctx, m->event[k])) {
-            if (!wait) return;
-            ctx->ops->event_wait(ctx, m->event[k]);
-        }
-        p->h_metrics = m->slots[k];
-        report_iteration(p, m->iteration[k], m->step[k], m->lr[k]);
-        m->iteration[k] = 0;
-        m->next++;
-    }
+static cudarl_status report_slot(void *arg, const void *slot, const cr_pipe_tag *tag) {
+    cr_ppo *p = arg;
+    const cr_ppo_slot *sl = slot;
+    p->h_metrics = sl->m;
+    report_iteration(p, tag->iteration, tag->step, sl->lr);
+    return CUDARL_OK;
 }
 
 /* One iteration's device work: learning rate in, rollout, update. */
-static void iterate(cr_ppo *p, cr_metric_pipe *m, float lr, void **g_rollout, void **g_update) {
+static void iterate(cr_ppo *p, cr_metrics_pipe *m, float lr, void **g_rollout, void **g_update) {
     cudarl_ctx *ctx = p->ctx;
     int capture_update = p->cfg.target_kl <= 0; /* --target-kl reads a statistic between epochs */
     if (p->cfg.profile) ctx->ops->sync(ctx), p->prof.mark = cr_time_now();
     CR_RANGE_PUSH("rollout");
-    if (m->on) {
-        int k = (int)(p->iteration % CR_METRIC_SLOTS);
-        if (m->iteration[k]) pipe_drain(p, m, 1); /* every slot in flight: wait for the oldest */
-        m->lr[k] = lr;
-        ctx->ops->copy_from_host(ctx, p->lr, &m->lr[k], sizeof lr);
+    if (m->on) { /* the learning rate from its pinned slot, which outlives the copy */
+        cr_ppo_slot *slot;
+        cudarl_status s = cr_pipe_reserve(m, ctx, report_slot, p, (void **)&slot);
+        CUDARL_ASSERT(s == CUDARL_OK); /* report_slot cannot fail */
+        slot->lr = lr;
+        ctx->ops->copy_from_host(ctx, p->lr, &slot->lr, sizeof lr);
     } else {
         ctx->ops->copy_from_host(ctx, p->lr, &lr, sizeof lr);
     }
@@ -849,14 +784,13 @@ static void iterate(cr_ppo *p, cr_metric_pipe *m, float lr, void **g_rollout, vo
     phase_end(p, CR_PHASE_UPDATE);
 }
 
-#ifdef CUDARL_WITH_CUDA
 /* --async, learner side: the update of iteration `it`'s rollout (the buffers p points at now),
  * queued on the learner's stream once that rollout is complete; the actor's weights are
  * snapshotted first, so the rollout that runs beside this update acts one update stale. */
 static void async_learn(cr_ppo *p, int64_t it, void **g_update) {
     cudarl_ctx *actor = p->ctx, *l = p->learner;
-    cr_cuda_make_current(l); /* its GPU may be another (--learner-device) */
-    cr_cuda_stream_wait_event(l, p->ev_rollout);
+    cr_ctx_make_current(l); /* its GPU may be another (--learner-device) */
+    cr_ctx_stream_wait_event(l, p->ev_rollout);
     float lr = lr_of(p, it);
     l->ops->copy_from_host(l, p->lr, &lr, sizeof lr);
     l->ops->copy(l, p->act_params, p->params, p->num_params * sizeof(float));
@@ -866,7 +800,7 @@ static void async_learn(cr_ppo *p, int64_t it, void **g_update) {
     else cr_ppo_update(p);
     p->ctx = actor;
     l->ops->event_record(l, p->ev_update);
-    cr_cuda_make_current(actor);
+    cr_ctx_make_current(actor);
 }
 
 /* --async, one iteration: the update of the previous rollout on the learner's stream, and this
@@ -878,7 +812,7 @@ static void iterate_async(cr_ppo *p, void **g_update) {
     int learn = p->iteration > p->start_iteration + 1;
     if (learn) {
         async_learn(p, p->iteration - 1, g_update);
-        cr_cuda_stream_wait_event(actor, p->ev_snapshot);
+        cr_ctx_stream_wait_event(actor, p->ev_snapshot);
     }
     swap_rollout_bufs(p);
     CR_RANGE_PUSH("rollout (beside the update)");
@@ -888,36 +822,33 @@ static void iterate_async(cr_ppo *p, void **g_update) {
     if (learn) p->learner->ops->event_wait(p->learner, p->ev_update);
     phase_end(p, CR_PHASE_ROLLOUT);
 }
-#endif
 
 static cudarl_status train_loop(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
     void *g_rollout = NULL, *g_update = NULL;
     void *g_update_async[2] = {NULL, NULL}; /* --async: one update graph per set of buffers */
-    (void)g_update_async;
     cudarl_status s = CUDARL_OK;
     p->loop_start = cr_time_now();
     p->start_iteration = p->iteration;
     memset(&p->prof, 0, sizeof p->prof);
     p->prof.syncs_start = ctx->host_syncs;
-    cr_metric_pipe m;
-    pipe_init(p, &m);
+    cr_metrics_pipe m; /* not with --profile, whose phase timing synchronises anyway, nor with
+                        * --async, whose metrics are read after the host waits for the update */
+    cr_pipe_init(&m, ctx, sizeof(cr_ppo_slot), !p->cfg.profile && !p->learner);
     while (p->iteration < p->num_iterations && !cr_stop_requested() && s == CUDARL_OK) {
         p->iteration++;
         float lr = current_lr(p);
-#ifdef CUDARL_WITH_CUDA
         if (p->learner)
             iterate_async(p, g_update_async);
         else
-#endif
             iterate(p, &m, lr, &g_rollout, &g_update);
         CR_RANGE_PUSH("metrics");
-        if (m.on) {
-            int k = (int)(p->iteration % CR_METRIC_SLOTS);
-            ctx->ops->copy_to_host_async(ctx, &m.slots[k], p->metrics, sizeof m.slots[k]);
-            ctx->ops->event_record(ctx, m.event[k]);
-            m.iteration[k] = p->iteration, m.step[k] = p->global_step;
-            pipe_drain(p, &m, 0);
+        if (m.on) { /* into the slot iterate reserved */
+            cr_ppo_slot *slot = cr_pipe_reserved(&m);
+            ctx->ops->copy_to_host_async(ctx, &slot->m, p->metrics, sizeof slot->m);
+            const cr_pipe_tag tag = {p->global_step, p->iteration, 1};
+            cr_pipe_push(&m, ctx, &tag);
+            cr_pipe_drain(&m, ctx, 0, report_slot, p);
             CR_RANGE_POP();
         } else {
             read_metrics(p);
@@ -927,23 +858,21 @@ static cudarl_status train_loop(cr_ppo *p) {
             phase_end(p, CR_PHASE_LOG);
         }
         if (p->cfg.checkpoint_every > 0 && p->iteration % p->cfg.checkpoint_every == 0) {
-            if (m.on) pipe_drain(p, &m, 1);
+            if (m.on) cr_pipe_drain(&m, ctx, 1, report_slot, p);
             CR_RANGE_PUSH("checkpoint");
             s = save_checkpoint(p);
             phase_end(p, CR_PHASE_CHECKPOINT);
         }
     }
-    if (m.on) pipe_drain(p, &m, 1);
-#ifdef CUDARL_WITH_CUDA
+    if (m.on) cr_pipe_drain(&m, ctx, 1, report_slot, p);
     if (p->learner && p->iteration > p->start_iteration && s == CUDARL_OK) {
         /* the last rollout's update, so that every rollout is learned once */
         async_learn(p, p->iteration, g_update_async);
         p->learner->ops->event_wait(p->learner, p->ev_update);
     }
     if (p->learner) free_graphs(p->learner, g_update_async[0], g_update_async[1]);
-#endif
     if (ctx->ops->bytes_in_use) p->bytes_at_end = ctx->ops->bytes_in_use(ctx);
-    pipe_free(ctx, &m);
+    cr_pipe_free(&m, ctx);
     free_graphs(ctx, g_rollout, g_update);
     return s;
 }

@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "algo/ppo_internal.h"
-#include "runtime/checkpoint.h"
-#include "runtime/safetensors.h"
+#include "runtime/mlp_check.h"
+#include "io/safetensors.h"
 
 _Static_assert(sizeof(cr_philox_state) == 11 * sizeof(uint32_t), "philox state is 11 words");
 
@@ -100,7 +100,6 @@ static const char *where_of(const cr_ppo *p) {
 /* The image twin's device state as bytes (host, malloc'd; NULL and 0 without a twin). */
 static void *twin_state_to_host(cr_ppo *p, size_t *bytes) {
     *bytes = 0;
-#ifdef CUDARL_WITH_CUDA
     if (!p->twin_envs) return NULL;
     void *h = malloc(p->twin.bytes);
     if (!h) return NULL;
@@ -108,10 +107,6 @@ static void *twin_state_to_host(cr_ppo *p, size_t *bytes) {
     p->ctx->ops->sync(p->ctx);
     *bytes = p->twin.bytes;
     return h;
-#else
-    (void)p;
-    return NULL;
-#endif
 }
 
 static void add_config_meta(cr_st_writer *w, const cr_ppo *p) {
@@ -315,14 +310,12 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     size_t batch = p->pool || p->twin_envs ? 0 : N;
     size_t twin_bytes = 0;
     void *twin_state = NULL;
-#ifdef CUDARL_WITH_CUDA
     if (p->twin_envs) {
         twin_bytes = p->twin.bytes;
         twin_state = malloc(twin_bytes);
         if (!twin_state && s == CUDARL_OK)
             s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the envs' state");
     }
-#endif
     cr_loss_scale_state scaler;
     struct { const char *name; cr_st_dtype dtype; void *dst; size_t bytes; } t[] = {
         {"state.counters", CR_ST_I64, h.counters, sizeof h.counters},
@@ -344,10 +337,8 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     for (size_t i = 0; i < sizeof t / sizeof t[0] && s == CUDARL_OK; i++)
         if (t[i].bytes) s = read_raw(f, path, t[i].name, t[i].dtype, t[i].dst, t[i].bytes);
     if (s == CUDARL_OK && p->pool) cr_ppo_pool_set_obs(p, h.obs);
-#ifdef CUDARL_WITH_CUDA
     if (s == CUDARL_OK && p->twin_envs)
         p->ctx->ops->copy_from_host(p->ctx, p->twin.mem, twin_state, twin_bytes);
-#endif
     free(twin_state);
     if (s == CUDARL_OK && p->amp.scaling)
         p->ctx->ops->copy_from_host(p->ctx, p->amp.state, &scaler, sizeof scaler);

@@ -1,14 +1,14 @@
 /* PPO hyperparameters: cudarl's tuned defaults, the presets of the device and the policy, and
- * their validation. */
+ * their validation, and the hyperparameters a checkpoint holds. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/core.h"
 #include "env/env.h"
-#include "env/image_twin.h"
 #include "nn/convnet.h"
 #include "nn/precision.h"
+#include "runtime/mlp_check.h"
 
 void cudarl_ppo_config_default(cudarl_ppo_config *c, const char *env_id) {
     memset(c, 0, sizeof *c);
@@ -116,7 +116,8 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
                        "(%d, %d, %d) (%s); use --policy %s", c->policy, c->env_id, s[0], s[1],
                        s[2], why, conv_policy_for(s[0], s[1], s[2]));
     }
-    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_image_twin_has(c->env_id),
+    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA ||
+                   (cr_env_info_find(c->env_id)->caps & CR_ENV_IMAGE_TWIN),
                "--env-device cuda: %s has no CUDA twin for --policy %s (MinAtar's five games and "
                "CartPolePixels-v1 do); use --env-device cpu or auto, which step it on CPU threads",
                c->env_id, c->policy);
@@ -139,8 +140,9 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
     CR_REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
                c->env_device == CUDARL_DEVICE_CUDA,
                "--env-device must be cpu, cuda or auto");
-    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || cr_env_find(c->env_id) ||
-                   (strcmp(c->policy, "mlp") && cr_image_twin_has(c->env_id)),
+    const int caps = cr_env_info_find(c->env_id)->caps;
+    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || (caps & CR_ENV_BATCH) ||
+                   (strcmp(c->policy, "mlp") && (caps & CR_ENV_IMAGE_TWIN)),
                "--env-device cuda: %s has no CUDA twin (only CartPole-v1 does); use --env-device "
                "cpu, which steps it on CPU threads", c->env_id);
     CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,
@@ -211,4 +213,64 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
     CR_REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
     if (c->run_name[0]) CR_TRY(validate_run_name(c->run_name));
     return CUDARL_OK;
+}
+
+/* ---- the hyperparameters a checkpoint holds ---------------------------------------------- */
+
+static cudarl_status config_from_file(const cr_st_file *f, const char *path,
+                                      cudarl_ppo_config *c) {
+    const char *env = cr_st_meta(f, "env_id"), *run = cr_st_meta(f, "run_name");
+    const char *pol = cr_st_meta(f, "policy"); /* absent before conv policies: the MLP */
+    if (!env || !cr_env_info_find(env))
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this cudarl does "
+                       "not have", path, env ? env : "(missing)");
+    cudarl_ppo_config_default(c, env);
+    if (run) snprintf(c->run_name, sizeof c->run_name, "%s", run);
+    if (pol) snprintf(c->policy, sizeof c->policy, "%s", pol);
+    long long seed = 0, tt = 0, ne = 0, ns = 0, al = 0, nm = 0, ue = 0, na = 0, cv = 0, hid = 0;
+    CR_TRY(cr_checkpoint_meta_ll(f, path, "seed", &seed));
+    CR_TRY(cr_checkpoint_meta_ll(f, path, "total_timesteps", &tt));
+    CR_TRY(cr_checkpoint_meta_ll(f, path, "num_envs", &ne));
+    CR_TRY(cr_checkpoint_meta_ll(f, path, "num_steps", &ns));
+    CR_TRY(cr_checkpoint_meta_ll(f, path, "anneal_lr", &al));
+    CR_TRY(cr_checkpoint_meta_ll(f, path, "num_minibatches", &nm));
+    CR_TRY(cr_checkpoint_meta_ll(f, path, "update_epochs", &ue));
+    CR_TRY(cr_checkpoint_meta_ll(f, path, "norm_adv", &na));
+    CR_TRY(cr_checkpoint_meta_ll(f, path, "clip_vloss", &cv));
+    CR_TRY(cr_checkpoint_meta_ll(f, path, "hidden", &hid));
+    c->seed = (uint64_t)seed, c->total_timesteps = tt, c->num_envs = (int)ne;
+    c->num_steps = (int)ns, c->anneal_lr = (int)al, c->num_minibatches = (int)nm;
+    c->update_epochs = (int)ue, c->norm_adv = (int)na, c->clip_vloss = (int)cv;
+    c->hidden = (int)hid;
+    const char *sc = cr_st_meta(f, "separate_critic"); /* absent before it existed: shared */
+    if (sc) {
+        long long v = 0;
+        CR_TRY(cr_checkpoint_meta_ll(f, path, "separate_critic", &v));
+        c->separate_critic = v != 0;
+    }
+    CR_TRY(cr_checkpoint_meta_double(f, path, "learning_rate", &c->learning_rate));
+    CR_TRY(cr_checkpoint_meta_double(f, path, "gamma", &c->gamma));
+    CR_TRY(cr_checkpoint_meta_double(f, path, "gae_lambda", &c->gae_lambda));
+    CR_TRY(cr_checkpoint_meta_double(f, path, "clip_coef", &c->clip_coef));
+    CR_TRY(cr_checkpoint_meta_double(f, path, "ent_coef", &c->ent_coef));
+    CR_TRY(cr_checkpoint_meta_double(f, path, "vf_coef", &c->vf_coef));
+    CR_TRY(cr_checkpoint_meta_double(f, path, "max_grad_norm", &c->max_grad_norm));
+    CR_TRY(cr_checkpoint_meta_double(f, path, "target_kl", &c->target_kl));
+    cudarl_status s = cudarl_ppo_config_validate(c);
+    if (s != CUDARL_OK)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' holds invalid hyperparameters (%s)",
+                       path, cudarl_last_error());
+    return CUDARL_OK;
+}
+
+cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg) {
+    cr_st_file *f;
+    CR_TRY(cr_st_open(&f, path));
+    /* a convolutional policy's tensors are checked against its spec by the trainer's loader */
+    cudarl_status s = cr_st_meta(f, CR_CONVNET_META_KEY)
+                          ? cr_checkpoint_check_header(f, path, "ppo")
+                          : cr_checkpoint_check_format(f, path, "ppo");
+    if (s == CUDARL_OK) s = config_from_file(f, path, cfg);
+    cr_st_close(f);
+    return s;
 }

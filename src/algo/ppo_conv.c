@@ -21,9 +21,6 @@
 #include <string.h>
 
 #include "algo/ppo_internal.h"
-#ifdef CUDARL_WITH_CUDA
-#include "nn/convnet_cuda.h"
-#endif
 
 /* Rows one cache serves: the update's minibatch and the rollout's N envs. */
 static int cache_rows(const cr_ppo *p) { return p->mb > p->N ? p->mb : p->N; }
@@ -38,49 +35,24 @@ cudarl_status cr_ppo_conv_init(cr_ppo *p) {
     CR_TRY(cr_convnet_plan(&p->cnn.net, &spec));
     p->cnn.separate = p->cfg.separate_critic != 0;
     p->num_params = p->cnn.net.num_params * (p->cnn.separate ? 2 : 1);
-#ifdef CUDARL_WITH_CUDA
-    if (p->ctx->kind == CUDARL_DEVICE_CUDA) {
-        /* groups are even splits of N: floor(N / G) or ceil(N / G) envs (env_pool.h) */
-        const int G = cr_ppo_pool_group_count(p);
-        const int batches[4] = {p->N / G, (p->N + G - 1) / G, p->N, p->mb};
-        CR_TRY(cr_convnet_cuda_init_training(p->ctx, &p->cnn.net, batches, 4,
-                                             CR_CONVNET_ENGINE_AUTO, p->cfg.precision,
-                                             &p->cnn.gpu));
-        if (p->cnn.separate) /* the critic's own twin: its own workspace (im2col kept) */
-            CR_TRY(cr_convnet_cuda_init_training(p->ctx, &p->cnn.net, batches, 4,
-                                                 CR_CONVNET_ENGINE_AUTO, p->cfg.precision,
-                                                 &p->cnn.gpu_critic));
+    /* groups are even splits of N: floor(N / G) or ceil(N / G) envs (env_pool.h) */
+    const int G = cr_ppo_pool_group_count(p);
+    const int batches[4] = {p->N / G, (p->N + G - 1) / G, p->N, p->mb};
+    CR_TRY(cr_cnn_init(&p->cnn.actor, p->ctx, &p->cnn.net, batches, 4, p->cfg.precision));
+    if (p->cnn.separate) /* the critic's own network: its own workspace (im2col kept) */
+        CR_TRY(cr_cnn_init(&p->cnn.critic, p->ctx, &p->cnn.net, batches, 4, p->cfg.precision));
+    if (cr_cnn_on_gpu(&p->cnn.actor)) {
         CR_INFO("PPO: %s on the GPU, conv engine %s%s", p->cfg.policy,
-                cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(p->cnn.gpu)),
+                cr_cnn_engine_name(&p->cnn.actor),
                 p->cnn.separate ? ", the critic on a network of its own" : "");
-        CR_DEBUG("%s", cr_convnet_cuda_describe(p->cnn.gpu));
+        CR_DEBUG("%s", cr_cnn_describe(&p->cnn.actor));
     }
-#endif
     return CUDARL_OK;
 }
 
 void cr_ppo_conv_free(cr_ppo *p) {
-#ifdef CUDARL_WITH_CUDA
-    cr_convnet_cuda_free(p->cnn.gpu);
-    cr_convnet_cuda_free(p->cnn.gpu_critic);
-#endif
-    p->cnn.gpu = p->cnn.gpu_critic = NULL;
-}
-
-/* One network's cache and workspace. */
-static size_t net_cache_bytes(const cr_ppo *p) {
-#ifdef CUDARL_WITH_CUDA
-    if (p->cnn.gpu) return cr_convnet_cuda_cache_bytes(&p->cnn.net, cache_rows(p));
-#endif
-    return cr_convnet_cache_bytes(&p->cnn.net, cache_rows(p));
-}
-
-static size_t net_workspace_bytes(const struct cr_convnet_cuda *gpu) {
-#ifdef CUDARL_WITH_CUDA
-    if (gpu) return cr_convnet_cuda_workspace_bytes(gpu);
-#endif
-    (void)gpu;
-    return 0;
+    cr_cnn_free(&p->cnn.actor);
+    cr_cnn_free(&p->cnn.critic);
 }
 
 /* --separate-critic's items after the two caches: spare_logits, spare_value, zero_dlogits,
@@ -92,38 +64,33 @@ static void separate_items(const cr_ppo *p, size_t bytes[4]) {
 }
 
 size_t cr_ppo_conv_cache_bytes(const cr_ppo *p) {
-    if (!p->cnn.separate) return net_cache_bytes(p);
+    const size_t one = cr_cnn_cache_bytes(&p->cnn.actor, cache_rows(p));
+    if (!p->cnn.separate) return one;
     size_t it[4];
     separate_items(p, it);
-    return 2 * line_up(net_cache_bytes(p)) + it[0] + it[1] + it[2] + it[3];
+    return 2 * line_up(one) + it[0] + it[1] + it[2] + it[3];
 }
 
 size_t cr_ppo_conv_workspace_bytes(const cr_ppo *p) {
-    if (!p->cnn.separate) return net_workspace_bytes(p->cnn.gpu);
-    return line_up(net_workspace_bytes(p->cnn.gpu)) + net_workspace_bytes(p->cnn.gpu_critic);
+    const size_t actor = cr_cnn_workspace_bytes(&p->cnn.actor);
+    if (!p->cnn.separate) return actor;
+    return line_up(actor) + cr_cnn_workspace_bytes(&p->cnn.critic);
 }
 
-/* Points one network's cache (and on CUDA its twin's workspace) into the arena's items. */
-static void carve_net(cr_ppo *p, struct cr_convnet_cuda *gpu, void *cache, void *workspace,
-                      cr_convnet_cache *c) {
-#ifdef CUDARL_WITH_CUDA
-    if (gpu) {
-        cr_convnet_cuda_cache_carve(&p->cnn.net, cache, cache_rows(p), c);
-        cr_convnet_cuda_set_workspace(gpu, workspace);
-        return;
-    }
-#endif
-    (void)gpu, (void)workspace;
-    cr_convnet_cache_carve(&p->cnn.net, cache, cache_rows(p), c);
+/* Points one network's cache (and its workspace) into the arena's items. */
+static void carve_net(cr_ppo *p, cr_cnn *net, void *cache, void *workspace, cr_convnet_cache *c) {
+    cr_cnn_cache_carve(net, cache, cache_rows(p), c);
+    cr_cnn_set_workspace(net, workspace);
 }
 
 void cr_ppo_conv_carve(cr_ppo *p, void *cache, void *workspace) {
-    carve_net(p, p->cnn.gpu, cache, workspace, &p->cnn.cache);
+    carve_net(p, &p->cnn.actor, cache, workspace, &p->cnn.cache);
     if (!p->cnn.separate) return;
-    char *c = (char *)cache + line_up(net_cache_bytes(p));
-    char *w = workspace ? (char *)workspace + line_up(net_workspace_bytes(p->cnn.gpu)) : NULL;
-    carve_net(p, p->cnn.gpu_critic, c, w, &p->cnn.cache_critic);
-    c += line_up(net_cache_bytes(p));
+    char *c = (char *)cache + line_up(cr_cnn_cache_bytes(&p->cnn.actor, cache_rows(p)));
+    char *w = workspace ? (char *)workspace + line_up(cr_cnn_workspace_bytes(&p->cnn.actor))
+                        : NULL;
+    carve_net(p, &p->cnn.critic, c, w, &p->cnn.cache_critic);
+    c += line_up(cr_cnn_cache_bytes(&p->cnn.critic, cache_rows(p)));
     size_t it[4];
     separate_items(p, it);
     p->cnn.spare_logits = (float *)c, c += it[0];
@@ -139,64 +106,36 @@ void cr_ppo_conv_init_params(const cr_ppo *p, float *params, cr_philox_state *rn
         cr_convnet_init_params(&p->cnn.net, params + p->cnn.net.num_params, rng);
 }
 
-/* One network's forward and backward on its twin or the CPU. */
-static void net_forward(cr_ppo *p, struct cr_convnet_cuda *gpu, const cr_convnet_cache *cache,
-                        const float *params, const uint8_t *obs, float *logits, float *value,
-                        int B) {
-#ifdef CUDARL_WITH_CUDA
-    if (gpu) {
-        cr_convnet_cuda_forward(p->ctx, gpu, params, obs, logits, value, cache, B);
-        return;
-    }
-#endif
-    (void)gpu;
-    CUDARL_ASSERT(p->ctx->kind == CUDARL_DEVICE_CPU);
-    cr_convnet_forward(&p->cnn.net, params, obs, logits, value, cache, B);
-}
-
-static void net_backward(cr_ppo *p, struct cr_convnet_cuda *gpu, const cr_convnet_cache *cache,
-                         const float *params, float *grads, const float *dlogits,
-                         const float *dvalue, int B) {
-#ifdef CUDARL_WITH_CUDA
-    if (gpu) {
-        cr_convnet_cuda_backward(p->ctx, gpu, params, grads, dlogits, dvalue, cache, B);
-        return;
-    }
-#endif
-    (void)gpu;
-    CUDARL_ASSERT(p->ctx->kind == CUDARL_DEVICE_CPU);
-    cr_convnet_backward(&p->cnn.net, params, grads, dlogits, dvalue, cache, B);
-}
-
 void cr_ppo_conv_forward(cr_ppo *p, const float *params, const uint8_t *obs, float *logits,
                          float *value, int B) {
     cr_ppo_conv *c = &p->cnn;
     if (!c->separate) {
-        net_forward(p, c->gpu, &c->cache, params, obs, logits, value, B);
+        cr_cnn_forward(p->ctx, &c->actor, params, obs, logits, value, &c->cache, B);
         return;
     }
     /* the logits from the actor's network, the value from the critic's */
-    net_forward(p, c->gpu, &c->cache, params, obs, logits, c->spare_value, B);
-    net_forward(p, c->gpu_critic, &c->cache_critic, params + c->net.num_params, obs,
-                c->spare_logits, value, B);
+    cr_cnn_forward(p->ctx, &c->actor, params, obs, logits, c->spare_value, &c->cache, B);
+    cr_cnn_forward(p->ctx, &c->critic, params + c->net.num_params, obs, c->spare_logits, value,
+                   &c->cache_critic, B);
 }
 
 void cr_ppo_conv_backward(cr_ppo *p, const float *params, const float *dlogits,
                           const float *dvalue, int B) {
     cr_ppo_conv *c = &p->cnn;
     if (!c->separate) {
-        net_backward(p, c->gpu, &c->cache, params, p->grads, dlogits, dvalue, B);
+        cr_cnn_backward(p->ctx, &c->actor, params, p->grads, dlogits, dvalue, &c->cache, B);
         return;
     }
     /* each network gets only its own head's gradient: zeros for the other head */
     CUDARL_ASSERT(B <= p->mb);
-    net_backward(p, c->gpu, &c->cache, params, p->grads, dlogits, c->zero_dvalue, B);
-    net_backward(p, c->gpu_critic, &c->cache_critic, params + c->net.num_params,
-                 p->grads + c->net.num_params, c->zero_dlogits, dvalue, B);
+    cr_cnn_backward(p->ctx, &c->actor, params, p->grads, dlogits, c->zero_dvalue, &c->cache,
+                    B);
+    cr_cnn_backward(p->ctx, &c->critic, params + c->net.num_params,
+                    p->grads + c->net.num_params, c->zero_dlogits, dvalue, &c->cache_critic, B);
 }
 
 void cr_ppo_conv_warm_up(cr_ppo *p) {
-    if (!p->cnn.gpu) return;
+    if (!cr_cnn_on_gpu(&p->cnn.actor)) return;
     const int G = cr_ppo_pool_group_count(p);
     const int small[3] = {p->N / G, (p->N + G - 1) / G, p->N};
     for (int k = 0; k < 3; k++) /* the rollout's batches, into its per-step outputs */
@@ -227,18 +166,15 @@ void cr_ppo_conv_update_minibatch(cr_ppo *p, const int32_t *idx) {
     cr_amp_scale(ctx, &p->amp, p->mb_dvalue, (size_t)mb);
     cr_ppo_conv_backward(p, p->params, p->mb_dlogits, p->mb_dvalue, mb);
     cr_amp_step(ctx, &p->amp, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr,
-                0.9f, 0.999f, 1e-5f, p->adam_t, 1, p->cfg.max_grad_norm, p->acc);
+                0.9f, 0.999f, 1e-5f, p->adam_t, 1, p->cfg.max_grad_norm,
+                &p->acc->grad_norm_sum);
 }
 
 /* ---- envs on the GPU (their image twin) ------------------------------------------------- */
 
 size_t cr_ppo_conv_twin_bytes(const cr_ppo *p) {
     size_t bytes = 0;
-#ifdef CUDARL_WITH_CUDA
     if (p->twin_envs) CUDARL_ASSERT(cr_image_twin_bytes(p->cfg.env_id, p->N, &bytes) == CUDARL_OK);
-#else
-    (void)p;
-#endif
     return bytes;
 }
 
@@ -248,7 +184,6 @@ size_t cr_ppo_conv_twin_bytes(const cr_ppo *p) {
  * (the pool computes it only when one did; other rows are masked in GAE either way) and not at
  * all for MinAtar, whose episodes only terminate. */
 void cr_ppo_conv_rollout_twin(cr_ppo *p) {
-#ifdef CUDARL_WITH_CUDA
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     const size_t N = (size_t)p->N, D = (size_t)p->D;
@@ -269,8 +204,4 @@ void cr_ppo_conv_rollout_twin(cr_ppo *p) {
                            p->N);
     }
     cr_ppo_conv_forward(p, p->act_params, p->cnn.cur_obs, p->logits, p->last_values, p->N);
-#else
-    (void)p;
-    CUDARL_ASSERT(0 && "envs on the GPU need cudarl built with CUDA");
-#endif
 }

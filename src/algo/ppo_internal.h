@@ -9,9 +9,10 @@
 #include "env/env_pool.h"
 #include "env/image_twin.h"
 #include "nn/actor_critic.h"
+#include "nn/cnn.h"
 #include "nn/convnet.h"
 #include "ops/backend.h"
-#include "runtime/tensorboard.h"
+#include "io/tensorboard.h"
 
 /* Streams of the seed's Philox key: envs use 0 .. N-1, these sit far above. */
 #define CR_STREAM_SAMPLER (1ull << 40)
@@ -54,8 +55,6 @@ typedef struct cr_ppo_rollout_bufs {
     int32_t *fin_length;
 } cr_ppo_rollout_bufs;
 
-struct cr_convnet_cuda;
-
 /* The convolutional policy (cfg.policy minatar-cnn or nature-cnn; ppo_conv.c): ppo_atari.py's
  * Agent, one trunk with actor and critic heads (or with --separate-critic two such networks),
  * over uint8 (C, H, W) observations, which are
@@ -65,7 +64,7 @@ struct cr_convnet_cuda;
  * observations and caches, sized for these instead). */
 typedef struct cr_ppo_conv {
     cr_convnet net;                   /* the planned spec (host, plain data) */
-    struct cr_convnet_cuda *gpu;      /* its CUDA twin on a CUDA context, else NULL */
+    cr_cnn actor;                     /* the network on the context (its CUDA twin on CUDA) */
     cr_convnet_cache cache;           /* one forward's activations, max(mb, N) rows */
     uint8_t *obs;                     /* (T, N, C, H, W) the rollout's observations */
     uint8_t *cur_obs;                 /* (N, C, H, W) the observations the next step acts on */
@@ -77,7 +76,7 @@ typedef struct cr_ppo_conv {
      * the actor's critic head and the critic's actor head are never trained (their gradient is
      * zero). NULL / 0 without. */
     int separate;
-    struct cr_convnet_cuda *gpu_critic;
+    cr_cnn critic;
     cr_convnet_cache cache_critic;
     float *spare_logits, *spare_value; /* (rows, A), (rows): the outputs each net discards */
     float *zero_dlogits, *zero_dvalue; /* (mb, A), (mb) zeros: the heads each net leaves alone */
@@ -149,9 +148,7 @@ typedef struct cr_ppo {
     int twin_envs;
     int precision_set;     /* cfg.precision changed ctx's math mode (restored at free) */
     cr_amp amp;            /* the optimizer step under cfg.precision (its state: metrics) */
-#ifdef CUDARL_WITH_CUDA
     cr_image_twin twin;
-#endif
 
     /* --async: the learner's own context (its stream, scratch and cuBLAS handle) on the same
      * device, the rollout buffers the update reads while the next rollout fills the others,

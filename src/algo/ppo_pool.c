@@ -39,10 +39,7 @@
 
 #include "algo/ppo_internal.h"
 #include "core/nvtx.h"
-#ifdef CUDARL_WITH_CUDA
 #include "algo/ppo_rollout_cuda.h"
-#include "ops/cuda/cuda_backend.h"
-#endif
 
 typedef struct cr_ppo_pool {
     cr_env_pool pool;
@@ -81,8 +78,9 @@ int cr_ppo_pool_wanted(const cr_ppo *p) {
     if (c->env_device == CUDARL_DEVICE_CUDA) return 0;
     /* auto: the batch (and its CUDA twin) if it has one; a conv policy on the GPU steps an image
      * env's CUDA twin (MinAtar's games, CartPolePixels-v1); any other env steps on threads */
-    if (cr_env_find(c->env_id)) return 0;
-    return !(p->conv && p->ctx->kind == CUDARL_DEVICE_CUDA && cr_image_twin_has(c->env_id));
+    const int caps = cr_env_info_find(c->env_id)->caps;
+    if (caps & CR_ENV_BATCH) return 0;
+    return !(p->conv && p->ctx->kind == CUDARL_DEVICE_CUDA && (caps & CR_ENV_IMAGE_TWIN));
 }
 
 static void before_step(void *arg, int group) {
@@ -135,12 +133,10 @@ cudarl_status cr_ppo_pool_init(cr_ppo *p) {
     pp->hook_arg.pp = pp, pp->hook_arg.ctx = ctx;
     for (int g = 0; g < pp->groups && s == CUDARL_OK && gpu; g++) {
         s = ctx->ops->event_create(ctx, &pp->event[g]);
-#ifdef CUDARL_WITH_CUDA
         if (s == CUDARL_OK && p->fused_pool && c->profile)
-            s = cr_cuda_timing_event_create(&pp->t_start[g]);
+            s = cr_ctx_timing_event_create(p->ctx, &pp->t_start[g]);
         if (s == CUDARL_OK && p->fused_pool && c->profile)
-            s = cr_cuda_timing_event_create(&pp->t_end[g]);
-#endif
+            s = cr_ctx_timing_event_create(p->ctx, &pp->t_end[g]);
         if (s == CUDARL_OK) cr_env_pool_set_hook(&pp->pool, g, before_step, &pp->hook_arg);
     }
     if (s != CUDARL_OK) {
@@ -149,16 +145,14 @@ cudarl_status cr_ppo_pool_init(cr_ppo *p) {
     }
     cr_env_pool_outputs out = {pp->obs, pp->reward, pp->terminated, pp->truncated, pp->final_obs};
     cr_env_pool_set_outputs(&pp->pool, &out);
-#ifdef CUDARL_WITH_CUDA
     if (p->fused_pool) {
-        pp->d_obs = cr_cuda_host_device_ptr(pp->obs);
-        pp->d_final_obs = cr_cuda_host_device_ptr(pp->final_obs);
-        pp->d_reward = cr_cuda_host_device_ptr(pp->reward);
-        pp->d_terminated = cr_cuda_host_device_ptr(pp->terminated);
-        pp->d_truncated = cr_cuda_host_device_ptr(pp->truncated);
-        pp->d_actions = cr_cuda_host_device_ptr(pp->actions);
+        pp->d_obs = cr_ctx_host_device_ptr(p->ctx, pp->obs);
+        pp->d_final_obs = cr_ctx_host_device_ptr(p->ctx, pp->final_obs);
+        pp->d_reward = cr_ctx_host_device_ptr(p->ctx, pp->reward);
+        pp->d_terminated = cr_ctx_host_device_ptr(p->ctx, pp->terminated);
+        pp->d_truncated = cr_ctx_host_device_ptr(p->ctx, pp->truncated);
+        pp->d_actions = cr_ctx_host_device_ptr(p->ctx, pp->actions);
     }
-#endif
     CR_INFO("envs on the CPU: %d x %s on %d thread%s in %d group%s", p->N, pp->def->id,
             threads, threads == 1 ? "" : "s", pp->groups, pp->groups == 1 ? "" : "s");
     return CUDARL_OK;
@@ -274,7 +268,6 @@ static void act(cr_ppo *p, int t, int b, int n) {
     }
 }
 
-#ifdef CUDARL_WITH_CUDA
 /* The fused pool step (ppo_rollout_cuda.h) of envs [b, b + n): the outputs of step t_absorb
  * and the policy of step t_act (-1: none; t_act -1 with `end` also sets the rollout's last
  * values and observations), reading and writing the pinned host buffers in place. */
@@ -283,7 +276,7 @@ static void fused_step(cr_ppo *p, int g, int t_absorb, int t_act, int b, int n, 
     /* --profile: the group's previous step is done (its threads or the phase's device sync
      * waited for it): add its device time, then time this one */
     if (pp->t_start[g] && pp->busy[g])
-        p->prof.gpu_busy += 1e-3 * cr_cuda_event_elapsed_ms(pp->t_start[g], pp->t_end[g]);
+        p->prof.gpu_busy += 1e-3 * cr_ctx_event_elapsed_ms(p->ctx, pp->t_start[g], pp->t_end[g]);
     if (pp->t_start[g]) p->ctx->ops->event_record(p->ctx, pp->t_start[g]);
     cr_ppo_pool_step_args a = {
         .actor = cr_ac_actor(&p->layout, p->act_params),
@@ -301,20 +294,15 @@ static void fused_step(cr_ppo *p, int g, int t_absorb, int t_act, int b, int n, 
     cr_ppo_pool_step_cuda(p->ctx, &a);
     if (pp->t_end[g]) p->ctx->ops->event_record(p->ctx, pp->t_end[g]), pp->busy[g] = 1;
 }
-#endif
 
 /* The device's work for group g, envs [b, b + n), at step t of the schedule: take in the
  * outputs of step t - 1 (t > 0) and act on step t (t < T; t == T is the rollout's end). Fused:
  * one kernel (ppo_rollout_cuda.h's pool step) instead of ~20 copies and ops. */
 static void group_work(cr_ppo *p, int g, int t, int b, int n) {
-#ifdef CUDARL_WITH_CUDA
     if (p->fused_pool) {
         fused_step(p, g, t - 1, t < p->T ? t : -1, b, n, t == p->T);
         return;
     }
-#else
-    (void)g;
-#endif
     if (t > 0) absorb(p, t - 1, b, n);
     if (t < p->T) act(p, t, b, n);
 }
@@ -336,13 +324,11 @@ void cr_ppo_pool_rollout_steps(cr_ppo *p) {
             CR_RANGE_POP();
         }
     }
-#ifdef CUDARL_WITH_CUDA
     if (p->fused_pool) { /* last values and observations are the last kernels' */
         cr_ppo_pool_rollout_cuda_end(ctx, p->sampler, p->T, p->N, p->done, p->fin_return,
                                      p->fin_length, p->log);
         return;
     }
-#endif
     if (p->conv) { /* the logits are the forward's scratch here */
         ctx->ops->copy_from_host(ctx, p->cnn.cur_obs, pp->obs, (size_t)p->N * (size_t)p->D);
         cr_ppo_conv_forward(p, p->act_params, p->cnn.cur_obs, p->logits, p->last_values, p->N);

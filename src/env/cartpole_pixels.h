@@ -42,13 +42,6 @@ extern const cudarl_env_def cr_cartpole_pixels_def;
  * x and theta are drawn). */
 void cr_cartpole_pixels_render(const double state[4], uint8_t frame[CR_CARTPOLE_PIXELS_FRAME_BYTES]);
 
-#ifdef CUDARL_WITH_CUDA
-/* The CUDA twin of cr_cartpole_pixels_render (cartpole_pixels.cu): draws frames (N, 84, 84) of
- * states (N, 4) (both device memory), the same bytes as the CPU. Queued on `stream` (a
- * cudaStream_t; NULL for the default stream); nothing waits. N = 0 launches nothing. A failed
- * launch is a bug: it prints file:line and the CUDA error and aborts. */
-void cr_cartpole_pixels_cuda_render(const double *state, uint8_t *frames, int N, void *stream);
-
 /* The env's CUDA twin: N envs on the device, each state the CPU def's struct (the frame ring
  * included), stepped as a cr_env_pool of cr_cartpole_pixels_def steps them: the same draws, the
  * pool's same-step autoreset, truncation at 500 steps counted as the pool counts, the same
@@ -61,6 +54,13 @@ typedef struct cr_cartpole_pixels_cuda {
     cr_cartpole_pixels_state *states; /* (N) device */
     int32_t *elapsed;                 /* (N) device: steps into the episode, as the pool counts */
 } cr_cartpole_pixels_cuda;
+
+#ifdef CUDARL_WITH_CUDA
+/* The CUDA twin of cr_cartpole_pixels_render (cartpole_pixels.cu): draws frames (N, 84, 84) of
+ * states (N, 4) (both device memory), the same bytes as the CPU. Queued on `stream` (a
+ * cudaStream_t; NULL for the default stream); nothing waits. N = 0 launches nothing. A failed
+ * launch is a bug: it prints file:line and the CUDA error and aborts. */
+void cr_cartpole_pixels_cuda_render(const double *state, uint8_t *frames, int N, void *stream);
 
 /* Device bytes for n envs (states, then elapsed; 64-byte aligned pieces). */
 size_t cr_cartpole_pixels_cuda_bytes(int n);

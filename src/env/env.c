@@ -16,19 +16,19 @@
 #include "env/minatar.h"
 #include "env/env.h"
 
-/* The built-in envs, and whether cr_env_batch can run each (it steps CartPole only; an env
- * without a batch twin is stepped by the pool, env_pool.h). */
+/* The built-in envs and their twins (env.h's CR_ENV_* bits); every env also steps on CPU
+ * threads (env_pool.h). */
 static const struct {
     const cudarl_env_def *def;
-    int batched;
+    int caps;
 } builtins[] = {
-    {&cr_cartpole_def, 1},
-    {&cr_cartpole_pixels_def, 0},
-    {&cr_minatar_breakout_def, 0},
-    {&cr_minatar_asterix_def, 0},
-    {&cr_minatar_freeway_def, 0},
-    {&cr_minatar_seaquest_def, 0},
-    {&cr_minatar_space_invaders_def, 0},
+    {&cr_cartpole_def, CR_ENV_BATCH},
+    {&cr_cartpole_pixels_def, CR_ENV_IMAGE_TWIN},
+    {&cr_minatar_breakout_def, CR_ENV_IMAGE_TWIN},
+    {&cr_minatar_asterix_def, CR_ENV_IMAGE_TWIN},
+    {&cr_minatar_freeway_def, CR_ENV_IMAGE_TWIN},
+    {&cr_minatar_seaquest_def, CR_ENV_IMAGE_TWIN},
+    {&cr_minatar_space_invaders_def, CR_ENV_IMAGE_TWIN},
 };
 #define NUM_BUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
@@ -36,7 +36,6 @@ typedef struct env_entry {
     cudarl_env_def def;         /* a copy; def.id points at id below */
     char id[CUDARL_ENV_ID_MAX];
     cr_env_info info;
-    int batched;
 } env_entry;
 
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
@@ -57,7 +56,7 @@ size_t cr_env_def_obs_bytes(const cudarl_env_def *def) {
 
 /* Fills the next entry from a def already checked, and publishes it. The caller holds the lock
  * (or runs the one-time init). */
-static void registry_append(const cudarl_env_def *def, int batched) {
+static void registry_append(const cudarl_env_def *def, int caps) {
     int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
     env_entry *e = &registry[n];
     e->def = *def;
@@ -65,8 +64,7 @@ static void registry_append(const cudarl_env_def *def, int batched) {
     e->def.id = e->id;
     for (int k = def->obs_rank; k < 3; k++) e->def.obs_shape[k] = 1; /* 0 was allowed */
     e->info = (cr_env_info){e->id, (int)cr_env_def_obs_elems(def), def->num_actions,
-                            def->max_episode_steps, def->solved_return, &e->def};
-    e->batched = batched;
+                            def->max_episode_steps, def->solved_return, &e->def, caps};
     registry_names[n] = e->id;
     atomic_store_explicit(&registry_count, n + 1, memory_order_release);
 }
@@ -74,7 +72,7 @@ static void registry_append(const cudarl_env_def *def, int batched) {
 static void registry_init(void) {
     for (int i = 0; i < NUM_BUILTINS; i++) {
         CUDARL_ASSERT(cr_env_def_check(builtins[i].def) == CUDARL_OK); /* a built-in is valid */
-        registry_append(builtins[i].def, builtins[i].batched);
+        registry_append(builtins[i].def, builtins[i].caps);
     }
 }
 
@@ -93,23 +91,12 @@ static const env_entry *registry_lookup(const char *id) {
 
 const cr_env_info *cr_env_find(const char *id) {
     const env_entry *e = registry_lookup(id);
-    return e && e->batched ? &e->info : NULL;
+    return e && (e->info.caps & CR_ENV_BATCH) ? &e->info : NULL;
 }
 
 const cr_env_info *cr_env_info_find(const char *id) {
     const env_entry *e = registry_lookup(id);
     return e ? &e->info : NULL;
-}
-
-int cr_env_has_cuda_twin(const char *id) {
-    static const cudarl_env_def *const minatar[] = {
-        &cr_minatar_breakout_def, &cr_minatar_asterix_def, &cr_minatar_freeway_def,
-        &cr_minatar_seaquest_def, &cr_minatar_space_invaders_def};
-    if (cr_env_find(id)) return 1;
-    /* by id: the registry holds copies of the defs, and ids are unique in it */
-    for (size_t i = 0; id && i < sizeof minatar / sizeof minatar[0]; i++)
-        if (!strcmp(id, minatar[i]->id)) return 1;
-    return 0;
 }
 
 const cudarl_env_def *cr_env_def_find(const char *id) {

@@ -18,6 +18,15 @@
 #include "env/cartpole.h"
 #include "ops/backend.h"
 
+/* What an env has besides its def, as the registry records it (cr_env_info.caps):
+ *   CR_ENV_BATCH       cr_env_batch steps it (on the CPU, or by its CUDA twin on a CUDA
+ *                      context): CartPole-v1
+ *   CR_ENV_IMAGE_TWIN  an image twin (image_twin.h) steps it on a CUDA context: the MinAtar
+ *                      games and CartPolePixels-v1
+ * An env with neither (every env a user registers) steps on CPU threads (env_pool.h). */
+enum { CR_ENV_BATCH = 1 << 0, CR_ENV_IMAGE_TWIN = 1 << 1 };
+#define CR_ENV_CUDA_TWIN (CR_ENV_BATCH | CR_ENV_IMAGE_TWIN)
+
 /* What the trainers need to know of an env: derived from its def by the registry. */
 typedef struct cr_env_info {
     const char *id;          /* "CartPole-v1" */
@@ -26,15 +35,12 @@ typedef struct cr_env_info {
     int max_episode_steps;   /* truncation limit */
     double solved_return;    /* the conventional "solved" threshold of the mean return */
     const cudarl_env_def *def; /* the registered def it was derived from */
+    int caps;                /* CR_ENV_* bits */
 } cr_env_info;
 
-/* The env named `id` that cr_env_batch can run (today CartPole-v1), or NULL. Registered envs
- * without a batch twin are found by cr_env_def_find. */
+/* The env named `id` that cr_env_batch can run (caps CR_ENV_BATCH), or NULL. Registered envs
+ * without a batch twin are found by cr_env_info_find. */
 const cr_env_info *cr_env_find(const char *id);
-
-/* Whether env `id` has a CUDA twin DQN's --env-device cuda can run: CartPole-v1 (the batch
- * above) and the five MinAtar games (minatar_cuda.h). Host code, any build. */
-int cr_env_has_cuda_twin(const char *id);
 
 /* What the trainers need to know of any registered env named `id` (batched or not), or NULL. */
 const cr_env_info *cr_env_info_find(const char *id);

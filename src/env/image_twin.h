@@ -1,9 +1,11 @@
-/* The CUDA twins of the built-in image envs, behind one interface for the trainers: MinAtar's
- * five games (minatar_cuda.h) and CartPolePixels-v1 (cartpole_pixels.h's twin). Each steps N
- * envs on the device as a cr_env_pool of the env's def steps them on CPU threads (the same
- * observation bytes, rewards, flags and final observations for the same seed and actions), so a
- * trainer may put its envs on either side. Every call is queued on the context's stream,
- * allocates nothing and can be captured in a CUDA graph. */
+/* The CUDA twins of the built-in image envs (the registry's CR_ENV_IMAGE_TWIN), behind one
+ * interface for the trainers: MinAtar's five games (minatar_cuda.h) and CartPolePixels-v1
+ * (cartpole_pixels.h's twin). Each steps N envs on the device as a cr_env_pool of the env's def
+ * steps them on CPU threads (the same observation bytes, rewards, flags and final observations
+ * for the same seed and actions), so a trainer may put its envs on either side. Every call is
+ * queued on the context's stream, allocates nothing and can be captured in a CUDA graph. Declared
+ * in every build; without the CUDA backend, bytes and init refuse with a message (no context
+ * can be a CUDA one there, so nothing else is reached). */
 #ifndef CUDARL_IMAGE_TWIN_H
 #define CUDARL_IMAGE_TWIN_H
 
@@ -18,10 +20,6 @@
 extern "C" {
 #endif
 
-/* Whether env `id` has an image twin (host code, any build). */
-int cr_image_twin_has(const char *id);
-
-#ifdef CUDARL_WITH_CUDA
 typedef struct cr_image_twin {
     int kind;                   /* 1: a MinAtar game, 2: CartPolePixels-v1 */
     int num_envs;
@@ -45,7 +43,6 @@ void cr_image_twin_step(cudarl_ctx *ctx, const cr_image_twin *twin, const int32_
                         uint8_t *done, uint8_t *final_obs);
 /* Whether an episode of the env can be truncated (a time limit): MinAtar's cannot. */
 int cr_image_twin_truncates(const cr_image_twin *twin);
-#endif
 
 #ifdef __cplusplus
 }

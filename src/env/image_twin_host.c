@@ -1,12 +1,41 @@
-/* cr_image_twin_has (image_twin.h): known in every build, by id (the registry's defs are copies,
- * ids are unique in it). */
-#include <string.h>
-
-#include "env/env.h"
+/* image_twin.h in a build without the CUDA backend: no twin can run, so bytes and init refuse
+ * (the trainers ask them before anything else) and the rest is never reached. With the backend,
+ * image_twin.cu defines them all. */
 #include "env/image_twin.h"
 
-int cr_image_twin_has(const char *id) {
-    if (!id) return 0;
-    if (!strcmp(id, cr_cartpole_pixels_def.id)) return 1;
-    return cr_env_has_cuda_twin(id) && strncmp(id, "MinAtar/", 8) == 0;
+#ifndef CUDARL_WITH_CUDA
+#include <string.h>
+
+#include "core/core.h"
+
+cudarl_status cr_image_twin_bytes(const char *id, int n, size_t *bytes) {
+    (void)n;
+    *bytes = 0;
+    return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s on the GPU needs cudarl built with CUDA; use "
+                   "--env-device cpu", id ? id : "(no env)");
 }
+
+cudarl_status cr_image_twin_init(cr_image_twin *twin, const char *id, int n, void *mem) {
+    (void)mem;
+    memset(twin, 0, sizeof *twin);
+    return cr_image_twin_bytes(id, n, &twin->bytes);
+}
+
+void cr_image_twin_reset(cudarl_ctx *ctx, const cr_image_twin *twin, uint64_t seed,
+                         uint8_t *obs) {
+    (void)ctx, (void)twin, (void)seed, (void)obs;
+    CUDARL_ASSERT(!"an image twin steps on a CUDA context only");
+}
+
+void cr_image_twin_step(cudarl_ctx *ctx, const cr_image_twin *twin, const int32_t *actions,
+                        uint8_t *obs, float *reward, uint8_t *terminated, uint8_t *truncated,
+                        uint8_t *done, uint8_t *final_obs) {
+    (void)ctx, (void)twin, (void)actions, (void)obs, (void)reward, (void)terminated;
+    (void)truncated, (void)done, (void)final_obs;
+    CUDARL_ASSERT(!"an image twin steps on a CUDA context only");
+}
+
+int cr_image_twin_truncates(const cr_image_twin *twin) {
+    return twin->kind == 2 || twin->minatar.max_episode_steps > 0;
+}
+#endif

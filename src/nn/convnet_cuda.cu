@@ -57,7 +57,7 @@
 // Everything else is the fp32 engine's, so the mixed handle differs from fp32 only by the
 // rounding of the products' inputs (nn/precision.c's conv rows). fp16 inputs overflow above
 // 65504: a loss-scaled gradient that does becomes inf in G and then in dW, which the trainer's
-// loss scaler finds and skips (nn/loss_scale.h).
+// loss scaler finds and skips (ops/loss_scale.h).
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * Everything else is float32 under every precision: every accumulation, the master weights, the
  * weight gradients, Adam's moments, and the ops of cr_precision_fp32_ops (losses, advantages,
  * returns, GAE, softmax, reductions), each with the reason it stays float32. FP16 adds dynamic
- * loss scaling (nn/loss_scale.h).
+ * loss scaling (ops/loss_scale.h).
  *
  * cr_precision_tolerances is the per-op tolerance of an op run in a precision against the float32
  * CPU reference (the GPU test of a reduced-precision kernel reads it), with the reason for each
@@ -49,7 +49,7 @@ typedef struct cr_precision_policy {
     cr_dtype master_weights;  /* the parameters Adam updates: F32 */
     cr_dtype weight_grads;    /* dw, db as the optimizer reads them: F32 */
     cr_dtype optimizer_state; /* Adam's m and v: F32 */
-    int loss_scaling;         /* dynamic loss scaling (nn/loss_scale.h) */
+    int loss_scaling;         /* dynamic loss scaling (ops/loss_scale.h) */
     const char *why;          /* why this precision looks as it does */
 } cr_precision_policy;
 

@@ -12,6 +12,7 @@
 
 #include "core/core.h"
 #include "ops/cpu/ops_cpu.h"
+#include "ops/loss_scale.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -119,11 +120,23 @@ struct cr_backend {
                      const float *old_logp, const float *adv, const float *value,
                      const float *old_value, const float *returns, const cr_ppo_loss_params *p,
                      float *dlogits, float *dvalue, cr_ppo_stats_acc *acc, int B, int A);
+    /* torch's clip_grad_norm_ of g (n); the norm is added to *norm_sum (backend memory) */
     void (*clip_grad_norm)(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
-                           cr_ppo_stats_acc *acc);
+                           double *norm_sum);
     /* Adam with the learning rate and step count in backend memory: *t += 1, then the step */
     void (*adam_step)(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
                       const float *lr, float b1, float b2, float eps, int64_t *t);
+    /* dynamic loss scaling (ops/loss_scale.h: torch.amp.GradScaler's rules), the state s in
+     * backend memory: dy *= scale; g *= 1/scale, setting s->found_inf on an inf or NaN; adam_step
+     * unless s->found_inf (nothing touched when it is set); the scale's update from found_inf,
+     * which it clears (cfg read on the host at the call) */
+    void (*loss_scale_apply)(cudarl_ctx *ctx, const cr_loss_scale_state *s, float *dy, size_t n);
+    void (*loss_scale_unscale)(cudarl_ctx *ctx, cr_loss_scale_state *s, float *g, size_t n);
+    void (*adam_step_if)(cudarl_ctx *ctx, const cr_loss_scale_state *s, float *p, const float *g,
+                         float *m, float *v, size_t n, const float *lr, float b1, float b2,
+                         float eps, int64_t *t);
+    void (*loss_scale_update)(cudarl_ctx *ctx, cr_loss_scale_state *s,
+                              const cr_loss_scale_config *cfg);
     /* optional (NULL where unsupported): record the ops enqueued between graph_begin and
      * graph_end into a graph that graph_launch replays with the same buffers */
     cudarl_status (*graph_begin)(cudarl_ctx *ctx);
@@ -144,6 +157,19 @@ struct cr_backend {
     void (*event_record)(cudarl_ctx *ctx, void *event);
     int (*event_done)(cudarl_ctx *ctx, void *event);
     void (*event_wait)(cudarl_ctx *ctx, void *event);
+    /* optional (NULL on the CPU, which has one address space and no device to switch; the
+     * cr_ctx_* wrappers below call them where present): make ctx's GPU the calling thread's
+     * current device; let kernels on `from`'s GPU reach `to`'s memory; make ctx's later work
+     * wait on the device for an event of any context of the same device; the device address of
+     * pinned host memory (zero-copy); an event that records time and the milliseconds between
+     * two such completed events; what a run on ctx's device may allocate (-1: unknown) */
+    void (*make_current)(const cudarl_ctx *ctx);
+    cudarl_status (*enable_peer)(const cudarl_ctx *from, const cudarl_ctx *to);
+    void (*stream_wait_event)(cudarl_ctx *ctx, void *event);
+    void *(*host_device_ptr)(void *host);
+    cudarl_status (*timing_event_create)(void **event);
+    float (*event_elapsed_ms)(void *start, void *end);
+    int64_t (*mem_budget)(cudarl_ctx *ctx, const char **source);
     /* optional: the device's fp32 peak (FLOP/s) and memory bandwidth (bytes/s) */
     void (*peaks)(cudarl_ctx *ctx, double *flops, double *bytes_per_s);
     /* optional (NULL where absent; the CUDA backend drops it when CUDARL_FUSED=0 at context
@@ -210,6 +236,18 @@ static inline int cr_ppo_fused_supported(const cr_backend *o, const cr_mlp_view 
  * (pinned_alloc), plain malloc elsewhere; free it with cr_host_buffer_free on the same ctx. */
 cudarl_status cr_host_buffer_alloc(cudarl_ctx *ctx, void **p, size_t bytes);
 void cr_host_buffer_free(cudarl_ctx *ctx, void *p);
+
+/* The optional device-context ops above, for any context: on the CPU make_current,
+ * stream_wait_event do nothing (its ops run in order on the calling thread), host_device_ptr
+ * is the host pointer itself, mem_budget is -1 and the timing event is NULL (no device time to
+ * measure); enable_peer is CUDARL_ERR_UNSUPPORTED there. */
+void cr_ctx_make_current(const cudarl_ctx *ctx);
+cudarl_status cr_ctx_enable_peer(const cudarl_ctx *from, const cudarl_ctx *to);
+void cr_ctx_stream_wait_event(cudarl_ctx *ctx, void *event);
+void *cr_ctx_host_device_ptr(const cudarl_ctx *ctx, void *host);
+cudarl_status cr_ctx_timing_event_create(const cudarl_ctx *ctx, void **event);
+float cr_ctx_event_elapsed_ms(const cudarl_ctx *ctx, void *start, void *end);
+int64_t cr_ctx_mem_budget(cudarl_ctx *ctx, const char **source);
 
 /* The CPU backend (always built). */
 extern const cr_backend cr_backend_cpu;

@@ -126,8 +126,8 @@ static void cpu_ppo_loss(cudarl_ctx *ctx, const float *logits, const int32_t *ac
 }
 
 static void cpu_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
-                               cr_ppo_stats_acc *acc) {
-    acc->grad_norm_sum += cr_cpu_clip_grad_norm(g, n, max_norm);
+                               double *norm_sum) {
+    *norm_sum += cr_cpu_clip_grad_norm(g, n, max_norm);
 }
 
 static void cpu_adam_step(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
@@ -170,6 +170,26 @@ static void cpu_u8_to_float(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t 
     for (size_t i = 0; i < n; i++) y[i] = (float)x[i];
 }
 
+static void cpu_loss_scale_apply(cudarl_ctx *ctx, const cr_loss_scale_state *s, float *dy,
+                                 size_t n) {
+    cr_loss_scale_apply(s, dy, n);
+}
+
+static void cpu_loss_scale_unscale(cudarl_ctx *ctx, cr_loss_scale_state *s, float *g, size_t n) {
+    (void)cr_loss_scale_unscale(s, g, n);
+}
+
+static void cpu_adam_step_if(cudarl_ctx *ctx, const cr_loss_scale_state *s, float *p,
+                             const float *g, float *m, float *v, size_t n, const float *lr,
+                             float b1, float b2, float eps, int64_t *t) {
+    (void)cr_loss_scale_adam_step_if(s, p, g, m, v, n, lr, b1, b2, eps, t);
+}
+
+static void cpu_loss_scale_update(cudarl_ctx *ctx, cr_loss_scale_state *s,
+                                  const cr_loss_scale_config *cfg) {
+    cr_loss_scale_update(s, cfg);
+}
+
 const cr_backend cr_backend_cpu = {
     .name = "cpu",
     .arena_alloc = cpu_arena_alloc,
@@ -198,6 +218,10 @@ const cr_backend cr_backend_cpu = {
     .ppo_loss = cpu_ppo_loss,
     .clip_grad_norm = cpu_clip_grad_norm,
     .adam_step = cpu_adam_step,
+    .loss_scale_apply = cpu_loss_scale_apply,
+    .loss_scale_unscale = cpu_loss_scale_unscale,
+    .adam_step_if = cpu_adam_step_if,
+    .loss_scale_update = cpu_loss_scale_update,
     .dqn_loss = cpu_dqn_loss,
     .epsilon_schedule = cpu_epsilon_schedule,
     .epsilon_greedy = cpu_epsilon_greedy,

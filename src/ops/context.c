@@ -99,3 +99,36 @@ void cr_host_buffer_free(cudarl_ctx *ctx, void *p) {
     if (ctx->ops->pinned_free) ctx->ops->pinned_free(ctx, p);
     else free(p);
 }
+
+void cr_ctx_make_current(const cudarl_ctx *ctx) {
+    if (ctx->ops->make_current) ctx->ops->make_current(ctx);
+}
+
+cudarl_status cr_ctx_enable_peer(const cudarl_ctx *from, const cudarl_ctx *to) {
+    if (from->ops->enable_peer) return from->ops->enable_peer(from, to);
+    return cr_fail(CUDARL_ERR_UNSUPPORTED, "peer access between contexts needs two GPU contexts "
+                   "(this one is %s)", from->ops->name);
+}
+
+void cr_ctx_stream_wait_event(cudarl_ctx *ctx, void *event) {
+    if (ctx->ops->stream_wait_event) ctx->ops->stream_wait_event(ctx, event);
+}
+
+void *cr_ctx_host_device_ptr(const cudarl_ctx *ctx, void *host) {
+    return ctx->ops->host_device_ptr ? ctx->ops->host_device_ptr(host) : host;
+}
+
+cudarl_status cr_ctx_timing_event_create(const cudarl_ctx *ctx, void **event) {
+    *event = NULL;
+    return ctx->ops->timing_event_create ? ctx->ops->timing_event_create(event) : CUDARL_OK;
+}
+
+float cr_ctx_event_elapsed_ms(const cudarl_ctx *ctx, void *start, void *end) {
+    return ctx->ops->event_elapsed_ms ? ctx->ops->event_elapsed_ms(start, end) : 0.0f;
+}
+
+int64_t cr_ctx_mem_budget(cudarl_ctx *ctx, const char **source) {
+    if (ctx->ops->mem_budget) return ctx->ops->mem_budget(ctx, source);
+    *source = "no device";
+    return -1;
+}

@@ -17,7 +17,7 @@
 #include "nn/convnet.h"
 #include "nn/qnet.h"
 #include "onnx.pb-c.h"
-#include "runtime/checkpoint.h"
+#include "runtime/mlp_check.h"
 #include "runtime/policy.h"
 
 /* Opset 17 (ONNX 1.12, IR version 8): every op used here (Gemm-13, Conv-11, Flatten-13,
@@ -45,29 +45,16 @@ typedef struct onnx_policy {
     cr_convnet cnn;   /* conv: the planned spec, checked against the file as cudarl eval does */
 } onnx_policy;
 
-/* A positive integer of the checkpoint's metadata. */
-static cudarl_status meta_int(const cr_st_file *f, const char *path, const char *key, int *out) {
-    const char *v = cr_st_meta(f, key);
-    char *end = NULL;
-    errno = 0;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || errno || *end || end == v || x < 1 || x > 1 << 20)
-        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': metadata '%s' is %.32s, expected a "
-                       "positive integer; the file is damaged", path, key, v ? v : "missing");
-    *out = (int)x;
-    return CUDARL_OK;
-}
-
 /* The MLP: tensors checked against the metadata (cr_checkpoint_check_format), and its
  * observations as the policy runtime reads them: uint8 where obs_input says they were cast
  * (DQN on MinAtar) or the env gives uint8, else float32. */
 static cudarl_status mlp_read(const cr_st_file *f, const char *path, onnx_policy *p) {
     CR_TRY(cr_checkpoint_check_format(f, path, p->is_dqn ? "dqn" : "ppo"));
-    CR_TRY(meta_int(f, path, "obs_dim", &p->obs_dim));
-    CR_TRY(meta_int(f, path, "num_actions", &p->num_actions));
-    CR_TRY(meta_int(f, path, p->is_dqn ? "hidden1" : "hidden", &p->h1));
+    CR_TRY(cr_checkpoint_meta_int(f, path, "obs_dim", &p->obs_dim));
+    CR_TRY(cr_checkpoint_meta_int(f, path, "num_actions", &p->num_actions));
+    CR_TRY(cr_checkpoint_meta_int(f, path, p->is_dqn ? "hidden1" : "hidden", &p->h1));
     p->h2 = p->h1;
-    if (p->is_dqn) CR_TRY(meta_int(f, path, "hidden2", &p->h2));
+    if (p->is_dqn) CR_TRY(cr_checkpoint_meta_int(f, path, "hidden2", &p->h2));
     const char *in = cr_st_meta(f, "obs_input"), *env = cr_st_meta(f, "env_id");
     if (in && strcmp(in, CR_POLICY_U8_CAST))
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "checkpoint '%s' records obs_input '%.64s', which "

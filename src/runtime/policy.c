@@ -13,25 +13,12 @@
 #include "ops/cuda/cuda_backend.h"
 #endif
 #include "ops/cpu/ops_conv.h"
-#include "runtime/checkpoint.h"
+#include "runtime/mlp_check.h"
 #include "runtime/policy.h"
 
 #define MAX_DEADLINE_US 1e9 /* 1000 s: longer is a mistake in units */
 
 /* ---- the network in a checkpoint --------------------------------------------------------- */
-
-/* A positive integer of the checkpoint's metadata (cr_checkpoint_check_format has checked the
- * ones the tensors depend on). */
-static cudarl_status meta_int(const cr_st_file *f, const char *path, const char *key, int *out) {
-    const char *v = cr_st_meta(f, key);
-    char *end = NULL;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || end == v || x < 1 || x > 1 << 20)
-        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': metadata '%s' is %.32s, expected a "
-                       "positive integer; the file is damaged", path, key, v ? v : "missing");
-    *out = (int)x;
-    return CUDARL_OK;
-}
 
 /* Which network the file holds: algo ppo or dqn, and a convolutional network where the file
  * carries its spec (metadata "network"), else the algo's MLP (policy "mlp" or "qnet"), whose
@@ -88,11 +75,11 @@ static cudarl_status obs_kind(const cr_st_file *f, const char *path, const cudar
 static cudarl_status mlp_read(const cr_st_file *f, const char *path, const cudarl_env_def *def,
                               cr_policy_net *net) {
     int h1 = 0, h2 = 0;
-    CR_TRY(meta_int(f, path, "obs_dim", &net->obs_dim));
-    CR_TRY(meta_int(f, path, "num_actions", &net->num_actions));
-    CR_TRY(meta_int(f, path, net->is_dqn ? "hidden1" : "hidden", &h1));
+    CR_TRY(cr_checkpoint_meta_int(f, path, "obs_dim", &net->obs_dim));
+    CR_TRY(cr_checkpoint_meta_int(f, path, "num_actions", &net->num_actions));
+    CR_TRY(cr_checkpoint_meta_int(f, path, net->is_dqn ? "hidden1" : "hidden", &h1));
     h2 = h1;
-    if (net->is_dqn) CR_TRY(meta_int(f, path, "hidden2", &h2));
+    if (net->is_dqn) CR_TRY(cr_checkpoint_meta_int(f, path, "hidden2", &h2));
     if (def && (cr_env_def_obs_elems(def) != (size_t)net->obs_dim ||
                 def->num_actions != net->num_actions))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is for env '%s' with obs_dim %d and "
@@ -166,7 +153,7 @@ static cudarl_status conv_meta_agrees(const cr_st_file *f, const char *path, con
                                       int want) {
     if (!cr_st_meta(f, key)) return CUDARL_OK;
     int v = 0;
-    CR_TRY(meta_int(f, path, key, &v));
+    CR_TRY(cr_checkpoint_meta_int(f, path, key, &v));
     if (v != want)
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s': metadata '%s' is %d but its network "
                        "spec (metadata \"%s\") gives %d; the file was altered: use a "

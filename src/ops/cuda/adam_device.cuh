@@ -10,6 +10,16 @@
 
 #include "ops/cuda/cuda_common.cuh"
 
+// Adam's bias-corrected step size lr / (1 - b1^t) and sqrt(1 - b2^t) at step t, in double and
+// rounded once to float, as the CPU computes them (src/ops/cpu/adam.c): the one place the CUDA
+// twins compute them (cr_adam_block, optim.cu's adam_prepare, loss_scale.cu's skip-aware one).
+__device__ __forceinline__ void cr_adam_bias_terms(int64_t t, const float *lr, float b1, float b2,
+                                                   float *step, float *bc2_sqrt) {
+    double bc1 = 1.0 - pow((double)b1, (double)t), bc2 = 1.0 - pow((double)b2, (double)t);
+    *step = (float)((double)*lr / bc1);
+    *bc2_sqrt = (float)sqrt(bc2);
+}
+
 __device__ __forceinline__ void cr_adam_block(float *__restrict__ p, const float *__restrict__ g,
                                               float *__restrict__ m, float *__restrict__ v,
                                               size_t n, int64_t *t, const float *lr, float b1,
@@ -19,9 +29,7 @@ __device__ __forceinline__ void cr_adam_block(float *__restrict__ p, const float
     __shared__ int64_t t_sh;
     if (threadIdx.x == 0) {
         int64_t next = *t + 1;
-        double bc1 = 1.0 - pow((double)b1, (double)next), bc2 = 1.0 - pow((double)b2, (double)next);
-        step_sh = (float)((double)*lr / bc1);
-        bc2_sqrt_sh = (float)sqrt(bc2);
+        cr_adam_bias_terms(next, lr, b1, b2, &step_sh, &bc2_sqrt_sh);
         t_sh = next;
     }
     __syncthreads();

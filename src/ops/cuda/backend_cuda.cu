@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops/cuda/cuda_common.cuh"
+#include "ops/cuda/loss_scale_cuda.h"
 #include "ops/cuda/meminfo.h"
 
 // cuBLAS's own default workspace is 32 MiB on Hopper and 4 MiB before it (cuBLAS docs,
@@ -304,7 +305,7 @@ static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 48 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 59 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -334,6 +335,10 @@ extern "C" const cr_backend cr_backend_cuda = {
     .ppo_loss = cr_cuda_ppo_loss,
     .clip_grad_norm = cr_cuda_clip_grad_norm,
     .adam_step = cr_cuda_adam_step,
+    .loss_scale_apply = cr_cuda_loss_scale_apply,
+    .loss_scale_unscale = cr_cuda_loss_scale_unscale,
+    .adam_step_if = cr_cuda_adam_step_if,
+    .loss_scale_update = cr_cuda_loss_scale_update,
     .graph_begin = cr_cuda_graph_begin,
     .graph_end = cr_cuda_graph_end,
     .graph_launch = cr_cuda_graph_launch,
@@ -347,6 +352,13 @@ extern "C" const cr_backend cr_backend_cuda = {
     .event_record = cr_cuda_event_record,
     .event_done = cr_cuda_event_done,
     .event_wait = cr_cuda_event_wait,
+    .make_current = cr_cuda_make_current,
+    .enable_peer = cr_cuda_enable_peer,
+    .stream_wait_event = cr_cuda_stream_wait_event,
+    .host_device_ptr = cr_cuda_host_device_ptr,
+    .timing_event_create = cr_cuda_timing_event_create,
+    .event_elapsed_ms = cr_cuda_event_elapsed_ms,
+    .mem_budget = cr_cuda_mem_budget,
     .peaks = peaks,
     .ppo_minibatch_grads = cr_cuda_ppo_minibatch_grads,
     .ppo_minibatch_scratch_bytes = cr_cuda_ppo_minibatch_scratch_bytes,

@@ -246,7 +246,7 @@ void cr_cuda_ppo_minibatch_grads(cudarl_ctx *ctx, const cr_mlp_view *actor,
                                  void *scratch, int B, int A);
 // optim.cu
 void cr_cuda_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
-                            cr_ppo_stats_acc *acc);
+                            double *norm_sum);
 void cr_cuda_adam_step(cudarl_ctx *ctx, float *p, const float *g, float *m, float *v, size_t n,
                        const float *lr, float b1, float b2, float eps, int64_t *t);
 // dqn_ops.cu

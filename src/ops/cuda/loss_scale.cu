@@ -1,5 +1,5 @@
 // Dynamic loss scaling on the device (loss_scale_cuda.h), with the semantics and roundings of
-// src/nn/loss_scale.c: every product is one IEEE float multiplication (__fmul_rn), the reciprocal
+// src/ops/cpu/loss_scale.c: every product is one IEEE float multiplication (__fmul_rn), the reciprocal
 // and the scale updates are double operations rounded once to float, as on the host.
 //
 // unscale: a grid-stride loop; a thread that meets an inf or NaN stores 1.0f into found_inf. Every
@@ -63,9 +63,7 @@ __global__ void adam_if_prepare_kernel(const cr_loss_scale_state *s, int64_t *t,
     if (s->found_inf != 0.0f) return;
     int64_t step = *t + 1;
     *t = step;
-    double bc1 = 1.0 - pow((double)b1, (double)step), bc2 = 1.0 - pow((double)b2, (double)step);
-    scratch->adam_step = (float)((double)*lr / bc1);
-    scratch->adam_bc2_sqrt = (float)sqrt(bc2);
+    cr_adam_bias_terms(step, lr, b1, b2, &scratch->adam_step, &scratch->adam_bc2_sqrt);
 }
 
 // optim.cu's adam_kernel behind `found_inf == 0`: the same cr_adam_block (adam_device.cuh).

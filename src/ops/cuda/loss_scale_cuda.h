@@ -1,5 +1,5 @@
-/* Dynamic loss scaling on the device: the CUDA twin of nn/loss_scale.c, with the same semantics
- * (nn/loss_scale.h: torch.amp.GradScaler's) and results bit for bit. Includable from C and C++;
+/* Dynamic loss scaling on the device: the CUDA twin of ops/cpu/loss_scale.c, with the same semantics
+ * (ops/loss_scale.h: torch.amp.GradScaler's) and results bit for bit. Includable from C and C++;
  * compiled only with the CUDA toolkit.
  *
  * The state (cr_loss_scale_state) lives in device memory and never comes to the host: unscale
@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "cudarl.h"
-#include "nn/loss_scale.h"
+#include "ops/loss_scale.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -5,7 +5,7 @@
 // clip_grad_norm: sum of squares in double, each of G blocks over a grid-stride slice, then one
 // block adds the G partials (G a function of n only: a fixed order, bitwise repeatable; it differs
 // from the CPU's index order only in double rounding), computes norm and coef, and adds the norm
-// to acc->grad_norm_sum; a third launch scales g when coef < 1 (or is NaN, as torch does).
+// to *norm_sum; a third launch scales g when coef < 1 (or is NaN, as torch does).
 //
 // adam_step: one launch; each block computes lr / (1 - b1^t) and sqrt(1 - b2^t) for the new t
 // (double, as the CPU), and the elementwise loop is the CPU's with every rounding in the same
@@ -31,8 +31,7 @@ sum_squares_kernel(const float *__restrict__ g, size_t n, cr_cuda_scratch *scrat
 }
 
 __global__ void __launch_bounds__(NORM_THREADS)
-norm_finish_kernel(cr_cuda_scratch *scratch, int blocks, double max_norm,
-                   cr_ppo_stats_acc *acc) {
+norm_finish_kernel(cr_cuda_scratch *scratch, int blocks, double max_norm, double *norm_sum) {
     __shared__ double sh[NORM_THREADS];
     double v[1] = {0.0};
     for (int k = threadIdx.x; k < blocks; k += NORM_THREADS) v[0] += scratch->partial[k][0];
@@ -40,7 +39,7 @@ norm_finish_kernel(cr_cuda_scratch *scratch, int blocks, double max_norm,
     if (threadIdx.x != 0) return;
     double norm = sqrt(v[0]);
     scratch->clip_coef = max_norm / (norm + 1e-6);
-    acc->grad_norm_sum += norm;
+    *norm_sum += norm;
 }
 
 // g *= coef when !(coef >= 1): torch multiplies by clamp(coef, max=1), a no-op at 1, and a NaN
@@ -62,7 +61,7 @@ __global__ void scale_kernel(float *g, size_t n, const cr_cuda_scratch *scratch)
 
 __global__ void __launch_bounds__(SMALL_THREADS)
 clip_small_kernel(float *g, size_t n, double max_norm, cr_cuda_scratch *scratch,
-                  cr_ppo_stats_acc *acc) {
+                  double *norm_sum) {
     __shared__ double sh[SMALL_THREADS];
     __shared__ double coef_sh;
     double v[1] = {0.0};
@@ -75,7 +74,7 @@ clip_small_kernel(float *g, size_t n, double max_norm, cr_cuda_scratch *scratch,
         double norm = sqrt(v[0]);
         coef_sh = max_norm / (norm + 1e-6);
         scratch->clip_coef = coef_sh;
-        acc->grad_norm_sum += norm;
+        *norm_sum += norm;
     }
     __syncthreads();
     const double coef = coef_sh;
@@ -85,12 +84,12 @@ clip_small_kernel(float *g, size_t n, double max_norm, cr_cuda_scratch *scratch,
 }
 
 void cr_cuda_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
-                            cr_ppo_stats_acc *acc) {
+                            double *norm_sum) {
     if (!n) return; // norm 0: coef >= 1, and adding 0 to the sum changes nothing
     cudaStream_t st = cr_stream(ctx);
     cr_cuda_scratch *scratch = cr_impl(ctx)->scratch;
     if (n <= SMALL_N) {
-        clip_small_kernel<<<1, SMALL_THREADS, 0, st>>>(g, n, max_norm, scratch, acc);
+        clip_small_kernel<<<1, SMALL_THREADS, 0, st>>>(g, n, max_norm, scratch, norm_sum);
         CR_CUDA_LAUNCHED(ctx);
         return;
     }
@@ -98,7 +97,7 @@ void cr_cuda_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_norm
     int blocks = want > CR_CUDA_MAX_PARTIALS ? CR_CUDA_MAX_PARTIALS : (int)want;
     sum_squares_kernel<<<blocks, NORM_THREADS, 0, st>>>(g, n, scratch);
     CR_CUDA_LAUNCHED(ctx);
-    norm_finish_kernel<<<1, NORM_THREADS, 0, st>>>(scratch, blocks, max_norm, acc);
+    norm_finish_kernel<<<1, NORM_THREADS, 0, st>>>(scratch, blocks, max_norm, norm_sum);
     CR_CUDA_LAUNCHED(ctx);
     scale_kernel<<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0, st>>>(g, n, scratch);
     CR_CUDA_LAUNCHED(ctx);
@@ -109,9 +108,7 @@ __device__ void adam_prepare(int64_t *t, const float *lr, float b1, float b2,
                              cr_cuda_scratch *scratch) {
     int64_t step = *t + 1;
     *t = step;
-    double bc1 = 1.0 - pow((double)b1, (double)step), bc2 = 1.0 - pow((double)b2, (double)step);
-    scratch->adam_step = (float)((double)*lr / bc1);
-    scratch->adam_bc2_sqrt = (float)sqrt(bc2);
+    cr_adam_bias_terms(step, lr, b1, b2, &scratch->adam_step, &scratch->adam_bc2_sqrt);
 }
 
 __global__ void adam_prepare_kernel(int64_t *t, const float *lr, float b1, float b2,

@@ -25,8 +25,8 @@
  *
  * The state is plain data that lives in backend memory (host for the CPU, device for the CUDA
  * twin in src/ops/cuda/loss_scale.cu), so the device reads and writes it without the host. */
-#ifndef CUDARL_LOSS_SCALE_H
-#define CUDARL_LOSS_SCALE_H
+#ifndef CUDARL_OPS_LOSS_SCALE_H
+#define CUDARL_OPS_LOSS_SCALE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* Safetensors: a strict reader and an atomic writer (the format is described in safetensors.h). */
-#include "runtime/safetensors.h"
+#include "io/safetensors.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

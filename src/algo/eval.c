@@ -1,5 +1,6 @@
-/* Checkpoint format checks, the hyperparameters stored in a checkpoint, and policy evaluation. */
-#include <errno.h>
+/* Evaluation of a checkpoint: mean and std of the greedy policy's return over whole episodes,
+ * the MLPs on the CPU with the env batch, convolutional policies through the policy runtime on
+ * the context's device with an env pool. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,198 +12,7 @@
 #include "nn/actor_critic.h"
 #include "nn/convnet.h"
 #include "nn/qnet.h"
-#include "runtime/checkpoint.h"
-
-/* Reads integer metadata `key` into *out; a missing or malformed value is a format error. */
-static cudarl_status meta_ll(const cr_st_file *f, const char *path, const char *key,
-                             long long *out) {
-    const char *v = cr_st_meta(f, key);
-    char *end;
-    errno = 0;
-    long long x = v ? strtoll(v, &end, 10) : 0;
-    if (!v || errno || *end || end == v)
-        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': metadata '%s' is %s, expected an "
-                       "integer; the file is damaged", path, key, v ? v : "missing");
-    *out = x;
-    return CUDARL_OK;
-}
-
-static cudarl_status meta_d(const cr_st_file *f, const char *path, const char *key, double *out) {
-    const char *v = cr_st_meta(f, key);
-    char *end;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || *end || end == v)
-        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': metadata '%s' is %s, expected a "
-                       "number; the file is damaged", path, key, v ? v : "missing");
-    *out = x;
-    return CUDARL_OK;
-}
-
-static const char *shape_text(char *b, size_t cap, int ndim, const int64_t *shape) {
-    int n = snprintf(b, cap, "[");
-    for (int d = 0; d < ndim && n > 0 && (size_t)n < cap; d++)
-        n += snprintf(b + n, cap - (size_t)n, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    if (n > 0 && (size_t)n < cap) snprintf(b + n, cap - (size_t)n, "]");
-    return b;
-}
-
-/* The parameter tensors the file's own metadata describes: the PPO actor-critic (obs_dim,
- * hidden, num_actions) or the DQN Q-network (obs_dim, hidden1, hidden2, num_actions). */
-static cudarl_status expected_tensors(const cr_st_file *f, const char *path, int dqn,
-                                      cr_param_tensor *out, int *n, char *desc, size_t cap) {
-    long long obs = 0, h1 = 0, h2 = 0, actions = 0;
-    CR_TRY(meta_ll(f, path, "obs_dim", &obs));
-    CR_TRY(meta_ll(f, path, dqn ? "hidden1" : "hidden", &h1));
-    if (dqn) CR_TRY(meta_ll(f, path, "hidden2", &h2));
-    else h2 = h1;
-    CR_TRY(meta_ll(f, path, "num_actions", &actions));
-    snprintf(desc, cap, "obs_dim %lld, hidden %lld/%lld, num_actions %lld", obs, h1, h2, actions);
-    if (obs < 1 || obs > 4096 || h1 < 1 || h1 > 4096 || h2 < 1 || h2 > 4096 || actions < 1 ||
-        actions > 4096)
-        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' describes a model of %s, which is out "
-                       "of range; the file is damaged", path, desc);
-    if (dqn) {
-        cr_qnet_layout q;
-        cr_qnet_layout_init(&q, (int)obs, (int)h1, (int)h2, (int)actions);
-        memcpy(out, q.t, sizeof q.t);
-        *n = CR_QNET_NUM_TENSORS;
-    } else {
-        cr_ac_layout l;
-        cr_ac_layout_init(&l, (int)obs, (int)h1, (int)actions);
-        memcpy(out, l.t, sizeof l.t);
-        *n = CR_AC_NUM_TENSORS;
-    }
-    return CUDARL_OK;
-}
-
-/* Refuses parameter tensors (and Adam moments, where present) whose dtype or shape is not the
- * one the file's own metadata describes: a transposed or resized weight must not load just
- * because its element count happens to fit. */
-static cudarl_status check_model_tensors(const cr_st_file *f, const char *path, int dqn) {
-    cr_param_tensor want_t[CR_AC_NUM_TENSORS];
-    int n = 0;
-    char desc[128];
-    CR_TRY(expected_tensors(f, path, dqn, want_t, &n, desc, sizeof desc));
-    static const char *const prefix[] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < 3; k++) {
-            const cr_param_tensor *p = &want_t[i];
-            char name[96];
-            snprintf(name, sizeof name, "%.40s%.40s", prefix[k], p->name);
-            cr_st_tensor t;
-            cudarl_status found = cr_st_find(f, name, &t);
-            if (found != CUDARL_OK && k > 0) continue; /* eval needs no Adam moments */
-            CR_TRY(found);
-            int64_t want[2] = {p->shape[0], p->shape[1]};
-            int same = t.dtype == CR_ST_F32 && t.ndim == p->ndim;
-            for (int d = 0; same && d < p->ndim; d++) same = t.shape[d] == want[d];
-            if (same) continue;
-            char got_s[160], want_s[64];
-            return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s': tensor '%s' is %s of shape %s, but "
-                           "the model its metadata describes (%s) needs F32 of shape %s; the file "
-                           "was altered or damaged: use a model.safetensors written by cudarl train",
-                           path, name, cr_st_dtype_name(t.dtype),
-                           shape_text(got_s, sizeof got_s, t.ndim, t.shape), desc,
-                           shape_text(want_s, sizeof want_s, p->ndim, want));
-        }
-    return CUDARL_OK;
-}
-
-cudarl_status cr_checkpoint_check_header(const cr_st_file *f, const char *path, const char *algo) {
-    const char *fmt = cr_st_meta(f, "format");
-    if (!fmt || strcmp(fmt, CR_CHECKPOINT_FORMAT))
-        return cr_fail(CUDARL_ERR_FORMAT, "'%s' is a safetensors file but not a cudarl checkpoint "
-                       "(metadata 'format' is %s); pass a model.safetensors written by cudarl "
-                       "train", path, fmt ? fmt : "missing");
-    const char *ver = cr_st_meta(f, "format_version");
-    long v = ver ? strtol(ver, NULL, 10) : 0;
-    if (v < 1 || v > CR_CHECKPOINT_VERSION)
-        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' has format version %s; this cudarl "
-                       "reads version 1 to %d; use the cudarl version that wrote it", path,
-                       ver ? ver : "(missing)", CR_CHECKPOINT_VERSION);
-    const char *a = cr_st_meta(f, "algo");
-    if (!a || strcmp(a, algo))
-        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained with algo '%s', not %s",
-                       path, a ? a : "(missing)", algo);
-    return CUDARL_OK;
-}
-
-cudarl_status cr_checkpoint_check_format(const cr_st_file *f, const char *path, const char *algo) {
-    CR_TRY(cr_checkpoint_check_header(f, path, algo));
-    if (cr_st_meta(f, CR_CONVNET_META_KEY)) {
-        const char *pol = cr_st_meta(f, "policy");
-        return cr_fail(CUDARL_ERR_UNSUPPORTED, "checkpoint '%s' holds a convolutional network "
-                       "('%.32s'), which this MLP reader does not take; load it with "
-                       "cudarl_policy_load (cudarl eval and export do)", path,
-                       pol ? pol : "(no policy name)");
-    }
-    return check_model_tensors(f, path, !strcmp(algo, "dqn"));
-}
-
-int cr_checkpoint_separate_critic(const cr_st_file *f) {
-    const char *sc = cr_st_meta(f, "separate_critic");
-    return sc && strcmp(sc, "0") != 0;
-}
-
-static cudarl_status config_from_file(const cr_st_file *f, const char *path,
-                                      cudarl_ppo_config *c) {
-    const char *env = cr_st_meta(f, "env_id"), *run = cr_st_meta(f, "run_name");
-    const char *pol = cr_st_meta(f, "policy"); /* absent before conv policies: the MLP */
-    if (!env || !cr_env_info_find(env))
-        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this cudarl does "
-                       "not have", path, env ? env : "(missing)");
-    cudarl_ppo_config_default(c, env);
-    if (run) snprintf(c->run_name, sizeof c->run_name, "%s", run);
-    if (pol) snprintf(c->policy, sizeof c->policy, "%s", pol);
-    long long seed = 0, tt = 0, ne = 0, ns = 0, al = 0, nm = 0, ue = 0, na = 0, cv = 0, hid = 0;
-    CR_TRY(meta_ll(f, path, "seed", &seed));
-    CR_TRY(meta_ll(f, path, "total_timesteps", &tt));
-    CR_TRY(meta_ll(f, path, "num_envs", &ne));
-    CR_TRY(meta_ll(f, path, "num_steps", &ns));
-    CR_TRY(meta_ll(f, path, "anneal_lr", &al));
-    CR_TRY(meta_ll(f, path, "num_minibatches", &nm));
-    CR_TRY(meta_ll(f, path, "update_epochs", &ue));
-    CR_TRY(meta_ll(f, path, "norm_adv", &na));
-    CR_TRY(meta_ll(f, path, "clip_vloss", &cv));
-    CR_TRY(meta_ll(f, path, "hidden", &hid));
-    c->seed = (uint64_t)seed, c->total_timesteps = tt, c->num_envs = (int)ne;
-    c->num_steps = (int)ns, c->anneal_lr = (int)al, c->num_minibatches = (int)nm;
-    c->update_epochs = (int)ue, c->norm_adv = (int)na, c->clip_vloss = (int)cv;
-    c->hidden = (int)hid;
-    const char *sc = cr_st_meta(f, "separate_critic"); /* absent before it existed: shared */
-    if (sc) {
-        long long v = 0;
-        CR_TRY(meta_ll(f, path, "separate_critic", &v));
-        c->separate_critic = v != 0;
-    }
-    CR_TRY(meta_d(f, path, "learning_rate", &c->learning_rate));
-    CR_TRY(meta_d(f, path, "gamma", &c->gamma));
-    CR_TRY(meta_d(f, path, "gae_lambda", &c->gae_lambda));
-    CR_TRY(meta_d(f, path, "clip_coef", &c->clip_coef));
-    CR_TRY(meta_d(f, path, "ent_coef", &c->ent_coef));
-    CR_TRY(meta_d(f, path, "vf_coef", &c->vf_coef));
-    CR_TRY(meta_d(f, path, "max_grad_norm", &c->max_grad_norm));
-    CR_TRY(meta_d(f, path, "target_kl", &c->target_kl));
-    cudarl_status s = cudarl_ppo_config_validate(c);
-    if (s != CUDARL_OK)
-        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' holds invalid hyperparameters (%s)",
-                       path, cudarl_last_error());
-    return CUDARL_OK;
-}
-
-cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg) {
-    cr_st_file *f;
-    CR_TRY(cr_st_open(&f, path));
-    /* a convolutional policy's tensors are checked against its spec by the trainer's loader */
-    cudarl_status s = cr_st_meta(f, CR_CONVNET_META_KEY)
-                          ? cr_checkpoint_check_header(f, path, "ppo")
-                          : cr_checkpoint_check_format(f, path, "ppo");
-    if (s == CUDARL_OK) s = config_from_file(f, path, cfg);
-    cr_st_close(f);
-    return s;
-}
-
-/* ---- evaluation ------------------------------------------------------------------------- */
+#include "runtime/mlp_check.h"
 
 enum { E_ENV, E_OBS, E_FINAL_OBS, E_REWARD, E_LOGITS, E_CACHE, E_TERM, E_TRUNC, E_LIVE,
        E_ACTIONS, E_COUNT };
@@ -279,8 +89,8 @@ static cudarl_status eval_policy_load(const char *path, eval_policy *e) {
         s = cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this cudarl does not "
                     "have", path, env ? env : "(missing)");
     if (s == CUDARL_OK && e->is_dqn) {
-        s = meta_ll(f, path, "hidden1", &h1);
-        if (s == CUDARL_OK) s = meta_ll(f, path, "hidden2", &h2);
+        s = cr_checkpoint_meta_ll(f, path, "hidden1", &h1);
+        if (s == CUDARL_OK) s = cr_checkpoint_meta_ll(f, path, "hidden2", &h2);
     }
     cr_st_close(f);
     CR_TRY(s);

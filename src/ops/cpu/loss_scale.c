@@ -1,6 +1,6 @@
 /* Dynamic loss scaling on the host (loss_scale.h): the specification the CUDA twin
  * (src/ops/cuda/loss_scale.cu) is held to. */
-#include "nn/loss_scale.h"
+#include "ops/loss_scale.h"
 
 #include <math.h>
 

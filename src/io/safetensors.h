@@ -10,8 +10,8 @@
  * cr_st_add_meta(), then cr_st_write_atomic(). Reading: cr_st_open(), cr_st_find() or
  * cr_st_read_f32(), cr_st_meta(), cr_st_close(). Bad files never abort: each problem returns
  * CUDARL_ERR_IO, _FORMAT or _MISMATCH with a message naming the file, the problem and the fix. */
-#ifndef CUDARL_RUNTIME_SAFETENSORS_H
-#define CUDARL_RUNTIME_SAFETENSORS_H
+#ifndef CUDARL_IO_SAFETENSORS_H
+#define CUDARL_IO_SAFETENSORS_H
 
 #include <stddef.h>
 #include <stdint.h>

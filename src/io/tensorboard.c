@@ -5,7 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/tensorboard.h"
+#include "io/tensorboard.h"
 
 uint32_t cr_crc32c(const void *data, size_t n) {
     static uint32_t table[256];

@@ -1,0 +1,80 @@
+/* What every cudarl checkpoint shares: the format tag, its version and the algo, checked before
+ * anything else is trusted, and the readers of its metadata values. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/checkpoint.h"
+
+/* Reads integer metadata `key` into *out; a missing or malformed value is a format error. */
+cudarl_status cr_checkpoint_meta_ll(const cr_st_file *f, const char *path, const char *key,
+                                    long long *out) {
+    const char *v = cr_st_meta(f, key);
+    char *end;
+    errno = 0;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || errno || *end || end == v)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': metadata '%s' is %s, expected an "
+                       "integer; the file is damaged", path, key, v ? v : "missing");
+    *out = x;
+    return CUDARL_OK;
+}
+
+cudarl_status cr_checkpoint_meta_double(const cr_st_file *f, const char *path, const char *key,
+                                       double *out) {
+    const char *v = cr_st_meta(f, key);
+    char *end;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || *end || end == v)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': metadata '%s' is %s, expected a "
+                       "number; the file is damaged", path, key, v ? v : "missing");
+    *out = x;
+    return CUDARL_OK;
+}
+
+/* A positive integer of the checkpoint's metadata (at most 2^20). */
+cudarl_status cr_checkpoint_meta_int(const cr_st_file *f, const char *path, const char *key,
+                                     int *out) {
+    const char *v = cr_st_meta(f, key);
+    char *end = NULL;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || errno || *end || end == v || x < 1 || x > 1 << 20)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': metadata '%s' is %.32s, expected a "
+                       "positive integer; the file is damaged", path, key, v ? v : "missing");
+    *out = (int)x;
+    return CUDARL_OK;
+}
+
+const char *cr_checkpoint_shape_text(char *b, size_t cap, int ndim, const int64_t *shape) {
+    int n = snprintf(b, cap, "[");
+    for (int d = 0; d < ndim && n > 0 && (size_t)n < cap; d++)
+        n += snprintf(b + n, cap - (size_t)n, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (n > 0 && (size_t)n < cap) snprintf(b + n, cap - (size_t)n, "]");
+    return b;
+}
+
+cudarl_status cr_checkpoint_check_header(const cr_st_file *f, const char *path, const char *algo) {
+    const char *fmt = cr_st_meta(f, "format");
+    if (!fmt || strcmp(fmt, CR_CHECKPOINT_FORMAT))
+        return cr_fail(CUDARL_ERR_FORMAT, "'%s' is a safetensors file but not a cudarl checkpoint "
+                       "(metadata 'format' is %s); pass a model.safetensors written by cudarl "
+                       "train", path, fmt ? fmt : "missing");
+    const char *ver = cr_st_meta(f, "format_version");
+    long v = ver ? strtol(ver, NULL, 10) : 0;
+    if (v < 1 || v > CR_CHECKPOINT_VERSION)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' has format version %s; this cudarl "
+                       "reads version 1 to %d; use the cudarl version that wrote it", path,
+                       ver ? ver : "(missing)", CR_CHECKPOINT_VERSION);
+    const char *a = cr_st_meta(f, "algo");
+    if (!a || strcmp(a, algo))
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained with algo '%s', not %s",
+                       path, a ? a : "(missing)", algo);
+    return CUDARL_OK;
+}
+
+int cr_checkpoint_separate_critic(const cr_st_file *f) {
+    const char *sc = cr_st_meta(f, "separate_critic");
+    return sc && strcmp(sc, "0") != 0;
+}

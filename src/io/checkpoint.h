@@ -1,0 +1,33 @@
+/* What every cudarl checkpoint shares: its format tag and version, checked before trusting, and
+ * the readers of its metadata values (one place, one message for each kind of bad value). */
+#ifndef CUDARL_IO_CHECKPOINT_H
+#define CUDARL_IO_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/safetensors.h"
+
+#define CR_CHECKPOINT_FORMAT "cudarl-checkpoint"
+#define CR_CHECKPOINT_VERSION 1
+
+/* Refuses a file that is not a cudarl checkpoint of a version this build reads, or not of `algo`
+ * ("ppo", "dqn"), with a message naming the file and what to do. */
+cudarl_status cr_checkpoint_check_header(const cr_st_file *f, const char *path, const char *algo);
+/* Whether a PPO checkpoint was trained with --separate-critic (metadata "separate_critic" other
+ * than "0"; absent in files written before it existed: no). */
+int cr_checkpoint_separate_critic(const cr_st_file *f);
+
+/* Metadata `key` as an integer, a number, or a positive integer (1 .. 2^20) into *out; a missing
+ * or malformed value is CUDARL_ERR_FORMAT naming the file and the key. */
+cudarl_status cr_checkpoint_meta_ll(const cr_st_file *f, const char *path, const char *key,
+                                    long long *out);
+cudarl_status cr_checkpoint_meta_double(const cr_st_file *f, const char *path, const char *key,
+                                        double *out);
+cudarl_status cr_checkpoint_meta_int(const cr_st_file *f, const char *path, const char *key,
+                                     int *out);
+
+/* "[d0, d1, ...]" of a tensor shape into b (cap bytes), for messages; returns b. */
+const char *cr_checkpoint_shape_text(char *b, size_t cap, int ndim, const int64_t *shape);
+
+#endif
