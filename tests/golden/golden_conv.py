@@ -17,7 +17,7 @@ The loss is  0.5 * mean((head - target)^2)  per network; its gradient w.r.t. the
 head 0.01 in CleanRL, 1.0 here so the gradients are not tiny) with small random biases (CleanRL
 uses 0, which would leave the bias path untested).
 
-    python3 scripts/golden_conv.py --out tests/data/conv_golden.safetensors
+    python3 tests/golden/golden_conv.py --out tests/golden/conv_golden.safetensors
 
 Tensor names, NET = nature or minatar, LAYER = conv1, conv2, conv3 (nature), conv1 (minatar),
 fc, head:
@@ -41,6 +41,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 from safetensors.torch import save_file
+
+HERE = os.path.dirname(os.path.abspath(__file__))  # the golden file is written beside this script
 
 FORMAT = "cudarl-golden-conv"
 VERSION = "1"
@@ -131,7 +133,7 @@ def run(net, name, obs, target, tensors, obs_grad):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="tests/data/conv_golden.safetensors",
+    ap.add_argument("--out", default=os.path.join(HERE, "conv_golden.safetensors"),
                     help="output safetensors file (default: %(default)s)")
     args = ap.parse_args()
 

@@ -41,7 +41,7 @@ Tensors (NAME = a state_dict name such as network.0.weight or actor.bias):
 Metadata: CASE.network  the spec's text form (convnet.h), derived from the torch modules
           CASE.state_dict  JSON [[name, [shape...]], ...] in state_dict order
 
-    python3 scripts/golden_convnet.py --out tests/data/convnet_golden.safetensors
+    python3 tests/golden/golden_convnet.py --out tests/golden/convnet_golden.safetensors
 
 Needs torch, numpy and safetensors; no GPU.
 """
@@ -56,6 +56,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 from safetensors.torch import save_file
+
+HERE = os.path.dirname(os.path.abspath(__file__))  # the golden file is written beside this script
 
 FORMAT = "cudarl-golden-convnet"
 VERSION = "1"
@@ -296,7 +298,7 @@ def run_case(case, net, name, in_shape, n_actions, batch, rng, tensors, meta, se
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="tests/data/convnet_golden.safetensors",
+    ap.add_argument("--out", default=os.path.join(HERE, "convnet_golden.safetensors"),
                     help="output safetensors file (default: %(default)s)")
     args = ap.parse_args()
 

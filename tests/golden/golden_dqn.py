@@ -13,9 +13,10 @@ same minibatch (B=64), each from the same initial online and target networks and
   mse_clip      dqn_mse, then nn.utils.clip_grad_norm_(params, max_grad_norm) before the step
 
 plus one soft target update (Polyak, tau) from the online weights after dqn_mse's step, and
-writes inputs and outputs to one small safetensors file that tests/test_dqn_golden.c reproduces.
+writes inputs and outputs to one small safetensors file that tests/golden/test_dqn_golden.c
+reproduces.
 
-    python3 scripts/golden_dqn.py --out tests/data/dqn_golden.safetensors
+    python3 tests/golden/golden_dqn.py --out tests/golden/dqn_golden.safetensors
 
 Needs torch, numpy and safetensors; runs on the CPU. Tensor names (NAME = state_dict name of
 CleanRL's QNetwork, network.0.weight, network.0.bias, network.2.*, network.4.*; V = variant):
@@ -52,6 +53,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from safetensors.torch import save_file
+
+HERE = os.path.dirname(os.path.abspath(__file__))  # the golden file is written beside this script
 
 FORMAT = "cudarl-golden-dqn"
 VERSION = "1"
@@ -168,7 +171,7 @@ def dqn_update(base, target, mb, hp, double_dqn, huber, weighted, clip):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join("tests", "data", "dqn_golden.safetensors"),
+    ap.add_argument("--out", default=os.path.join(HERE, "dqn_golden.safetensors"),
                     help="output safetensors file (default: %(default)s)")
     args = ap.parse_args()
 

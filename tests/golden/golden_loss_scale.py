@@ -4,10 +4,10 @@
 Runs GradScaler through scripted sequences of steps and records, per step, the scale and growth
 tracker after update(), whether any inf/NaN was found, Adam's step count (GradScaler.step skips
 optimizer.step() on inf/NaN, so it does not advance) and, for the short sequences, the bits of
-the gradients after unscaling. tests/test_loss_scale.c replays the same sequences through
+the gradients after unscaling. tests/unit/test_loss_scale.c replays the same sequences through
 src/nn/loss_scale.c and must match every value exactly.
 
-    python3 scripts/golden_loss_scale.py --out tests/data/loss_scale_golden.json
+    python3 tests/golden/golden_loss_scale.py --out tests/golden/loss_scale_golden.json
 
 Needs torch only; runs on the CPU in well under a minute.
 
@@ -29,10 +29,13 @@ as unsigned integers; only where recorded)}]}.
 
 import argparse
 import json
+import os
 import struct
 import sys
 
 import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))  # the golden file is written beside this script
 
 FORMAT = "cudarl-golden-loss-scale"
 VERSION = 1
@@ -100,7 +103,7 @@ def run_sequence(name, init_scale, growth, backoff, interval, c, inject, events,
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="tests/data/loss_scale_golden.json")
+    ap.add_argument("--out", default=os.path.join(HERE, "loss_scale_golden.json"))
     args = ap.parse_args()
     torch.use_deterministic_algorithms(True)
     seqs = [run_sequence(*s) for s in SEQUENCES]

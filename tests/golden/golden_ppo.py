@@ -10,9 +10,9 @@ Computes, in float32 on the CPU with PyTorch:
           second forward/backward/clip/Adam step on the same minibatch.
 
 and writes everything (inputs, outputs, gradients, parameters, Adam moments)
-to one small safetensors file that tests/test_ppo_golden.c reproduces.
+to one small safetensors file that tests/golden/test_ppo_golden.c reproduces.
 
-    python3 scripts/golden_ppo.py --out tests/data/ppo_golden.safetensors
+    python3 tests/golden/golden_ppo.py --out tests/golden/ppo_golden.safetensors
 
 Needs torch, numpy and safetensors. Tensor names (state_dict name = NAME,
 e.g. "critic.0.weight"; 12 parameters):
@@ -46,6 +46,8 @@ import torch
 import torch.nn as nn
 from safetensors.torch import save_file
 from torch.distributions.categorical import Categorical
+
+HERE = os.path.dirname(os.path.abspath(__file__))  # the golden file is written beside this script
 
 FORMAT = "cudarl-golden-ppo"
 VERSION = "1"
@@ -230,7 +232,7 @@ def ppo_losses(agent, obs, actions, mb_logprobs, mb_advantages, mb_values, mb_re
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join("tests", "data", "ppo_golden.safetensors"),
+    ap.add_argument("--out", default=os.path.join(HERE, "ppo_golden.safetensors"),
                     help="output safetensors file (default: %(default)s)")
     args = ap.parse_args()
 

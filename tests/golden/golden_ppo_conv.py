@@ -8,13 +8,13 @@ CleanRL ppo_atari.py's Agent with MinAtar's network for MinAtar/Breakout-v1's ob
     actor = Linear(128, 3)            critic = Linear(128, 1)
 
 in float32 on the CPU with PyTorch: one PPO minibatch update exactly as ppo_atari.py's loop body
-does it (the loss of scripts/golden_ppo.py's ppo_losses, which is ppo.py's and ppo_atari.py's
+does it (the loss of golden_ppo.py's ppo_losses, which is ppo.py's and ppo_atari.py's
 alike), raw gradients, clip_grad_norm_, Adam step 1, then a second forward/backward/clip/Adam
-step on the same minibatch. tests/test_ppo_conv_golden.c runs the same update through the
+step on the same minibatch. tests/golden/test_ppo_conv_golden.c runs the same update through the
 trainer's own cr_ppo_update_minibatch (its conv branch: the uint8 row gather, cr_convnet's
 forward and backward, the loss, the clip and Adam) and compares.
 
-    python3 scripts/golden_ppo_conv.py --out tests/data/ppo_conv_golden.safetensors
+    python3 tests/golden/golden_ppo_conv.py --out tests/golden/ppo_conv_golden.safetensors
 
 Needs torch, numpy and safetensors; no GPU. Tensor names (NAME: a state_dict name, one of
 network.0.weight, network.0.bias, network.3.weight, network.3.bias, actor.weight, actor.bias,
@@ -52,7 +52,8 @@ import torch
 import torch.nn as nn
 from safetensors.torch import save_file
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))  # the golden file is written beside this script
+sys.path.insert(0, HERE)
 from golden_ppo import layer_init, ppo_losses  # noqa: E402  (CleanRL's, shared)
 
 FORMAT = "cudarl-golden-ppo-conv"
@@ -167,7 +168,7 @@ def margin_after_step(agent, mb, hp):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join("tests", "data", "ppo_conv_golden.safetensors"),
+    ap.add_argument("--out", default=os.path.join(HERE, "ppo_conv_golden.safetensors"),
                     help="output safetensors file (default: %(default)s)")
     args = ap.parse_args()
 

@@ -1,5 +1,5 @@
-/* Two whole convolutional networks reproduced against PyTorch: tests/data/conv_golden.safetensors,
- * written by scripts/golden_conv.py (float32 on the CPU, torch autograd).
+/* Two whole convolutional networks reproduced against PyTorch: conv_golden.safetensors,
+ * written by golden_conv.py (float32 on the CPU, torch autograd).
  *
  *   nature   x / 255 -> conv 32@8x8/4 -> conv 64@4x4/2 -> conv 64@3x3/1 -> fc -> head, B = 2
  *   minatar  conv 16@3x3/1 -> fc -> head, B = 4, with the gradient w.r.t. the observation
@@ -261,7 +261,7 @@ static void test_minatar(void) {
 int main(void) {
     const char *dir = getenv("CUDARL_TEST_DATA");
     char path[1024];
-    snprintf(path, sizeof path, "%s/conv_golden.safetensors", dir ? dir : "tests/data");
+    snprintf(path, sizeof path, "%s/conv_golden.safetensors", dir ? dir : "tests/golden");
     CHECK_OK(cr_st_open(&golden, path));
     const char *format = cr_st_meta(golden, "format"), *version = cr_st_meta(golden, "version");
     CHECK_MSG(format && !strcmp(format, "cudarl-golden-conv"), "%s is not a conv golden file", path);

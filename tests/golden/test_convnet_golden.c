@@ -1,5 +1,5 @@
-/* Whole convolutional policies against PyTorch: tests/data/convnet_golden.safetensors, written by
- * scripts/golden_convnet.py from CleanRL's own modules (ppo_atari.py's Agent, dqn_atari.py's
+/* Whole convolutional policies against PyTorch: convnet_golden.safetensors, written by
+ * golden_convnet.py from CleanRL's own modules (ppo_atari.py's Agent, dqn_atari.py's
  * QNetwork, and the same layouts on MinAtar's network), float32 on the CPU, torch autograd.
  *
  * For each case the spec text torch's modules were read into (metadata CASE.network) is parsed
@@ -246,7 +246,7 @@ static void run_case(const char *c) {
 int main(void) {
     const char *dir = getenv("CUDARL_TEST_DATA");
     char path[1024];
-    snprintf(path, sizeof path, "%s/convnet_golden.safetensors", dir ? dir : "tests/data");
+    snprintf(path, sizeof path, "%s/convnet_golden.safetensors", dir ? dir : "tests/golden");
     CHECK_OK(cr_st_open(&golden, path));
     const char *format = cr_st_meta(golden, "format"), *version = cr_st_meta(golden, "version");
     CHECK_MSG(format && !strcmp(format, "cudarl-golden-convnet"), "%s is not a convnet golden "

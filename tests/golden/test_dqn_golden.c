@@ -1,5 +1,5 @@
-/* One DQN update reproduced against PyTorch: tests/data/dqn_golden.safetensors, written by
- * scripts/golden_dqn.py (CleanRL's dqn.py update, torch autograd, float32 on the CPU).
+/* One DQN update reproduced against PyTorch: dqn_golden.safetensors, written by
+ * golden_dqn.py (CleanRL's dqn.py update, torch autograd, float32 on the CPU).
  *
  * Four variants of one update from the same weights and a fresh Adam each (dqn_mse: CleanRL's;
  * double_huber: double DQN + smooth_l1; per_huber: importance-weighted smooth_l1; mse_clip:
@@ -59,20 +59,20 @@
 #define STEEP_GRAD 1e-6     /* 0 < |g_torch| below this: Adam's first step is steep in g */
 #define STEEP_GRAD_ABS 1e-8 /* how far our gradient may be from torch's there */
 #define MAX_STEEP 200       /* of 4 x 10,830 elements; the script prints how many it has */
-#define MIN_BRANCH 5        /* rows each branch must have: as scripts/golden_dqn.py asserts */
+#define MIN_BRANCH 5        /* rows each branch must have: as golden_dqn.py asserts */
 
 #define B 64
 #define OBS 4
 #define ACT 2
 
-#define REGENERATE "python3 scripts/golden_dqn.py --out tests/data/dqn_golden.safetensors"
+#define REGENERATE "python3 tests/golden/golden_dqn.py --out tests/golden/dqn_golden.safetensors"
 
 typedef struct variant {
     const char *name;
     int double_dqn, huber, weighted, clip;
 } variant;
 
-/* As VARIANTS in scripts/golden_dqn.py, in its order. */
+/* As VARIANTS in golden_dqn.py, in its order. */
 static const variant variants[] = {
     {"dqn_mse", 0, 0, 0, 0},
     {"double_huber", 1, 1, 0, 0},
@@ -335,12 +335,12 @@ static void test_polyak(void) {
 int main(void) {
     const char *dir = getenv("CUDARL_TEST_DATA");
     char path[1024];
-    snprintf(path, sizeof path, "%s/dqn_golden.safetensors", dir ? dir : "tests/data");
+    snprintf(path, sizeof path, "%s/dqn_golden.safetensors", dir ? dir : "tests/golden");
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "FAIL: golden file %s is missing. Generate it (PyTorch, numpy and "
                 "safetensors, on the CPU) from the repository root with\n    %s\nand commit it "
-                "with the script (see tests/data/README.md).\n", path, REGENERATE);
+                "with the script (see tests/golden/README.md).\n", path, REGENERATE);
         return 1;
     }
     fclose(f);

@@ -1,5 +1,5 @@
 /* One PPO update of a convolutional policy reproduced against PyTorch:
- * tests/data/ppo_conv_golden.safetensors, written by scripts/golden_ppo_conv.py (CleanRL
+ * ppo_conv_golden.safetensors, written by golden_ppo_conv.py (CleanRL
  * ppo_atari.py's Agent with MinAtar's network, ppo_atari.py's loss and hyperparameters, torch
  * autograd and Adam, float32 on the CPU).
  *
@@ -176,7 +176,7 @@ static void check_outputs(const char *what, const float *got, const float *want,
 int main(void) {
     const char *dir = getenv("CUDARL_TEST_DATA");
     char path[1024];
-    snprintf(path, sizeof path, "%s/ppo_conv_golden.safetensors", dir ? dir : "tests/data");
+    snprintf(path, sizeof path, "%s/ppo_conv_golden.safetensors", dir ? dir : "tests/golden");
     CHECK_OK(cr_st_open(&golden, path));
     CHECK_MSG(!strcmp(cr_st_meta(golden, "format"), "cudarl-golden-ppo-conv"),
               "not a golden file");

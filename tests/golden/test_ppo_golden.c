@@ -1,5 +1,5 @@
-/* One PPO update reproduced against PyTorch: tests/data/ppo_golden.safetensors, written by
- * scripts/golden_ppo.py (CleanRL's update, torch autograd, float32 on the CPU).
+/* One PPO update reproduced against PyTorch: ppo_golden.safetensors, written by
+ * golden_ppo.py (CleanRL's update, torch autograd, float32 on the CPU).
  *
  * The update runs through the trainer's own code (cr_ppo_update_minibatch on a 64-row batch),
  * so this holds the real path, not a copy of it.
@@ -210,7 +210,7 @@ static void test_update(void) {
 int main(void) {
     const char *dir = getenv("CUDARL_TEST_DATA");
     char path[1024];
-    snprintf(path, sizeof path, "%s/ppo_golden.safetensors", dir ? dir : "tests/data");
+    snprintf(path, sizeof path, "%s/ppo_golden.safetensors", dir ? dir : "tests/golden");
     CHECK_OK(cr_st_open(&golden, path));
     CHECK_MSG(!strcmp(cr_st_meta(golden, "format"), "cudarl-golden-ppo"), "not a golden file");
     test_gae();

@@ -2,8 +2,8 @@
  * overflows (inf, -inf, NaN in one gradient element) halve the scale and skip the step with the
  * weights and Adam's m, v and t bitwise unchanged; 2,000 clean steps double it, exactly at the
  * growth_interval boundary; the scale never grows to inf; a sequence matches a table worked out
- * by hand from torch's rules; and every step of tests/data/loss_scale_golden.json (torch's own
- * GradScaler, scripts/golden_loss_scale.py) is reproduced exactly.
+ * by hand from torch's rules; and every step of tests/golden/loss_scale_golden.json (torch's own
+ * GradScaler, tests/golden/golden_loss_scale.py) is reproduced exactly.
  *
  * Usage: test_loss_scale [group]   group: overflow growth boundary no_inf table config golden */
 #include <cjson/cJSON.h>
@@ -286,7 +286,7 @@ static void test_config(void) {
 static cJSON *load_json(const char *name) {
     const char *dir = getenv("CUDARL_TEST_DATA");
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/data", name);
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/golden", name);
     FILE *f = fopen(path, "rb");
     CHECK_MSG(f != NULL, "cannot open %s (set CUDARL_TEST_DATA)", path);
     fseek(f, 0, SEEK_END);
