@@ -3,7 +3,7 @@
  * adam_step_if + update leave every weight and Adam's m, v and t as they were and halve the
  * scale; a clean step matches the CPU step bit for bit (gradients, scaler state, m, v, t) and the
  * backend's own adam_step bit for bit (p too; p against the CPU to adam.p's 1e-6 of
- * tests/test_ops_cuda.c: the step size comes through the device's pow); a 60-step sequence with
+ * tests/gpu/test_ops_cuda.c: the step size comes through the device's pow); a 60-step sequence with
  * random overflows and growth keeps the device state equal to the CPU's at every step; the step
  * captured into a CUDA graph skips and steps by itself on replay.
  *

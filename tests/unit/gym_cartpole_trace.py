@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Records a Gymnasium CartPole-v1 trace for tests/test_cartpole_gym.c to replay.
+"""Records a Gymnasium CartPole-v1 trace for tests/unit/test_cartpole_gym.c to replay.
 
 Usage: gym_cartpole_trace.py OUT [--random-steps 10000] [--seed 1234]
 

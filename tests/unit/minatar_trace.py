@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Records MinAtar reference traces for tests/test_minatar_ref.c to replay.
+"""Records MinAtar reference traces for tests/unit/test_minatar_ref.c to replay.
 
 Usage: minatar_trace.py OUTDIR [--games breakout,asterix,...] [--seed 2024] [--stream 3]
                           [--random-steps 3000]

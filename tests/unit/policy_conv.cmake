@@ -1,4 +1,4 @@
-# The policy runtime on convolutional networks (tests/test_policy_conv.c): run once on the CPU
+# The policy runtime on convolutional networks (tests/unit/test_policy_conv.c): run once on the CPU
 # (label cpu) and once on the GPU against the CPU (label gpu). The fixture trains the small
 # minatar-cnn DQN checkpoint it loads (MinAtar/Breakout-v1, the CPU, a few thousand steps) into
 # a folder emptied first (cudarl train refuses to overwrite a run's checkpoint).

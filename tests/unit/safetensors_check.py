@@ -5,7 +5,7 @@
   safetensors_check.py --write PATH   writes PATH with save_file for `test_safetensors --read`
 
 Exits non-zero on the first wrong value, saying which, expected and got. The expected values
-mirror the constants in tests/test_safetensors.c; change both together."""
+mirror the constants in tests/unit/test_safetensors.c; change both together."""
 import sys
 
 try:

@@ -1,4 +1,4 @@
-/* CartPole-v1 against Gymnasium: replays a trace written by tests/gym_cartpole_trace.py.
+/* CartPole-v1 against Gymnasium: replays a trace written by tests/unit/gym_cartpole_trace.py.
  *
  * For each episode env 0 is forced to Gymnasium's reset state, then stepped with Gymnasium's
  * actions; every observation must agree to 1e-5 (on the last step Gymnasium's observation is
@@ -46,7 +46,7 @@ static void read_bytes(replay *r, void *buf, size_t n, const char *what) {
 static uint32_t trace_open(replay *r, uint64_t *steps) {
     r->f = fopen(r->path, "rb");
     CHECK_MSG(r->f, "cannot open Gymnasium trace '%s': %s; it is written by "
-              "tests/gym_cartpole_trace.py (ctest runs it first as test gym_cartpole_trace)",
+              "tests/unit/gym_cartpole_trace.py (ctest runs it first as test gym_cartpole_trace)",
               r->path, strerror(errno));
     unsigned char h[TRACE_HEADER_BYTES];
     uint32_t version, episodes;
@@ -124,7 +124,8 @@ static void replay_episode(replay *r) {
 }
 
 int main(int argc, char **argv) {
-    CHECK_MSG(argc == 2, "usage: test_cartpole_gym TRACE (written by tests/gym_cartpole_trace.py)");
+    CHECK_MSG(argc == 2,
+              "usage: test_cartpole_gym TRACE (written by tests/unit/gym_cartpole_trace.py)");
     replay r = {.path = argv[1]};
     uint64_t steps;
     uint32_t episodes = trace_open(&r, &steps);

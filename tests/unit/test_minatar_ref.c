@@ -1,5 +1,5 @@
 /* The five MinAtar games against the minatar package: replays traces written by
- * tests/minatar_trace.py, one per game.
+ * tests/unit/minatar_trace.py, one per game.
  *
  * The Python games ran unmodified except for their RandomState, replaced by cudarl's Philox
  * stream (seed, stream) with MinAtar's rand()/randint() mapped onto it as minatar_common.h maps
@@ -89,8 +89,9 @@ static void compare_obs(replay *r, const char *what, const uint8_t *want, const 
 static uint32_t trace_open(replay *r, const char *dir, uint64_t *steps) {
     snprintf(r->path, sizeof r->path, "%s/minatar_%s.bin", dir, r->g->name);
     r->f = fopen(r->path, "rb");
-    CHECK_MSG(r->f, "cannot open MinAtar trace '%s': %s; it is written by tests/minatar_trace.py "
-              "(ctest runs it first as test minatar_trace)", r->path, strerror(errno));
+    CHECK_MSG(r->f, "cannot open MinAtar trace '%s': %s; it is written by "
+              "tests/unit/minatar_trace.py (ctest runs it first as test minatar_trace)", r->path,
+              strerror(errno));
     unsigned char h[TRACE_HEADER_BYTES];
     uint32_t version, channels, actions, episodes, words[8];
     uint64_t seed, stream;
@@ -261,7 +262,7 @@ static void replay_seaquest_scenarios(const char *dir) {
     CHECK(sizeof(cr_minatar_seaquest_state) <= MAX_STATE_BYTES);
     snprintf(r.path, sizeof r.path, "%s/minatar_seaquest_scenarios.bin", dir);
     r.f = fopen(r.path, "rb");
-    CHECK_MSG(r.f, "cannot open '%s': %s; it is written by tests/minatar_trace.py", r.path,
+    CHECK_MSG(r.f, "cannot open '%s': %s; it is written by tests/unit/minatar_trace.py", r.path,
               strerror(errno));
     unsigned char h[SCENARIO_HEADER_BYTES];
     uint32_t version, count;
@@ -282,7 +283,7 @@ static void replay_seaquest_scenarios(const char *dir) {
 
 int main(int argc, char **argv) {
     CHECK_MSG(argc >= 2, "usage: test_minatar_ref DIR [GAME ...] (DIR holds minatar_<game>.bin "
-              "from tests/minatar_trace.py)");
+              "from tests/unit/minatar_trace.py)");
     int n = (int)(sizeof games / sizeof games[0]);
     for (int i = 0; i < n; i++) {
         int wanted = argc == 2;

@@ -12,7 +12,7 @@
 #include "ops/cpu/ops_cpu.h"
 #include "ops/cpu/ops_dqn.h"
 
-/* ---- helpers: tests/op_buffers.h ------------------------------------------------------- */
+/* ---- helpers: tests/common/op_buffers.h ---------------------------------------------------- */
 
 /* Index of the first largest of x (A), the rule the ops promise ("first on ties"). */
 static int first_argmax(const float *x, int A) {

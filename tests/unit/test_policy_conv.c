@@ -4,7 +4,7 @@
  *   test_policy_conv cpu  DQN_CNN_CKPT WORKDIR   (label cpu)
  *   test_policy_conv cuda DQN_CNN_CKPT WORKDIR   (label gpu)
  *
- * DQN_CNN_CKPT is trained by the fixture of tests/policy_conv.cmake (`cudarl train --algo dqn
+ * DQN_CNN_CKPT is trained by the fixture of tests/unit/policy_conv.cmake (`cudarl train --algo dqn
  * --policy minatar-cnn` on MinAtar/Breakout-v1, a few thousand steps); WORKDIR receives the
  * checkpoints this program writes itself: CleanRL ppo_atari-shaped PPO heads (`network.*`,
  * `actor.*`, `critic.*`) on nature-cnn over CartPolePixels-v1's 4x84x84 frames, a custom spec

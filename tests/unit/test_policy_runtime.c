@@ -3,9 +3,9 @@
  *   test_policy_runtime cpu  PPO_CKPT DQN_CKPT WORKDIR   (label cpu)
  *   test_policy_runtime cuda PPO_CKPT DQN_CKPT WORKDIR   (label gpu)
  *
- * The checkpoints are trained by the fixture tests of tests/policy_runtime.cmake (`cudarl train
- * --total-timesteps 4096`); WORKDIR receives the checkpoints this program writes itself (uint8
- * and damaged ones).
+ * The checkpoints are trained by the fixture tests of tests/unit/policy_runtime.cmake
+ * (`cudarl train --total-timesteps 4096`); WORKDIR receives the checkpoints this program writes
+ * itself (uint8 and damaged ones).
  *
  * cpu: act() equals the greedy policy as cudarl eval computes it, bitwise: its logits, values
  *   and actions against cr_mlp_forward + argmax on the CPU backend, and the returns of episodes

@@ -1,4 +1,4 @@
-/* TensorBoard event files: CRC-32C known answers, and a file for tests/tensorboard_check.py
+/* TensorBoard event files: CRC-32C known answers, and a file for tests/unit/tensorboard_check.py
  * (TensorBoard's own reader) to read back: test_tensorboard --write DIR. */
 #define _DEFAULT_SOURCE
 #include <dirent.h>
