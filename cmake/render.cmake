@@ -1,6 +1,6 @@
 # `cudarl render` (tools/render.c): an env's pixel observations as PNG files, written with libpng.
 # Without libpng the command still exists and fails saying which package to install
-# (libpng-dev; scripts/setup.sh installs it). Tests see PNG_FOUND (tests/cartpole_pixels.cmake).
+# (libpng-dev; scripts/setup.sh installs it). Tests see PNG_FOUND (tests/cli/render.cmake).
 find_package(PNG)
 target_sources(cudarl_cli PRIVATE ${PROJECT_SOURCE_DIR}/tools/render.c)
 if(PNG_FOUND)

@@ -1,4 +1,0 @@
-# CartPole-v1 on the GPU against the CPU batch (needs a GPU: label gpu, excluded by ctest -LE gpu).
-if(CUDARL_HAVE_CUDA)
-  cudarl_test(test_cartpole_cuda SOURCES test_cartpole_cuda.c LABELS gpu)
-endif()

@@ -1,2 +1,0 @@
-cudarl_test(test_dqn_learn SOURCES test_dqn_learn.c LABELS "cpu;slow"
-            ARGS ${CMAKE_CURRENT_BINARY_DIR}/dqn-runs)

@@ -1,0 +1,20 @@
+# The CUDA convolutional networks (src/nn/convnet_cuda.cu) against the CPU ones
+# (src/nn/convnet.c): one program, one ctest per group (needs a GPU: label gpu, excluded by
+# ctest -LE gpu). Every conv engine the build has runs: gemm always, cudnn where cuDNN was found.
+# The nets and graph groups run again with CUDARL_SYNC_DEBUG=1, which waits for and checks every
+# launch outside a capture, so a fault is reported at its own launch.
+if(CUDARL_HAVE_CUDA)
+  add_executable(test_convnet_cuda ${CMAKE_CURRENT_LIST_DIR}/test_convnet_cuda.c)
+  cudarl_test_target(test_convnet_cuda)
+  foreach(group nets repeat graph mixed bad)
+    add_test(NAME test_convnet_cuda_${group} COMMAND test_convnet_cuda ${group})
+    set_tests_properties(test_convnet_cuda_${group} PROPERTIES LABELS gpu)
+  endforeach()
+  foreach(group nets graph)
+    add_test(NAME test_convnet_cuda_${group}_sync_debug COMMAND test_convnet_cuda ${group})
+    set_tests_properties(test_convnet_cuda_${group}_sync_debug PROPERTIES LABELS gpu
+                         ENVIRONMENT CUDARL_SYNC_DEBUG=1)
+  endforeach()
+  # repeat reads device-wide free memory (cudaMemGetInfo): nothing else may run beside it
+  set_tests_properties(test_convnet_cuda_repeat PROPERTIES RUN_SERIAL TRUE)
+endif()
