@@ -5,7 +5,7 @@ Runs GradScaler through scripted sequences of steps and records, per step, the s
 tracker after update(), whether any inf/NaN was found, Adam's step count (GradScaler.step skips
 optimizer.step() on inf/NaN, so it does not advance) and, for the short sequences, the bits of
 the gradients after unscaling. tests/unit/test_loss_scale.c replays the same sequences through
-src/nn/loss_scale.c and must match every value exactly.
+src/ops/cpu/loss_scale.c and must match every value exactly.
 
     python3 tests/golden/golden_loss_scale.py --out tests/golden/loss_scale_golden.json
 
