@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "core/core.h"
-#include "env/cartpole.h"
+#include "env/cartpole/cartpole.h"
 #include "env/env.h"
 #include "env/env_pool.h"
 

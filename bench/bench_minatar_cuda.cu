@@ -1,4 +1,4 @@
-// The five MinAtar games: env steps/s of the CUDA twin (src/env/minatar_cuda.cu) at 4,096 and
+// The five MinAtar games: env steps/s of the CUDA twin (src/env/minatar/minatar_cuda.cu) at 4,096 and
 // 65,536 envs, next to the CPU def stepped by the env pool on one thread (4,096 envs), printed
 // as a markdown table. A step is one env taking one action, with everything the trainers get:
 // the observation (uint8, C x 10 x 10), reward, flags, and on an episode's end its final
@@ -16,10 +16,10 @@ extern "C" {
 #include "core/core.h"
 #include "env/env.h"
 #include "env/env_pool.h"
-#include "env/minatar.h"
+#include "env/minatar/minatar.h"
 #include "ops/backend.h"
 }
-#include "env/minatar_cuda.h"
+#include "env/minatar/minatar_cuda.h"
 
 #include "bench_check.cuh"
 

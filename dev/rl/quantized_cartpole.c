@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "cudarl.h"
-#include "env/cartpole_step.h"
+#include "env/cartpole/cartpole_step.h"
 
 static double QTHETA = 1.0 / 30, QX = 1.0 / 15;
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env/cartpole.h"
+#include "env/cartpole/cartpole.h"
 #include "env/env.h"
 #include "env/env_pool.h"
 #include "nn/actor_critic.h"

@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "env/cartpole.h"
-#include "env/cartpole_pixels.h"
-#include "env/minatar.h"
+#include "env/cartpole/cartpole.h"
+#include "env/cartpole_pixels/cartpole_pixels.h"
+#include "env/minatar/minatar.h"
 #include "env/env.h"
 
 /* The built-in envs and their twins (env.h's CR_ENV_* bits); every env also steps on CPU

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
-#include "env/cartpole.h"
+#include "env/cartpole/cartpole.h"
 #include "ops/backend.h"
 
 /* What an env has besides its def, as the registry records it (cr_env_info.caps):

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 #include "cudarl.h"
-#include "env/cartpole_pixels.h"
-#include "env/minatar_cuda.h"
+#include "env/cartpole_pixels/cartpole_pixels.h"
+#include "env/minatar/minatar_cuda.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -189,7 +189,7 @@ struct cr_backend {
                                 const cr_ppo_loss_params *p, cr_ppo_stats_acc *acc,
                                 void *scratch, int B, int A);
     size_t (*ppo_minibatch_scratch_bytes)(int B, size_t num_params);
-    /* DQN (the CPU references are in ops/cpu/ops_dqn.h; src/algo/dqn.c calls these) */
+    /* DQN (the CPU references are in ops/cpu/ops_dqn.h; src/algo/dqn/dqn.c calls these) */
     /* cr_cpu_dqn_loss on one minibatch: dq (B, A), td_error (B) unless NULL, and the
      * minibatch's three means added into acc (backend memory) */
     void (*dqn_loss)(cudarl_ctx *ctx, const float *q, const int32_t *actions,

@@ -4,7 +4,7 @@
  * Four variants of one update from the same weights and a fresh Adam each (dqn_mse: CleanRL's;
  * double_huber: double DQN + smooth_l1; per_huber: importance-weighted smooth_l1; mse_clip:
  * dqn_mse + clip_grad_norm_), then one Polyak update. Each runs through the ops the trainer's
- * train_step (src/algo/dqn.c) calls, in its order: target forward on next_obs, online forward
+ * train_step (src/algo/dqn/dqn.c) calls, in its order: target forward on next_obs, online forward
  * on next_obs (double DQN), online forward on obs, cr_cpu_dqn_loss, cr_mlp_backward,
  * cr_cpu_clip_grad_norm, cr_cpu_adam_step; the target update is cr_cpu_polyak.
  *

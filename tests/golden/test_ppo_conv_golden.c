@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/ppo_internal.h"
+#include "algo/ppo/ppo_internal.h"
 #include "check.h"
 #include "io/safetensors.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "env/cartpole.h"
+#include "env/cartpole/cartpole.h"
 
 #define N 1024
 #define STEPS 10000

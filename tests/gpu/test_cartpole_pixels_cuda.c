@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "core/core.h"
-#include "env/cartpole_pixels.h"
+#include "env/cartpole_pixels/cartpole_pixels.h"
 #include "env/env_pool.h"
 
 #define NSTATES 10000

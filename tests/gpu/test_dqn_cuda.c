@@ -1,4 +1,4 @@
-/* DQN on the GPU (src/algo/dqn.c on a CUDA context). Usage: test_dqn_cuda match|learn|noalloc
+/* DQN on the GPU (src/algo/dqn/dqn.c on a CUDA context). Usage: test_dqn_cuda match|learn|noalloc
  * [runs dir]; each group is its own ctest (label gpu), so `learn` times a fresh process.
  *
  *  match    A few hundred DQN updates on the CPU and on CUDA from the same seed, with epsilon

@@ -19,8 +19,8 @@
 #include "core/core.h"
 #include "env/env.h"
 #include "env/env_pool.h"
-#include "env/minatar.h"
-#include "env/minatar_cuda.h"
+#include "env/minatar/minatar.h"
+#include "env/minatar/minatar_cuda.h"
 #include "ops/backend.h"
 
 #define N 257

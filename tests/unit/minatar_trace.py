@@ -8,7 +8,7 @@ For each game, runs gymnasium.make("MinAtar/<Game>-v1") from the minatar package
 actions 0.1, difficulty ramping, the minimal action set) unmodified, except that the game's
 numpy RandomState is replaced by PhiloxRandom: the same rand()/randint() calls answered from
 cudarl's Philox4x32-10 stream (seed, stream), converted to numbers exactly as
-src/env/minatar_common.h does. The C env seeded with (seed, stream) then draws the same numbers
+src/env/minatar/minatar_common.h does. The C env seeded with (seed, stream) then draws the same numbers
 in the same order, so the two must produce the same observations, rewards and terminations for
 the same actions, step for step, across episodes (one stream, never reseeded; the sticky
 action, as in MinAtar, carries over a reset).

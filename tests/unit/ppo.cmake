@@ -1,5 +1,5 @@
 # PPO on the CPU: learning CartPole-v1 (label slow), and the envs on CPU threads
-# (src/algo/ppo_pool.c) against the env batch, on the CPU and on the GPU (label gpu).
+# (src/algo/ppo/ppo_pool.c) against the env batch, on the CPU and on the GPU (label gpu).
 cudarl_test(test_ppo_learn SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ppo_learn.c LABELS "cpu;slow"
             ARGS ${CMAKE_CURRENT_BINARY_DIR}/learn-runs)
 cudarl_test(test_ppo_pool SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ppo_pool.c LABELS cpu ARGS cpu)

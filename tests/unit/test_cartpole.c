@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "env/cartpole.h"
+#include "env/cartpole/cartpole.h"
 
 #define PI 3.14159265358979323846
 #define THETA_THRESHOLD (12 * 2 * PI / 360)

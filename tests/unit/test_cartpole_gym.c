@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "env/cartpole.h"
+#include "env/cartpole/cartpole.h"
 
 #define TRACE_MAGIC "CRCPGYM\0"
 #define TRACE_VERSION 1u

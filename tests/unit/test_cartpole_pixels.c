@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "env/cartpole.h"
-#include "env/cartpole_pixels.h"
-#include "env/cartpole_step.h"
+#include "env/cartpole/cartpole.h"
+#include "env/cartpole_pixels/cartpole_pixels.h"
+#include "env/cartpole/cartpole_step.h"
 #include "env/env.h"
 #include "env/env_pool.h"
 

@@ -1,4 +1,4 @@
-/* DQN with a convolutional Q-network (--policy minatar-cnn, src/algo/dqn.c through cr_convnet)
+/* DQN with a convolutional Q-network (--policy minatar-cnn, src/algo/dqn/dqn.c through cr_convnet)
  * on the context given by argv[1] (cpu; cuda for the gpu label):
  *  cpu  1. --policy is validated: an unknown name is refused listing the choices, a conv policy
  *          on CartPole-v1 (vector observations) is refused, nature-cnn on MinAtar's 10x10 is

@@ -1,4 +1,4 @@
-/* DQN with the envs on CPU threads (--env-device cpu, src/algo/dqn.c's env pool) on the context
+/* DQN with the envs on CPU threads (--env-device cpu, src/algo/dqn/dqn.c's env pool) on the context
  * given by argv[1] (cpu; cuda for the gpu label):
  *  1. CartPole-v1 on a pool of 3 threads trains exactly as on the env batch (CartPole's CUDA twin
  *     on cuda): the same episodes and the same weights, target and Adam moments bit for bit. The

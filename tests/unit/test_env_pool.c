@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "env/cartpole.h"
+#include "env/cartpole/cartpole.h"
 #include "env/env.h"
 #include "env/env_pool.h"
 

@@ -7,12 +7,12 @@
 
 #include "check.h"
 #include "core/core.h"
-#include "env/minatar.h"
-#include "env/minatar_asterix_step.h"
-#include "env/minatar_breakout_step.h"
-#include "env/minatar_freeway_step.h"
-#include "env/minatar_seaquest_step.h"
-#include "env/minatar_space_invaders_step.h"
+#include "env/minatar/minatar.h"
+#include "env/minatar/minatar_asterix_step.h"
+#include "env/minatar/minatar_breakout_step.h"
+#include "env/minatar/minatar_freeway_step.h"
+#include "env/minatar/minatar_seaquest_step.h"
+#include "env/minatar/minatar_space_invaders_step.h"
 
 #define MAX_OBS 1000
 #define MAX_STATE_BYTES 4096

@@ -13,8 +13,8 @@
 
 #include "check.h"
 #include "core/core.h"
-#include "env/minatar.h"
-#include "env/minatar_seaquest_step.h"
+#include "env/minatar/minatar.h"
+#include "env/minatar/minatar_seaquest_step.h"
 
 #define TRACE_MAGIC "CRMINAT\0"
 #define TRACE_VERSION 1u

@@ -31,7 +31,7 @@
 
 #include "check.h"
 #include "cudarl.h"
-#include "env/cartpole.h"
+#include "env/cartpole/cartpole.h"
 #include "env/env.h"
 #include "nn/actor_critic.h"
 #include "nn/qnet.h"

@@ -1,4 +1,4 @@
-/* PPO with a convolutional policy (--policy minatar-cnn | nature-cnn: src/algo/ppo_conv.c and
+/* PPO with a convolutional policy (--policy minatar-cnn | nature-cnn: src/algo/ppo/ppo_conv.c and
  * the conv branches of ppo.c, ppo_pool.c, ppo_checkpoint.c) on the context given by argv[1]
  * (cpu; cuda for the gpu label). Envs: MinAtar/Breakout-v1, and "test/Lamp-v0", registered
  * here: a (1, 10, 10) uint8 frame with one lit cell; action 1 pays 1 when the cell is in the
@@ -65,7 +65,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/ppo_internal.h"
+#include "algo/ppo/ppo_internal.h"
 #include "check.h"
 #include "metrics_csv.h"
 #include "cudarl.h"

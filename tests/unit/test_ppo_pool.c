@@ -1,4 +1,4 @@
-/* PPO's rollout with the envs on CPU threads (src/algo/ppo_pool.c) against the env batch, on the
+/* PPO's rollout with the envs on CPU threads (src/algo/ppo/ppo_pool.c) against the env batch, on the
  * context given by argv[1] (cpu, or cuda for the gpu label):
  *  1. The synchronous schedule (one group) gives the batch's rollout bit for bit: the same env
  *     code, RNG words and ops on the same shapes. On CUDA twice: the op-by-op rollouts (batch
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/ppo_internal.h"
+#include "algo/ppo/ppo_internal.h"
 #include "check.h"
 #ifdef CUDARL_WITH_CUDA
 #include <cuda_runtime.h>

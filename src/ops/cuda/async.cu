@@ -58,7 +58,7 @@ int cr_cuda_event_done(cudarl_ctx *ctx, void *event) {
 }
 
 void cr_cuda_event_wait(cudarl_ctx *ctx, void *event) {
-    // atomic: env threads wait on events of one context at once (src/algo/ppo_pool.c)
+    // atomic: env threads wait on events of one context at once (src/algo/ppo/ppo_pool.c)
     __atomic_fetch_add(&ctx->host_syncs, 1, __ATOMIC_RELAXED);
     CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)event));
 }

@@ -1,8 +1,8 @@
 /* CartPole-v1 on the CPU: the batch loops over the per-env code of cartpole_step.h (Gymnasium's
  * CartPoleEnv.step in float64, in Python's operation order, so that the states agree bit for bit,
  * plus TimeLimit(500) and same-step autoreset), which cartpole.cu runs on the GPU. */
-#include "env/cartpole.h"
-#include "env/cartpole_step.h"
+#include "env/cartpole/cartpole.h"
+#include "env/cartpole/cartpole_step.h"
 
 /* Gymnasium's numpy code never fuses a*b+c; neither may we. GCC does not contract in ISO C mode
  * (-std=c11) and rejects this pragma, clang contracts by default and honours it. The inline

@@ -20,7 +20,7 @@
  * trainer's arena, sized here before it is allocated; nothing is allocated in the loop. */
 #include <string.h>
 
-#include "algo/ppo_internal.h"
+#include "algo/ppo/ppo_internal.h"
 
 /* Rows one cache serves: the update's minibatch and the rollout's N envs. */
 static int cache_rows(const cr_ppo *p) { return p->mb > p->N ? p->mb : p->N; }

@@ -17,7 +17,7 @@
 #ifndef CUDARL_MINATAR_SPACE_INVADERS_STEP_H
 #define CUDARL_MINATAR_SPACE_INVADERS_STEP_H
 
-#include "env/minatar_common.h"
+#include "env/minatar/minatar_common.h"
 
 #define CR_SPACE_INVADERS_CHANNELS 6
 #define CR_SPACE_INVADERS_NUM_ACTIONS 4

@@ -1,7 +1,7 @@
 /* MinAtar/Seaquest-v1 as a cudarl env def: thin wrappers over the per-env code of
  * minatar_seaquest_step.h (the rules, and what each channel and action means). */
-#include "env/minatar.h"
-#include "env/minatar_seaquest_step.h"
+#include "env/minatar/minatar.h"
+#include "env/minatar/minatar_seaquest_step.h"
 
 static void seaquest_seed(void *state, uint64_t seed, uint64_t index) {
     cr_minatar_seaquest_seed(state, seed, index);

@@ -33,7 +33,7 @@
 
 #include <stddef.h>
 
-#include "env/minatar_common.h"
+#include "env/minatar/minatar_common.h"
 
 #define CR_SEAQUEST_CHANNELS 10
 #define CR_SEAQUEST_NUM_ACTIONS 6

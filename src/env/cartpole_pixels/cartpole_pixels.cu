@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "env/cartpole_pixels.h"
-#include "env/cartpole_step.h"
+#include "env/cartpole_pixels/cartpole_pixels.h"
+#include "env/cartpole/cartpole_step.h"
 
 #define RENDER_THREADS 256
 

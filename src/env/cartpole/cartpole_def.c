@@ -4,7 +4,7 @@
  * step, as the batch does inside cr_cartpole_step_one; env i is seeded with stream i of the seed
  * and draws every reset state from that stream, as cr_cartpole_reset. So a pool of this def
  * and cr_cartpole_step give the same obs, rewards, flags and final observations bit for bit. */
-#include "env/cartpole_step.h"
+#include "env/cartpole/cartpole_step.h"
 #include "env/env.h"
 
 #ifdef __clang__

@@ -16,13 +16,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "env/minatar.h"
-#include "env/minatar_asterix_step.h"
-#include "env/minatar_breakout_step.h"
-#include "env/minatar_cuda.h"
-#include "env/minatar_freeway_step.h"
-#include "env/minatar_seaquest_step.h"
-#include "env/minatar_space_invaders_step.h"
+#include "env/minatar/minatar.h"
+#include "env/minatar/minatar_asterix_step.h"
+#include "env/minatar/minatar_breakout_step.h"
+#include "env/minatar/minatar_cuda.h"
+#include "env/minatar/minatar_freeway_step.h"
+#include "env/minatar/minatar_seaquest_step.h"
+#include "env/minatar/minatar_space_invaders_step.h"
 #include "ops/cuda/cuda_common.cuh"
 
 // ---- the games: state type, shapes, block size and the per-env functions ----------------------

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/ppo_internal.h"
+#include "algo/ppo/ppo_internal.h"
 #include "runtime/mlp_check.h"
 #include "io/safetensors.h"
 

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "env/cartpole.h"
+#include "env/cartpole/cartpole.h"
 #include "ops/backend.h"
 
 #ifdef __cplusplus

@@ -14,11 +14,11 @@
 #include <unistd.h>
 
 #include "algo/metrics_pipe.h"
-#include "algo/ppo_internal.h"
+#include "algo/ppo/ppo_internal.h"
 #include "algo/run.h"
 #include "io/tensorboard.h"
 #include "core/nvtx.h"
-#include "algo/ppo_rollout_cuda.h"
+#include "algo/ppo/ppo_rollout_cuda.h"
 #include "nn/precision.h"
 
 /* ---- memory plan ------------------------------------------------------------------------ */

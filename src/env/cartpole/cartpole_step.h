@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "core/philox.h"
-#include "env/cartpole.h"
+#include "env/cartpole/cartpole.h"
 
 #ifdef __CUDA_ARCH__
 #define CR_DADD(a, b) __dadd_rn((a), (b))

@@ -15,7 +15,7 @@
 #ifndef CUDARL_MINATAR_ASTERIX_STEP_H
 #define CUDARL_MINATAR_ASTERIX_STEP_H
 
-#include "env/minatar_common.h"
+#include "env/minatar/minatar_common.h"
 
 #define CR_ASTERIX_CHANNELS 4
 #define CR_ASTERIX_NUM_ACTIONS 5

@@ -1,7 +1,7 @@
 /* MinAtar/Freeway-v1 as a cudarl env def: thin wrappers over the per-env code of
  * minatar_freeway_step.h (the rules, and what each channel and action means). */
-#include "env/minatar.h"
-#include "env/minatar_freeway_step.h"
+#include "env/minatar/minatar.h"
+#include "env/minatar/minatar_freeway_step.h"
 
 static void freeway_seed(void *state, uint64_t seed, uint64_t index) {
     cr_minatar_freeway_seed(state, seed, index);

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "env/cartpole.h"
-#include "env/cartpole_step.h"
+#include "env/cartpole/cartpole.h"
+#include "env/cartpole/cartpole_step.h"
 
 #define CARTPOLE_THREADS 256
 

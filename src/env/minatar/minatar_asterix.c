@@ -1,7 +1,7 @@
 /* MinAtar/Asterix-v1 as a cudarl env def: thin wrappers over the per-env code of
  * minatar_asterix_step.h (the rules, and what each channel and action means). */
-#include "env/minatar.h"
-#include "env/minatar_asterix_step.h"
+#include "env/minatar/minatar.h"
+#include "env/minatar/minatar_asterix_step.h"
 
 static void asterix_seed(void *state, uint64_t seed, uint64_t index) {
     cr_minatar_asterix_seed(state, seed, index);

@@ -4,8 +4,8 @@
  * a ring of 4, written out oldest first. */
 #include <string.h>
 
-#include "env/cartpole_pixels.h"
-#include "env/cartpole_step.h"
+#include "env/cartpole_pixels/cartpole_pixels.h"
+#include "env/cartpole/cartpole_step.h"
 
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF

@@ -16,7 +16,7 @@
 #ifndef CUDARL_MINATAR_FREEWAY_STEP_H
 #define CUDARL_MINATAR_FREEWAY_STEP_H
 
-#include "env/minatar_common.h"
+#include "env/minatar/minatar_common.h"
 
 #define CR_FREEWAY_CHANNELS 7
 #define CR_FREEWAY_NUM_ACTIONS 3

@@ -18,7 +18,7 @@
 
 #include "core/philox.h"
 #include "cudarl.h"
-#include "env/cartpole_pixels_render.h"
+#include "env/cartpole_pixels/cartpole_pixels_render.h"
 
 #ifdef __cplusplus
 extern "C" {

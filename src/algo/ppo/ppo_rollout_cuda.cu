@@ -21,9 +21,9 @@
 #include "ops/cuda/tanh_device.cuh"
 
 extern "C" {
-#include "algo/ppo_rollout_cuda.h"
+#include "algo/ppo/ppo_rollout_cuda.h"
 }
-#include "env/cartpole_step.h"
+#include "env/cartpole/cartpole_step.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 /* MinAtar/Breakout-v1 as a cudarl env def: thin wrappers over the per-env code of
  * minatar_breakout_step.h (the rules, and what each channel and action means). */
-#include "env/minatar.h"
-#include "env/minatar_breakout_step.h"
+#include "env/minatar/minatar.h"
+#include "env/minatar/minatar_breakout_step.h"
 
 static void breakout_seed(void *state, uint64_t seed, uint64_t index) {
     cr_minatar_breakout_seed(state, seed, index);

@@ -37,9 +37,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/ppo_internal.h"
+#include "algo/ppo/ppo_internal.h"
 #include "core/nvtx.h"
-#include "algo/ppo_rollout_cuda.h"
+#include "algo/ppo/ppo_rollout_cuda.h"
 
 typedef struct cr_ppo_pool {
     cr_env_pool pool;
