@@ -4,7 +4,13 @@
 # the figures read from the command's output). On the GPU machine, after a build (gpu-check.sh).
 #
 # Usage: bench/run.sh [--build DIR] [--dry-run] NAME...        (DIR default build-gpu)
+#        bench/run.sh --baseline DIR [--repeats N] [--deadline S] [--dry-run] NAME...
 #        bench/run.sh --list | --check
+#   --baseline DIR  builds the tree at DIR (before) and this one (after), then runs each NAME's
+#                   command (not its peer) on both, the order alternating, N rounds (default
+#                   5); prints medians and after / before per figure. Starts no round that
+#                   would end past S seconds from the start (default 540: the device's
+#                   10-minute limit less a margin).
 #   --list          the names and what each prints; --check: the table parses, every command
 #                   is valid shell, and every script it names exists (a ctest runs this)
 # Cells see B (the build folder, absolute), OUT (where files come back) and RUNS (an empty
@@ -16,10 +22,13 @@ cd "$ROOT" || exit 1
 OUT=${OUT:-/tmp/out}
 TABLE=$ROOT/bench/README.md
 
-build=build-gpu dry=0 action=run names=()
+build=build-gpu baseline="" repeats=5 deadline=540 dry=0 action=run names=()
 while [ $# -gt 0 ]; do
   case "$1" in
   --build) build=$2; shift ;;
+  --baseline) baseline=$2; shift ;;
+  --repeats) repeats=$2; shift ;;
+  --deadline) deadline=$2; shift ;;
   --dry-run) dry=1 ;;
   --list) action=list ;;
   --check) action=check ;;
@@ -186,7 +195,137 @@ run_named() {
   device_line
 }
 
+# ---- before and after ---------------------------------------------------------------------
+
+# Medians per (name, label, side) of the per-run medians in the file of
+# "name<TAB>label<TAB>side<TAB>round<TAB>value<TAB>direction" rows, as a markdown table.
+ab_table() {
+  awk -F'\t' '
+    function med(a, n,   i, j, t) {
+      for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    function fmt(v) {
+      if (v >= 1e6) return sprintf("%.2fM", v / 1e6)
+      if (v >= 1000) return sprintf("%.0f", v)
+      return sprintf("%.4g", v)
+    }
+    { k = $1 "\t" $2; if (!(k in dir)) { dir[k] = $6; order[nk++] = k }
+      r = k "\t" $3 "\t" $4; if (!(r in nv)) { runs[k "\t" $3, ++nr[k "\t" $3]] = r }
+      val[r, ++nv[r]] = $5 }
+    END {
+      print "| benchmark | figure | before | after | after / before | runs | verdict |"
+      print "|---|---|---:|---:|---:|---:|---|"
+      for (i = 0; i < nk; i++) {
+        k = order[i]
+        for (s = 0; s < 2; s++) {
+          side = s ? "after" : "before"; m[s] = ""; n = nr[k "\t" side]
+          for (j = 1; j <= n; j++) {
+            r = runs[k "\t" side, j]; delete a
+            for (q = 1; q <= nv[r]; q++) a[q] = val[r, q]
+            per[j] = med(a, nv[r])
+          }
+          if (n) { delete a; for (j = 1; j <= n; j++) a[j] = per[j]; m[s] = med(a, n) }
+          cnt[s] = n
+        }
+        split(k, kk, "\t")
+        if (m[0] == "" || m[1] == "") {
+          printf "| %s | %s | %s | %s | - | %d / %d | %s |\n", kk[1], kk[2],
+            m[0] == "" ? "-" : fmt(m[0]), m[1] == "" ? "-" : fmt(m[1]), cnt[0], cnt[1],
+            dir[k] == "fail" ? "FAILED" : "missing"
+          continue
+        }
+        ratio = m[0] ? m[1] / m[0] : 0
+        if (dir[k] == "higher") v = ratio >= 0.97 ? "ok" : "SLOWER"
+        else if (dir[k] == "lower") v = ratio <= 1.03 ? "ok" : "SLOWER"
+        else if (dir[k] == "fail") v = "FAILED"
+        else v = m[0] == m[1] ? "same" : "DIFFERS"
+        printf "| %s | %s | %s | %s | %.3f | %d / %d | %s |\n", kk[1], kk[2], fmt(m[0]), fmt(m[1]),
+          ratio, cnt[0], cnt[1], v
+      }
+    }' "$1"
+}
+
+run_baseline() {
+  local start base w=/tmp/bench-ab jobs name side r rc t0 round_s=0 rounds=0 first
+  start=$(now)
+  base=$(cd "$baseline" 2>/dev/null && pwd) || { echo "run.sh: no baseline folder '$baseline'" >&2; exit 1; }
+  [ -f "$base/CMakeLists.txt" ] || { echo "run.sh: $base holds no CMakeLists.txt" >&2; exit 1; }
+  jobs=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
+  if [ "$dry" = 1 ]; then
+    echo "build: $base -> $w/before and $ROOT -> $w/after, side by side, -j$jobs each"
+    for ((r = 1; r <= repeats; r++)); do
+      [ $((r % 2)) = 1 ] && first="before after" || first="after before"
+      for name in "${names[@]}"; do echo "round $r: $name on $first: ${CMD[$name]}"; done
+    done
+    return 0
+  fi
+  mkdir -p "$OUT" "$w"
+  bench_deps || exit 1
+  echo "run.sh: building $base (before) and $ROOT (after), -j$jobs each"
+  bench_build "$base" "$w/before" "$jobs" -DBUILD_TESTING=OFF >"$w/build-before.log" 2>&1 &
+  local pb=$!
+  bench_build "$ROOT" "$w/after" "$jobs" -DBUILD_TESTING=OFF >"$w/build-after.log" 2>&1 &
+  local pa=$!
+  wait $pb; local rb=$?
+  wait $pa; local ra=$?
+  echo "run.sh: builds done in $(secs "$start" "$(now)") s (before rc=$rb, after rc=$ra)"
+  for side in before after; do
+    [ "$side" = before ] && rc=$rb || rc=$ra
+    [ "$rc" = 0 ] && continue
+    cp "$w/build-$side.log" "$OUT/"
+    tail -30 "$w/build-$side.log"
+    echo "run.sh: the $side build failed (\$OUT/build-$side.log)"
+    exit 1
+  done
+  local figs=$w/figures.tsv log=$OUT/ab.txt
+  : >"$figs"
+  : >"$log"
+  for ((r = 1; r <= repeats; r++)); do
+    if [ $rounds -gt 0 ] &&
+       awk -v a="$start" -v b="$(now)" -v s="$round_s" -v d="$deadline" 'BEGIN { exit !(b - a + s > d) }'; then
+      echo "run.sh: round $r would end past ${deadline} s: stopping after $rounds rounds" | tee -a "$log"
+      break
+    fi
+    t0=$(now)
+    [ $((r % 2)) = 1 ] && first="before after" || first="after before"
+    for name in "${names[@]}"; do
+      for side in $first; do
+        local one=$w/out/$side.$name.$r.txt
+        mkdir -p "$w/out"
+        run_cell "${CMD[$name]}" "$w/$side" "$w/runs/$side/$name" "$w/files/$side" "$one" \
+          >/dev/null
+        rc=$?
+        { echo "==== round $r, $side, $name (status $rc)"; cat "$one"; } >>"$log"
+        { figures <"$one"; [ "$rc" = 0 ] || printf 'exit status\t%s\tfail\n' "$rc"; } |
+          awk -F'\t' -v n="$name" -v s="$side" -v r="$r" \
+          '{ print n "\t" $1 "\t" s "\t" r "\t" $2 "\t" $3 }' >>"$figs"
+        echo "round $r: $name $side: status $rc, $(figures <"$one" | cut -f1,2 | tr '\t\n' '= ' )"
+      done
+    done
+    rounds=$r
+    round_s=$(secs "$t0" "$(now)")
+    # after every round, so that a run stopped by the device's limit still leaves a table
+    {
+      echo "Before: $base; after: $ROOT; each built from source on this machine; $rounds"
+      echo "rounds, the side that runs first alternating; per figure the median over rounds of"
+      echo "each run's median. Verdict: ok where after is within 3% of before, or better."
+      echo
+      ab_table "$figs"
+      echo
+      device_line
+      echo "wall: $(secs "$start" "$(now)") s"
+    } >"$OUT/ab.md"
+  done
+  echo
+  cat "$OUT/ab.md"
+}
+
 # shellcheck source=bench/build.sh
 . "$ROOT/bench/build.sh"
-[ "$dry" = 1 ] || bench_deps || exit 1
-run_named
+if [ -n "$baseline" ]; then
+  run_baseline
+else
+  [ "$dry" = 1 ] || bench_deps || exit 1
+  run_named
+fi
