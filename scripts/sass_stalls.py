@@ -3,8 +3,8 @@
 
 Prints, for the warp-stall samples and the executed instructions, the totals per opcode (the
 first word of the instruction after its predicate), largest first, the samples by stall reason
-(the stall_* columns), and the top instructions by samples. Used by scripts/gpu-check.sh
-infer_ncu_source (ncu 2025's column names)."""
+(the stall_* columns), and the top instructions by samples. Used by bench/ncu_infer.sh stalls
+(the infer_ncu_source benchmark; ncu 2025's column names)."""
 import csv
 import sys
 from collections import defaultdict

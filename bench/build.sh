@@ -1,0 +1,52 @@
+# shellcheck shell=bash
+# Sourced by scripts/gpu-check.sh and bench/run.sh on the GPU machine: the dependencies and the
+# build of one source tree.
+#
+# bench_deps: cJSON and protobuf-c (and libpng, for cudarl render) from the .deb files in the
+#   repository's .debs/ (git-ignored; bench/prep.sh downloads them), unpacked into /tmp/deps,
+#   where the machine lacks them; sets BENCH_CMAKE_PREFIX and exports PATH and LD_LIBRARY_PATH
+#   (the binaries load libcjson at run time).
+# bench_build SRC BUILD JOBS [CMAKE_ARGS...]: configures and builds the tree at SRC into BUILD:
+#   Release, the CUDA backend (required) for the GPUs present (CMAKE_CUDA_ARCHITECTURES from
+#   nvidia-smi, e.g. 90-real on an H200: the same machine code as the default build runs there,
+#   without the other architectures' compile time), Ninja where there is one. The log goes to
+#   stdout; the status is cmake's.
+
+BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH_CMAKE_PREFIX=()
+
+bench_deps() {
+  if [ -f /usr/include/cjson/cJSON.h ] && [ -f /usr/include/protobuf-c/protobuf-c.h ] &&
+     command -v protoc-c >/dev/null; then
+    return 0
+  fi
+  if ! compgen -G "$BENCH_ROOT/.debs/*.deb" >/dev/null; then
+    echo "bench_deps: cJSON or protobuf-c missing and no $BENCH_ROOT/.debs/*.deb to unpack" \
+         "(run bench/prep.sh where apt-get works, and carry .debs)" >&2
+    return 1
+  fi
+  if [ ! -f /tmp/deps/.unpacked ]; then
+    for f in "$BENCH_ROOT"/.debs/*.deb; do dpkg -x "$f" /tmp/deps || return 1; done
+    touch /tmp/deps/.unpacked
+  fi
+  BENCH_CMAKE_PREFIX=(-DCMAKE_PREFIX_PATH=/tmp/deps/usr)
+  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+  export PATH=/tmp/deps/usr/bin:$PATH
+}
+
+# The first GPU's architecture as CMake names it (90-real), or nothing when nvidia-smi cannot say.
+bench_cuda_arch() {
+  local cap
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '. ')
+  [[ $cap =~ ^[0-9]+$ ]] && echo "$cap-real"
+}
+
+bench_build() {
+  local src=$1 build=$2 jobs=$3 arch gen=()
+  shift 3
+  arch=$(bench_cuda_arch)
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  cmake -S "$src" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCUDARL_CUDA=ON \
+        ${arch:+-DCMAKE_CUDA_ARCHITECTURES=$arch} "${BENCH_CMAKE_PREFIX[@]}" "$@" &&
+    cmake --build "$build" -j "$jobs"
+}
