@@ -10,10 +10,8 @@
  * pixel values as the env wrote them. A tEXt chunk names the writer (Software: cudarl <version>)
  * and the env, seed and step (Description).
  *
- * Built without libpng (cmake/render.cmake did not find it), the command exists but fails,
- * saying which package to install. */
-#include "render.h"
-
+ * Built without libpng (CMake did not find it), the command exists but fails, saying which
+ * package to install. */
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -23,13 +21,12 @@
 #include <string.h>
 
 #include "args.h"
+#include "cmd.h"
 #include "cudarl.h"
-
-enum { EXIT_USAGE = 2 };
 
 #ifndef CUDARL_HAVE_PNG
 
-int cudarl_cmd_render(int argc, char **argv) {
+int cmd_render(int argc, char **argv) {
     (void)argc, (void)argv;
     fprintf(stderr, "cudarl render: this cudarl was built without libpng, which writing PNG files "
                     "needs; install libpng-dev (Debian/Ubuntu: apt-get install libpng-dev, or run "
@@ -266,19 +263,18 @@ static int render_run(const render_opts *o, const cudarl_env_def *d) {
     return rc;
 }
 
-int cudarl_cmd_render(int argc, char **argv) {
+int cmd_render(int argc, char **argv) {
     render_opts o = {"CartPolePixels-v1", 1, 100, ""};
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: cudarl render --out DIR [flags]\n\nSteps one env under a random "
-                   "policy and writes each observation as a PNG file:\nDIR/obs_000000.png after "
-                   "the reset, then obs_000001.png .. after each step (--steps files).\nAn image "
-                   "holds the observation's channels side by side, channel 0 (for a frame stack\n"
-                   "the oldest frame) at the left, with 1-px white columns between them.\n\n"
-                   "flags:\n");
-            args_print_help(render_specs, N_RENDER_SPECS, &o);
-            return 0;
-        }
+    if (cmd_wants_help(argc, argv)) {
+        printf("usage: cudarl render --out DIR [flags]\n\nSteps one env under a random "
+               "policy and writes each observation as a PNG file:\nDIR/obs_000000.png after "
+               "the reset, then obs_000001.png .. after each step (--steps files).\nAn image "
+               "holds the observation's channels side by side, channel 0 (for a frame stack\n"
+               "the oldest frame) at the left, with 1-px white columns between them.\n\n"
+               "flags:\n");
+        args_print_help(render_specs, N_RENDER_SPECS, &o);
+        return 0;
+    }
     arg_result r;
     if (args_parse(render_specs, N_RENDER_SPECS, &o, argc, argv, "render", 0, &r) != 0)
         return EXIT_USAGE;

@@ -38,7 +38,7 @@
 #include <time.h>
 
 #include "args.h"
-#include "bench.h"
+#include "cmd.h"
 #include "cudarl.h"
 #include "nn/convnet.h"
 #include "runtime/policy.h"
@@ -47,8 +47,6 @@
 
 #include "nn/convnet_cuda.h" /* cr_convnet_half_set_pipelined: --kernel-level */
 #endif
-
-enum { BENCH_USAGE = 2 };
 
 #define HW 256
 #define ACTIONS 7
@@ -511,22 +509,21 @@ static int cmd_infer(int argc, char **argv) {
         return EXIT_FAILURE;
     }
     b->o = (infer_opts){0, -1, -1, 0, CUDARL_DEVICE_AUTO, "all", ""};
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: cudarl bench infer [flags]: the seed's pixel policy (4x256x256 uint8, "
-                   "3 convs, FC 512,\n7 actions + value) through the policy runtime at batch 128 "
-                   "and 1, per precision and conv engine\n\nflags:\n");
-            args_print_help(infer_specs, N_INFER_SPECS, &b->o);
-            free(b);
-            return 0;
-        }
+    if (cmd_wants_help(argc, argv)) {
+        printf("usage: cudarl bench infer [flags]: the seed's pixel policy (4x256x256 uint8, "
+               "3 convs, FC 512,\n7 actions + value) through the policy runtime at batch 128 "
+               "and 1, per precision and conv engine\n\nflags:\n");
+        args_print_help(infer_specs, N_INFER_SPECS, &b->o);
+        free(b);
+        return 0;
+    }
     arg_result r;
     cr_convnet_engine engines[2];
     int nengines = 0, rc = 0;
     if (args_parse(infer_specs, N_INFER_SPECS, &b->o, argc, argv, "bench infer", 0, &r) != 0 ||
         (nengines = engines_of(b->o.engine, engines)) < 0) {
         free(b);
-        return BENCH_USAGE;
+        return EXIT_USAGE;
     }
     if (!getenv("CUDARL_LOG")) cudarl_log_set_level(CUDARL_LOG_WARN); /* no per-load info lines */
     b->kind = resolve_device(b->o.device);
@@ -542,7 +539,7 @@ static int cmd_infer(int argc, char **argv) {
             fprintf(stderr, "cudarl bench infer: --kernel-level chooses CUDA kernels, and this "
                             "run is on the CPU; leave it out, or run with --device cuda on a GPU\n");
             free(b);
-            return BENCH_USAGE;
+            return EXIT_USAGE;
         }
     }
     cudarl_ctx *probe = NULL; /* --device cuda without a GPU fails here, not after setup */
@@ -572,7 +569,7 @@ static int cmd_infer(int argc, char **argv) {
     return rc;
 }
 
-int cudarl_cmd_bench(int argc, char **argv) {
+int cmd_bench(int argc, char **argv) {
     if (argc >= 1 && !strcmp(argv[0], "infer")) return cmd_infer(argc - 1, argv + 1);
     if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
         printf("usage: cudarl bench infer [flags]   the deployment latency table (cudarl bench "
@@ -584,5 +581,5 @@ int cudarl_cmd_bench(int argc, char **argv) {
                         "infer --help)\n", argv[0]);
     else
         fprintf(stderr, "cudarl bench: which benchmark? usage: cudarl bench infer [flags]\n");
-    return BENCH_USAGE;
+    return EXIT_USAGE;
 }
