@@ -44,8 +44,6 @@
 #include "runtime/policy.h"
 #ifdef CUDARL_WITH_CUDA
 #include <cuda_runtime.h>
-
-#include "nn/convnet_cuda.h" /* cr_convnet_half_set_pipelined: --kernel-level */
 #endif
 
 #define HW 256
@@ -55,7 +53,7 @@
 #define LABEL "bench infer (in memory)"
 
 typedef struct infer_opts {
-    int iters, warmup, kernel_level, batch;
+    int iters, warmup, batch;
     cudarl_device_kind device;
     char engine[16];
     char json[PATH_MAX];
@@ -68,7 +66,6 @@ static const arg_spec infer_specs[] = {
     {"engine", ARG_STR, offsetof(infer_opts, engine), 16, 0, 0, "conv engine on CUDA: gemm, cudnn, or all (each one built)"},
     {"json", ARG_STR, offsetof(infer_opts, json), PATH_MAX, 0, 0, "also write the rows to this file as JSON"},
     {"batch", ARG_INT, offsetof(infer_opts, batch), 0, 0, MAX_BATCH, "only this batch size's rows (0: the table's, 128 and 1)"},
-    {"kernel-level", ARG_INT, offsetof(infer_opts, kernel_level), 0, -1, 12, "the bf16 / fp16 rows' conv kernel level (-1: the build's default; the levels are listed in src/nn/convnet_cuda.h), to compare them in one build"},
 };
 #define N_INFER_SPECS ((int)(sizeof infer_specs / sizeof infer_specs[0]))
 
@@ -341,9 +338,7 @@ static const char *ms_text(char *buf, size_t cap, double ms) {
 static void print_table(const infer_bench *b) {
     printf("\ncudarl bench infer: %s; input 4x%dx%d uint8 / 255, conv 32@8x8/4, 64@4x4/2, "
            "64@3x3/1, FC 512, actor %d + critic 1 (%zu parameters); %d timed calls per row after "
-           "%d", b->device_name, HW, HW, ACTIONS, b->net.num_params, b->o.iters, b->o.warmup);
-    if (b->o.kernel_level >= 0) printf("; half kernels at level %d", b->o.kernel_level);
-    printf("\n\n");
+           "%d\n\n", b->device_name, HW, HW, ACTIONS, b->net.num_params, b->o.iters, b->o.warmup);
     printf("| runtime | precision | batch | GPU time p50 ms | GPU time p99 ms | end to end p50 ms "
            "| end to end p99 ms | obs/s | %s memory MiB | max rel. error vs fp32 |\n"
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
@@ -406,8 +401,8 @@ static int write_json(const infer_bench *b) {
             CUDARL_VERSION_STRING);
     json_string(f, b->device_name);
     fprintf(f, ", \"input\": [4, %d, %d], \"actions\": %d, \"params\": %zu, \"iters\": %d, "
-            "\"warmup\": %d, \"kernel_level\": %d, \"rows\": [", HW, HW, ACTIONS,
-            b->net.num_params, b->o.iters, b->o.warmup, b->o.kernel_level);
+            "\"warmup\": %d, \"rows\": [", HW, HW, ACTIONS, b->net.num_params, b->o.iters,
+            b->o.warmup);
     for (int i = 0; i < b->nrows; i++) {
         const infer_row *r = &b->rows[i];
         fprintf(f, "%s\n  {\"name\": \"cudarl (%s)\", \"runtime\": \"cudarl\", \"variant\": "
@@ -508,7 +503,7 @@ static int cmd_infer(int argc, char **argv) {
         fprintf(stderr, "cudarl bench infer: out of host memory\n");
         return EXIT_FAILURE;
     }
-    b->o = (infer_opts){0, -1, -1, 0, CUDARL_DEVICE_AUTO, "all", ""};
+    b->o = (infer_opts){0, -1, 0, CUDARL_DEVICE_AUTO, "all", ""};
     if (cmd_wants_help(argc, argv)) {
         printf("usage: cudarl bench infer [flags]: the seed's pixel policy (4x256x256 uint8, "
                "3 convs, FC 512,\n7 actions + value) through the policy runtime at batch 128 "
@@ -531,17 +526,6 @@ static int cmd_infer(int argc, char **argv) {
     if (!b->o.iters) b->o.iters = gpu ? 1000 : 10;
     if (b->o.warmup < 0) b->o.warmup = gpu ? 100 : 2;
     if (!gpu) nengines = 1; /* the CPU has one convolution */
-    if (b->o.kernel_level >= 0) {
-#ifdef CUDARL_WITH_CUDA
-        if (gpu) cr_convnet_half_set_pipelined(b->o.kernel_level);
-#endif
-        if (!gpu) {
-            fprintf(stderr, "cudarl bench infer: --kernel-level chooses CUDA kernels, and this "
-                            "run is on the CPU; leave it out, or run with --device cuda on a GPU\n");
-            free(b);
-            return EXIT_USAGE;
-        }
-    }
     cudarl_ctx *probe = NULL; /* --device cuda without a GPU fails here, not after setup */
     if (b->o.device == CUDARL_DEVICE_CUDA && cudarl_ctx_init(&probe, b->o.device, 0) != CUDARL_OK) {
         fprintf(stderr, "cudarl bench infer: %s\n", cudarl_last_error());
