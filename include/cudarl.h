@@ -68,6 +68,18 @@ void cudarl_ctx_free(cudarl_ctx *ctx);
 cudarl_device_kind cudarl_ctx_kind(const cudarl_ctx *ctx);
 /* Writes a human-readable description of the build and devices to `buf`. */
 void cudarl_info(char *buf, size_t cap);
+/* Number of usable CUDA devices: 0 without a GPU, or in a build without CUDA. */
+int cudarl_cuda_device_count(void);
+/* The name of CUDA device `index` ("NVIDIA H200") into buf (host, cap bytes). A build without
+ * CUDA, or no GPU, is CUDARL_ERR_UNSUPPORTED; an index that is no device _INVALID_ARG. */
+cudarl_status cudarl_cuda_device_name(int index, char *buf, size_t cap);
+
+/* ---- random numbers ---------------------------------------------------------------- */
+
+/* Words first .. first + n - 1 of stream `stream` of `seed` of the Philox4x32-10 generator that
+ * cudarl's envs and initialisations draw from, into out (host, n): the same words on every
+ * machine, CPU or GPU, and in every build. */
+void cudarl_random_u32(uint64_t seed, uint64_t stream, uint64_t first, uint32_t *out, size_t n);
 
 /* ---- environments ------------------------------------------------------------------ */
 
