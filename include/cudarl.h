@@ -139,6 +139,26 @@ typedef struct cudarl_env_def {
  * do not wait for it. */
 cudarl_status cudarl_env_register(const cudarl_env_def *def);
 
+/* The registered env `id` (a built-in or one added by cudarl_env_register), or NULL. The def
+ * lives in the registry's static storage for the life of the process. */
+const cudarl_env_def *cudarl_env_find(const char *id);
+
+/* What cudarl_env_play_random hands over after the reset (t = 0) and after each step t: obs
+ * (host memory of the play's, valid during the call) in the env's obs_shape and obs_dtype, and
+ * the number of episodes ended so far. A status other than CUDARL_OK stops the play, which
+ * returns it. */
+typedef cudarl_status (*cudarl_env_play_fn)(void *user, int t, const void *obs, int episodes);
+
+/* Plays one env `id` under a uniformly random policy, so that its observations can be looked at
+ * (`cudarl render`): resets it with `seed`, calls fn(user, 0, ...), then takes steps - 1 steps,
+ * calling fn(user, t, ...) after step t. Episodes end as they do in training (truncation at
+ * max_episode_steps; same-step autoreset: the observation after an episode ended is the next
+ * episode's first). The actions come from Philox stream 2^63 of `seed`, which no env draws
+ * from. Memory (host): the env's state and two observations, allocated here and freed before
+ * returning. An unknown id, steps < 1 or a NULL fn is CUDARL_ERR_INVALID_ARG. */
+cudarl_status cudarl_env_play_random(const char *id, uint64_t seed, int steps,
+                                     cudarl_env_play_fn fn, void *user);
+
 /* ---- precision --------------------------------------------------------------------- */
 
 /* What matmuls and convolutions compute in and activations are stored in (`--precision`).
