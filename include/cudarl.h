@@ -533,6 +533,50 @@ cudarl_status cudarl_policy_latency(const cudarl_policy *policy, cudarl_latency_
 /* Releases everything cudarl_policy_load allocated (NULL is fine). */
 void cudarl_policy_free(cudarl_policy *policy);
 
+/* ---- policies built in memory, for benchmarks and tests ------------------------------ */
+
+/* What a CUDA policy computes its fp32 and TF32 convolutions with (BF16 and FP16 have one
+ * engine of their own, the half-precision implicit GEMM "igemm"). */
+typedef enum cudarl_conv_engine {
+    CUDARL_CONV_ENGINE_AUTO = 0, /* $CUDARL_CONV_ENGINE ("gemm" or "cudnn") if set, else GEMM */
+    CUDARL_CONV_ENGINE_GEMM,     /* im2col and cuBLAS */
+    CUDARL_CONV_ENGINE_CUDNN,    /* cuDNN */
+} cudarl_conv_engine;
+
+/* Whether this build has `engine`: CUDNN only where cuDNN was found when cudarl was
+ * configured; AUTO and GEMM always (on the CPU every engine means the CPU's convolution). */
+int cudarl_conv_engine_built(cudarl_conv_engine engine);
+
+/* The parameters of the convolutional network `network` (its text form, as a checkpoint's
+ * metadata "network" holds it: format "cudarl-convnet", an input, layers and heads): their
+ * count into *num_params and, unless params is NULL, their values into params (host, cap floats,
+ * state_dict order), drawn as PyTorch's default nn.Conv2d / nn.Linear init does: each weight and
+ * bias uniform in +-1/sqrt(fan_in), tensor by tensor from Philox stream 0 of `seed`. A network
+ * that does not parse is CUDARL_ERR_FORMAT naming the field; cap < *num_params _INVALID_ARG. */
+cudarl_status cudarl_network_init_params(const char *network, uint64_t seed, float *params,
+                                         size_t cap, size_t *num_params);
+
+/* Loads the convolutional network `network` (its text form, as above) with the weights `params`
+ * (host, num_params floats in state_dict order, copied) as cudarl_policy_load loads a
+ * checkpoint's: algo "ppo" or "dqn" from its heads, observations as its input says, `label` in
+ * place of the env id (messages, cudarl_policy_info); `engine` picks the convolutions of a CUDA
+ * policy. Same options, refusals and memory as cudarl_policy_load; a network that does not parse
+ * is CUDARL_ERR_FORMAT, a num_params other than the network's _INVALID_ARG. */
+cudarl_status cudarl_policy_load_network(const char *network, const float *params,
+                                         size_t num_params, const char *label,
+                                         cudarl_conv_engine engine,
+                                         const cudarl_policy_options *opt, cudarl_policy **out);
+
+/* What a policy's convolutions run on: "gemm", "cudnn" or (BF16, FP16) "igemm" on CUDA, "cpu" on
+ * the CPU; "" for a policy without convolutions. (static storage) */
+const char *cudarl_policy_conv_engine(const cudarl_policy *policy);
+
+/* GPU time of the forward act() runs for n rows (1 <= n <= max_batch): `iters` launches of the
+ * policy's forward-only CUDA graph on the observations the device holds (the latest act()'s),
+ * ms (host, iters) the milliseconds of each launch between two CUDA events on the policy's
+ * stream. A CPU policy is CUDARL_ERR_UNSUPPORTED. */
+cudarl_status cudarl_policy_time_forward(cudarl_policy *policy, int n, int iters, float *ms);
+
 #ifdef __cplusplus
 }
 #endif
