@@ -467,9 +467,10 @@ static int cmd_infer(int argc, char **argv) {
     }
     b->o = (infer_opts){0, -1, 0, CUDARL_DEVICE_AUTO, "all", ""};
     if (cmd_wants_help(argc, argv)) {
-        printf("usage: cudarl bench infer [flags]: the seed's pixel policy (4x256x256 uint8, "
-               "3 convs, FC 512,\n7 actions + value) through the policy runtime at batch 128 "
-               "and 1, per precision and conv engine\n\nflags:\n");
+        printf("usage: cudarl bench infer [flags]: how fast a deployed pixel policy acts "
+               "(cudarl_policy_act):\na network built in memory with random weights (4x256x256 "
+               "uint8, 3 convs, FC 512,\n7 actions + value), at batch 128 and 1, per precision "
+               "and conv engine\n\nflags:\n");
         args_print_help(infer_specs, N_INFER_SPECS, &b->o);
         free(b);
         return 0;
@@ -518,8 +519,8 @@ static int cmd_infer(int argc, char **argv) {
 int cmd_bench(int argc, char **argv) {
     if (argc >= 1 && !strcmp(argv[0], "infer")) return cmd_infer(argc - 1, argv + 1);
     if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
-        printf("usage: cudarl bench infer [flags]   the deployment latency table (cudarl bench "
-               "infer --help)\n");
+        printf("usage: cudarl bench infer [flags]   how fast a deployed policy acts (cudarl "
+               "bench infer --help)\n");
         return 0;
     }
     if (argc)

@@ -21,7 +21,7 @@ static const arg_spec eval_specs[] = {
     {"episodes", ARG_INT, offsetof(eval_opts, episodes), 0, 1, 1000000, "episodes to play"},
     {"seed", ARG_U64, offsetof(eval_opts, seed), 0, 0, FLAG_MAX, "seed of the evaluation envs"},
     {"device", ARG_DEVICE, offsetof(eval_opts, device), 0, 0, 0, "cpu, cuda or auto (cuda: conv policies only)"},
-    {"precision", ARG_PRECISION, offsetof(eval_opts, precision), 0, 0, 0, "fp32, or on the GPU for conv policies tf32, bf16 or fp16 (the policy runtime's)"},
+    {"precision", ARG_PRECISION, offsetof(eval_opts, precision), 0, 0, 0, "fp32, or on the GPU for conv policies tf32, bf16 or fp16 (as a deployed policy computes)"},
 };
 
 int cmd_eval(int argc, char **argv) {

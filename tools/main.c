@@ -58,7 +58,7 @@ static void usage(FILE *f) {
             "  cudarl plan [flags]                   a replay buffer's memory plan, no training\n"
             "  cudarl export PATH --onnx FILE        the policy as an ONNX model (TensorRT, DLA)\n"
             "  cudarl render --out DIR [flags]       a pixel env's observations as PNG files\n"
-            "  cudarl bench infer [flags]            the policy runtime's latency table\n"
+            "  cudarl bench infer [flags]            how fast a deployed policy acts, per precision\n"
             "  cudarl info                           build options and devices\n"
             "  cudarl <command> --help               the flags of a command, with defaults\n",
             CUDARL_VERSION_STRING);
