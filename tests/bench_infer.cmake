@@ -1,4 +1,4 @@
-# `cudarl bench infer` (tools/bench_infer.c): its usage on the CPU (help, a bad flag and a bad
+# `cudarl bench infer` (tools/cmd_bench.c): its usage on the CPU (help, a bad flag and a bad
 # engine exit non-zero with one line), and on a CUDA build (label gpu) a short run of the whole
 # table, every row (fp32 per engine, tf32 on gemm, bf16 and fp16 on igemm; the table is printed
 # only when every row ran) and the JSON written: the benchmark itself runs in
