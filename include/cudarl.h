@@ -68,6 +68,18 @@ void cudarl_ctx_free(cudarl_ctx *ctx);
 cudarl_device_kind cudarl_ctx_kind(const cudarl_ctx *ctx);
 /* Writes a human-readable description of the build and devices to `buf`. */
 void cudarl_info(char *buf, size_t cap);
+/* Number of usable CUDA devices: 0 without a GPU, or in a build without CUDA. */
+int cudarl_cuda_device_count(void);
+/* The name of CUDA device `index` ("NVIDIA H200") into buf (host, cap bytes). A build without
+ * CUDA, or no GPU, is CUDARL_ERR_UNSUPPORTED; an index that is no device _INVALID_ARG. */
+cudarl_status cudarl_cuda_device_name(int index, char *buf, size_t cap);
+
+/* ---- random numbers ---------------------------------------------------------------- */
+
+/* Words first .. first + n - 1 of stream `stream` of `seed` of the Philox4x32-10 generator that
+ * cudarl's envs and initialisations draw from, into out (host, n): the same words on every
+ * machine, CPU or GPU, and in every build. */
+void cudarl_random_u32(uint64_t seed, uint64_t stream, uint64_t first, uint32_t *out, size_t n);
 
 /* ---- environments ------------------------------------------------------------------ */
 
@@ -126,6 +138,26 @@ typedef struct cudarl_env_def {
  * Register at start-up, before other threads look envs up: registration is serialised, lookups
  * do not wait for it. */
 cudarl_status cudarl_env_register(const cudarl_env_def *def);
+
+/* The registered env `id` (a built-in or one added by cudarl_env_register), or NULL. The def
+ * lives in the registry's static storage for the life of the process. */
+const cudarl_env_def *cudarl_env_find(const char *id);
+
+/* What cudarl_env_play_random hands over after the reset (t = 0) and after each step t: obs
+ * (host memory of the play's, valid during the call) in the env's obs_shape and obs_dtype, and
+ * the number of episodes ended so far. A status other than CUDARL_OK stops the play, which
+ * returns it. */
+typedef cudarl_status (*cudarl_env_play_fn)(void *user, int t, const void *obs, int episodes);
+
+/* Plays one env `id` under a uniformly random policy, so that its observations can be looked at
+ * (`cudarl render`): resets it with `seed`, calls fn(user, 0, ...), then takes steps - 1 steps,
+ * calling fn(user, t, ...) after step t. Episodes end as they do in training (truncation at
+ * max_episode_steps; same-step autoreset: the observation after an episode ended is the next
+ * episode's first). The actions come from Philox stream 2^63 of `seed`, which no env draws
+ * from. Memory (host): the env's state and two observations, allocated here and freed before
+ * returning. An unknown id, steps < 1 or a NULL fn is CUDARL_ERR_INVALID_ARG. */
+cudarl_status cudarl_env_play_random(const char *id, uint64_t seed, int steps,
+                                     cudarl_env_play_fn fn, void *user);
 
 /* ---- precision --------------------------------------------------------------------- */
 
@@ -500,6 +532,50 @@ cudarl_status cudarl_policy_latency(const cudarl_policy *policy, cudarl_latency_
 
 /* Releases everything cudarl_policy_load allocated (NULL is fine). */
 void cudarl_policy_free(cudarl_policy *policy);
+
+/* ---- policies built in memory, for benchmarks and tests ------------------------------ */
+
+/* What a CUDA policy computes its fp32 and TF32 convolutions with (BF16 and FP16 have one
+ * engine of their own, the half-precision implicit GEMM "igemm"). */
+typedef enum cudarl_conv_engine {
+    CUDARL_CONV_ENGINE_AUTO = 0, /* $CUDARL_CONV_ENGINE ("gemm" or "cudnn") if set, else GEMM */
+    CUDARL_CONV_ENGINE_GEMM,     /* im2col and cuBLAS */
+    CUDARL_CONV_ENGINE_CUDNN,    /* cuDNN */
+} cudarl_conv_engine;
+
+/* Whether this build has `engine`: CUDNN only where cuDNN was found when cudarl was
+ * configured; AUTO and GEMM always (on the CPU every engine means the CPU's convolution). */
+int cudarl_conv_engine_built(cudarl_conv_engine engine);
+
+/* The parameters of the convolutional network `network` (its text form, as a checkpoint's
+ * metadata "network" holds it: format "cudarl-convnet", an input, layers and heads): their
+ * count into *num_params and, unless params is NULL, their values into params (host, cap floats,
+ * state_dict order), drawn as PyTorch's default nn.Conv2d / nn.Linear init does: each weight and
+ * bias uniform in +-1/sqrt(fan_in), tensor by tensor from Philox stream 0 of `seed`. A network
+ * that does not parse is CUDARL_ERR_FORMAT naming the field; cap < *num_params _INVALID_ARG. */
+cudarl_status cudarl_network_init_params(const char *network, uint64_t seed, float *params,
+                                         size_t cap, size_t *num_params);
+
+/* Loads the convolutional network `network` (its text form, as above) with the weights `params`
+ * (host, num_params floats in state_dict order, copied) as cudarl_policy_load loads a
+ * checkpoint's: algo "ppo" or "dqn" from its heads, observations as its input says, `label` in
+ * place of the env id (messages, cudarl_policy_info); `engine` picks the convolutions of a CUDA
+ * policy. Same options, refusals and memory as cudarl_policy_load; a network that does not parse
+ * is CUDARL_ERR_FORMAT, a num_params other than the network's _INVALID_ARG. */
+cudarl_status cudarl_policy_load_network(const char *network, const float *params,
+                                         size_t num_params, const char *label,
+                                         cudarl_conv_engine engine,
+                                         const cudarl_policy_options *opt, cudarl_policy **out);
+
+/* What a policy's convolutions run on: "gemm", "cudnn" or (BF16, FP16) "igemm" on CUDA, "cpu" on
+ * the CPU; "" for a policy without convolutions. (static storage) */
+const char *cudarl_policy_conv_engine(const cudarl_policy *policy);
+
+/* GPU time of the forward act() runs for n rows (1 <= n <= max_batch): `iters` launches of the
+ * policy's forward-only CUDA graph on the observations the device holds (the latest act()'s),
+ * ms (host, iters) the milliseconds of each launch between two CUDA events on the policy's
+ * stream. A CPU policy is CUDARL_ERR_UNSUPPORTED. */
+cudarl_status cudarl_policy_time_forward(cudarl_policy *policy, int n, int iters, float *ms);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* Table-driven command-line flags for the cudarl CLI. */
 #include "args.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -9,7 +10,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/core.h"
 #include "cudarl.h"
 
 int args_find(const arg_spec *specs, int n, const char *name) {
@@ -32,6 +32,40 @@ static int edit_distance(const char *a, const char *b) {
             d[i][j] = c < del ? (c < ins ? c : ins) : (del < ins ? del : ins);
         }
     return d[la][lb];
+}
+
+/* Parses "32GiB", "32G" (binary), "32GB" (decimal), "7.5e9", ... into bytes; -1 if malformed. */
+static int parse_bytes(const char *s, int64_t *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0)) return -1;
+    while (isspace((unsigned char)*end)) end++;
+    static const struct { const char *suffix; double scale; } units[] = {
+        {"", 1}, {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MiB", 1048576.0},
+        {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"T", 1099511627776.0},
+        {"TiB", 1099511627776.0}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].suffix)) {
+            double b = v * units[i].scale;
+            if (b > 9.0e18) return -1;
+            *out = (int64_t)b;
+            return 0;
+        }
+    return -1;
+}
+
+/* "1.23 MiB" into buf. */
+static const char *format_bytes(size_t bytes, char *buf, size_t cap) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0) snprintf(buf, cap, "%zu B", bytes);
+    else snprintf(buf, cap, "%.2f %s", v, units[u]);
+    return buf;
 }
 
 static const char *closest(const arg_spec *specs, int n, const char *name) {
@@ -136,7 +170,7 @@ static int store(const arg_spec *s, void *opts, const char *v, const char *cmd) 
     }
     case ARG_BYTES: {
         int64_t b;
-        if (cr_parse_bytes(v, &b) != 0) {
+        if (parse_bytes(v, &b) != 0) {
             fprintf(stderr, "cudarl %s: --%s expects a size such as 32GiB, 512M or 7.1GB, got "
                             "'%s'\n", cmd, s->name, v);
             return -1;
@@ -238,7 +272,7 @@ void args_print_help(const arg_spec *specs, int n, const void *defaults) {
             break;
         case ARG_BYTES: {
             int64_t b = *(const int64_t *)f;
-            if (b) cr_format_bytes((size_t)b, def, sizeof def);
+            if (b) format_bytes((size_t)b, def, sizeof def);
             else snprintf(def, sizeof def, "what the device can give");
             break;
         }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Peers of `cudarl bench infer` (tools/bench_infer.c): the same network, inputs and columns.
+"""Peers of `cudarl bench infer` (tools/cmd_bench.c): the same network, inputs and columns.
 
-The network is the seed's pixel policy, CleanRL ppo_atari.py's Agent at 256x256: input
+The network is a pixel policy, CleanRL ppo_atari.py's Agent at 256x256: input
 (B, 4, 256, 256) uint8, x / 255, Conv 32@8x8/4, ReLU, Conv 64@4x4/2, ReLU, Conv 64@3x3/1, ReLU,
 Flatten, Linear(64*28*28, 512), ReLU, then actor Linear(512, 7) and critic Linear(512, 1); the
 greedy action is the argmax of the logits, computed on the device as cudarl's act() does. Its

@@ -137,8 +137,6 @@ double cr_time_unix(void);
  * include_swap: the CUDA-for-Tegra estimate of what an integrated GPU can allocate, since
  * cudaMemGetInfo leaves swap out there. -1 if /proc/meminfo cannot be read. */
 int64_t cr_host_available_bytes(int include_swap);
-/* Parses "32GiB", "32G" (binary), "32GB" (decimal), "7.5e9", ... into bytes; -1 if malformed. */
-int cr_parse_bytes(const char *s, int64_t *out);
 
 #ifdef __cplusplus
 }

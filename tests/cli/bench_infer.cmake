@@ -1,11 +1,11 @@
-# `cudarl bench infer` (tools/bench_infer.c): its usage on the CPU (help, a bad flag and a bad
+# `cudarl bench infer` (tools/cmd_bench.c): its usage on the CPU (help, a bad flag and a bad
 # engine exit non-zero with one line), and on a CUDA build (label gpu) a short run of the whole
 # table, every row (fp32 per engine, tf32 on gemm, bf16 and fp16 on igemm; the table is printed
 # only when every row ran) and the JSON written: the benchmark itself runs in
 # scripts/gpu-check.sh infer.
 add_test(NAME bench_infer_help COMMAND cudarl_cli bench infer --help)
 set_tests_properties(bench_infer_help PROPERTIES LABELS "cpu;cli"
-                     PASS_REGULAR_EXPRESSION "--iters.*--warmup.*--device.*--engine.*--json.*--batch.*--kernel-level")
+                     PASS_REGULAR_EXPRESSION "--iters.*--warmup.*--device.*--engine.*--json.*--batch")
 add_test(NAME bench_infer_bad_flag COMMAND cudarl_cli bench infer --iter 5)
 add_test(NAME bench_infer_bad_engine COMMAND cudarl_cli bench infer --engine winograd)
 add_test(NAME bench_unknown COMMAND cudarl_cli bench train)

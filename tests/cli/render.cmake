@@ -5,7 +5,7 @@ if(Python3_EXECUTABLE)
 else()
   set(CUDARL_RENDER_PYTHON python3) # never skip silently: fails saying so if there is none
 endif()
-# Built without libpng (cmake/render.cmake), the command must fail naming the package instead.
+# Built without libpng (CMakeLists.txt finds it), the command must fail naming the package instead.
 if(PNG_FOUND)
   set(CUDARL_RENDER_GROUPS files bad_input)
 else()

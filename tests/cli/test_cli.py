@@ -355,15 +355,9 @@ def test_bad_input(work):
                  ["train", "--runs-dir", "blocker/runs", "--quiet", *SMALL], work, F,
                  ["'blocker/runs'", "--runs-dir"])
 
-    expect_error("bench infer --kernel-level 13 is out of range",
-                 ["bench", "infer", "--kernel-level", "13"], work, U,
-                 ["--kernel-level", "must be between -1 and 12", "got 13"])
     expect_error("bench infer --batch 129 is out of range",
                  ["bench", "infer", "--batch", "129"], work, U,
                  ["--batch", "must be between 0 and 128", "got 129"])
-    expect_error("bench infer --kernel-level on the CPU says to leave it out",
-                 ["bench", "infer", "--device", "cpu", "--kernel-level", "3"], work, U,
-                 ["--kernel-level chooses CUDA kernels", "leave it out", "--device cuda"])
 
     what = "--device cuda without CUDA (build or GPU) says to use --device cpu"
     check(what)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end tests of `cudarl render` (tools/render.c).
+"""End-to-end tests of `cudarl render` (tools/cmd_render.c).
 
 Runs the built `cudarl` binary and checks what a user gets: --steps N valid PNG files (signature,
 chunk CRCs, IHDR of an 8-bit grayscale image of the 4 stacked frames side by side, pixels decoded

@@ -156,7 +156,7 @@ static void spec_f32(cr_convnet_spec *s) {
     set_layers(s, l, (int)(sizeof l / sizeof l[0]));
 }
 
-/* The bench's network (tools/bench_infer.c) at 40x40 instead of 256x256. */
+/* The bench's network (tools/cmd_bench.c) at 40x40 instead of 256x256. */
 static void spec_mem(cr_convnet_spec *s) {
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "custom");
@@ -212,7 +212,7 @@ static void spec_wide(cr_convnet_spec *s) {
     set_layers(s, l, (int)(sizeof l / sizeof l[0]));
 }
 
-/* The bench's network (tools/bench_infer.c) at its 256 x 256: at 20 and more observations its
+/* The bench's network (tools/cmd_bench.c) at its 256 x 256: at 20 and more observations its
  * second conv, and at 32 its third, run unsplit (the other nets' convs split at every n <= MAXB:
  * the path the larger batches take, and level 12's kernel). */
 static void spec_seed(cr_convnet_spec *s) {

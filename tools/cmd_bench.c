@@ -1,17 +1,16 @@
-/* cudarl bench infer: the deployment latency table (DESIGN.md, "cudarl bench infer"). Builds the
- * seed's pixel policy in memory - input 4x256x256 uint8 scaled by 1/255, conv 32@8x8/4, 64@4x4/2,
- * 64@3x3/1 (ReLU after each), flatten, FC 512 ReLU, CleanRL ppo_atari heads actor FC 7 and critic
- * FC 1, PyTorch's default init (uniform in +-1/sqrt(fan_in)) from a fixed seed - and runs it
- * through the policy runtime (cr_policy_load_convnet: the same loader, plan and graphs as
- * cudarl_policy_load) at batch 128 and batch 1, for every precision and conv engine the runtime
- * runs here (fp32 on each engine built, tf32 on gemm, bf16 and fp16 on igemm, the half-precision
- * implicit GEMM); a precision it refuses (every one but fp32 on the CPU) is listed under the
- * table with the runtime's reason.
+/* cudarl bench infer: the deployment latency table. Builds a pixel policy in memory - input
+ * 4x256x256 uint8 scaled by 1/255, conv 32@8x8/4, 64@4x4/2, 64@3x3/1 (ReLU after each), flatten,
+ * FC 512 ReLU, CleanRL ppo_atari heads actor FC 7 and critic FC 1, PyTorch's default init
+ * (uniform in +-1/sqrt(fan_in)) from a fixed seed - and runs it through the policy runtime
+ * (cudarl_policy_load_network: the same loader, plan and graphs as cudarl_policy_load) at batch
+ * 128 and batch 1, for every precision and conv engine the runtime runs here (fp32 on each engine
+ * built, tf32 on gemm, bf16 and fp16 on igemm, the half-precision implicit GEMM); a precision it
+ * refuses (every one but fp32 on the CPU) is listed under the table with the runtime's reason.
  *
  * Columns, per row (the peer script bench/peers/infer_peers.py measures the same ones):
  *   GPU time     one launch of the forward's CUDA graph (observations already on the device,
  *                uint8 -> float inside, actions and outputs left there) between two CUDA events
- *                (cr_policy_cuda_time_forward); median and p99 of --iters launches
+ *                (cudarl_policy_time_forward); median and p99 of --iters launches
  *   end to end   cudarl_policy_act from host uint8 observations (ordinary malloc'd memory) to
  *                host int32 actions, CLOCK_MONOTONIC around each call; median and p99
  *   end to end, pinned input (CUDA rows; a table of its own below the main one): the same
@@ -25,7 +24,7 @@
  *                device_bytes + context_bytes); the host arena on the CPU
  *   max rel err  max |y - y_ref| over the row's logits / max |y_ref| over the logits of all 128
  *                observations, and likewise for the values (the larger of the two), y_ref the
- *                fp32 forward of the CPU runtime (the specification, cr_convnet_forward) on the
+ *                fp32 forward of the CPU runtime (the specification) on the
  *                same weights and observations (batch 1: the first of them)
  * Exit codes as the other commands: 0 done, 1 failed, 2 bad usage. */
 #define _POSIX_C_SOURCE 200809L
@@ -38,26 +37,35 @@
 #include <time.h>
 
 #include "args.h"
-#include "bench.h"
+#include "cmd.h"
 #include "cudarl.h"
-#include "nn/convnet.h"
-#include "runtime/policy.h"
-#ifdef CUDARL_WITH_CUDA
-#include <cuda_runtime.h>
-
-#include "nn/convnet_cuda.h" /* cr_convnet_half_set_pipelined: --kernel-level */
-#endif
-
-enum { BENCH_USAGE = 2 };
 
 #define HW 256
 #define ACTIONS 7
+#define OBS_BYTES (4 * HW * HW) /* one observation */
 #define MAX_BATCH 128
 #define MAX_ROWS 16
 #define LABEL "bench infer (in memory)"
 
+/* The network above in the text form of a checkpoint's "network" metadata. */
+static const char NETWORK[] =
+    "{\"format\":\"cudarl-convnet\",\"version\":1,\"name\":\"custom\","
+    "\"input\":{\"shape\":[4,256,256],\"dtype\":\"u8\",\"scale\":\"1/255\"},"
+    "\"layers\":[{\"type\":\"conv\",\"out\":32,\"kernel\":[8,8],\"stride\":4,\"pad\":0},"
+    "{\"type\":\"relu\"},{\"type\":\"conv\",\"out\":64,\"kernel\":[4,4],\"stride\":2,\"pad\":0},"
+    "{\"type\":\"relu\"},{\"type\":\"conv\",\"out\":64,\"kernel\":[3,3],\"stride\":1,\"pad\":0},"
+    "{\"type\":\"relu\"},{\"type\":\"flatten\"},{\"type\":\"linear\",\"out\":512},"
+    "{\"type\":\"relu\"}],\"heads\":{\"type\":\"ppo\",\"actions\":7}}";
+
+/* Returns a status other than CUDARL_OK from the calling function. */
+#define TRY(expr)                                  \
+    do {                                           \
+        cudarl_status try_s_ = (expr);             \
+        if (try_s_ != CUDARL_OK) return try_s_;    \
+    } while (0)
+
 typedef struct infer_opts {
-    int iters, warmup, kernel_level, batch;
+    int iters, warmup, batch;
     cudarl_device_kind device;
     char engine[16];
     char json[PATH_MAX];
@@ -70,7 +78,6 @@ static const arg_spec infer_specs[] = {
     {"engine", ARG_STR, offsetof(infer_opts, engine), 16, 0, 0, "conv engine on CUDA: gemm, cudnn, or all (each one built)"},
     {"json", ARG_STR, offsetof(infer_opts, json), PATH_MAX, 0, 0, "also write the rows to this file as JSON"},
     {"batch", ARG_INT, offsetof(infer_opts, batch), 0, 0, MAX_BATCH, "only this batch size's rows (0: the table's, 128 and 1)"},
-    {"kernel-level", ARG_INT, offsetof(infer_opts, kernel_level), 0, -1, 12, "the bf16 / fp16 rows' conv kernel level (-1: the build's default; the levels are listed in src/nn/convnet_cuda.h), to compare them in one build"},
 };
 #define N_INFER_SPECS ((int)(sizeof infer_specs / sizeof infer_specs[0]))
 
@@ -95,8 +102,8 @@ typedef struct infer_skip {
 typedef struct infer_bench {
     infer_opts o;
     cudarl_device_kind kind;  /* where the rows run (AUTO resolved) */
-    cr_convnet net;
-    float *params;            /* (host) net.num_params */
+    size_t num_params;
+    float *params;            /* (host) num_params */
     uint8_t *obs;             /* (host) MAX_BATCH observations */
     float *ref_logits;        /* (host) (MAX_BATCH, ACTIONS) the CPU fp32 forward */
     float *ref_values;        /* (host) (MAX_BATCH) */
@@ -108,37 +115,6 @@ typedef struct infer_bench {
     int nskips;
     char device_name[256];
 } infer_bench;
-
-/* ---- the network ------------------------------------------------------------------------- */
-
-static void seed_spec(cr_convnet_spec *s) {
-    static const cr_convnet_layer layers[] = {
-        {CR_CONVNET_CONV, 32, {8, 8}, 4, 0}, {CR_CONVNET_RELU, 0, {0, 0}, 0, 0},
-        {CR_CONVNET_CONV, 64, {4, 4}, 2, 0}, {CR_CONVNET_RELU, 0, {0, 0}, 0, 0},
-        {CR_CONVNET_CONV, 64, {3, 3}, 1, 0}, {CR_CONVNET_RELU, 0, {0, 0}, 0, 0},
-        {CR_CONVNET_FLATTEN, 0, {0, 0}, 0, 0}, {CR_CONVNET_LINEAR, 512, {0, 0}, 0, 0},
-        {CR_CONVNET_RELU, 0, {0, 0}, 0, 0}};
-    memset(s, 0, sizeof *s);
-    snprintf(s->name, sizeof s->name, "custom");
-    s->in_c = 4, s->in_h = HW, s->in_w = HW;
-    s->dtype = CR_CONVNET_U8, s->scale = CR_CONVNET_SCALE_255;
-    s->num_layers = (int)(sizeof layers / sizeof layers[0]);
-    memcpy(s->layers, layers, sizeof layers);
-    s->heads = CR_CONVNET_PPO, s->num_actions = ACTIONS;
-}
-
-/* PyTorch's default nn.Conv2d / nn.Linear init: every weight and bias uniform in
- * +-1/sqrt(fan_in) (the peer's modules draw theirs from torch's generator). */
-static void init_params(const cr_convnet *net, float *params) {
-    cr_philox_state r;
-    cr_philox_seed(&r, 1, 0);
-    for (int i = 0; i < net->ntensors; i++) {
-        const cr_convnet_tensor *t = &net->t[i];
-        const double bound = 1.0 / sqrt((double)t->fan_in);
-        for (size_t e = 0; e < t->count; e++)
-            params[t->offset + e] = (float)((2.0 * cr_philox_uniform_f64(&r) - 1.0) * bound);
-    }
-}
 
 /* ---- measuring --------------------------------------------------------------------------- */
 
@@ -172,11 +148,11 @@ static double rel_err(const float *got, const float *want, int n, int all) {
 }
 
 static cudarl_status load(const infer_bench *b, cudarl_device_kind dev, cudarl_precision prec,
-                          cr_convnet_engine engine, int batch, cudarl_policy **p) {
+                          cudarl_conv_engine engine, int batch, cudarl_policy **p) {
     cudarl_policy_options o;
     cudarl_policy_options_default(&o);
     o.device = dev, o.precision = prec, o.max_batch = batch;
-    return cr_policy_load_convnet(&b->net, b->params, LABEL, engine, &o, p);
+    return cudarl_policy_load_network(NETWORK, b->params, b->num_params, LABEL, engine, &o, p);
 }
 
 /* y_ref: the CPU runtime's fp32 forward of all MAX_BATCH observations. */
@@ -185,7 +161,7 @@ static int reference(infer_bench *b) {
             MAX_BATCH);
     cudarl_policy *p = NULL;
     int32_t actions[MAX_BATCH];
-    cudarl_status s = load(b, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32, CR_CONVNET_ENGINE_AUTO,
+    cudarl_status s = load(b, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32, CUDARL_CONV_ENGINE_AUTO,
                            MAX_BATCH, &p);
     if (s == CUDARL_OK)
         s = cudarl_policy_act(p, b->obs, CUDARL_OBS_U8, MAX_BATCH, actions, b->ref_values,
@@ -204,11 +180,11 @@ static cudarl_status time_acts(infer_bench *b, cudarl_policy *p, const void *obs
                                double *p50, double *p99, double *total) {
     int32_t actions[MAX_BATCH];
     for (int i = 0; i < b->o.warmup; i++)
-        CR_TRY(cudarl_policy_act(p, obs, CUDARL_OBS_U8, batch, actions, NULL, NULL));
+        TRY(cudarl_policy_act(p, obs, CUDARL_OBS_U8, batch, actions, NULL, NULL));
     *total = 0;
     for (int i = 0; i < b->o.iters; i++) {
         double t0 = now_s();
-        CR_TRY(cudarl_policy_act(p, obs, CUDARL_OBS_U8, batch, actions, NULL, NULL));
+        TRY(cudarl_policy_act(p, obs, CUDARL_OBS_U8, batch, actions, NULL, NULL));
         b->times[i] = now_s() - t0;
         *total += b->times[i];
     }
@@ -221,7 +197,7 @@ static cudarl_status time_acts(infer_bench *b, cudarl_policy *p, const void *obs
 /* End to end from host memory of ours (the observations copied by act()). */
 static cudarl_status time_e2e(infer_bench *b, cudarl_policy *p, int batch, infer_row *row) {
     double total;
-    CR_TRY(time_acts(b, p, b->obs, batch, &row->e2e_p50, &row->e2e_p99, &total));
+    TRY(time_acts(b, p, b->obs, batch, &row->e2e_p50, &row->e2e_p99, &total));
     row->obs_per_s = (double)batch * b->o.iters / total;
     return CUDARL_OK;
 }
@@ -232,11 +208,13 @@ static cudarl_status time_e2e_pinned(infer_bench *b, cudarl_policy *p, int batch
     row->pin_p50 = row->pin_p99 = NAN;
     if (b->kind != CUDARL_DEVICE_CUDA) return CUDARL_OK;
     void *buf = NULL;
-    size_t bytes = 0, need = (size_t)batch * 4 * HW * HW;
-    CR_TRY(cudarl_policy_obs_buffer(p, &buf, &bytes));
-    if (bytes < need)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "the policy's observation buffer holds %zu "
-                       "bytes, not the %zu of %d observations", bytes, need, batch);
+    size_t bytes = 0, need = (size_t)batch * OBS_BYTES;
+    TRY(cudarl_policy_obs_buffer(p, &buf, &bytes));
+    if (bytes < need) { /* it holds max_batch (= batch) rows: a bug in cudarl if not */
+        fprintf(stderr, "cudarl bench infer: the policy's observation buffer holds %zu bytes, "
+                        "not the %zu of %d observations\n", bytes, need, batch);
+        abort();
+    }
     memcpy(buf, b->obs, need);
     double total;
     return time_acts(b, p, buf, batch, &row->pin_p50, &row->pin_p99, &total);
@@ -245,16 +223,12 @@ static cudarl_status time_e2e_pinned(infer_bench *b, cudarl_policy *p, int batch
 /* GPU time of the forward graph (CUDA only; NAN elsewhere). */
 static cudarl_status time_gpu(infer_bench *b, cudarl_policy *p, int batch, infer_row *row) {
     row->gpu_p50 = row->gpu_p99 = NAN;
-#ifdef CUDARL_WITH_CUDA
     if (b->kind != CUDARL_DEVICE_CUDA) return CUDARL_OK;
-    CR_TRY(cr_policy_cuda_time_forward(p, batch, b->o.iters, b->gpu_ms));
+    TRY(cudarl_policy_time_forward(p, batch, b->o.iters, b->gpu_ms));
     for (int i = 0; i < b->o.iters; i++) b->times[i] = b->gpu_ms[i];
     qsort(b->times, (size_t)b->o.iters, sizeof *b->times, cmp_double);
     row->gpu_p50 = quantile(b->times, b->o.iters, 0.5);
     row->gpu_p99 = quantile(b->times, b->o.iters, 0.99);
-#else
-    (void)b, (void)p, (void)batch;
-#endif
     return CUDARL_OK;
 }
 
@@ -263,19 +237,10 @@ static cudarl_status error_vs_ref(const infer_bench *b, cudarl_policy *p, int ba
                                   infer_row *row) {
     int32_t actions[MAX_BATCH];
     float logits[MAX_BATCH * ACTIONS], values[MAX_BATCH];
-    CR_TRY(cudarl_policy_act(p, b->obs, CUDARL_OBS_U8, batch, actions, values, logits));
+    TRY(cudarl_policy_act(p, b->obs, CUDARL_OBS_U8, batch, actions, values, logits));
     row->max_rel_err = fmax(rel_err(logits, b->ref_logits, batch * ACTIONS, MAX_BATCH * ACTIONS),
                             rel_err(values, b->ref_values, batch, MAX_BATCH));
     return CUDARL_OK;
-}
-
-/* The conv engine a CUDA policy runs ("gemm", "cudnn", "igemm"), or "cpu". */
-static void variant_of(const cudarl_policy *p, char *buf, size_t cap) {
-    snprintf(buf, cap, "cpu");
-#ifdef CUDARL_WITH_CUDA
-    if (p->conv_gpu)
-        snprintf(buf, cap, "%s", cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(p->conv_gpu)));
-#endif
 }
 
 static void add_skip(infer_bench *b, cudarl_precision prec) {
@@ -288,7 +253,7 @@ static void add_skip(infer_bench *b, cudarl_precision prec) {
 
 /* One row: load, measure, free. 0 done, 1 refused (a precision other than fp32: added to the
  * skips), -1 failed. */
-static int run_row(infer_bench *b, cudarl_precision prec, cr_convnet_engine engine, int batch) {
+static int run_row(infer_bench *b, cudarl_precision prec, cudarl_conv_engine engine, int batch) {
     cudarl_policy *p = NULL;
     cudarl_status s = load(b, b->o.device, prec, engine, batch, &p);
     if (s == CUDARL_ERR_UNSUPPORTED && prec != CUDARL_PRECISION_FP32) { /* fp32 always runs */
@@ -304,7 +269,8 @@ static int run_row(infer_bench *b, cudarl_precision prec, cr_convnet_engine engi
         b->kind = info.device;
         row->mem_bytes = info.device == CUDARL_DEVICE_CUDA ? info.device_bytes + info.context_bytes
                                                            : info.host_bytes;
-        variant_of(p, row->variant, sizeof row->variant);
+        /* the conv engine on CUDA ("gemm", "cudnn", "igemm"), or "cpu" */
+        snprintf(row->variant, sizeof row->variant, "%s", cudarl_policy_conv_engine(p));
         fprintf(stderr, "cudarl bench infer: %s %s, batch %d...\n", row->variant,
                 cudarl_precision_name(prec), batch);
         s = time_e2e(b, p, batch, row);
@@ -325,12 +291,9 @@ static int run_row(infer_bench *b, cudarl_precision prec, cr_convnet_engine engi
 /* ---- output ------------------------------------------------------------------------------ */
 
 static void device_name(infer_bench *b) {
-    snprintf(b->device_name, sizeof b->device_name, "cpu");
-#ifdef CUDARL_WITH_CUDA
-    struct cudaDeviceProp prop;
-    if (b->kind == CUDARL_DEVICE_CUDA && cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
-        snprintf(b->device_name, sizeof b->device_name, "%s", prop.name);
-#endif
+    if (b->kind != CUDARL_DEVICE_CUDA ||
+        cudarl_cuda_device_name(0, b->device_name, sizeof b->device_name) != CUDARL_OK)
+        snprintf(b->device_name, sizeof b->device_name, "cpu");
 }
 
 /* "1.234" or "-" for NAN, into buf. */
@@ -343,9 +306,7 @@ static const char *ms_text(char *buf, size_t cap, double ms) {
 static void print_table(const infer_bench *b) {
     printf("\ncudarl bench infer: %s; input 4x%dx%d uint8 / 255, conv 32@8x8/4, 64@4x4/2, "
            "64@3x3/1, FC 512, actor %d + critic 1 (%zu parameters); %d timed calls per row after "
-           "%d", b->device_name, HW, HW, ACTIONS, b->net.num_params, b->o.iters, b->o.warmup);
-    if (b->o.kernel_level >= 0) printf("; half kernels at level %d", b->o.kernel_level);
-    printf("\n\n");
+           "%d\n\n", b->device_name, HW, HW, ACTIONS, b->num_params, b->o.iters, b->o.warmup);
     printf("| runtime | precision | batch | GPU time p50 ms | GPU time p99 ms | end to end p50 ms "
            "| end to end p99 ms | obs/s | %s memory MiB | max rel. error vs fp32 |\n"
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
@@ -408,8 +369,8 @@ static int write_json(const infer_bench *b) {
             CUDARL_VERSION_STRING);
     json_string(f, b->device_name);
     fprintf(f, ", \"input\": [4, %d, %d], \"actions\": %d, \"params\": %zu, \"iters\": %d, "
-            "\"warmup\": %d, \"kernel_level\": %d, \"rows\": [", HW, HW, ACTIONS,
-            b->net.num_params, b->o.iters, b->o.warmup, b->o.kernel_level);
+            "\"warmup\": %d, \"rows\": [", HW, HW, ACTIONS, b->num_params, b->o.iters,
+            b->o.warmup);
     for (int i = 0; i < b->nrows; i++) {
         const infer_row *r = &b->rows[i];
         fprintf(f, "%s\n  {\"name\": \"cudarl (%s)\", \"runtime\": \"cudarl\", \"variant\": "
@@ -444,16 +405,12 @@ static int write_json(const infer_bench *b) {
 /* ---- the command ------------------------------------------------------------------------- */
 
 /* Engines of the --engine value into e (n of them); -1 for an unknown or unbuilt one. */
-static int engines_of(const char *v, cr_convnet_engine *e) {
-#ifdef CUDARL_WITH_CUDNN
-    const int cudnn = 1;
-#else
-    const int cudnn = 0;
-#endif
-    if (!strcmp(v, "gemm")) return e[0] = CR_CONVNET_ENGINE_GEMM, 1;
-    if (!strcmp(v, "cudnn") && cudnn) return e[0] = CR_CONVNET_ENGINE_CUDNN, 1;
+static int engines_of(const char *v, cudarl_conv_engine *e) {
+    const int cudnn = cudarl_conv_engine_built(CUDARL_CONV_ENGINE_CUDNN);
+    if (!strcmp(v, "gemm")) return e[0] = CUDARL_CONV_ENGINE_GEMM, 1;
+    if (!strcmp(v, "cudnn") && cudnn) return e[0] = CUDARL_CONV_ENGINE_CUDNN, 1;
     if (!strcmp(v, "all")) {
-        e[0] = CR_CONVNET_ENGINE_GEMM, e[1] = CR_CONVNET_ENGINE_CUDNN;
+        e[0] = CUDARL_CONV_ENGINE_GEMM, e[1] = CUDARL_CONV_ENGINE_CUDNN;
         return 1 + cudnn;
     }
     fprintf(stderr, "cudarl bench infer: --engine '%s' is not %s; choose gemm%s or all\n", v,
@@ -466,23 +423,17 @@ static int engines_of(const char *v, cr_convnet_engine *e) {
 /* The device the rows run on (AUTO: the GPU if there is one), for the defaults. */
 static cudarl_device_kind resolve_device(cudarl_device_kind d) {
     if (d != CUDARL_DEVICE_AUTO) return d;
-#ifdef CUDARL_WITH_CUDA
-    return cr_policy_cuda_devices() > 0 ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_CPU;
-#else
-    return CUDARL_DEVICE_CPU;
-#endif
+    return cudarl_cuda_device_count() > 0 ? CUDARL_DEVICE_CUDA : CUDARL_DEVICE_CPU;
 }
 
 /* Buffers, weights, observations and the reference. */
 static int setup(infer_bench *b) {
-    cr_convnet_spec spec;
-    seed_spec(&spec);
-    if (cr_convnet_plan(&b->net, &spec) != CUDARL_OK) {
+    if (cudarl_network_init_params(NETWORK, 1, NULL, 0, &b->num_params) != CUDARL_OK) {
         fprintf(stderr, "cudarl bench infer: %s\n", cudarl_last_error());
         return -1;
     }
-    size_t obs_bytes = (size_t)MAX_BATCH * (size_t)b->net.in_floats;
-    b->params = malloc(b->net.num_params * sizeof(float));
+    size_t obs_bytes = (size_t)MAX_BATCH * OBS_BYTES;
+    b->params = malloc(b->num_params * sizeof(float));
     b->obs = malloc(obs_bytes);
     b->ref_logits = malloc((size_t)MAX_BATCH * ACTIONS * sizeof(float));
     b->ref_values = malloc((size_t)MAX_BATCH * sizeof(float));
@@ -492,10 +443,14 @@ static int setup(infer_bench *b) {
         fprintf(stderr, "cudarl bench infer: out of host memory\n");
         return -1;
     }
-    init_params(&b->net, b->params);
-    cr_philox_state r;
-    cr_philox_seed(&r, 2, 0);
-    for (size_t i = 0; i < obs_bytes; i++) b->obs[i] = (uint8_t)(cr_philox_next_u32(&r) & 255u);
+    /* weights from Philox stream 0 of seed 1, observations the low bytes of stream 0 of seed 2 */
+    cudarl_network_init_params(NETWORK, 1, b->params, b->num_params, &b->num_params);
+    uint32_t words[4096];
+    for (size_t i = 0; i < obs_bytes; i += 4096) {
+        size_t n = obs_bytes - i < 4096 ? obs_bytes - i : 4096;
+        cudarl_random_u32(2, 0, i, words, n);
+        for (size_t k = 0; k < n; k++) b->obs[i + k] = (uint8_t)(words[k] & 255u);
+    }
     return reference(b);
 }
 
@@ -510,23 +465,23 @@ static int cmd_infer(int argc, char **argv) {
         fprintf(stderr, "cudarl bench infer: out of host memory\n");
         return EXIT_FAILURE;
     }
-    b->o = (infer_opts){0, -1, -1, 0, CUDARL_DEVICE_AUTO, "all", ""};
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: cudarl bench infer [flags]: the seed's pixel policy (4x256x256 uint8, "
-                   "3 convs, FC 512,\n7 actions + value) through the policy runtime at batch 128 "
-                   "and 1, per precision and conv engine\n\nflags:\n");
-            args_print_help(infer_specs, N_INFER_SPECS, &b->o);
-            free(b);
-            return 0;
-        }
+    b->o = (infer_opts){0, -1, 0, CUDARL_DEVICE_AUTO, "all", ""};
+    if (cmd_wants_help(argc, argv)) {
+        printf("usage: cudarl bench infer [flags]: how fast a deployed pixel policy acts "
+               "(cudarl_policy_act):\na network built in memory with random weights (4x256x256 "
+               "uint8, 3 convs, FC 512,\n7 actions + value), at batch 128 and 1, per precision "
+               "and conv engine\n\nflags:\n");
+        args_print_help(infer_specs, N_INFER_SPECS, &b->o);
+        free(b);
+        return 0;
+    }
     arg_result r;
-    cr_convnet_engine engines[2];
+    cudarl_conv_engine engines[2];
     int nengines = 0, rc = 0;
     if (args_parse(infer_specs, N_INFER_SPECS, &b->o, argc, argv, "bench infer", 0, &r) != 0 ||
         (nengines = engines_of(b->o.engine, engines)) < 0) {
         free(b);
-        return BENCH_USAGE;
+        return EXIT_USAGE;
     }
     if (!getenv("CUDARL_LOG")) cudarl_log_set_level(CUDARL_LOG_WARN); /* no per-load info lines */
     b->kind = resolve_device(b->o.device);
@@ -534,17 +489,6 @@ static int cmd_infer(int argc, char **argv) {
     if (!b->o.iters) b->o.iters = gpu ? 1000 : 10;
     if (b->o.warmup < 0) b->o.warmup = gpu ? 100 : 2;
     if (!gpu) nengines = 1; /* the CPU has one convolution */
-    if (b->o.kernel_level >= 0) {
-#ifdef CUDARL_WITH_CUDA
-        if (gpu) cr_convnet_half_set_pipelined(b->o.kernel_level);
-#endif
-        if (!gpu) {
-            fprintf(stderr, "cudarl bench infer: --kernel-level chooses CUDA kernels, and this "
-                            "run is on the CPU; leave it out, or run with --device cuda on a GPU\n");
-            free(b);
-            return BENCH_USAGE;
-        }
-    }
     cudarl_ctx *probe = NULL; /* --device cuda without a GPU fails here, not after setup */
     if (b->o.device == CUDARL_DEVICE_CUDA && cudarl_ctx_init(&probe, b->o.device, 0) != CUDARL_OK) {
         fprintf(stderr, "cudarl bench infer: %s\n", cudarl_last_error());
@@ -572,11 +516,11 @@ static int cmd_infer(int argc, char **argv) {
     return rc;
 }
 
-int cudarl_cmd_bench(int argc, char **argv) {
+int cmd_bench(int argc, char **argv) {
     if (argc >= 1 && !strcmp(argv[0], "infer")) return cmd_infer(argc - 1, argv + 1);
     if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
-        printf("usage: cudarl bench infer [flags]   the deployment latency table (cudarl bench "
-               "infer --help)\n");
+        printf("usage: cudarl bench infer [flags]   how fast a deployed policy acts (cudarl "
+               "bench infer --help)\n");
         return 0;
     }
     if (argc)
@@ -584,5 +528,5 @@ int cudarl_cmd_bench(int argc, char **argv) {
                         "infer --help)\n", argv[0]);
     else
         fprintf(stderr, "cudarl bench: which benchmark? usage: cudarl bench infer [flags]\n");
-    return BENCH_USAGE;
+    return EXIT_USAGE;
 }

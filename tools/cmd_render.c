@@ -10,10 +10,8 @@
  * pixel values as the env wrote them. A tEXt chunk names the writer (Software: cudarl <version>)
  * and the env, seed and step (Description).
  *
- * Built without libpng (cmake/render.cmake did not find it), the command exists but fails,
- * saying which package to install. */
-#include "render.h"
-
+ * Built without libpng (CMake did not find it), the command exists but fails, saying which
+ * package to install. */
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -23,13 +21,12 @@
 #include <string.h>
 
 #include "args.h"
+#include "cmd.h"
 #include "cudarl.h"
-
-enum { EXIT_USAGE = 2 };
 
 #ifndef CUDARL_HAVE_PNG
 
-int cudarl_cmd_render(int argc, char **argv) {
+int cmd_render(int argc, char **argv) {
     (void)argc, (void)argv;
     fprintf(stderr, "cudarl render: this cudarl was built without libpng, which writing PNG files "
                     "needs; install libpng-dev (Debian/Ubuntu: apt-get install libpng-dev, or run "
@@ -44,13 +41,8 @@ int cudarl_cmd_render(int argc, char **argv) {
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/core.h"
-#include "env/env.h"
-#include "env/env_pool.h"
-
 #define MAX_STEPS 100000
 #define SEPARATOR 255 /* intensity of the columns between channels */
-#define POLICY_STREAM (UINT64_C(1) << 63) /* the policy's Philox stream: no env's (env i uses i) */
 
 typedef struct render_opts {
     char env_id[CUDARL_ENV_ID_MAX];
@@ -76,7 +68,7 @@ static int is_pixel_env(const cudarl_env_def *d) {
 static void pixel_env_list(char *buf, size_t cap) {
     buf[0] = 0;
     for (const char *const *n = cudarl_env_names(); *n; n++)
-        if (is_pixel_env(cr_env_def_find(*n)))
+        if (is_pixel_env(cudarl_env_find(*n)))
             snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", buf[0] ? ", " : "", *n);
 }
 
@@ -84,7 +76,7 @@ static void pixel_env_list(char *buf, size_t cap) {
 static const cudarl_env_def *find_pixel_env(const char *id) {
     char list[512];
     pixel_env_list(list, sizeof list);
-    const cudarl_env_def *d = cr_env_def_find(id);
+    const cudarl_env_def *d = cudarl_env_find(id);
     if (!d) {
         fprintf(stderr, "cudarl render: --env-id '%s' is not a known environment; envs with pixel "
                         "observations: %s\n", id, list);
@@ -202,83 +194,69 @@ static void tile_channels(const uint8_t *obs, int c, int h, int w, uint8_t *imag
                    obs + ((size_t)k * (size_t)h + (size_t)y) * (size_t)w, (size_t)w);
 }
 
-/* The buffers of one run: the pool's outputs for one env, the image and its row pointers. */
-typedef struct render_buffers {
-    uint8_t *obs, *final_obs, *image; /* (C, h, w), (C, h, w), (h, W) */
-    png_bytep *rows;                  /* (h) */
-    float reward;
-    uint8_t terminated, truncated;
-} render_buffers;
+/* What the play hands each observation to: the run, the image (h, W) and its row pointers. */
+typedef struct render_run_state {
+    const render_opts *o;
+    const cudarl_env_def *d;
+    uint8_t *image;   /* (h, W) */
+    png_bytep *rows;  /* (h) */
+    int episodes;     /* ended so far */
+    int write_failed; /* write_png said why */
+} render_run_state;
 
-/* Resets env 0 of `pool` and steps it, writing the files; 0 done, -1 failed (said why). */
-static int render_steps(const render_opts *o, const cudarl_env_def *d, cr_env_pool *pool,
-                        render_buffers *b, int *episodes) {
+/* Writes observation t as DIR/obs_<t>.png (a cudarl_env_play_fn). */
+static cudarl_status render_obs(void *user, int t, const void *obs, int episodes) {
+    render_run_state *r = user;
+    const cudarl_env_def *d = r->d;
     int c = d->obs_shape[0], h = d->obs_shape[1], w = d->obs_shape[2];
-    cr_env_pool_outputs out = {b->obs, &b->reward, &b->terminated, &b->truncated, b->final_obs};
-    cr_env_pool_set_outputs(pool, &out);
-    cr_env_pool_reset(pool, o->seed);
-    cr_philox_state policy;
-    cr_philox_seed(&policy, o->seed, POLICY_STREAM);
-    for (int t = 0; t < o->steps; t++) {
-        if (t > 0) {
-            int32_t action = (int32_t)(cr_philox_next_u32(&policy) % (uint32_t)d->num_actions);
-            cr_env_pool_step(pool, &action);
-            *episodes += b->terminated | b->truncated;
-        }
-        char path[PATH_MAX + 32], description[256];
-        snprintf(path, sizeof path, "%s/obs_%06d.png", o->out, t);
-        snprintf(description, sizeof description, "%s seed %llu step %d, %d episodes ended: "
-                 "observation (%d, %d, %d), channels left to right", d->id,
-                 (unsigned long long)o->seed, t, *episodes, c, h, w);
-        tile_channels(b->obs, c, h, w, b->image);
-        if (write_png(path, b->image, c * w + c - 1, h, b->rows, description) != 0) return -1;
+    r->episodes = episodes;
+    char path[PATH_MAX + 32], description[256];
+    snprintf(path, sizeof path, "%s/obs_%06d.png", r->o->out, t);
+    snprintf(description, sizeof description, "%s seed %llu step %d, %d episodes ended: "
+             "observation (%d, %d, %d), channels left to right", d->id,
+             (unsigned long long)r->o->seed, t, episodes, c, h, w);
+    tile_channels(obs, c, h, w, r->image);
+    if (write_png(path, r->image, c * w + c - 1, h, r->rows, description) != 0) {
+        r->write_failed = 1;
+        return CUDARL_ERR_IO;
     }
-    return 0;
+    return CUDARL_OK;
 }
 
-/* Runs one env of `d` as configured; 0 done, 1 failed. */
+/* Plays one env of `d` as configured, writing the files; 0 done, 1 failed (said why). */
 static int render_run(const render_opts *o, const cudarl_env_def *d) {
     int c = d->obs_shape[0], h = d->obs_shape[1], w = d->obs_shape[2];
-    size_t obs_bytes = cr_env_def_obs_bytes(d), width = (size_t)(c * w + c - 1);
-    render_buffers b = {malloc(obs_bytes), malloc(obs_bytes), malloc(width * (size_t)h),
-                        malloc(sizeof(png_bytep) * (size_t)h), 0, 0, 0};
-    cr_env_pool pool;
-    cr_env_pool_config cfg = {.num_envs = 1, .num_threads = 1};
-    int rc = EXIT_FAILURE, episodes = 0;
-    if (!b.obs || !b.final_obs || !b.image || !b.rows)
-        fprintf(stderr, "cudarl render: out of memory for one observation (%zu bytes)\n",
-                obs_bytes);
-    else if (cr_env_pool_init(&pool, d, &cfg, NULL) != CUDARL_OK)
+    size_t width = (size_t)(c * w + c - 1);
+    render_run_state r = {o, d, malloc(width * (size_t)h), malloc(sizeof(png_bytep) * (size_t)h),
+                          0, 0};
+    int rc = EXIT_FAILURE;
+    if (!r.image || !r.rows)
+        fprintf(stderr, "cudarl render: out of memory for one image (%zu bytes)\n",
+                width * (size_t)h);
+    else if (cudarl_env_play_random(d->id, o->seed, o->steps, render_obs, &r) == CUDARL_OK) {
+        printf("cudarl render: wrote %d PNG files (%zu x %d: the %d channels of each "
+               "observation side by side, channel 0 at the left) to %s; %d episodes ended\n",
+               o->steps, width, h, c, o->out, r.episodes);
+        rc = 0;
+    } else if (!r.write_failed)
         fprintf(stderr, "cudarl render: cannot start env '%s': %s\n", d->id, cudarl_last_error());
-    else {
-        if (render_steps(o, d, &pool, &b, &episodes) == 0) {
-            printf("cudarl render: wrote %d PNG files (%zu x %d: the %d channels of each "
-                   "observation side by side, channel 0 at the left) to %s; %d episodes ended\n",
-                   o->steps, width, h, c, o->out, episodes);
-            rc = 0;
-        }
-        cr_env_pool_free(&pool);
-    }
-    free(b.obs);
-    free(b.final_obs);
-    free(b.image);
-    free(b.rows);
+    free(r.image);
+    free(r.rows);
     return rc;
 }
 
-int cudarl_cmd_render(int argc, char **argv) {
+int cmd_render(int argc, char **argv) {
     render_opts o = {"CartPolePixels-v1", 1, 100, ""};
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: cudarl render --out DIR [flags]\n\nSteps one env under a random "
-                   "policy and writes each observation as a PNG file:\nDIR/obs_000000.png after "
-                   "the reset, then obs_000001.png .. after each step (--steps files).\nAn image "
-                   "holds the observation's channels side by side, channel 0 (for a frame stack\n"
-                   "the oldest frame) at the left, with 1-px white columns between them.\n\n"
-                   "flags:\n");
-            args_print_help(render_specs, N_RENDER_SPECS, &o);
-            return 0;
-        }
+    if (cmd_wants_help(argc, argv)) {
+        printf("usage: cudarl render --out DIR [flags]\n\nSteps one env under a random "
+               "policy and writes each observation as a PNG file:\nDIR/obs_000000.png after "
+               "the reset, then obs_000001.png .. after each step (--steps files).\nAn image "
+               "holds the observation's channels side by side, channel 0 (for a frame stack\n"
+               "the oldest frame) at the left, with 1-px white columns between them.\n\n"
+               "flags:\n");
+        args_print_help(render_specs, N_RENDER_SPECS, &o);
+        return 0;
+    }
     arg_result r;
     if (args_parse(render_specs, N_RENDER_SPECS, &o, argc, argv, "render", 0, &r) != 0)
         return EXIT_USAGE;

@@ -7,10 +7,8 @@
 #include <string.h>
 
 #include "args.h"
+#include "cmd.h"
 #include "cudarl.h"
-#include "export.h"
-
-enum { EXPORT_USAGE = 2 };
 
 typedef struct export_opts {
     char onnx[PATH_MAX];
@@ -57,39 +55,38 @@ static int export_options(const export_opts *e, cudarl_onnx_options *o) {
     return 0;
 }
 
-int cudarl_cmd_export(int argc, char **argv) {
+int cmd_export(int argc, char **argv) {
     export_opts e;
     memset(&e, 0, sizeof e);
     snprintf(e.batch, sizeof e.batch, "dynamic");
     snprintf(e.input, sizeof e.input, "float32");
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: cudarl export CHECKPOINT --onnx FILE [flags]\n\n"
-                   "Writes the policy of CHECKPOINT as an ONNX model (opset %d): input obs\n"
-                   "[batch, obs_dim] (or [batch, C, H, W] for a conv policy); outputs logits\n"
-                   "and value (PPO) or q_values (DQN).\n\n"
-                   "flags:\n", CUDARL_ONNX_OPSET);
-            args_print_help(export_specs, N_EXPORT_SPECS, &e);
-            return 0;
-        }
+    if (cmd_wants_help(argc, argv)) {
+        printf("usage: cudarl export CHECKPOINT --onnx FILE [flags]\n\n"
+               "Writes the policy of CHECKPOINT as an ONNX model (opset %d): input obs\n"
+               "[batch, obs_dim] (or [batch, C, H, W] for a conv policy); outputs logits\n"
+               "and value (PPO) or q_values (DQN).\n\n"
+               "flags:\n", CUDARL_ONNX_OPSET);
+        args_print_help(export_specs, N_EXPORT_SPECS, &e);
+        return 0;
+    }
     arg_result r;
     if (args_parse(export_specs, N_EXPORT_SPECS, &e, argc, argv, "export", 1, &r) != 0)
-        return EXPORT_USAGE;
+        return EXIT_USAGE;
     if (r.npositional != 1) {
         fprintf(stderr, "cudarl export: which checkpoint? usage: " EXPORT_EXAMPLE "\n");
-        return EXPORT_USAGE;
+        return EXIT_USAGE;
     }
     if (!e.onnx[0]) {
         fprintf(stderr, "cudarl export: where to? --onnx FILE is required, e.g. " EXPORT_EXAMPLE
                         "\n");
-        return EXPORT_USAGE;
+        return EXIT_USAGE;
     }
     cudarl_onnx_options o;
-    if (export_options(&e, &o) != 0) return EXPORT_USAGE;
+    if (export_options(&e, &o) != 0) return EXIT_USAGE;
     cudarl_status s = cudarl_policy_export_onnx(r.positional[0], e.onnx, &o);
     if (s != CUDARL_OK) {
         fprintf(stderr, "cudarl: error: export failed: %s\n", cudarl_last_error());
-        return s == CUDARL_ERR_INVALID_ARG ? EXPORT_USAGE : EXIT_FAILURE;
+        return s == CUDARL_ERR_INVALID_ARG ? EXIT_USAGE : EXIT_FAILURE;
     }
     char batch[32] = "batch";
     if (o.batch) snprintf(batch, sizeof batch, "%lld", (long long)o.batch);
