@@ -45,7 +45,7 @@
 #ifdef CUDARL_WITH_CUDA
 #include <cuda_runtime.h>
 
-#include "nn/convnet_cuda.h" /* cr_convnet_half_set_pipelined: --kernel-level */
+#include "nn/convnet_cuda.h"
 #endif
 
 enum { BENCH_USAGE = 2 };
@@ -535,9 +535,6 @@ static int cmd_infer(int argc, char **argv) {
     if (b->o.warmup < 0) b->o.warmup = gpu ? 100 : 2;
     if (!gpu) nengines = 1; /* the CPU has one convolution */
     if (b->o.kernel_level >= 0) {
-#ifdef CUDARL_WITH_CUDA
-        if (gpu) cr_convnet_half_set_pipelined(b->o.kernel_level);
-#endif
         if (!gpu) {
             fprintf(stderr, "cudarl bench infer: --kernel-level chooses CUDA kernels, and this "
                             "run is on the CPU; leave it out, or run with --device cuda on a GPU\n");
