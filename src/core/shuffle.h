@@ -3,9 +3,9 @@
  * (an index that maps outside [0, n) is mapped again until it lands inside), keyed by
  * CR_SHUFFLE_ROUNDS 32-bit words drawn from an RNG stream.
  *
- * Why not "sort by random keys" (np.random.permutation's job, and what cudarl did first): a
- * stable radix sort of n 32-bit keys is 8 launches and 4 passes over n on the GPU (0.34 ms an
- * iteration of PPO at 1M rows, 3% of it), while this is one pass with no scratch, the CPU and
+ * Why not "sort by random keys" (np.random.permutation's job): a stable radix sort of n 32-bit
+ * keys is 8 launches and 4 passes over n on the GPU (dev/cuda/README.md has its cost), while this
+ * is one pass with no scratch, the CPU and
  * CUDA twins share this header, and the stream advances by CR_SHUFFLE_ROUNDS words instead of n.
  *
  * Quality: a Feistel network is a bijection for any round function; with a well-mixing keyed

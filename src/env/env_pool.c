@@ -87,8 +87,8 @@ static void word_wake(atomic_uint *word) {
 /* Spins up to spin_s seconds while (*word == 0) == while_zero; returns the value seen last.
  * After the first SPIN_HOT_S it also yields between rounds of pauses: on a machine with fewer
  * free cores than threads the thread being waited for then runs on this core at once, instead
- * of after this one's time slice (a 100x slower hand-off, measured); with a core each, a yield
- * returns at once (0.16 us here). */
+ * of after this one's time slice (a far slower hand-off); with a core each, a yield returns at
+ * once. */
 #define SPIN_HOT_S 1e-6
 static unsigned word_spin(atomic_uint *word, int while_zero, double spin_s) {
     unsigned v = atomic_load_explicit(word, memory_order_relaxed);

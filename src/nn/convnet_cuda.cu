@@ -16,13 +16,13 @@
 //   input grad    dcol (CRS, L) = W^T G, then dx = col2im   one SGEMM, then a gather
 // where G (K, L) is dy through the activation's backward, transposed channel-major by the same
 // kernel that sums the bias gradient. Why not cuDNN, whose plans (the CUDNN engine) are here
-// too: bench/RESULTS.md measured the Nature-CNN trunk's forward + backward at batch 32 in
-// 0.767 ms with the deterministic fp32 FMA algorithms conv2d.cu must choose (implicit-precomp
-// GEMM forward, ALGO_1 backward data and filter), ~1.7 TFLOP/s: at a DQN batch the images are
-// few and small, the per-image kernels leave most of the GPU idle, and ALGO_1's weight gradient
-// reduces over N P Q without splitting it. One SGEMM over the whole batch gives cuBLAS one
-// large product per direction, which it tiles (and splits along a long reduction, as the
-// weight gradient's, with a deterministic reduction in its workspace: no atomics unless a
+// too: with the deterministic fp32 FMA algorithms conv2d.cu must choose (implicit-precomp GEMM
+// forward, ALGO_1 backward data and filter) the Nature-CNN trunk's forward + backward at batch 32
+// runs far below the GPU's fp32 rate (bench/RESULTS.md, cuDNN convolutions): at a DQN batch
+// the images are few and small, the per-image kernels leave most of the GPU idle, and ALGO_1's
+// weight gradient reduces over N P Q without splitting it. One SGEMM over the whole batch gives
+// cuBLAS one large product per direction, which it tiles (and splits along a long reduction, as
+// the weight gradient's, with a deterministic reduction in its workspace: no atomics unless a
 // handle allows them, and the backend's does not) over the whole GPU, in fp32 (the backend's
 // handle runs CUBLAS_DEFAULT_MATH: no TF32). The price is the im2col matrix in the workspace
 // (conv1 of Nature-CNN: 256 x 400 floats per image, 13 MB at batch 32), written once by the

@@ -22,21 +22,23 @@
  *
  * Half precision (a handle of cr_convnet_cuda_init_precision with CUDARL_PRECISION_FP16 or
  * _BF16; forward only, for inference): the third engine,
- *   IGEMM  each conv stage one implicit-GEMM kernel on the tensor cores (WMMA 16x16x16, fp16 or
- *          bf16 inputs, fp32 accumulation): it gathers its im2col tiles straight from the
- *          previous stage's output, or from the observations (uint8 scaled by 1/255 or cast, or
- *          float, rounded to the format as they are read), so no im2col matrix exists; the bias
- *          and activation run in fp32 on the accumulators and the result is rounded once to the
- *          format (channels-last between convs, NCHW before a flatten). Linear stages are one
- *          cublasGemmEx each (format inputs, fp32 output, CUBLAS_COMPUTE_32F) with an fp32 bias
- *          + activation epilogue that rounds to the format; the heads (and DQN's Q head) one
- *          kernel, fp32 sums of format products plus the fp32 bias, written in fp32.
+ *   IGEMM  each conv stage one implicit-GEMM kernel on the tensor cores (fp16 or bf16
+ *          inputs, fp32 accumulation; convnet_half_conv.cu says which kernel takes which
+ *          shape): it gathers its im2col tiles straight from the previous stage's output, or
+ *          from the observations (uint8 scaled by 1/255 or cast, or float, rounded to the format
+ *          as they are read), so no im2col matrix exists; the bias and activation run in fp32 on
+ *          the accumulators and the result is rounded once to the format (channels-last between
+ *          convs, NCHW before a flatten). Linear stages are one cublasGemmEx each (format
+ *          inputs, fp32 output, CUBLAS_COMPUTE_32F), or at batch sizes up to 8 one kernel
+ *          streaming the weights, with an fp32 bias + activation epilogue that rounds to the
+ *          format; the heads (and DQN's Q head) one kernel, fp32 sums of format products plus
+ *          the fp32 bias, written in fp32.
  * Its weights are a converted copy in a block of their own (cr_convnet_cuda_weights_*): weights
  * in the format, conv weights zero-padded to the kernel's tile and, after the first conv,
  * reordered to the channels-last taps; biases fp32. Made once from the float parameters
  * (cr_convnet_cuda_weights_pack on the host, or cr_convnet_cuda_weights_update on the device when
  * the caller's float weights change); the float parameters are not read by its forward.
- * Deterministic as the fp32 engines: every sum in a fixed order (the WMMA tiles' chunk order,
+ * Deterministic as the fp32 engines: every sum in a fixed order (the conv tiles' chunk order,
  * cuBLAS's order for a fixed handle and shape), no atomics.
  *
  * Memory, sized up front:
@@ -224,40 +226,6 @@ void cr_convnet_cuda_half_cache_carve(const cr_convnet_cuda *cn, void *mem, int 
  * its output buffer, holds them): every batch size sums in one fixed order. */
 void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const void *obs,
                                   float *out, float *value, const cr_convnet_half_cache *c, int B);
-
-/* For tests: which kernels the half forwards captured or loaded from now on use. 0: the
- * register-staged conv kernel everywhere; 1: the pipelined one for channels-last convs; 2: as
- * 1, and every conv's epilogue writes 8 outputs per thread; 3: as 2, and a first conv reading
- * uint8 / 255 a word at a time multiplies the bytes themselves (exact in the format, no table)
- * and divides its sums by 255; 4: as 3, with the channels-last convs on the warp-tiled
- * ldmatrix / mma.sync kernel; 5: as 4, and an 8x8/4 first conv over 4 uint8 / 255 channels (the
- * Nature-CNN's) as a 2x2 conv over 4 x 4 blocks (chosen when the weights are planned, at load);
- * 6: as 5, with the last linear stage's epilogue done by the heads kernel; 7: as 6, and the
- * channels-last convs with C a multiple of 32, K of 8 and no padding on a leaner
- * kernel (hconv_mma_lean_kernel: its copies, prologue and epilogue in fewer instructions); 8: as
- * 7, with chunks of 64 taps (two stages, 54 KiB of shared memory) where each split's taps are a
- * multiple of 64; 9: as 8, with the forward's own kernels launched for
- * programmatic dependent launch (compute capability 9.0 on: each starts while the one before it
- * ends, and waits for its data); 10: as 9, and at batch sizes up to 8 the linear stages'
- * products by fc_stream_kernel (one kernel streaming the weights, its slices' sums reduced in a
- * cluster; compute capability 9.0 on) instead of cuBLAS (a split-K GEMM and its reduce); 11:
- * as 10, the weights streamed by one wave of blocks (two slices of the input at most) whose
- * threads load the next step's weights before this step's products; 12 (the default): as 11,
- * and the unsplit channels-last convs without padding (the larger batches) read their input
- * rows from shared memory, copied once per tile of whole output rows (hconv_halo_kernel),
- * instead of each pixel's taps. 0 to 2 give the same bits, 3 and 4 the same bits, 5 to 9 the
- * same bits, 11 and 12 the same bits; 3, 5, 10 and 11 round differently (3: the inputs are
- * not rounded; 5: the taps are summed in another order; 10 and 11: the linear stages' products
- * at batch sizes up to 8 are summed in other orders). On the
- * H200 2026-11-30, fp16 at batch 128: 0.361 ms at level 1, 0.316 at 2, 0.297 at 3, 0.286 at 4,
- * 0.201 at 5; at batch 1 (bf16), 0.0569 ms at 5 and 0.0556 at 6; in one build (ninth session),
- * 0.197 at 6, 0.184 at 7, 0.179 at 8; in one build (tenth session), fp16 at batch 128 0.178 at
- * 8, 0.174 at 9 to 11, at batch 1 0.0507 at 8, 0.0459 at 9, 0.0437 at 10, 0.0388 at 11; in
- * one build (eleventh session), fp16 at batch 128 0.174 at 11, 0.165 at 12 (bench/RESULTS.md).
- * Process-wide; not thread-safe. */
-void cr_convnet_half_set_pipelined(int level);
-/* The level the half forward's conv kernels are chosen at now (CUDARL_HALF_LEVEL at start). */
-int cr_convnet_half_level(void);
 
 /* cr_convnet_forward on the device (an FP32 or TF32 handle): out (B, A) and, ppo only, value (B)
  * (NULL for dqn) of obs (B, C, H, W), uint8 or float as the spec's dtype; fills the cache c. B

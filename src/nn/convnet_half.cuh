@@ -1,6 +1,7 @@
 // The half-precision forward of convnet_cuda (fp16 and bf16, inference only): its plan, its
 // weights block, and the calls convnet_cuda.cu makes on a handle of one of those precisions
-// (convnet_cuda.h has the API and its meaning; convnet_half.cu the kernels). Internal to src/nn.
+// (convnet_cuda.h has the API and its meaning; convnet_half.cu, convnet_half_conv.cu and
+// convnet_half_mma.cu the kernels). Internal to src/nn.
 //
 // A plan is plain data (a few KB, inside the handle), computed once at init from the planned
 // net, the declared batch sizes and the device's SM count:

@@ -210,7 +210,7 @@ extern "C" cudarl_status cr_replay_cuda_init(cudarl_ctx *ctx, cr_replay_cuda *rc
 // (samplers) and, for small batches, a part (grid.y) of their frames. The work of one env or row
 // starts with a chain of dependent loads on one thread (heads, flags; the draw); a block that
 // owned one env or row and held its threads through that chain ran the kernel in several waves
-// of such chains (a block of 448 threads per env: 16.6 us per insert of 1,024 on an H200). Here
+// of such chains (as a block of 448 threads per env did). Here
 // the chains of a block's envs run side by side on its first warps, every block fits in one wave
 // for the benchmark's sizes, and then all the block's threads copy.
 #define RC_THREADS 256
@@ -585,7 +585,7 @@ __device__ __forceinline__ void rc_scalars(const cr_replay &rb, int64_t s, int b
 
 // ---- uniform sampling -----------------------------------------------------------------------
 
-// The whole uniform sample in one launch (three launches made 32 rows cost 18 us on an H200):
+// The whole uniform sample in one launch (three launches cost more than the copies at 32 rows):
 // warp i of block x takes row b = x per + i (then the grid strides); with one row per block,
 // blocks (x, y) share the row, each copying part y of its frames.
 //   lane 0 draws row b as the CPU's cr_replay_sample_uniform does (every part's block makes the

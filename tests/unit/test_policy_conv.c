@@ -198,8 +198,8 @@ static void spec_pipe(cr_convnet_spec *s) {
 }
 
 /* A linear stage over 65,536 features (16 channels of 64 x 64): the half forward's streamed
- * FC (levels 10 and 11, batch sizes up to 8) slices inputs this wide over clusters of blocks
- * (8 and 2 slices), which the other nets' linear stages are too narrow for. */
+ * FC (batch sizes up to 8) slices inputs this wide over clusters of two blocks, which the other
+ * nets' linear stages are too narrow for. */
 #ifdef CUDARL_WITH_CUDA
 static void spec_wide(cr_convnet_spec *s) {
     memset(s, 0, sizeof *s);
@@ -214,7 +214,7 @@ static void spec_wide(cr_convnet_spec *s) {
 
 /* The bench's network (tools/cmd_bench.c) at its 256 x 256: at 20 and more observations its
  * second conv, and at 32 its third, run unsplit (the other nets' convs split at every n <= MAXB:
- * the path the larger batches take, and level 12's kernel). */
+ * the path the larger batches take, on hconv_halo_kernel). */
 static void spec_seed(cr_convnet_spec *s) {
     spec_mem(s);
     s->in_h = 256, s->in_w = 256;
@@ -562,24 +562,21 @@ static double net_rtol(const test_net *t, cudarl_precision prec) {
     return cr_precision_chain_rtol(prec, t->net.nstages + (is_ppo(t) ? 1 : 0));
 }
 
+/* Whether the half forward's first conv multiplies the uint8 bytes themselves and divides its
+ * sums by 255 (a first conv over uint8 / 255 read a word at a time: no padding; S, stride and W
+ * multiples of 4: convnet_half_conv.cu's u8_words). */
+static int exact_bytes(const cr_convnet *net) {
+    const cr_conv2d_shape *cs = &net->stage[0].conv;
+    return net->spec.dtype == CR_CONVNET_U8 && net->spec.scale == CR_CONVNET_SCALE_255 &&
+           net->stage[0].op == CR_CONVNET_CONV && cs->pad == 0 && cs->S % 4 == 0 &&
+           cs->stride % 4 == 0 && cs->W % 4 == 0;
+}
+
 /* The BF16 / FP16 forward emulated on the CPU: the GPU's roundings up to the order of the
  * float32 sums. The input as the spec scales it, then rounded to the format; each stage's
  * weights rounded, its float32 bias, the CPU's conv or linear op in float32, the activation,
  * the output rounded; the heads' weights rounded, their outputs float32. out (n, A), value (n)
  * (ppo; else not written). Test code: it allocates its buffers. */
-/* The half forward's kernel level (cr_convnet_half_set_pipelined) compare_devices emulates: from
- * 3 on, a first conv reading uint8 / 255 a word at a time (no padding; S, stride and W multiples
- * of 4: convnet_half.cu's u8_words) takes the bytes themselves and divides its sums by 255.
- * run_cuda sets it to the library's default level at start. */
-static int half_level = 3;
-
-static int exact_bytes(const cr_convnet *net) {
-    const cr_conv2d_shape *cs = &net->stage[0].conv;
-    return half_level >= 3 && net->spec.dtype == CR_CONVNET_U8 &&
-           net->spec.scale == CR_CONVNET_SCALE_255 && net->stage[0].op == CR_CONVNET_CONV &&
-           cs->pad == 0 && cs->S % 4 == 0 && cs->stride % 4 == 0 && cs->W % 4 == 0;
-}
-
 static void rounded_forward(const test_net *t, cr_dtype fmt, const void *obs, int n, float *out,
                             float *value) {
     const cr_convnet *net = &t->net;
@@ -709,9 +706,8 @@ static void compare_devices(const test_net *t, cudarl_precision prec, cr_convnet
         rounded_forward(t, fmt, obs, n, lt, vt);
         double et = norm_err(lg, lt, (size_t)n * A);
         if (ppo) et = fmax(et, norm_err(vg, vt, (size_t)n));
-        CHECK_MSG(et <= twin_rtol, "%s %s (kernel level %d) n %d: ||cuda - rounded cpu|| / "
-                  "||rounded cpu|| = %.3g > %.3g", t->label, cudarl_precision_name(prec),
-                  half_level, n, et, twin_rtol);
+        CHECK_MSG(et <= twin_rtol, "%s %s n %d: ||cuda - rounded cpu|| / ||rounded cpu|| = "
+                  "%.3g > %.3g", t->label, cudarl_precision_name(prec), n, et, twin_rtol);
         worst_twin = fmax(worst_twin, et);
     }
     const char *eng = cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(gpu->conv_gpu));
@@ -720,9 +716,8 @@ static void compare_devices(const test_net *t, cudarl_precision prec, cr_convnet
            t->label, cudarl_precision_name(prec), eng, MAXB, worst, rtol, worst_max,
            info.device_bytes, info.context_bytes, info.pinned_bytes);
     if (is_half(prec))
-        printf("  %s, %s (kernel level %d): against the CPU's emulation of its roundings %.3g "
-               "(<= %.3g)\n", t->label, cudarl_precision_name(prec), half_level, worst_twin,
-               twin_rtol);
+        printf("  %s, %s: against the CPU's emulation of its roundings %.3g (<= %.3g)\n",
+               t->label, cudarl_precision_name(prec), worst_twin, twin_rtol);
     if (is_half(prec)) { /* the float weights stay on the host: only the converted ones here */
         size_t wbytes = cr_convnet_cuda_weights_bytes(gpu->conv_gpu);
         CHECK_MSG(gpu->params == NULL && wbytes > 0 && info.device_bytes >= wbytes,
@@ -956,82 +951,24 @@ static void test_eval_on_device(const test_net *t, int episodes) {
     cudarl_ctx_free(gpu);
 }
 
-/* The half forward's kernel levels that must give the same bits (cr_convnet_half_set_pipelined):
- * the pipelined channels-last conv kernel (level 1) and its vectorized epilogue (level 2)
- * against the register-staged one (level 0), and the warp-tiled ldmatrix / mma.sync kernel
- * (level 4) against level 3 (both with the table-free first conv), and levels 6 to 8 (the FC's
- * epilogue in the heads, the lean channels-last kernel, its 64-tap chunks) against level 5: the
- * same chunks in the same order through the same m16n8k16 products and the same per-output
- * arithmetic, at every n (the small ones split their reductions). */
-static void test_pipelined_bitwise(const test_net *t, cudarl_precision prec) {
-    enum { LEVELS = 13 };
-    /* the level each must equal (10 and 11 round otherwise: checked against the CPU below) */
-    static const int ref[LEVELS] = {0, 0, 0, 3, 3, 5, 5, 5, 5, 5, 10, 11, 11};
-    static const char *const what[LEVELS] = {
-        "register-staged", "pipelined", "pipelined, vectorized epilogue", "table-free conv1",
-        "warp-tiled mma.sync", "s2d conv1", "the last linear's epilogue in the heads",
-        "lean channels-last main loop", "lean, chunks of 64 taps", "programmatic dependent launch",
-        "streamed FC", "streamed FC, double-buffered", "input rows in shared memory"};
-    const int A = t->net.spec.num_actions, ppo = is_ppo(t);
-    cudarl_policy *p[LEVELS];
-    for (int k = 0; k < LEVELS; k++) { /* the kernels are chosen when the graphs are captured */
-        cr_convnet_half_set_pipelined(k);
-        p[k] = load_net(t, CUDARL_DEVICE_CUDA, prec, CR_CONVNET_ENGINE_AUTO, MAXB);
-    }
-    cr_convnet_half_set_pipelined(half_level);
-    void *obs = malloc(obs_bytes(t, MAXB));
-    float *l[LEVELS], v[LEVELS][MAXB];
-    int32_t a[LEVELS][MAXB];
-    for (int k = 0; k < LEVELS; k++) {
-        l[k] = malloc((size_t)MAXB * A * sizeof(float));
-        CHECK(l[k]);
-    }
-    CHECK(obs);
-    random_obs(t, obs, MAXB, 321);
-    for (int n = 1; n <= MAXB; n++) {
-        for (int k = 0; k < LEVELS; k++)
-            CHECK_OK(cudarl_policy_act(p[k], obs, t->dtype, n, a[k], ppo ? v[k] : NULL, l[k]));
-        for (int k = 0; k < LEVELS; k++) {
-            const int r = ref[k];
-            if (r == k) continue;
-            CHECK_MSG(!memcmp(l[k], l[r], (size_t)n * A * sizeof(float)) &&
-                      (!ppo || !memcmp(v[k], v[r], (size_t)n * sizeof(float))),
-                      "%s %s n %d: level %d's conv kernels (%s) give other outputs than level "
-                      "%d's (%s): logit 0 %a vs %a", t->label, cudarl_precision_name(prec), n, k,
-                      what[k], r, what[r], (double)l[k][0], (double)l[r][0]);
-        }
-    }
-    printf("  %s, %s: levels 1 and 2 give level 0's bits, 4 level 3's, 6 to 9 level 5's, 12 level "
-           "11's, at n = 1..%d\n",
-           t->label, cudarl_precision_name(prec), MAXB);
-    for (int k = 0; k < LEVELS; k++) cudarl_policy_free(p[k]), free(l[k]);
-    free(obs);
-}
-
 /* The unsplit convs (the larger batches' path) in fp16 and bf16 against the CPU, at n = 20
  * (conv3 still split) and 32 (neither split) on the bench's network; the CPU's forward once per
- * n (it is the slow part). Level 11 (the unsplit convs' taps copied pixel by pixel) gives the
- * default level's (12: input rows in shared memory) bits there. */
+ * n (it is the slow part). */
 static void test_unsplit(const test_net *t) {
     enum { NB = 32 };
     static const int ns[2] = {20, NB};
     static const cudarl_precision prec[2] = {CUDARL_PRECISION_FP16, CUDARL_PRECISION_BF16};
     const int A = t->net.spec.num_actions;
-    enum { LEAN = 11 }; /* the last level before hconv_halo_kernel */
-    cudarl_policy *gpu[2], *lean[2];
-    for (int h = 0; h < 2; h++) {
+    cudarl_policy *gpu[2];
+    for (int h = 0; h < 2; h++)
         gpu[h] = load_net(t, CUDARL_DEVICE_CUDA, prec[h], CR_CONVNET_ENGINE_AUTO, NB);
-        cr_convnet_half_set_pipelined(LEAN);
-        lean[h] = load_net(t, CUDARL_DEVICE_CUDA, prec[h], CR_CONVNET_ENGINE_AUTO, NB);
-        cr_convnet_half_set_pipelined(half_level);
-    }
     cudarl_policy *cpu = load_net(t, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32,
                                   CR_CONVNET_ENGINE_AUTO, NB);
     void *obs = malloc(obs_bytes(t, NB));
     float *lg = malloc((size_t)NB * A * sizeof(float)), *lc = malloc((size_t)NB * A * sizeof(float));
-    float *lh = malloc((size_t)NB * A * sizeof(float)), vg[NB], vc[NB], vh[NB];
-    int32_t ag[NB], ac[NB], ah[NB];
-    CHECK(obs && lg && lc && lh);
+    float vg[NB], vc[NB];
+    int32_t ag[NB], ac[NB];
+    CHECK(obs && lg && lc);
     double worst[2] = {0, 0};
     for (int j = 0; j < 2; j++) {
         const int n = ns[j];
@@ -1045,23 +982,16 @@ static void test_unsplit(const test_net *t) {
                       cudarl_precision_name(prec[h]), n, e, rtol);
             check_actions(t->label, ag, ac, lc, n, A, rtol);
             worst[h] = fmax(worst[h], e);
-            CHECK_OK(cudarl_policy_act(lean[h], obs, t->dtype, n, ah, vh, lh));
-            CHECK_MSG(!memcmp(lh, lg, (size_t)n * A * sizeof(float)) &&
-                          !memcmp(vh, vg, (size_t)n * sizeof(float)),
-                      "%s %s n %d: level %d gives other outputs than level %d: logit 0 %a vs %a",
-                      t->label, cudarl_precision_name(prec[h]), n, LEAN, half_level, (double)lh[0],
-                      (double)lg[0]);
         }
     }
     for (int h = 0; h < 2; h++) {
-        printf("  %s, %s (kernel level %d): CUDA act() against CPU act() at n = 20 and 32, the "
-               "convs unsplit: %.3g (<= %.3g)\n", t->label, cudarl_precision_name(prec[h]),
-               half_level, worst[h], net_rtol(t, prec[h]));
+        printf("  %s, %s: CUDA act() against CPU act() at n = 20 and 32, the convs unsplit: "
+               "%.3g (<= %.3g)\n", t->label, cudarl_precision_name(prec[h]), worst[h],
+               net_rtol(t, prec[h]));
         cudarl_policy_free(gpu[h]);
-        cudarl_policy_free(lean[h]);
     }
     cudarl_policy_free(cpu);
-    free(obs), free(lg), free(lc), free(lh);
+    free(obs), free(lg), free(lc);
 }
 
 /* cudarl_policy_obs_buffer: observations written into the policy's own pinned buffer give
@@ -1102,7 +1032,6 @@ static void test_obs_buffer(const test_net *t, cudarl_precision prec) {
 
 static void run_cuda(const test_net *const *nets, int count, const test_net *wide,
                      const test_net *seed) {
-    half_level = cr_convnet_half_level(); /* the default the compare_devices below emulate */
     test_eval_on_device(nets[0], 12); /* the trained DQN on MinAtar/Breakout-v1 */
     test_eval_on_device(nets[1], 70); /* PPO nature-cnn on CartPolePixels-v1: two chunks */
     static const cudarl_precision halves[2] = {CUDARL_PRECISION_FP16, CUDARL_PRECISION_BF16};
@@ -1118,33 +1047,8 @@ static void run_cuda(const test_net *const *nets, int count, const test_net *wid
             test_repeatable(nets[k], halves[h]);
         }
     }
-    for (int h = 0; h < 2; h++) {
-        test_pipelined_bitwise(nets[1], halves[h]); /* nature-cnn: 32 and 64 input channels */
-        test_pipelined_bitwise(nets[5], halves[h]);
-    }
-    /* the levels besides the default whose rounding differs: 2 (the first conv on the format's
-     * rounding of bytes / 255), 4 (on the bytes themselves, word by word), 5 (the first conv
-     * of 4 channels 8x8/4 over 4 x 4 blocks, hconv_s2d_kernel), 10 and 11 (the linear stages'
-     * products in other orders at n <= 8), each against the CPU and its emulation */
-    const int level = half_level;
-    static const int others[5] = {2, 4, 5, 10, 11};
-    for (int o = 0; o < 5; o++) {
-        if (others[o] == level) continue;
-        half_level = others[o];
-        cr_convnet_half_set_pipelined(half_level);
-        for (int h = 0; h < 2; h++) {
-            compare_devices(nets[1], halves[h], CR_CONVNET_ENGINE_AUTO);
-            compare_devices(nets[3], halves[h], CR_CONVNET_ENGINE_AUTO);
-        }
-    }
     /* the streamed FC's clusters, at n = 1, 2, 3 and 5 of compare_devices's sizes */
-    for (int lv = 10; lv <= level; lv++) {
-        half_level = lv;
-        cr_convnet_half_set_pipelined(lv);
-        for (int h = 0; h < 2; h++) compare_devices(wide, halves[h], CR_CONVNET_ENGINE_AUTO);
-    }
-    half_level = level;
-    cr_convnet_half_set_pipelined(level);
+    for (int h = 0; h < 2; h++) compare_devices(wide, halves[h], CR_CONVNET_ENGINE_AUTO);
     test_unsplit(seed);
     test_device_pointers(nets[0], CUDARL_PRECISION_FP32);
     test_device_pointers(nets[2], CUDARL_PRECISION_FP32);

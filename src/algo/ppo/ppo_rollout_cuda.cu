@@ -29,9 +29,9 @@ namespace {
 
 constexpr int I = CR_CARTPOLE_OBS_DIM, H = CR_FUSED_HIDDEN, A = 2;
 constexpr int ENVS_PER_BLOCK = 32, THREADS = 2 * ENVS_PER_BLOCK; // an actor and a critic warp
-// Blocks an SM must hold: 4 lets ptxas keep everything in registers (~165); measured on the
-// H200 at 65,536 envs x 16 steps, rollout phase: 2.44 ms, against 3.05-3.09 ms for 6 or 8
-// blocks with inlined networks (spills) and 2.66 ms for 8 blocks with the networks as calls.
+// Blocks an SM must hold: 4 lets ptxas keep everything in registers (~165); 6 or 8 blocks with
+// inlined networks spill, and 8 blocks with the networks as calls are slower too (bench/RESULTS.md,
+// GPU PPO).
 constexpr int MIN_BLOCKS = 4;
 
 // Shared-memory layout (floats) of one MLP I -> H -> H -> O; W1 first so its rows are 16-byte
@@ -44,8 +44,8 @@ constexpr int ACTOR = 0, CRITIC = Mlp<A>::size, SMEM_FLOATS = CRITIC + Mlp<1>::s
 
 // dst[0..n) = src[0..n) by the block, LOADS loads in flight per thread: a loop that stored each
 // value before loading the next waited for L2 once per value (144 times per thread for the
-// actor and critic with 64 threads: ~70 us per launch on an H200, which the pool's step kernel,
-// launched per group and step, could not amortise over T steps as the rollout kernel does).
+// actor and critic with 64 threads), a cost the pool's step kernel, launched per group and step,
+// cannot amortise over T steps as the rollout kernel does.
 __device__ __forceinline__ void copy_to_shared(float *__restrict__ dst,
                                                const float *__restrict__ src, int n) {
     constexpr int LOADS = 8;

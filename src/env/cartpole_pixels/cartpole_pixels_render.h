@@ -7,8 +7,8 @@
  * grid of points inside it (at (col + (i + 0.5) / 8, row + (j + 0.5) / 8)), rounded: the frame
  * is anti-aliased, as a downscaled render would be, so an edge's position shows to 1/8 px. With
  * one point per pixel (its centre) a cart moving at 0.5 m/s, 0.15 px per step, changes the frame
- * once in 7 steps, and a 4-frame stack seldom shows any motion at all; PPO then learned slowly
- * and its greedy policy played ~290 of 500 (bench/RESULTS.md, 2026-11-30).
+ * once in 7 steps, and a 4-frame stack seldom shows any motion at all, so PPO learns slowly and
+ * its greedy policy falls well short of 500 (bench/RESULTS.md, pixels).
  *   scale   15 px per metre. Gymnasium's renderer maps the world width 4.8 m (|x| <= 2.4) onto the
  *           screen, so a cart at the edge is half off-screen; 84 px / 4.8 m would be 17.5 px/m.
  *           Here the whole track, the cart's half width (0.2 m) and a pole leaning 12 degrees at

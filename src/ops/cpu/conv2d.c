@@ -12,12 +12,11 @@
  *   by channel: yt (P Q, K) = col w^T + b, then transposed into y_n with the ReLU (conv2, conv3:
  *               K = 64, P Q = 81, 49).
  * A direct loop ordered for vectorisation would have been that second GEMM, written again for
- * every stride and padding case. im2row itself was 29% of the time until interior patches (all
- * of them without padding) got a copy with the kernel width a compile-time constant.
+ * every stride and padding case. Interior patches (all of them without padding) are copied with
+ * the kernel width a compile-time constant, which keeps im2row a small part of the time.
  *
- * Measured with bench/bench_conv_cpu on one core of the development machine (Xeon, AVX-512),
- * Nature-CNN at N = 32: the three convolutions take 7.5 ms forward (66 GFLOP/s) and 9.1 ms
- * backward without conv1's dx (86 GFLOP/s); by pixel for all three layers took 10.0 ms forward. */
+ * bench/bench_conv_cpu times the Nature-CNN's three convolutions (bench/RESULTS.md, CPU
+ * convolutions). */
 #include <limits.h>
 #include <string.h>
 
@@ -183,9 +182,9 @@ void cr_cpu_conv2d_forward(const cr_conv2d_shape *s, const float *x, const float
     cr_conv2d_scratch_carve(s, scratch, &t);
     int pq = s->P * s->Q, crs = s->C * s->R * s->S;
     size_t x_img = (size_t)s->C * s->H * s->W, y_img = (size_t)s->K * pq;
-    /* Vectorise along whichever of K and P Q fills more of the micro-kernel's tile: measured on
-     * the Nature-CNN, pixels for conv1 (K = 32, P Q = 400), channels for conv2 and conv3 (K = 64,
-     * P Q = 81, 49), 1.2 to 1.6x faster than the other way round for each. */
+    /* Vectorise along whichever of K and P Q fills more of the micro-kernel's tile: on the
+     * Nature-CNN, pixels for conv1 (K = 32, P Q = 400), channels for conv2 and conv3 (K = 64,
+     * P Q = 81, 49), each faster than the other way round (bench/RESULTS.md, CPU convolutions). */
     int by_channel = tiled_share(s->K) > tiled_share(pq);
     memset(t.zeros, 0, (size_t)pq * sizeof *t.zeros);
     for (int n = 0; n < s->N; n++) {

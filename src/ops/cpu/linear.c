@@ -10,8 +10,7 @@
  * outside, so gcc -O3 vectorises it without reassociating anything (no -ffast-math), and on
  * full tiles of TILE_N columns the four rows of c stay in vector registers across k. The
  * forward packs w^T into a stack tile first; outputs narrower than NARROW use dot products
- * along I instead. At B = 256, I = O = 64 on one Sapphire Rapids core this runs at ~110 GFLOP/s
- * forward and ~135 backward (bench/bench_ops_cpu.c). */
+ * along I instead. bench/bench_ops_cpu.c times it (bench/RESULTS.md, CPU op microbenchmark). */
 #include <math.h>
 #include <omp.h>
 #include <string.h>

@@ -12,8 +12,8 @@
 #define CR_FMA(a, b, c) ((a) * (b) + (c))
 #endif
 
-/* gcc on an AVX-512 machine keeps to 256-bit vectors unless told; the kernels run 1.3x faster
- * with 512-bit ones. */
+/* gcc on an AVX-512 machine keeps to 256-bit vectors unless told; the kernels run faster with
+ * 512-bit ones (bench/RESULTS.md, CPU convolutions). */
 #if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
 #define CR_VECTOR_TARGET __attribute__((target("prefer-vector-width=512")))
 #else

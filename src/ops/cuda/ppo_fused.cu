@@ -1,5 +1,5 @@
 // One PPO minibatch's gradients in fused kernels (the backend op ppo_minibatch_grads): the v2
-// kernel of the lab (dev/cuda/mlp_fused.cu, design and H200 numbers in dev/cuda/mlp_fused.md)
+// kernel of the lab (dev/cuda/mlp_fused.cu, design and figures in dev/cuda/mlp_fused.md)
 // with the per-row PPO loss inside. Per minibatch, on the context's stream:
 //   1. (norm_adv) the advantage mean and std, ppo_loss.cu's kernels (cr_cuda_ppo_adv_stats);
 //   2. the actor kernel: per tile of 128 rows, logits = MLP(obs) -> log-softmax -> clipped

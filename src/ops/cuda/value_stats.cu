@@ -1,8 +1,8 @@
 // The sums behind explained variance (twin of src/ops/cpu/value_stats.c) over many blocks: each
 // block sums its grid-stride slice in double into the context's partials, and one block adds the
 // partials in a fixed order (the block count is a function of n), so the result does not depend
-// on scheduling and no float atomics are used. (One block walking all of a 1M-row rollout took
-// 0.27 ms, a tenth of the fused rollout itself.)
+// on scheduling and no float atomics are used. (One block walking all of a 1M-row rollout costs a
+// good part of the fused rollout's own time: bench/RESULTS.md, GPU PPO.)
 #include "ops/cuda/cuda_common.cuh"
 
 #define VS_THREADS 256
