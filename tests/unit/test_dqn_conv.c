@@ -242,6 +242,32 @@ static void cuda_match_case(cudarl_ctx *cpu, cudarl_ctx *gpu) {
     free(w[0]), free(w[1]);
 }
 
+/* NoTwin-v0: a registered env (one float feature, never ends) with no CUDA twin. */
+static void no_twin_seed(void *state, uint64_t seed, uint64_t index) {
+    (void)seed, (void)index;
+    *(int32_t *)state = 0;
+}
+
+static void no_twin_reset(void *state, void *obs) {
+    *(int32_t *)state = 0;
+    *(float *)obs = 0.0f;
+}
+
+static void no_twin_step(void *state, int32_t action, void *obs, float *reward,
+                         uint8_t *terminated) {
+    *(float *)obs = (float)++*(int32_t *)state;
+    *reward = (float)action, *terminated = 0;
+}
+
+static const cudarl_env_def *no_twin_def(void) {
+    static const cudarl_env_def def = {
+        .id = "NoTwin-v0", .obs_rank = 1, .obs_shape = {1, 1, 1}, .obs_dtype = CUDARL_OBS_F32,
+        .num_actions = 2, .max_episode_steps = 10, .solved_return = 10.0,
+        .state_bytes = sizeof(int32_t), .seed = no_twin_seed, .reset = no_twin_reset,
+        .step = no_twin_step};
+    if (!cudarl_env_find(def.id)) CHECK_OK(cudarl_env_register(&def));
+    return &def;
+}
 /* MinAtar's CUDA twin (--env-device cuda: iterations captured into graphs) against the env
  * pool on CPU threads (--env-device cpu: launched op by op), both on the GPU: the same envs bit
  * for bit, so the same episodes; the same ops on the same inputs, so the same weights (graph
@@ -271,11 +297,13 @@ static void cuda_twin_case(cudarl_ctx *gpu) {
            (long long)s[0].episodes, rel);
     CHECK_MSG(rel <= 1e-5, "the twin's weights differ from the pool's by %.3g relative", rel);
     free(w[0]), free(w[1]);
-    /* --env-device cuda on an env without a CUDA twin is refused, naming the fix */
+    /* --env-device cuda on an env without a CUDA twin (every built-in has one: a registered
+     * env) is refused, naming the fix */
+    const cudarl_env_def *no_twin = no_twin_def();
     cudarl_dqn_config bad;
     breakout_config(&bad, CUDARL_DEVICE_CUDA);
-    snprintf(bad.env_id, sizeof bad.env_id, "CartPolePixels-v1");
-    snprintf(bad.policy, sizeof bad.policy, "nature-cnn");
+    snprintf(bad.env_id, sizeof bad.env_id, "%s", no_twin->id);
+    snprintf(bad.policy, sizeof bad.policy, "mlp");
     bad.env_device = CUDARL_DEVICE_CUDA;
     cudarl_train_summary unused;
     expect_refusal("--env-device cuda without a twin", cudarl_dqn_train(gpu, &bad, &unused),
