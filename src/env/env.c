@@ -11,25 +11,28 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "env/cartpole/cartpole.h"
-#include "env/cartpole_pixels/cartpole_pixels.h"
-#include "env/minatar/minatar.h"
 #include "env/env.h"
 
-/* The built-in envs and their twins (env.h's CR_ENV_* bits); every env also steps on CPU
- * threads (env_pool.h). */
+/* The built-in envs and their twins (env.h's CR_ENV_* bits), one line each: an env's folder
+ * defines its cudarl_env_def, and its line here declares and registers it. Every env also steps
+ * on CPU threads (env_pool.h). */
+#define CR_BUILTIN_ENVS(X)                              \
+    X(cr_cartpole_def, CR_ENV_BATCH)                    \
+    X(cr_cartpole_pixels_def, CR_ENV_IMAGE_TWIN)        \
+    X(cr_minatar_breakout_def, CR_ENV_IMAGE_TWIN)       \
+    X(cr_minatar_asterix_def, CR_ENV_IMAGE_TWIN)        \
+    X(cr_minatar_freeway_def, CR_ENV_IMAGE_TWIN)        \
+    X(cr_minatar_seaquest_def, CR_ENV_IMAGE_TWIN)       \
+    X(cr_minatar_space_invaders_def, CR_ENV_IMAGE_TWIN)
+
+#define CR_DECLARE_BUILTIN(def, caps) extern const cudarl_env_def def;
+CR_BUILTIN_ENVS(CR_DECLARE_BUILTIN)
+
+#define CR_LIST_BUILTIN(def, caps) {&def, caps},
 static const struct {
     const cudarl_env_def *def;
     int caps;
-} builtins[] = {
-    {&cr_cartpole_def, CR_ENV_BATCH},
-    {&cr_cartpole_pixels_def, CR_ENV_IMAGE_TWIN},
-    {&cr_minatar_breakout_def, CR_ENV_IMAGE_TWIN},
-    {&cr_minatar_asterix_def, CR_ENV_IMAGE_TWIN},
-    {&cr_minatar_freeway_def, CR_ENV_IMAGE_TWIN},
-    {&cr_minatar_seaquest_def, CR_ENV_IMAGE_TWIN},
-    {&cr_minatar_space_invaders_def, CR_ENV_IMAGE_TWIN},
-};
+} builtins[] = {CR_BUILTIN_ENVS(CR_LIST_BUILTIN)};
 #define NUM_BUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
 typedef struct env_entry {
