@@ -13,6 +13,7 @@
 #include "nn/convnet.h"
 #include "nn/qnet.h"
 #include "runtime/mlp_check.h"
+#include "runtime/policy.h"
 
 enum { E_ENV, E_OBS, E_FINAL_OBS, E_REWARD, E_LOGITS, E_CACHE, E_TERM, E_TRUNC, E_LIVE,
        E_ACTIONS, E_COUNT };
@@ -74,6 +75,40 @@ static void eval_batch(cudarl_ctx *ctx, const eval_policy *l, float *params, con
     }
 }
 
+/* The env a checkpoint names must be the one its network was trained on: the MLP's obs_dim and
+ * actions, and uint8 input (obs_input) only for an env of uint8 observations. The policy runtime
+ * reads a network from its file alone; this is where the env is known. */
+static cudarl_status check_mlp_env(const char *path, const cudarl_env_def *def, int obs_dim,
+                                   int num_actions, const char *obs_input) {
+    if (cr_env_def_obs_elems(def) != (size_t)obs_dim || def->num_actions != num_actions)
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is for env '%s' with obs_dim %d and "
+                       "%d actions, but the registered '%s' has %zu and %d; load it in a process "
+                       "where '%s' is the env it was trained on", path, def->id, obs_dim,
+                       num_actions, def->id, cr_env_def_obs_elems(def), def->num_actions, def->id);
+    if (obs_input && def->obs_dtype != CUDARL_OBS_U8)
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' records uint8 observations (obs_input "
+                       "'%s') but env '%s' gives float32 ones; the file was altered: use a "
+                       "model.safetensors written by cudarl train", path, obs_input, def->id);
+    return CUDARL_OK;
+}
+
+/* A convolutional network against the env: its input's shape and dtype and its actions. */
+static cudarl_status check_conv_env(const char *path, const cudarl_env_def *def,
+                                    const cr_convnet_spec *s) {
+    if (def->obs_rank != 3 || def->obs_shape[0] != s->in_c || def->obs_shape[1] != s->in_h ||
+        def->obs_shape[2] != s->in_w || def->num_actions != s->num_actions ||
+        (def->obs_dtype == CUDARL_OBS_U8) != (s->dtype == CR_CONVNET_U8))
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' holds a network for %s observations "
+                       "(%d, %d, %d) and %d actions, but the registered env '%s' gives %s "
+                       "observations of rank %d (%d, %d, %d) and has %d actions; load it in a "
+                       "process where '%s' is the env it was trained on", path,
+                       s->dtype == CR_CONVNET_U8 ? "uint8" : "float32", s->in_c, s->in_h, s->in_w,
+                       s->num_actions, def->id, def->obs_dtype == CUDARL_OBS_U8 ? "uint8"
+                       : "float32", def->obs_rank, def->obs_shape[0], def->obs_shape[1],
+                       def->obs_shape[2], def->num_actions, def->id);
+    return CUDARL_OK;
+}
+
 /* Reads which network a checkpoint holds and its shape (from __metadata__). */
 static cudarl_status eval_policy_load(const char *path, eval_policy *e) {
     memset(e, 0, sizeof *e);
@@ -88,6 +123,11 @@ static cudarl_status eval_policy_load(const char *path, eval_policy *e) {
     if (s == CUDARL_OK && !info)
         s = cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this cudarl does not "
                     "have", path, env ? env : "(missing)");
+    int obs_dim = 0, num_actions = 0;
+    if (s == CUDARL_OK) s = cr_checkpoint_meta_int(f, path, "obs_dim", &obs_dim);
+    if (s == CUDARL_OK) s = cr_checkpoint_meta_int(f, path, "num_actions", &num_actions);
+    if (s == CUDARL_OK)
+        s = check_mlp_env(path, info->def, obs_dim, num_actions, cr_st_meta(f, "obs_input"));
     if (s == CUDARL_OK && e->is_dqn) {
         s = cr_checkpoint_meta_ll(f, path, "hidden1", &h1);
         if (s == CUDARL_OK) s = cr_checkpoint_meta_ll(f, path, "hidden2", &h2);
@@ -126,7 +166,7 @@ static cudarl_status eval_runtime(const char *path, cudarl_device_kind device,
     cudarl_policy_info info;
     cudarl_policy_get_info(pol, &info);
     const cudarl_env_def *def = cr_env_def_find(info.env_id);
-    cudarl_status s = def ? CUDARL_OK
+    cudarl_status s = def ? check_conv_env(path, def, &pol->net.cnn.spec)
                           : cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this "
                                     "cudarl does not have", path, info.env_id);
     const size_t ob = def ? cr_env_def_obs_bytes(def) : 0;

@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "env/env.h"
 #include "nn/actor_critic.h"
 #include "nn/convnet.h"
 #include "nn/qnet.h"
@@ -47,7 +46,7 @@ typedef struct onnx_policy {
 
 /* The MLP: tensors checked against the metadata (cr_checkpoint_check_format), and its
  * observations as the policy runtime reads them: uint8 where obs_input says they were cast
- * (DQN on MinAtar) or the env gives uint8, else float32. */
+ * (DQN on MinAtar) or scaled by 1/255, else float32. */
 static cudarl_status mlp_read(const cr_st_file *f, const char *path, onnx_policy *p) {
     CR_TRY(cr_checkpoint_check_format(f, path, p->is_dqn ? "dqn" : "ppo"));
     CR_TRY(cr_checkpoint_meta_int(f, path, "obs_dim", &p->obs_dim));
@@ -55,14 +54,14 @@ static cudarl_status mlp_read(const cr_st_file *f, const char *path, onnx_policy
     CR_TRY(cr_checkpoint_meta_int(f, path, p->is_dqn ? "hidden1" : "hidden", &p->h1));
     p->h2 = p->h1;
     if (p->is_dqn) CR_TRY(cr_checkpoint_meta_int(f, path, "hidden2", &p->h2));
-    const char *in = cr_st_meta(f, "obs_input"), *env = cr_st_meta(f, "env_id");
-    if (in && strcmp(in, CR_POLICY_U8_CAST))
+    const char *in = cr_st_meta(f, "obs_input");
+    if (in && strcmp(in, CR_POLICY_U8_CAST) && strcmp(in, CR_POLICY_U8_SCALED))
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "checkpoint '%s' records obs_input '%.64s', which "
-                       "this cudarl does not know (it knows '%s'); export it with the cudarl "
-                       "version that wrote it", path, in, CR_POLICY_U8_CAST);
-    const cudarl_env_def *def = env ? cr_env_def_find(env) : NULL;
-    p->u8_cast = in != NULL;
-    p->takes_u8 = p->u8_cast || (def && def->obs_dtype == CUDARL_OBS_U8);
+                       "this cudarl does not know (it knows '%s' and '%s'); export it with the "
+                       "cudarl version that wrote it", path, in, CR_POLICY_U8_CAST,
+                       CR_POLICY_U8_SCALED);
+    p->u8_cast = in && !strcmp(in, CR_POLICY_U8_CAST);
+    p->takes_u8 = in != NULL;
     if (p->is_dqn) cr_qnet_layout_init(&p->q, p->obs_dim, p->h1, p->h2, p->num_actions);
     else cr_ac_layout_init(&p->ac, p->obs_dim, p->h1, p->num_actions);
     return CUDARL_OK;

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "env/env.h"
 #ifdef CUDARL_WITH_CUDA
 #include "ops/cuda/cuda_backend.h"
 #endif
@@ -47,47 +46,33 @@ static cudarl_status net_kind(const cr_st_file *f, const char *path, cr_policy_n
     return cr_checkpoint_check_format(f, path, kind);
 }
 
-/* What act() takes, from the checkpoint's obs_input and its env: uint8 cast value for value
- * where obs_input says so (DQN on MinAtar); else the env's dtype, uint8 meaning pixels scaled by
- * 1/255. An env not registered in this process (a user's, where the policy is only deployed) is
- * taken as float32 features of the file's obs_dim: what the other MLP checkpoints hold. */
-static cudarl_status obs_kind(const cr_st_file *f, const char *path, const cudarl_env_def *def,
-                              cr_policy_net *net) {
+/* What act() takes, from the checkpoint alone: uint8 where obs_input says so (cast value for
+ * value, DQN's MLP on MinAtar, or scaled by 1/255), else float32 features of the file's obs_dim,
+ * as the other MLP checkpoints hold. Whether that suits an env is for the code that knows the env
+ * to check (algo/eval.c). */
+static cudarl_status obs_kind(const cr_st_file *f, const char *path, cr_policy_net *net) {
     const char *in = cr_st_meta(f, "obs_input");
-    if (in && strcmp(in, CR_POLICY_U8_CAST))
+    const int cast = in && !strcmp(in, CR_POLICY_U8_CAST);
+    const int scaled = in && !strcmp(in, CR_POLICY_U8_SCALED);
+    if (in && !cast && !scaled)
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "checkpoint '%s' records obs_input '%.64s', which "
-                       "this cudarl does not know (it knows '%s'); load it with the cudarl "
-                       "version that wrote it", path, in, CR_POLICY_U8_CAST);
-    if (in && def && def->obs_dtype != CUDARL_OBS_U8)
-        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' records uint8 observations (obs_input "
-                       "'%s') but env '%s' gives float32 ones; the file was altered: use a "
-                       "model.safetensors written by cudarl train", path, in, def->id);
-    int u8 = in || (def && def->obs_dtype == CUDARL_OBS_U8);
-    net->obs_dtype = u8 ? CUDARL_OBS_U8 : CUDARL_OBS_F32;
-    net->u8_scaled = net->obs_dtype == CUDARL_OBS_U8 && !in;
-    if (!def)
-        CR_DEBUG("policy: env '%s' of '%s' is not registered here: taking %s observations of %d "
-                 "elements", net->env_id, path, in ? "uint8" : "float32", net->obs_dim);
+                       "this cudarl does not know (it knows '%s' and '%s'); load it with the "
+                       "cudarl version that wrote it", path, in, CR_POLICY_U8_CAST,
+                       CR_POLICY_U8_SCALED);
+    net->obs_dtype = in ? CUDARL_OBS_U8 : CUDARL_OBS_F32;
+    net->u8_scaled = scaled;
     return CUDARL_OK;
 }
 
-/* The MLP and its observations; an env registered here must agree with the file's shape. */
-static cudarl_status mlp_read(const cr_st_file *f, const char *path, const cudarl_env_def *def,
-                              cr_policy_net *net) {
+/* The MLP and its observations. */
+static cudarl_status mlp_read(const cr_st_file *f, const char *path, cr_policy_net *net) {
     int h1 = 0, h2 = 0;
     CR_TRY(cr_checkpoint_meta_int(f, path, "obs_dim", &net->obs_dim));
     CR_TRY(cr_checkpoint_meta_int(f, path, "num_actions", &net->num_actions));
     CR_TRY(cr_checkpoint_meta_int(f, path, net->is_dqn ? "hidden1" : "hidden", &h1));
     h2 = h1;
     if (net->is_dqn) CR_TRY(cr_checkpoint_meta_int(f, path, "hidden2", &h2));
-    if (def && (cr_env_def_obs_elems(def) != (size_t)net->obs_dim ||
-                def->num_actions != net->num_actions))
-        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is for env '%s' with obs_dim %d and "
-                       "%d actions, but the registered '%s' has %zu and %d; load it in a process "
-                       "where '%s' is the env it was trained on", path, def->id, net->obs_dim,
-                       net->num_actions, def->id, cr_env_def_obs_elems(def), def->num_actions,
-                       def->id);
-    CR_TRY(obs_kind(f, path, def, net));
+    CR_TRY(obs_kind(f, path, net));
     if (net->is_dqn) {
         cr_qnet_layout_init(&net->q, net->obs_dim, h1, h2, net->num_actions);
         net->t = net->q.t, net->ntensors = CR_QNET_NUM_TENSORS;
@@ -163,10 +148,8 @@ static cudarl_status conv_meta_agrees(const cr_st_file *f, const char *path, con
 }
 
 /* The convolutional network of the spec under "network": parsed and planned, then held against
- * the algo (its heads), the metadata that describe it too, a registered env's observations and
- * actions, and the file's tensors. */
-static cudarl_status conv_read(const cr_st_file *f, const char *path, const cudarl_env_def *def,
-                               cr_policy_net *net) {
+ * the algo (its heads), the metadata that describe it too, and the file's tensors. */
+static cudarl_status conv_read(const cr_st_file *f, const char *path, cr_policy_net *net) {
     char source[320];
     snprintf(source, sizeof source, "checkpoint '%.256s' metadata \"%s\"", path,
              CR_CONVNET_META_KEY);
@@ -185,36 +168,23 @@ static cudarl_status conv_read(const cr_st_file *f, const char *path, const cuda
     CR_TRY(conv_meta_agrees(f, path, "num_actions", net->num_actions));
     const char *in = cr_st_meta(f, "obs_input");
     int cast = net->obs_dtype == CUDARL_OBS_U8 && !net->u8_scaled;
-    if (in && (strcmp(in, CR_POLICY_U8_CAST) || !cast))
+    if (in && !(!strcmp(in, CR_POLICY_U8_CAST) && cast) &&
+        !(!strcmp(in, CR_POLICY_U8_SCALED) && net->u8_scaled))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' records obs_input '%.64s' but its "
                        "network spec reads %s observations%s; the file was altered: use a "
                        "model.safetensors written by cudarl train", path, in,
                        net->obs_dtype == CUDARL_OBS_U8 ? "uint8" : "float32",
                        net->u8_scaled ? " scaled by 1/255" : "");
-    const cr_convnet_spec *s = &net->cnn.spec;
-    if (def && (def->obs_rank != 3 || def->obs_shape[0] != s->in_c ||
-                def->obs_shape[1] != s->in_h || def->obs_shape[2] != s->in_w ||
-                def->num_actions != s->num_actions ||
-                (def->obs_dtype == CUDARL_OBS_U8) != (s->dtype == CR_CONVNET_U8)))
-        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' holds a network for %s observations "
-                       "(%d, %d, %d) and %d actions, but the registered env '%s' gives %s "
-                       "observations of rank %d (%d, %d, %d) and has %d actions; load it in a "
-                       "process where '%s' is the env it was trained on", path,
-                       s->dtype == CR_CONVNET_U8 ? "uint8" : "float32", s->in_c, s->in_h, s->in_w,
-                       s->num_actions, def->id, def->obs_dtype == CUDARL_OBS_U8 ? "uint8"
-                       : "float32", def->obs_rank, def->obs_shape[0], def->obs_shape[1],
-                       def->obs_shape[2], def->num_actions, def->id);
     return conv_tensors_check(f, path, &net->cnn);
 }
 
-/* The network and its observations; an env registered here must agree with the file. */
+/* The network and its observations, from the file alone. */
 static cudarl_status net_read(const cr_st_file *f, const char *path, cr_policy_net *net) {
     memset(net, 0, sizeof *net);
     CR_TRY(net_kind(f, path, net));
     const char *env = cr_st_meta(f, "env_id");
     snprintf(net->env_id, sizeof net->env_id, "%s", env ? env : "(unnamed)");
-    const cudarl_env_def *def = env ? cr_env_def_find(env) : NULL;
-    return net->is_conv ? conv_read(f, path, def, net) : mlp_read(f, path, def, net);
+    return net->is_conv ? conv_read(f, path, net) : mlp_read(f, path, net);
 }
 
 /* ---- options and the context ------------------------------------------------------------- */

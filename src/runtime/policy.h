@@ -40,10 +40,12 @@
 extern "C" {
 #endif
 
-/* The checkpoint metadata `obs_input` of a network trained on uint8 observations cast to float
- * value for value (DQN on MinAtar's 0/1 channels); without it uint8 observations are pixels,
- * scaled by 1/255 as the CNN trainers and ONNX export's uint8 input do. */
+/* The checkpoint metadata `obs_input` of an MLP trained on uint8 observations: cast to float
+ * value for value (DQN on MinAtar's 0/1 channels), or pixels scaled by 1/255 as the CNN trainers
+ * and ONNX export's uint8 input scale them. Without it an MLP reads float32 features. A
+ * convolutional network's spec says its input itself. */
 #define CR_POLICY_U8_CAST "uint8 cast to float32, unscaled"
+#define CR_POLICY_U8_SCALED "uint8 scaled by 1/255"
 
 /* Graph batch sizes 1, 2, 4, ..., CUDARL_POLICY_MAX_BATCH (2^16). */
 #define CR_POLICY_MAX_GRAPHS 17

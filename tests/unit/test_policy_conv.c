@@ -414,6 +414,22 @@ static cudarl_status load_damaged(const test_net *t, const char *algo, const cha
     return load_status(path, CUDARL_DEVICE_CPU, CUDARL_PRECISION_FP32);
 }
 
+/* The same file evaluated on the CPU (2 episodes): the runtime reads a network from its file
+ * alone, and evaluation, which knows the env the file names, holds the two against each other. */
+static cudarl_status eval_damaged(const test_net *t, const char *algo, const char *env,
+                                  const damage *d) {
+    CHECK_MSG(load_damaged(t, algo, env, d) == CUDARL_OK, "a network for another env's "
+              "observations did not load: %s", cudarl_last_error());
+    char path[512];
+    work_path(path, sizeof path, "damaged.safetensors");
+    cudarl_ctx *cpu;
+    CHECK_OK(cudarl_ctx_init(&cpu, CUDARL_DEVICE_CPU, 0));
+    double mean = 0, std = 0;
+    cudarl_status s = cudarl_policy_eval(cpu, path, 2, 1, &mean, &std);
+    cudarl_ctx_free(cpu);
+    return s;
+}
+
 static void test_load_refusals(const test_net *ppo, const test_net *f32) {
     damage d;
     memset(&d, 0, sizeof d);
@@ -442,9 +458,9 @@ static void test_load_refusals(const test_net *ppo, const test_net *f32) {
     REFUSED("obs_input cast for a /255 spec", load_damaged(ppo, "ppo", PIXELS, &d),
             CUDARL_ERR_MISMATCH, "obs_input", "scaled by 1/255");
     memset(&d, 0, sizeof d);
-    REFUSED("the spec of another env's frames", load_damaged(ppo, "ppo", BREAKOUT, &d),
+    REFUSED("eval: the spec of another env's frames", eval_damaged(ppo, "ppo", BREAKOUT, &d),
             CUDARL_ERR_MISMATCH, "(4, 84, 84)", BREAKOUT, "(4, 10, 10)");
-    REFUSED("float32 frames for a uint8 env", load_damaged(f32, "ppo", PIXELS, &d),
+    REFUSED("eval: float32 frames for a uint8 env", eval_damaged(f32, "ppo", PIXELS, &d),
             CUDARL_ERR_MISMATCH, "float32 observations", PIXELS);
     REFUSED("TF32 on the CPU", load_status(ppo->path, CUDARL_DEVICE_CPU, CUDARL_PRECISION_TF32),
             CUDARL_ERR_UNSUPPORTED, "TF32", "CUDA only", "FP32");
