@@ -1,4 +1,4 @@
-/* The fused CUDA rollout (src/algo/ppo/ppo_rollout_cuda.cu) against its reference, the rollout the
+/* The fused CUDA rollout (src/algo/ppo/ppo_fused_cartpole.cu) against its reference, the rollout the
  * CPU backend computes op by op, and against the unfused CUDA rollout, from the same seed: three
  * trainers with identical weights, env states and sampler streams (every 7th env placed near the
  * 500-step limit, so truncations occur) each run three rollouts

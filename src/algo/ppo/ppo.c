@@ -18,7 +18,7 @@
 #include "algo/run.h"
 #include "io/tensorboard.h"
 #include "core/nvtx.h"
-#include "algo/ppo/ppo_rollout_cuda.h"
+#include "algo/ppo/ppo_fused_cartpole.h"
 #include "nn/precision.h"
 
 /* ---- memory plan ------------------------------------------------------------------------ */
@@ -57,7 +57,7 @@ static int fused_update(const cr_ppo *p, const cudarl_ctx *ctx) {
     return cr_ppo_fused_supported(ctx->ops, &a, &c);
 }
 
-/* Whether ppo_rollout_cuda.cu's device code computes the policy's steps: CUDA, an MLP policy of
+/* Whether ppo_fused_cartpole.cu's device code computes the policy's steps: CUDA, an MLP policy of
  * the fused rollout's shapes (4 float observations, 2 actions, the 64-wide tanh MLPs), and
  * CUDARL_FUSED not 0 (the same switch as the fused update). */
 static int fused_policy_steps(const cr_ppo *p, const cudarl_ctx *ctx) {
@@ -75,7 +75,7 @@ static int fused_rollout(const cr_ppo *p, const cudarl_ctx *ctx) {
            (p->env_info->caps & CR_ENV_BATCH);
 }
 
-/* Whether the CPU-env pool's steps run as one kernel each (ppo_rollout_cuda.cu's pool step). */
+/* Whether the CPU-env pool's steps run as one kernel each (ppo_fused_cartpole.cu's pool step). */
 static int fused_pool(const cr_ppo *p, const cudarl_ctx *ctx) {
     return fused_policy_steps(p, ctx) && cr_ppo_pool_wanted(p);
 }
@@ -354,7 +354,7 @@ void cr_ppo_free(cr_ppo *p) {
 
 /* ---- rollout ---------------------------------------------------------------------------- */
 
-/* The T steps of env, policy, sampling and episode sums as one kernel (ppo_rollout_cuda.cu). */
+/* The T steps of env, policy, sampling and episode sums as one kernel (ppo_fused_cartpole.cu). */
 static void rollout_steps_fused(cr_ppo *p) {
     cr_ppo_rollout_args a = {
         .actor = cr_ac_actor(&p->layout, p->act_params),

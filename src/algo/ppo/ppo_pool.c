@@ -18,7 +18,7 @@
  * of one group, and one group those of the envs' CUDA twin (the synchronous schedule).
  *
  * Fused (p->fused_pool: CUDA, the fused rollout's network shapes, float observations): all of
- * the above for a group and step is one kernel (ppo_rollout_cuda.h's pool step) that reads the
+ * the above for a group and step is one kernel (ppo_fused_cartpole.h's pool step) that reads the
  * threads' outputs and writes the actions in the pinned buffers themselves, mapped into the
  * device's address space (zero-copy: no copy launches, and on an integrated GPU such as Orin no
  * second copy of the data). It computes what the fused all-GPU rollout computes, bit for bit,
@@ -39,7 +39,7 @@
 
 #include "algo/ppo/ppo_internal.h"
 #include "core/nvtx.h"
-#include "algo/ppo/ppo_rollout_cuda.h"
+#include "algo/ppo/ppo_fused_cartpole.h"
 
 typedef struct cr_ppo_pool {
     cr_env_pool pool;
@@ -268,7 +268,7 @@ static void act(cr_ppo *p, int t, int b, int n) {
     }
 }
 
-/* The fused pool step (ppo_rollout_cuda.h) of envs [b, b + n): the outputs of step t_absorb
+/* The fused pool step (ppo_fused_cartpole.h) of envs [b, b + n): the outputs of step t_absorb
  * and the policy of step t_act (-1: none; t_act -1 with `end` also sets the rollout's last
  * values and observations), reading and writing the pinned host buffers in place. */
 static void fused_step(cr_ppo *p, int g, int t_absorb, int t_act, int b, int n, int end) {
@@ -297,7 +297,7 @@ static void fused_step(cr_ppo *p, int g, int t_absorb, int t_act, int b, int n, 
 
 /* The device's work for group g, envs [b, b + n), at step t of the schedule: take in the
  * outputs of step t - 1 (t > 0) and act on step t (t < T; t == T is the rollout's end). Fused:
- * one kernel (ppo_rollout_cuda.h's pool step) instead of ~20 copies and ops. */
+ * one kernel (ppo_fused_cartpole.h's pool step) instead of ~20 copies and ops. */
 static void group_work(cr_ppo *p, int g, int t, int b, int n) {
     if (p->fused_pool) {
         fused_step(p, g, t - 1, t < p->T ? t : -1, b, n, t == p->T);

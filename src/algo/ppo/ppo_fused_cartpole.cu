@@ -21,7 +21,7 @@
 #include "ops/cuda/tanh_device.cuh"
 
 extern "C" {
-#include "algo/ppo/ppo_rollout_cuda.h"
+#include "algo/ppo/ppo_fused_cartpole.h"
 }
 #include "env/cartpole/cartpole_step.h"
 

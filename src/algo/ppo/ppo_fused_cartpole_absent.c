@@ -1,7 +1,7 @@
-/* ppo_rollout_cuda.h where cudarl is built without CUDA (CMake builds this file instead of
- * ppo_rollout_cuda.cu): the fused rollout takes no shapes, so the trainer takes its op-by-op
+/* ppo_fused_cartpole.h where cudarl is built without CUDA (CMake builds this file instead of
+ * ppo_fused_cartpole.cu): the fused rollout takes no shapes, so the trainer takes its op-by-op
  * path and never reaches the kernels' entry points. */
-#include "algo/ppo/ppo_rollout_cuda.h"
+#include "algo/ppo/ppo_fused_cartpole.h"
 
 int cr_ppo_rollout_cuda_shape_ok(const cr_mlp_view *actor, const cr_mlp_view *critic) {
     (void)actor, (void)critic;

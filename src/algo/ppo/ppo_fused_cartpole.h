@@ -1,11 +1,11 @@
-/* PPO's rollout on CartPole-v1 as ONE CUDA kernel (ppo_rollout_cuda.cu): for T steps, per env,
+/* PPO's rollout on CartPole-v1 as ONE CUDA kernel (ppo_fused_cartpole.cu): for T steps, per env,
  * policy and value forward, sampling, the env step, the bootstrap value of a finished episode's
  * last observation and the episode sums, with the weights in shared memory and the env's state
  * in registers. It computes what ppo.c's unfused rollout computes with the backend's ops (that
- * composition, on the CPU backend, is its reference; tests/test_ppo_rollout_cuda.c holds them
+ * composition, on the CPU backend, is its reference; tests/gpu/test_ppo_rollout_cuda.c holds them
  * together). */
-#ifndef CUDARL_PPO_ROLLOUT_CUDA_H
-#define CUDARL_PPO_ROLLOUT_CUDA_H
+#ifndef CUDARL_PPO_FUSED_CARTPOLE_H
+#define CUDARL_PPO_FUSED_CARTPOLE_H
 
 #include <stdint.h>
 
