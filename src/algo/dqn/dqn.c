@@ -40,155 +40,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/metrics_pipe.h"
-#include "algo/run.h"
-#include "core/nvtx.h"
-#include "env/env.h"
-#include "env/env_pool.h"
-#include "env/image_twin.h"
-#include "nn/cnn.h"
-#include "nn/convnet.h"
-#include "algo/amp.h"
-#include "nn/precision.h"
-#include "nn/qnet.h"
-#include "ops/cpu/ops_dqn.h"
-#include "replay/replay_buffer.h"
-#include "io/checkpoint.h"
-#include "io/safetensors.h"
-#include "io/tensorboard.h"
+#include "algo/dqn/dqn_internal.h"
 
-#define DQN_STREAM_EXPLORE (1ull << 40)
-#define DQN_STREAM_REPLAY ((1ull << 40) + 1)
-#define DQN_STREAM_INIT ((1ull << 40) + 2)
-
-/* Iterations a captured block may hold; a longer schedule period runs op by op. */
-#define DQN_GRAPH_MAX_ITERS 1024
-/* Iterations a captured block holds at least (whole periods), to amortise the launch. */
-#define DQN_GRAPH_MIN_ITERS 8
-/* Iterations between reports when launching op by op (CUDA). */
-#define DQN_REPORT_EVERY 64
-
-/* What the host reads (backend memory), in one copy. */
-typedef struct cr_dqn_metrics {
-    cr_dqn_stats_acc acc; /* losses since the last log row */
-    cr_episode_log log;   /* finished episodes; iter_* since the last log row */
-    int64_t step;         /* env steps taken (the epsilon schedule's t) */
-    cr_loss_scale_state scaler; /* fp16's loss scale and skipped steps (algo/amp.h) */
-} cr_dqn_metrics;
-
-/* Scalars the device ops keep (backend memory); the host never reads them in the loop. */
-typedef struct cr_dqn_scalars {
-    cr_rng_stream explore, sample;
-    double grad_norm_sum;  /* clip_grad_norm's sum of norms (unread) */
-    int64_t adam_t;
-    float lr, epsilon;
-} cr_dqn_scalars;
-
-/* A pinned metrics slot: the metrics and the replay's error bits as of one report. */
-typedef struct cr_dqn_slot {
-    cr_dqn_metrics m;
-    uint32_t replay_errors;
-} cr_dqn_slot;
-
-/* Envs on CPU threads: the pool and the pinned buffers it writes (or reads: actions). */
-typedef struct cr_dqn_pool {
-    cr_env_pool pool;
-    void *obs, *final_obs;           /* (N, D) of the env's dtype */
-    float *reward;                   /* (N) */
-    uint8_t *terminated, *truncated, *done; /* (N) */
-    int32_t *actions;                /* (N) */
-    void *event;                     /* the actions are on the host (NULL on the CPU) */
-    cudarl_ctx *ctx;
-} cr_dqn_pool;
-
-/* The Q-network: dqn.py's MLP (cr_qnet, every backend) or a convolutional network of
- * dqn_atari.py's shape (cr_convnet on the context, cr_cnn: its CUDA twin on CUDA).
- * Either way its parameters are one flat buffer of num_params floats, network.* tensors in
- * state_dict order, which Adam, the polyak update and the checkpoint treat alike. */
-typedef struct cr_dqn_qnet {
-    int conv;              /* 0: the MLP */
-    cr_qnet_layout mlp;
-    cr_convnet cnn;
-    size_t num_params;
-    cr_cnn dev;            /* the conv net on the context (batches N and B) */
-} cr_dqn_qnet;
-
-/* What a backward needs from its forward, for max(B, N) rows (backend memory). */
-typedef struct cr_dqn_cache {
-    cr_mlp_cache mlp;
-    cr_convnet_cache cnn;
-} cr_dqn_cache;
-
-typedef struct cr_dqn {
-    cudarl_ctx *ctx;
-    const cr_backend *o;
-    cudarl_dqn_config cfg;
-    const cr_env_info *env_info;
-    cr_dqn_qnet net;
-    int N, D, A, B, rows;  /* envs, obs elements, actions, batch, max(N, B) */
-    int u8;                /* observations are uint8 (stored so) */
-    int cast;              /* the MLP reads uint8 observations cast to float (the convolutional
-                              networks read them as they are, converting per their spec) */
-    size_t obs_bytes;      /* bytes of one observation */
-    int K;                 /* frames per stack the replay rebuilds (replay_frames with a frame-
-                            * stacked env and a conv net), else 1: whole observations stored */
-    size_t b_stride;       /* elements from one minibatch row to the next: D, or with K > 1
-                            * (K + 1) D / K (b_obs is then a window batch, b_next its second
-                            * frame onwards: replay.h's two views) */
-    int on_device;         /* CUDA context: device-side error bits, pinned metrics, graphs */
-    int where;             /* envs_where: the env batch, an image twin or the pool */
-    double duration;       /* epsilon's annealing steps */
-    /* backend memory */
-    cr_arena mem;
-    float *online, *target, *grads, *adam_m, *adam_v; /* (P) */
-    cr_env_batch env;
-    void *obs, *next_obs, *final_obs;   /* (N, D) of the env's dtype */
-    float *obs_f;                       /* (N, D) obs as float (= obs when float) */
-    float *q, *u, *rewards;             /* (rows, A), (2N), (N) */
-    int32_t *actions;                   /* (N) */
-    uint8_t *term, *trunc, *done;       /* (N) */
-    double *ep_return;                  /* (N) */
-    int64_t *ep_length;                 /* (N) */
-    cr_dqn_metrics *m;
-    cr_dqn_scalars *s;
-    void *b_obs, *b_next;               /* (B, D) of the env's dtype */
-    float *b_obs_f, *b_next_f;          /* (B, D) as float (= b_obs, b_next when float) */
-    float *b_rewards, *b_weights;       /* (B) */
-    int32_t *b_actions;                 /* (B) */
-    uint8_t *b_term, *b_trunc;          /* (B) */
-    int64_t *b_indices;                 /* (B) */
-    float *b_q, *b_next_t, *b_next_o, *b_dq, *b_td; /* (B, A) x4, (B) */
-    cr_dqn_cache cache_q, cache_t, cache_o;
-    cr_replay_buffer replay;            /* on the context's device */
-    cr_dqn_pool *pool;                  /* envs on CPU threads, or NULL */
-    cr_image_twin twin;                 /* where == ENVS_TWIN: the env's image twin */
-    /* the loop */
-    int64_t global_step, train_steps, iteration;
-    cr_dqn_metrics h;                   /* the latest host copy of *m */
-    cr_metrics_pipe pipe;               /* metrics in flight (CUDA) */
-    /* graphs */
-    void *graph;
-    int graph_iters;                    /* K (0: no graph) */
-    int64_t graph_start;                /* the first iteration start step of a block */
-    int graph_failed;
-    size_t bytes_after_setup, bytes_at_end;
-    uint64_t syncs_start;
-    /* logging */
-    char run_dir[512];
-    FILE *csv;
-    cr_tb_writer tb;
-    double loop_start, last_progress;
-    int64_t solved_step, next_log, log_every;
-    double solved_seconds, solved_unix;
-    int tty;
-    int precision_set;     /* cfg.precision changed ctx's math mode (restored at free) */
-    cr_amp amp;            /* the optimizer step under cfg.precision (its state: metrics) */
-} cr_dqn;
-
-enum { D_ONLINE, D_TARGET, D_GRADS, D_M, D_V, D_ENV, D_OBS, D_NEXT, D_FINAL, D_OBSF, D_Q, D_U,
-       D_REW, D_ACT, D_TERM, D_TRUNC, D_DONE, D_EPRET, D_EPLEN, D_METRICS, D_SCALARS, D_BOBS,
-       D_BNEXT, D_BOBSF, D_BNEXTF, D_BREW, D_BW, D_BACT, D_BTERM, D_BTRUNC, D_BIDX, D_BQ, D_BNT,
-       D_BNO, D_BDQ, D_BTD, D_CQ, D_CT, D_CO, D_CWS, D_REPLAY };
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
@@ -239,142 +92,12 @@ static cr_replay_spec replay_spec(const cr_dqn *d) {
     return s;
 }
 
-/* ---- the Q-network ---------------------------------------------------------------------- */
-
-/* Lays out the Q-network cfg.policy names (validated: the env's observations fit it). */
-static cudarl_status qnet_layout(cr_dqn *d) {
-    const cudarl_dqn_config *c = &d->cfg;
-    cr_dqn_qnet *q = &d->net;
-    q->conv = strcmp(c->policy, "mlp") != 0;
-    if (!q->conv) {
-        cr_qnet_layout_init(&q->mlp, d->D, c->hidden1, c->hidden2, d->A);
-        q->num_params = q->mlp.num_params;
-        return CUDARL_OK;
-    }
-    const cudarl_env_def *def = d->env_info->def;
-    cr_convnet_spec spec;
-    CR_TRY(cr_convnet_spec_named(&spec, c->policy, def->obs_shape[0], def->obs_shape[1],
-                                 def->obs_shape[2], CR_CONVNET_DQN, d->A));
-    CR_TRY(cr_convnet_plan(&q->cnn, &spec));
-    q->num_params = q->cnn.num_params;
-    const int batches[2] = {d->N, d->B}; /* the act and the learner batch sizes */
-    CR_TRY(cr_cnn_init(&q->dev, d->ctx, &q->cnn, batches, 2, c->precision));
-    if (cr_cnn_on_gpu(&q->dev)) {
-        CR_INFO("DQN: %s on the GPU, conv engine %s", c->policy, cr_cnn_engine_name(&q->dev));
-        CR_DEBUG("%s", cr_cnn_describe(&q->dev));
-    }
-    return CUDARL_OK;
-}
-
-/* Bytes of one forward's cache for d->rows rows. */
-static size_t qnet_cache_bytes(const cr_dqn *d) {
-    if (d->net.conv) return cr_cnn_cache_bytes(&d->net.dev, d->rows);
-    return cr_mlp_cache_floats(d->rows, cr_qnet_widest(&d->net.mlp)) * 4;
-}
-
-/* Bytes of the conv net's workspace (0 for the MLP and on the CPU). */
-static size_t qnet_workspace_bytes(const cr_dqn *d) {
-    return d->net.conv ? cr_cnn_workspace_bytes(&d->net.dev) : 0;
-}
-
-static cr_dqn_cache qnet_cache_carve(const cr_dqn *d, void *mem) {
-    cr_dqn_cache c;
-    memset(&c, 0, sizeof c);
-    if (d->net.conv) cr_cnn_cache_carve(&d->net.dev, mem, d->rows, &c.cnn);
-    else c.mlp = cr_mlp_cache_carve(mem, d->rows, cr_qnet_widest(&d->net.mlp));
-    return c;
-}
-
-/* The observations x (rows, D) of the env's dtype as the network reads them: the MLP floats (x
- * itself, or its cast into f), a convolutional network x as it is. */
-static const void *qnet_input(cr_dqn *d, const void *x, float *f, int rows) {
-    if (!d->cast) return x;
-    d->o->u8_to_float(d->ctx, x, f, (size_t)rows * (size_t)d->D);
-    return f;
-}
-
-/* out (rows, A) = Q(params; x), x from qnet_input with rows `stride` elements apart (D, or a
- * window batch's (K + 1) D / K: conv nets only); fills the cache c. */
-static void qnet_forward_rows(cr_dqn *d, float *params, const void *x, size_t stride,
-                              float *out, const cr_dqn_cache *c, int rows) {
-    if (d->net.conv) {
-        cr_cnn_forward_rows(d->ctx, &d->net.dev, params, x, stride, out, NULL, &c->cnn, rows);
-        return;
-    }
-    CUDARL_ASSERT(stride == (size_t)d->D);
-    cr_mlp_view v = cr_qnet_view(&d->net.mlp, params);
-    cr_mlp_forward(d->ctx, &v, x, out, &c->mlp, rows);
-}
-
-/* qnet_forward_rows of rows packed D elements apart. */
-static void qnet_forward(cr_dqn *d, float *params, const void *x, float *out,
-                         const cr_dqn_cache *c, int rows) {
-    qnet_forward_rows(d, params, x, (size_t)d->D, out, c, rows);
-}
-
-/* grads (P) = d loss / d params from dout (rows, A), with the cache of the forward on x. */
-static void qnet_backward(cr_dqn *d, float *params, float *grads, const void *x,
-                          const float *dout, const cr_dqn_cache *c, int rows) {
-    if (d->net.conv) {
-        cr_cnn_backward(d->ctx, &d->net.dev, params, grads, dout, NULL, &c->cnn, rows);
-        return;
-    }
-    cr_mlp_view v = cr_qnet_view(&d->net.mlp, params), g = cr_qnet_view(&d->net.mlp, grads);
-    cr_mlp_backward(d->ctx, &v, &g, x, dout, &c->mlp, rows);
-}
-
-/* The CUDA conv net's first call of each batch size, outside any graph capture (cuDNN loads
- * its kernels on a plan's first call): forwards of N and B rows and a backward of B on the
- * zeroed minibatch buffers, into the double-DQN cache (unread until a forward fills it). The
- * gradients it writes are overwritten by every train step before Adam reads them. */
-static void qnet_warm_up(cr_dqn *d) {
-    if (!cr_cnn_on_gpu(&d->net.dev)) return;
-    qnet_forward(d, d->online, d->obs, d->q, &d->cache_o, d->N);
-    qnet_forward(d, d->online, d->b_obs, d->b_q, &d->cache_o, d->B);
-    qnet_backward(d, d->online, d->grads, d->b_obs, d->b_dq, &d->cache_o, d->B);
-    d->o->sync(d->ctx);
-}
-
-/* PyTorch's default init of every layer (CleanRL's QNetwork calls no init), drawn from rng in
- * state_dict order. params (P, host). */
-static void qnet_init_params(const cr_dqn *d, float *params, cr_philox_state *rng) {
-    if (d->net.conv) cr_convnet_init_params(&d->net.cnn, params, rng);
-    else cr_qnet_init_params(&d->net.mlp, params, rng);
-}
-
-/* One parameter tensor of the Q-network, as the checkpoint names it. */
-typedef struct cr_dqn_tensor {
-    const char *name;
-    int ndim;
-    int64_t shape[4];
-    size_t offset;
-} cr_dqn_tensor;
-
-/* The Q-network's tensors in state_dict order into t (CR_CONVNET_MAX_TENSORS); their count. */
-static int qnet_tensors(const cr_dqn *d, cr_dqn_tensor *t) {
-    const cr_dqn_qnet *q = &d->net;
-    int n = q->conv ? q->cnn.ntensors : CR_QNET_NUM_TENSORS;
-    for (int i = 0; i < n; i++) {
-        memset(&t[i], 0, sizeof t[i]);
-        if (q->conv) {
-            const cr_convnet_tensor *c = &q->cnn.t[i];
-            t[i].name = c->name, t[i].ndim = c->ndim, t[i].offset = c->offset;
-            for (int k = 0; k < c->ndim; k++) t[i].shape[k] = c->shape[k];
-        } else {
-            const cr_param_tensor *p = &q->mlp.t[i];
-            t[i].name = p->name, t[i].ndim = p->ndim, t[i].offset = p->offset;
-            for (int k = 0; k < p->ndim; k++) t[i].shape[k] = p->shape[k];
-        }
-    }
-    return n;
-}
-
 /* ---- memory ----------------------------------------------------------------------------- */
 
 static cudarl_status plan_memory(cr_dqn *d, cr_plan *pl) {
     size_t P = d->net.num_params * 4, N = (size_t)d->N, D = (size_t)d->D, A = (size_t)d->A;
     size_t B = (size_t)d->B, R = (size_t)d->rows, ob = d->obs_bytes;
-    size_t cache = qnet_cache_bytes(d);
+    size_t cache = cr_dqn_qnet_cache_bytes(d);
     size_t cast = d->cast ? 4 * D : 0; /* the float copies of uint8 observations */
     const struct { const char *name; size_t bytes; } items[D_REPLAY] = {
         {"q.online", P}, {"q.target", P}, {"grads", P}, {"adam.m", P}, {"adam.v", P},
@@ -392,7 +115,7 @@ static cudarl_status plan_memory(cr_dqn *d, cr_plan *pl) {
         {"batch.q", B * A * 4}, {"batch.next_q_target", B * A * 4},
         {"batch.next_q_online", B * A * 4}, {"batch.dq", B * A * 4}, {"batch.td", B * 4},
         {"cache.q", cache}, {"cache.target", cache}, {"cache.next", cache},
-        {"conv.workspace", qnet_workspace_bytes(d)},
+        {"conv.workspace", cr_dqn_qnet_workspace_bytes(d)},
     };
     cr_plan_init(pl);
     for (int i = 0; i < D_REPLAY; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
@@ -429,90 +152,12 @@ static cudarl_status carve(cr_dqn *d) {
     d->b_q = cr_arena_get(a, D_BQ), d->b_next_t = cr_arena_get(a, D_BNT);
     d->b_next_o = cr_arena_get(a, D_BNO), d->b_dq = cr_arena_get(a, D_BDQ);
     d->b_td = cr_arena_get(a, D_BTD);
-    d->cache_q = qnet_cache_carve(d, cr_arena_get(a, D_CQ));
-    d->cache_t = qnet_cache_carve(d, cr_arena_get(a, D_CT));
-    d->cache_o = qnet_cache_carve(d, cr_arena_get(a, D_CO));
+    d->cache_q = cr_dqn_qnet_cache_carve(d, cr_arena_get(a, D_CQ));
+    d->cache_t = cr_dqn_qnet_cache_carve(d, cr_arena_get(a, D_CT));
+    d->cache_o = cr_dqn_qnet_cache_carve(d, cr_arena_get(a, D_CO));
     cr_replay_spec rs = replay_spec(d);
     if (d->net.conv) cr_cnn_set_workspace(&d->net.dev, cr_arena_get(a, D_CWS));
     return cr_replay_buffer_init(&d->replay, d->ctx, &rs, d->B, a, D_REPLAY);
-}
-
-/* ---- envs on CPU threads ---------------------------------------------------------------- */
-
-/* Pool hook: the threads wait for the event after which the actions are on the host. */
-static void pool_before_step(void *arg, int group) {
-    cr_dqn_pool *p = arg;
-    p->ctx->ops->event_wait(p->ctx, p->event);
-}
-
-static void pool_free(cr_dqn *d) {
-    cr_dqn_pool *p = d->pool;
-    if (!p) return;
-    cudarl_ctx *ctx = d->ctx;
-    if (p->pool.lanes) cr_env_pool_free(&p->pool);
-    if (p->event) ctx->ops->event_free(ctx, p->event);
-    void *bufs[] = {p->obs, p->final_obs, p->reward, p->terminated, p->truncated, p->done,
-                     p->actions};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cr_host_buffer_free(ctx, bufs[i]);
-    free(p);
-    d->pool = NULL;
-}
-
-/* The pool of N envs on env_threads threads (one group: the synchronous schedule) and its
- * pinned buffers. */
-static cudarl_status pool_init(cr_dqn *d) {
-    cudarl_ctx *ctx = d->ctx;
-    cr_dqn_pool *p = calloc(1, sizeof *p);
-    if (!p) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the env pool");
-    d->pool = p;
-    p->ctx = ctx;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = d->cfg.env_threads > 0 ? d->cfg.env_threads : (int)(cores > 0 ? cores : 1);
-    if (threads > d->N) threads = d->N; /* a thread beyond one per env would only idle */
-    cr_env_pool_config pc = {.num_envs = d->N, .num_threads = threads, .num_groups = 1};
-    size_t N = (size_t)d->N, ob = d->obs_bytes;
-    cudarl_status s = cr_env_pool_init(&p->pool, d->env_info->def, &pc, NULL);
-    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, &p->obs, N * ob);
-    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, &p->final_obs, N * ob);
-    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&p->reward, N * sizeof(float));
-    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&p->terminated, N);
-    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&p->truncated, N);
-    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&p->done, N);
-    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&p->actions, N * sizeof(int32_t));
-    if (s == CUDARL_OK && ctx->ops->event_create) {
-        s = ctx->ops->event_create(ctx, &p->event);
-        if (s == CUDARL_OK) cr_env_pool_set_hook(&p->pool, 0, pool_before_step, p);
-    }
-    if (s != CUDARL_OK) return s; /* dqn_free releases what was made */
-    cr_env_pool_outputs out = {p->obs, p->reward, p->terminated, p->truncated, p->final_obs};
-    cr_env_pool_set_outputs(&p->pool, &out);
-    CR_INFO("envs on the CPU: %d x %s on %d thread%s", d->N, d->env_info->id, threads,
-            threads == 1 ? "" : "s");
-    return CUDARL_OK;
-}
-
-/* Steps every env of the pool with the actions on the device: the actions to the host (behind
- * an event the threads wait for), the step, then the outputs back, in next_obs, rewards, term,
- * trunc, done, final_obs (asynchronous copies from pinned memory: the next step's threads wait
- * for an event recorded after them). */
-static void pool_step(cr_dqn *d) {
-    cr_dqn_pool *p = d->pool;
-    cudarl_ctx *ctx = d->ctx;
-    const cr_backend *o = d->o;
-    size_t N = (size_t)d->N;
-    if (o->copy_to_host_async) o->copy_to_host_async(ctx, p->actions, d->actions, N * 4);
-    else o->copy_to_host(ctx, p->actions, d->actions, N * 4);
-    if (p->event) o->event_record(ctx, p->event);
-    CR_RANGE_PUSH("env pool step");
-    cr_env_pool_step(&p->pool, p->actions);
-    CR_RANGE_POP();
-    for (size_t i = 0; i < N; i++) p->done[i] = p->terminated[i] | p->truncated[i];
-    o->copy_from_host(ctx, d->next_obs, p->obs, N * d->obs_bytes);
-    o->copy_from_host(ctx, d->rewards, p->reward, N * sizeof(float));
-    o->copy_from_host(ctx, d->term, p->terminated, N);
-    o->copy_from_host(ctx, d->trunc, p->truncated, N);
-    o->copy_from_host(ctx, d->done, p->done, N);
-    o->copy_from_host(ctx, d->final_obs, p->final_obs, N * d->obs_bytes);
 }
 
 /* ---- the replay buffer ----------------------------------------------------------------- */
@@ -534,7 +179,8 @@ static void act(cr_dqn *d) {
     const cudarl_dqn_config *c = &d->cfg;
     o->epsilon_schedule(ctx, &d->m->step, d->N, c->start_e, c->end_e, d->duration,
                         &d->s->epsilon);
-    qnet_forward(d, d->online, qnet_input(d, d->obs, d->obs_f, d->N), d->q, &d->cache_q, d->N);
+    const void *x = cr_dqn_qnet_input(d, d->obs, d->obs_f, d->N);
+    cr_dqn_qnet_forward(d, d->online, x, d->q, &d->cache_q, d->N);
     o->uniform(ctx, &d->s->explore, d->u, 2 * d->N);
     o->epsilon_greedy(ctx, d->q, d->u, d->u + d->N, &d->s->epsilon, d->actions, d->N, d->A);
 }
@@ -544,7 +190,7 @@ static void act_and_store(cr_dqn *d) {
     cudarl_ctx *ctx = d->ctx;
     act(d);
     if (d->pool)
-        pool_step(d);
+        cr_dqn_pool_step(d);
     else if (d->where == ENVS_TWIN)
         cr_image_twin_step(ctx, &d->twin, d->actions, (uint8_t *)d->next_obs, d->rewards, d->term,
                            d->trunc, d->done, (uint8_t *)d->final_obs);
@@ -568,18 +214,19 @@ static cudarl_status train_step(cr_dqn *d, int64_t step) {
     /* prioritized beta at `step`, which the device's step counter also holds (act has advanced
      * it past the iteration), so graphs can hold the sampler */
     CR_TRY(cr_replay_buffer_sample(&d->replay, &d->s->sample, d->B, step, &d->m->step, &out));
-    const void *x = qnet_input(d, d->b_obs, d->b_obs_f, d->B);
-    const void *xn = qnet_input(d, d->b_next, d->b_next_f, d->B);
+    const void *x = cr_dqn_qnet_input(d, d->b_obs, d->b_obs_f, d->B);
+    const void *xn = cr_dqn_qnet_input(d, d->b_next, d->b_next_f, d->B);
     const size_t st = d->b_stride;
-    qnet_forward_rows(d, d->target, xn, st, d->b_next_t, &d->cache_t, d->B);
-    if (c->double_dqn) qnet_forward_rows(d, d->online, xn, st, d->b_next_o, &d->cache_o, d->B);
-    qnet_forward_rows(d, d->online, x, st, d->b_q, &d->cache_q, d->B);
+    cr_dqn_qnet_forward_rows(d, d->target, xn, st, d->b_next_t, &d->cache_t, d->B);
+    if (c->double_dqn)
+        cr_dqn_qnet_forward_rows(d, d->online, xn, st, d->b_next_o, &d->cache_o, d->B);
+    cr_dqn_qnet_forward_rows(d, d->online, x, st, d->b_q, &d->cache_q, d->B);
     o->dqn_loss(ctx, d->b_q, d->b_actions, d->b_rewards, d->b_term, d->b_next_t,
                 c->double_dqn ? d->b_next_o : NULL, c->prioritized ? d->b_weights : NULL,
                 (float)c->gamma, c->double_dqn, c->huber, d->b_dq, d->b_td, &d->m->acc, d->B,
                 d->A);
     cr_amp_scale(ctx, &d->amp, d->b_dq, (size_t)d->B * d->A); /* fp16: times the scale */
-    qnet_backward(d, d->online, d->grads, x, d->b_dq, &d->cache_q, d->B);
+    cr_dqn_qnet_backward(d, d->online, d->grads, x, d->b_dq, &d->cache_q, d->B);
     size_t P = d->net.num_params;
     cr_amp_step(ctx, &d->amp, d->online, d->grads, d->adam_m, d->adam_v, P, &d->s->lr, 0.9f,
                 0.999f, 1e-8f, &d->s->adam_t, c->max_grad_norm > 0, c->max_grad_norm,
@@ -868,7 +515,7 @@ static cudarl_status seed_state(cr_dqn *d) {
     if (!h) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for parameters");
     cr_philox_state init;
     cr_philox_seed(&init, cfg->seed, DQN_STREAM_INIT);
-    qnet_init_params(d, h, &init);
+    cr_dqn_qnet_init_params(d, h, &init);
     d->o->copy_from_host(ctx, d->online, h, P * sizeof(float));
     d->o->copy(ctx, d->target, d->online, P * sizeof(float));
     cr_dqn_scalars s;
@@ -932,11 +579,11 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     d->duration = cfg->exploration_fraction * (double)cfg->total_timesteps;
     d->solved_step = -1, d->solved_seconds = -1;
     if (cfg->threads > 0) cr_cpu_set_threads(cfg->threads);
-    CR_TRY(qnet_layout(d));
+    CR_TRY(cr_dqn_qnet_layout(d));
     envs_where where;
     CR_TRY(envs_place(cfg, ctx, &where));
     d->where = (int)where;
-    if (d->where == ENVS_POOL) CR_TRY(pool_init(d));
+    if (d->where == ENVS_POOL) CR_TRY(cr_dqn_pool_init(d));
     cr_plan pl;
     CR_TRY(plan_memory(d, &pl));
     cr_plan_print(&pl, d->on_device ? "DQN (device)" : "DQN (host)");
@@ -949,7 +596,7 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     CR_TRY(carve(d));
     cr_amp_init(&d->amp, ctx, cfg->precision, &d->m->scaler);
     CR_TRY(seed_state(d));
-    qnet_warm_up(d);
+    cr_dqn_qnet_warm_up(d);
     cr_pipe_init(&d->pipe, ctx, sizeof(cr_dqn_slot), 1);
     graph_plan(d);
     return CUDARL_OK;
@@ -962,7 +609,7 @@ static void dqn_free(cr_dqn *d) {
     if (d->graph) ctx->ops->graph_free(d->graph);
     d->graph = NULL;
     cr_pipe_free(&d->pipe, ctx);
-    pool_free(d);
+    cr_dqn_pool_free(d);
     cr_cnn_free(&d->net.dev);
     if (d->csv) fclose(d->csv);
     d->csv = NULL;
@@ -1021,7 +668,7 @@ static cudarl_status save(cr_dqn *d) {
     }
     const char *prefix[4] = {"", "target_", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
     cr_dqn_tensor t[CR_CONVNET_MAX_TENSORS];
-    int n = qnet_tensors(d, t);
+    int n = cr_dqn_qnet_tensors(d, t);
     cudarl_status s = CUDARL_OK;
     for (int k = 0; k < 4 && s == CUDARL_OK; k++)
         for (int i = 0; i < n && s == CUDARL_OK; i++) {
