@@ -1,5 +1,7 @@
-/* Run folders: creation, naming, refusing to overwrite, and metrics.csv across resumes. */
+/* Run folders (creation, naming, refusing to overwrite, metrics.csv across resumes) and the env a
+ * config names. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 
 #include "algo/run.h"
+#include "env/env.h"
 
 #include <signal.h>
 
@@ -79,3 +82,14 @@ static volatile sig_atomic_t stop_requested;
 void cudarl_request_stop(void) { stop_requested = 1; }
 int cr_stop_requested(void) { return stop_requested != 0; }
 void cr_stop_clear(void) { stop_requested = 0; }
+
+cudarl_status cr_run_find_env(const char *env_id, const cudarl_env_def **def) {
+    *def = cr_env_def_find(env_id);
+    if (*def) return CUDARL_OK;
+    char list[512] = "";
+    for (const char *const *n = cudarl_env_names(); *n; n++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                 n == cudarl_env_names() ? "" : ", ", *n);
+    return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-id '%s' is not a known environment; choose one "
+                   "of: %s", env_id, list);
+}

@@ -1,5 +1,5 @@
-/* A training run's folder: runs/<run_name>/ with metrics.csv, and the stop request
- * (cudarl_request_stop), shared by the trainers. */
+/* What the trainers share about a run: its folder (runs/<run_name>/ with metrics.csv), the env
+ * its config names, and the stop request (cudarl_request_stop). */
 #ifndef CUDARL_RUN_H
 #define CUDARL_RUN_H
 
@@ -15,6 +15,10 @@
 cudarl_status cr_run_open(const char *runs_dir, char *run_name, size_t cap, const char *env_id,
                           const char *algo, uint64_t seed, int64_t resume_iteration,
                           const char *header, char *run_dir, size_t run_dir_cap, FILE **csv);
+
+/* The registered env named `env_id` (--env-id) into *def, or CUDARL_ERR_INVALID_ARG with a
+ * message that lists the registered ones. */
+cudarl_status cr_run_find_env(const char *env_id, const cudarl_env_def **def);
 
 /* Whether cudarl_request_stop was called since the last cr_stop_clear: the trainers' loops stop
  * after their current iteration. A request made during a run's setup counts for that run. */

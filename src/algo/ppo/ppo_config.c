@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "algo/run.h"
 #include "core/core.h"
 #include "env/env.h"
 #include "nn/convnet.h"
@@ -127,14 +128,8 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
 }
 
 cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
-    const cudarl_env_def *def = cr_env_def_find(c->env_id);
-    if (!def) {
-        char list[512] = "";
-        for (const char *const *n = cudarl_env_names(); *n; n++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", *n == cudarl_env_names()[0] ? "" : ", ", *n);
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-id '%s' is not a known environment; choose "
-                                               "one of: %s", c->env_id, list);
-    }
+    const cudarl_env_def *def;
+    CR_TRY(cr_run_find_env(c->env_id, &def));
     CR_TRY(check_policy(c, def));
     CR_TRY(cr_precision_check_training(c->precision, c->device));
     CR_REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||

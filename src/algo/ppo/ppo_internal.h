@@ -225,6 +225,15 @@ void cr_ppo_conv_rollout_twin(cr_ppo *p);
 void cr_ppo_conv_update_minibatch(cr_ppo *p, const int32_t *idx);
 void cr_ppo_conv_free(cr_ppo *p);
 
+/* ---- --profile (ppo_profile.c) ---- */
+
+/* Ends the current phase (CR_PHASE_*): pops its NVTX range and, with --profile, waits for the
+ * device and charges the time since the last boundary to it. */
+void cr_ppo_phase_end(cr_ppo *p, int phase);
+/* With --profile: time per phase, host syncs per iteration, the CPU envs' waits, and the MLP's
+ * achieved FLOP/s and GB/s (stderr). */
+void cr_ppo_profile_print(const cr_ppo *p);
+
 /* Writes the whole training state to `path` atomically (safetensors). */
 cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path);
 /* Restores the training state from `path` into an initialised trainer of the same shapes. */
