@@ -1,9 +1,11 @@
 /* Run folders (creation, naming, refusing to overwrite, metrics.csv across resumes) and the env a
  * config names. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,31 +50,110 @@ static cudarl_status trim_metrics(const char *path, int64_t iteration) {
     return CUDARL_OK;
 }
 
+cudarl_status cr_run_check_name(const char *name) {
+    for (const char *p = name; *p; p++) {
+        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                 *p == '_' || *p == '-' || *p == '.';
+        CR_REQUIRE(ok, "--run-name '%s' contains '%c'; use letters, digits, '.', '_' and '-' only",
+                   name, *p);
+    }
+    CR_REQUIRE(strcmp(name, ".") && strcmp(name, ".."),
+               "--run-name '%s' is not a usable folder name", name);
+    return CUDARL_OK;
+}
+
+/* Takes the exclusive lock of run_dir/run.lock into *lock and writes who holds it; a lock held
+ * by another process is refused with what that process wrote (its pid and start time). */
+static cudarl_status claim(const char *run_dir, const char *run_name, int *lock) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/run.lock", run_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return cr_fail(CUDARL_ERR_IO, "cannot open '%s': %s; check --runs-dir", path,
+                       strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        char who[128] = "";
+        ssize_t n = 0;
+        for (int tries = 0; tries < 50 && n <= 0; tries++) { /* it writes just after locking */
+            if (tries) nanosleep(&(struct timespec){0, 2000000}, NULL);
+            n = pread(fd, who, sizeof who - 1, 0);
+        }
+        who[n > 0 ? n : 0] = 0;
+        who[strcspn(who, "\n")] = 0;
+        close(fd);
+        if (err == EWOULDBLOCK)
+            return cr_fail(CUDARL_ERR_INVALID_ARG, "run '%s' is in use by another cudarl process "
+                           "(%s); wait for it to end, or pass another --run-name", run_name,
+                           who[0] ? who : "it wrote nothing yet");
+        return cr_fail(CUDARL_ERR_IO, "cannot lock '%s': %s", path, strerror(err));
+    }
+    char me[128];
+    time_t now = time(NULL);
+    struct tm t;
+    gmtime_r(&now, &t);
+    int len = snprintf(me, sizeof me, "pid %ld, started %04d-%02d-%02d %02d:%02d:%02d UTC\n",
+                       (long)getpid(), t.tm_year + 1900, t.tm_mon + 1, t.tm_mday, t.tm_hour,
+                       t.tm_min, t.tm_sec);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, me, (size_t)len, 0) != len) {
+        int err = errno;
+        close(fd);
+        return cr_fail(CUDARL_ERR_IO, "cannot write '%s': %s", path, strerror(err));
+    }
+    *lock = fd;
+    return CUDARL_OK;
+}
+
+void cr_run_release(int lock) {
+    if (lock >= 0) close(lock); /* closing the descriptor drops the flock */
+}
+
 cudarl_status cr_run_open(const char *runs_dir, char *run_name, size_t cap, const char *env_id,
                           const char *algo, uint64_t seed, int64_t resume_iteration,
-                          const char *header, char *run_dir, size_t run_dir_cap, FILE **csv) {
+                          const char *header, char *run_dir, size_t run_dir_cap, FILE **csv,
+                          int *lock) {
     int resuming = resume_iteration >= 0;
     *csv = NULL;
+    *lock = -1;
     CR_TRY(make_dir(runs_dir));
-    if (!run_name[0]) {
+    if (run_name[0]) {
+        CR_TRY(cr_run_check_name(run_name));
+    } else {
         snprintf(run_name, cap, "%s__%s__%llu__%lld", env_id, algo, (unsigned long long)seed,
                  (long long)time(NULL));
-        /* an env id may hold '/' (MinAtar/Breakout-v1): one folder, not two */
+        /* an env id may hold '/' (MinAtar/Breakout-v1) or other characters a folder name
+         * should not: each becomes '-' */
         for (char *c = run_name; *c; c++)
-            if (*c == '/') *c = '-';
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  (*c >= '0' && *c <= '9') || *c == '_' || *c == '-' || *c == '.'))
+                *c = '-';
     }
     snprintf(run_dir, run_dir_cap, "%s/%s", runs_dir, run_name);
+    CR_TRY(make_dir(run_dir));
+    CR_TRY(claim(run_dir, run_name, lock));
     char path[600];
     snprintf(path, sizeof path, "%s/model.safetensors", run_dir);
-    if (!resuming && access(path, F_OK) == 0)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "run '%s' already has a checkpoint (%s); pass a new "
-                       "--run-name, or continue it with --resume %s", run_name, path, path);
-    CR_TRY(make_dir(run_dir));
+    cudarl_status s = CUDARL_OK;
+    if (!resuming && access(path, F_OK) == 0) {
+        if (!strcmp(algo, "ppo"))
+            s = cr_fail(CUDARL_ERR_INVALID_ARG, "run '%s' already has a checkpoint (%s); pass a "
+                        "new --run-name, or continue it with --resume %s", run_name, path, path);
+        else /* DQN runs do not resume */
+            s = cr_fail(CUDARL_ERR_INVALID_ARG, "run '%s' already has a checkpoint (%s); pass a "
+                        "new --run-name (a %s run cannot be resumed)", run_name, path, algo);
+    }
     snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
-    if (resuming) CR_TRY(trim_metrics(path, resume_iteration));
-    *csv = fopen(path, resuming ? "a" : "w");
-    if (!*csv)
-        return cr_fail(CUDARL_ERR_IO, "cannot open '%s' for writing: %s", path, strerror(errno));
+    if (s == CUDARL_OK && resuming) s = trim_metrics(path, resume_iteration);
+    if (s == CUDARL_OK) {
+        *csv = fopen(path, resuming ? "a" : "w");
+        if (!*csv)
+            s = cr_fail(CUDARL_ERR_IO, "cannot open '%s' for writing: %s", path, strerror(errno));
+    }
+    if (s != CUDARL_OK) {
+        cr_run_release(*lock);
+        *lock = -1;
+        return s;
+    }
     if (!resuming || ftell(*csv) == 0) fputs(header, *csv);
     return CUDARL_OK;
 }

@@ -8,13 +8,23 @@
 #include "core/core.h"
 
 /* Opens runs_dir/run_name (creating both), naming the run <env>__<algo>__<seed>__<unix time>
- * when run_name is empty (written back, cap bytes). A fresh run (resume_iteration < 0) refuses a
- * folder that already holds a checkpoint and starts metrics.csv with `header`; a resumed run
- * drops metrics rows past resume_iteration (written after its last checkpoint) and appends.
- * Writes the folder's path into run_dir (run_dir_cap bytes) and the open CSV into *csv. */
+ * when run_name is empty (written back, cap bytes), and claims it: an exclusive lock on the
+ * folder's run.lock (flock, released by cr_run_release or when the process ends, however it
+ * ends), so a second process that opens the same run while the first runs is refused with a
+ * message naming the first (its pid and start time). Then a fresh run (resume_iteration < 0)
+ * refuses a folder that already holds a checkpoint and starts metrics.csv with `header`; a
+ * resumed run drops metrics rows past resume_iteration (written after its last checkpoint) and
+ * appends. Writes the folder's path into run_dir (run_dir_cap bytes), the open CSV into *csv
+ * and the claim into *lock (-1 when the call failed before taking it). */
 cudarl_status cr_run_open(const char *runs_dir, char *run_name, size_t cap, const char *env_id,
                           const char *algo, uint64_t seed, int64_t resume_iteration,
-                          const char *header, char *run_dir, size_t run_dir_cap, FILE **csv);
+                          const char *header, char *run_dir, size_t run_dir_cap, FILE **csv,
+                          int *lock);
+/* Releases a run's claim (cr_run_open's *lock; -1 is fine). */
+void cr_run_release(int lock);
+/* --run-name: letters, digits, '.', '_' and '-' only, and not "." or "..": one folder inside
+ * --runs-dir, whatever the trainer. */
+cudarl_status cr_run_check_name(const char *name);
 
 /* The registered env named `env_id` (--env-id) into *def, or CUDARL_ERR_INVALID_ARG with a
  * message that lists the registered ones. */

@@ -180,8 +180,9 @@ def tensor_difference(a_path, b_path):
     return None
 
 
-def no_temp_files(run_dir, allowed=("metrics.csv", "model.safetensors")):
-    """Only the run's files: metrics.csv, the checkpoint, and TensorBoard event files."""
+def no_temp_files(run_dir, allowed=("metrics.csv", "model.safetensors", "run.lock")):
+    """Only the run's files: metrics.csv, the checkpoint, the claim (run.lock) and TensorBoard
+    event files."""
     check(f"no temp files left in {run_dir}")
     left = sorted(f for f in set(os.listdir(run_dir)) - set(allowed)
                   if not (f.startswith("events.out.tfevents.") and f.endswith(".cudarl")))
@@ -874,9 +875,72 @@ def test_ppo_conv(work):
         fail("resumed checkpoint", "policy minatar-cnn", f"{checkpoint_metadata(ckpt)}")
 
 
+# ---- 9. run folders: one name, one run -----------------------------------------------------
+
+def test_runs(work):
+    """A run claims its folder (run.lock): two processes that start one run name at once give
+    exactly one run; a run that was killed leaves no claim; every trainer checks --run-name."""
+    U, F = 2, 1
+    ppo = ["train", "--device", "cpu", "--quiet", "--runs-dir", "runs"]
+    dqn = ["train", "--algo", "dqn", "--device", "cpu", "--quiet", "--runs-dir", "runs"]
+    expect_error("DQN: --run-name with a slash leaves --runs-dir", dqn + ["--run-name", "../x"],
+                 work, U, ["--run-name '../x'", "'/'", "letters, digits"])
+    expect_error("DQN: --run-name '..'", dqn + ["--run-name", ".."], work, U,
+                 ["--run-name '..'", "not a usable folder name"])
+    if os.path.exists(os.path.join(work, "x")):
+        fail("nothing written outside --runs-dir", "no folder x beside runs", "  got: one")
+
+    check("a DQN run name that holds a checkpoint is refused without suggesting --resume")
+    small_dqn = dqn + ["--total-timesteps", "1200", "--learning-starts", "200"]
+    run_ok("DQN run 'done'", small_dqn + ["--run-name", "done"], work)
+    r = verify_error("DQN: a run name that holds a checkpoint", run(small_dqn + ["--run-name",
+                     "done"], work), F, ["run 'done' already has a checkpoint", "--run-name",
+                                         "cannot be resumed"])
+    if "--resume" in r.err:
+        fail("DQN's refusal does not suggest --resume", "no --resume", r.describe())
+
+    check("two runs of one name started at once, 50 times: exactly one runs")
+    argv = [CUDARL] + ppo + ["--total-timesteps", "20000", "--run-name", "same"]
+    busy = 0
+    for k in range(50):
+        shutil.rmtree(os.path.join(work, "runs", "same"), ignore_errors=True)
+        procs = [subprocess.Popen(argv, cwd=work, env=env_with("warn"), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        outs = [(p.wait(timeout=120), *p.communicate()) for p in procs]
+        ok = [o for o in outs if o[0] == 0]
+        refused = [o for o in outs if o[0] != 0]
+        if len(ok) != 1 or len(refused) != 1:
+            fail(f"round {k}: exactly one of two runs of one name ran",
+                 "one exit code 0 and one refusal",
+                 "\n".join(f"  exit {rc}: {err.strip()}" for rc, _, err in outs))
+        rc, out, err = refused[0]
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        in_use = "is in use by another cudarl process (pid " in err
+        if rc != F or len(lines) != 1 or not (in_use or "already has a checkpoint" in err):
+            fail(f"round {k}: the second run's refusal", "exit 1, one line naming the first run "
+                 "(its pid) or its checkpoint", f"  exit {rc}: {err.strip()}")
+        busy += in_use
+    print(f"  50 rounds: one run each; {busy} refusals while the first ran, {50 - busy} after its "
+          "checkpoint", flush=True)
+    no_temp_files(os.path.join(work, "runs", "same"))
+
+    check("a run killed mid-way leaves no claim: the same name starts again")
+    shutil.rmtree(os.path.join(work, "runs", "killed"), ignore_errors=True)
+    long_argv = [CUDARL] + ppo + ["--total-timesteps", "50000000", "--run-name", "killed"]
+    p = subprocess.Popen(long_argv, cwd=work, env=env_with("info"), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    for line in p.stderr:  # the claim is taken before training starts
+        if "training PPO on" in line:
+            break
+    p.kill()
+    p.wait(timeout=30)
+    r = run_ok("a new run of the killed run's name", ppo + ["--total-timesteps", "2048",
+               "--run-name", "killed"], work)
+
+
 GROUPS = {"bad_input": test_bad_input, "help": test_help, "determinism": test_determinism,
           "checkpoint": test_checkpoint, "resume": test_resume, "eval": test_eval,
-          "dqn_plan": test_dqn_plan, "ppo_conv": test_ppo_conv}
+          "dqn_plan": test_dqn_plan, "ppo_conv": test_ppo_conv, "runs": test_runs}
 
 
 def main():

@@ -613,6 +613,8 @@ static void dqn_free(cr_dqn *d) {
     cr_cnn_free(&d->net.dev);
     if (d->csv) fclose(d->csv);
     d->csv = NULL;
+    cr_run_release(d->run_lock);
+    d->run_lock = -1;
     cr_tb_close(&d->tb);
     if (d->mem.base) ctx->ops->arena_free(ctx, &d->mem);
     if (d->precision_set) cr_precision_restore(ctx);
@@ -707,11 +709,12 @@ cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
                                cudarl_train_summary *summary) {
     cr_dqn *d = calloc(1, sizeof *d);
     if (!d) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
+    d->run_lock = -1;
     cudarl_status s = dqn_init(d, ctx, cfg);
     if (s == CUDARL_OK)
         s = cr_run_open(d->cfg.runs_dir, d->cfg.run_name, sizeof d->cfg.run_name, d->cfg.env_id,
                         "dqn", d->cfg.seed, -1, dqn_csv_header, d->run_dir, sizeof d->run_dir,
-                        &d->csv);
+                        &d->csv, &d->run_lock);
     if (s == CUDARL_OK) s = cr_tb_open(&d->tb, d->run_dir);
     d->tty = isatty(STDERR_FILENO);
     if (s == CUDARL_OK) {

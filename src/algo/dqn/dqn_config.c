@@ -143,6 +143,7 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
                "--threads must be between 0 and 1024, got %d",
                c->threads);
     CR_REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
+    if (c->run_name[0]) CR_TRY(cr_run_check_name(c->run_name));
     CR_REQUIRE(c->mem_budget >= 0, "--mem-budget must be >= 0 (0: what the device can give)");
     return CUDARL_OK;
 }

@@ -145,6 +145,7 @@ typedef struct cr_dqn {
     /* logging */
     char run_dir[512];
     FILE *csv;
+    int run_lock;          /* the run folder's claim (cr_run_open), -1 before it is taken */
     cr_tb_writer tb;
     double loop_start, last_progress;
     int64_t solved_step, next_log, log_every;

@@ -264,6 +264,7 @@ static cudarl_status async_init(cr_ppo *p) {
 
 cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *cfg) {
     memset(p, 0, sizeof *p);
+    p->run_lock = -1;
     CR_TRY(cudarl_ppo_config_validate(cfg));
     p->ctx = ctx;
     p->cfg = *cfg;
@@ -347,6 +348,8 @@ void cr_ppo_free(cr_ppo *p) {
     }
     if (p->csv) fclose(p->csv);
     p->csv = NULL;
+    cr_run_release(p->run_lock);
+    p->run_lock = -1;
     cr_tb_close(&p->tb);
     if (p->ctx && p->mem.base) p->ctx->ops->arena_free(p->ctx, &p->mem);
     cr_ppo_conv_free(p);
@@ -564,7 +567,7 @@ static void progress(cr_ppo *p, double elapsed, int final) {
 static cudarl_status open_run_dir(cr_ppo *p, int resuming) {
     CR_TRY(cr_run_open(p->cfg.runs_dir, p->cfg.run_name, sizeof p->cfg.run_name, p->cfg.env_id,
                        "ppo", p->cfg.seed, resuming ? p->iteration : -1, csv_header, p->run_dir,
-                       sizeof p->run_dir, &p->csv));
+                       sizeof p->run_dir, &p->csv, &p->run_lock));
     return cr_tb_open(&p->tb, p->run_dir); /* a resumed run adds a file; TensorBoard merges */
 }
 

@@ -66,18 +66,6 @@ void cudarl_ppo_config_for_policy(cudarl_ppo_config *c, const char *policy) {
 
 static int finite_in(double v, double lo, double hi) { return isfinite(v) && v >= lo && v <= hi; }
 
-static cudarl_status validate_run_name(const char *name) {
-    for (const char *p = name; *p; p++) {
-        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                 *p == '_' || *p == '-' || *p == '.';
-        CR_REQUIRE(ok, "--run-name '%s' contains '%c'; use letters, digits, '.', '_' and '-' only",
-                   name, *p);
-    }
-    CR_REQUIRE(strcmp(name, ".") && strcmp(name, ".."),
-               "--run-name '%s' is not a usable folder name", name);
-    return CUDARL_OK;
-}
-
 /* The convolutional policy that suits an image env of (c, h, w): MinAtar's 10x10 channels get
  * minatar-cnn, anything else (84x84 frames) nature-cnn. (static storage) */
 static const char *conv_policy_for(int c, int h, int w) {
@@ -206,7 +194,7 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
     CR_REQUIRE(c->checkpoint_every >= 0, "--checkpoint-every must be >= 0, got %d",
                c->checkpoint_every);
     CR_REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
-    if (c->run_name[0]) CR_TRY(validate_run_name(c->run_name));
+    if (c->run_name[0]) CR_TRY(cr_run_check_name(c->run_name));
     return CUDARL_OK;
 }
 

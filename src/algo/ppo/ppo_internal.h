@@ -137,6 +137,7 @@ typedef struct cr_ppo {
     /* outputs */
     char run_dir[512];
     FILE *csv;
+    int run_lock;          /* the run folder's claim (cr_run_open), -1 before it is taken */
     cr_tb_writer tb;
     double loop_start, last_progress;
     size_t bytes_after_setup, bytes_at_end; /* device memory in use (CUDA) */
