@@ -900,7 +900,10 @@ def test_runs(work):
         fail("DQN's refusal does not suggest --resume", "no --resume", r.describe())
 
     check("two runs of one name started at once, 50 times: exactly one runs")
-    argv = [CUDARL] + ppo + ["--total-timesteps", "20000", "--run-name", "same"]
+    # small runs (4 envs x 16 steps, 32 iterations): a few ms each, under ASan a fraction of a
+    # second, both started at once so that the second mostly finds the first running
+    argv = [CUDARL] + ppo + ["--num-envs", "4", "--num-steps", "16", "--total-timesteps", "2048",
+                             "--run-name", "same"]
     busy = 0
     for k in range(50):
         shutil.rmtree(os.path.join(work, "runs", "same"), ignore_errors=True)
