@@ -36,6 +36,9 @@ typedef enum cudarl_status {
 const char *cudarl_status_name(cudarl_status s);
 /* The message of the last failure on this thread (static, thread-local storage). */
 const char *cudarl_last_error(void);
+/* A byte count as people read it ("512 B", "1.23 MiB", binary units up to TiB) into buf (cap
+ * bytes, the caller's); returns buf. */
+const char *cudarl_format_bytes(size_t bytes, char *buf, size_t cap);
 
 /* ---- logging ----------------------------------------------------------------------- */
 

@@ -54,20 +54,6 @@ static int parse_bytes(const char *s, int64_t *out) {
     return -1;
 }
 
-/* "1.23 MiB" into buf. */
-static const char *format_bytes(size_t bytes, char *buf, size_t cap) {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        u++;
-    }
-    if (u == 0) snprintf(buf, cap, "%zu B", bytes);
-    else snprintf(buf, cap, "%.2f %s", v, units[u]);
-    return buf;
-}
-
 static const char *closest(const arg_spec *specs, int n, const char *name) {
     const char *best = NULL;
     int best_d = 4;
@@ -272,7 +258,7 @@ void args_print_help(const arg_spec *specs, int n, const void *defaults) {
             break;
         case ARG_BYTES: {
             int64_t b = *(const int64_t *)f;
-            if (b) format_bytes((size_t)b, def, sizeof def);
+            if (b) cudarl_format_bytes((size_t)b, def, sizeof def);
             else snprintf(def, sizeof def, "what the device can give");
             break;
         }

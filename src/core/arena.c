@@ -30,7 +30,7 @@ cudarl_status cr_arena_alloc(cr_arena *a, const cr_plan *p, cr_mem_kind kind) {
         char b[32];
         return cr_fail(CUDARL_ERR_OUT_OF_MEMORY,
                        "cannot allocate %s of host memory; reduce --num-envs or --num-steps",
-                       cr_format_bytes(total, b, sizeof b));
+                       cudarl_format_bytes(total, b, sizeof b));
     }
     memset(a->base, 0, total);
     return CUDARL_OK;
@@ -46,7 +46,7 @@ void cr_arena_free(cr_arena *a) {
     a->base = NULL;
 }
 
-const char *cr_format_bytes(size_t bytes, char *buf, size_t cap) {
+const char *cudarl_format_bytes(size_t bytes, char *buf, size_t cap) {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)bytes;
     int u = 0;
@@ -61,8 +61,8 @@ const char *cr_format_bytes(size_t bytes, char *buf, size_t cap) {
 
 void cr_plan_print(const cr_plan *p, const char *title) {
     char b[32];
-    CR_INFO("memory plan: %s, %s in %d buffers", title, cr_format_bytes(p->total, b, sizeof b),
+    CR_INFO("memory plan: %s, %s in %d buffers", title, cudarl_format_bytes(p->total, b, sizeof b),
             p->count);
     for (int i = 0; i < p->count; i++)
-        CR_DEBUG("  %-24s %s", p->names[i], cr_format_bytes(p->sizes[i], b, sizeof b));
+        CR_DEBUG("  %-24s %s", p->names[i], cudarl_format_bytes(p->sizes[i], b, sizeof b));
 }

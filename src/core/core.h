@@ -85,8 +85,6 @@ void *cr_arena_get(const cr_arena *a, int item);
 void cr_arena_free(cr_arena *a);
 /* Prints the plan as a table at INFO level under `title`. */
 void cr_plan_print(const cr_plan *p, const char *title);
-/* "1.23 MiB" into buf. */
-const char *cr_format_bytes(size_t bytes, char *buf, size_t cap);
 
 /* ---- Philox4x32-10 ------------------------------------------------------------------ */
 

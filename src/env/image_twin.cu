@@ -46,7 +46,3 @@ extern "C" void cr_image_twin_step(cudarl_ctx *ctx, const cr_image_twin *twin,
         cr_minatar_cuda_step(ctx, &twin->minatar, actions, obs, reward, terminated, truncated,
                              done, final_obs);
 }
-
-extern "C" int cr_image_twin_truncates(const cr_image_twin *twin) {
-    return twin->kind == 2 || twin->minatar.max_episode_steps > 0;
-}

@@ -1,7 +1,12 @@
-/* image_twin.h in a build without the CUDA backend: no twin can run, so bytes and init refuse
- * (the trainers ask them before anything else) and the rest is never reached. With the backend,
- * image_twin.cu defines them all. */
+/* The host side of image_twin.h: whether a twin can truncate (any build), and, in a build without
+ * the CUDA backend, the rest: no twin can run, so bytes and init refuse (the trainers ask them
+ * before anything else) and reset and step are never reached. With the backend image_twin.cu
+ * defines those. */
 #include "env/image_twin.h"
+
+int cr_image_twin_truncates(const cr_image_twin *twin) {
+    return twin->kind == 2 || twin->minatar.max_episode_steps > 0;
+}
 
 #ifndef CUDARL_WITH_CUDA
 #include <string.h>
@@ -33,9 +38,5 @@ void cr_image_twin_step(cudarl_ctx *ctx, const cr_image_twin *twin, const int32_
     (void)ctx, (void)twin, (void)actions, (void)obs, (void)reward, (void)terminated;
     (void)truncated, (void)done, (void)final_obs;
     CUDARL_ASSERT(!"an image twin steps on a CUDA context only");
-}
-
-int cr_image_twin_truncates(const cr_image_twin *twin) {
-    return twin->kind == 2 || twin->minatar.max_episode_steps > 0;
 }
 #endif

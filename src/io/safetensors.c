@@ -361,7 +361,7 @@ static cudarl_status file_read(const char *path, unsigned char **bytes, size_t *
         close(fd);
         char buf[32];
         return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "cannot allocate %s of host memory to read "
-                       "checkpoint '%s'", cr_format_bytes(want, buf, sizeof buf), path);
+                       "checkpoint '%s'", cudarl_format_bytes(want, buf, sizeof buf), path);
     }
     while (got < want) {
         ssize_t r = read(fd, b + got, want - got);

@@ -92,14 +92,7 @@ void cr_cnn_forward_rows(cudarl_ctx *ctx, const cr_cnn *cn, const float *params,
 
 void cr_cnn_forward(cudarl_ctx *ctx, const cr_cnn *cn, const float *params, const void *obs,
                     float *out, float *value, const cr_convnet_cache *c, int B) {
-#ifdef CUDARL_WITH_CUDA
-    if (cn->gpu) {
-        cr_convnet_cuda_forward(ctx, cn->gpu, params, obs, out, value, c, B);
-        return;
-    }
-#endif
-    CUDARL_ASSERT(ctx->kind == CUDARL_DEVICE_CPU);
-    cr_convnet_forward(cn->net, params, obs, out, value, c, B);
+    cr_cnn_forward_rows(ctx, cn, params, obs, (size_t)cn->net->in_floats, out, value, c, B);
 }
 
 void cr_cnn_backward(cudarl_ctx *ctx, const cr_cnn *cn, const float *params, float *grads,

@@ -39,7 +39,7 @@ cudarl_status cudarl_replay_plan_report(const cudarl_replay_request *r, char *re
     for (int i = 0; i < pl.count; i++) {
         char line[128];
         snprintf(line, sizeof line, "  %-14s", pl.names[i]);
-        append(report, cap, "%s %s\n", line, cr_format_bytes(pl.sizes[i], a, sizeof a));
+        append(report, cap, "%s %s\n", line, cudarl_format_bytes(pl.sizes[i], a, sizeof a));
     }
     int64_t total = (int64_t)pl.total + r->other_bytes;
     double naive = (double)spec.capacity * 2.0 * spec.stack * (double)spec.frame_elems * 4.0;
@@ -50,17 +50,17 @@ cudarl_status cudarl_replay_plan_report(const cudarl_replay_request *r, char *re
     append(report, cap, "  transitions     %s%s\n", a, "");
     if (r->other_bytes > 0)
         append(report, cap, "  other buffers   %s%s\n",
-               cr_format_bytes((size_t)r->other_bytes, a, sizeof a), "");
+               cudarl_format_bytes((size_t)r->other_bytes, a, sizeof a), "");
     append(report, cap, "  total           %s against a budget of %s\n",
-           cr_format_bytes((size_t)total, a, sizeof a),
-           budget > 0 ? cr_format_bytes((size_t)budget, b, sizeof b) : "(unknown)");
+           cudarl_format_bytes((size_t)total, a, sizeof a),
+           budget > 0 ? cudarl_format_bytes((size_t)budget, b, sizeof b) : "(unknown)");
     if (budget > 0) append(report, cap, "  (the budget: %s%s)\n", budget_from, "");
     if (budget <= 0 || total <= budget) return CUDARL_OK;
     int64_t room = budget - r->other_bytes;
     int64_t fit = room > 0 ? cr_replay_max_capacity(&spec, (size_t)room) : 0;
     return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "the memory plan needs %s (replay: %lld transitions "
                    "x %zu bytes) but the budget (%s) is %s; the largest --buffer-size that fits "
-                   "is %lld, or raise --mem-budget", cr_format_bytes((size_t)total, a, sizeof a),
+                   "is %lld, or raise --mem-budget", cudarl_format_bytes((size_t)total, a, sizeof a),
                    (long long)spec.capacity, cr_replay_bytes_per_transition(&spec), budget_from,
-                   cr_format_bytes((size_t)budget, b, sizeof b), (long long)fit);
+                   cudarl_format_bytes((size_t)budget, b, sizeof b), (long long)fit);
 }

@@ -597,7 +597,7 @@ cudarl_status cr_onnx_model_pack(const char *checkpoint, const cudarl_onnx_optio
         if (!*bytes) {
             char b[32];
             s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "cannot allocate %s of host memory for the "
-                        "ONNX model of '%s'", cr_format_bytes(n, b, sizeof b), checkpoint);
+                        "ONNX model of '%s'", cudarl_format_bytes(n, b, sizeof b), checkpoint);
         } else {
             *len = onnx__model_proto__pack(&g.model, *bytes);
             CUDARL_ASSERT(*len == n);

@@ -98,14 +98,6 @@ static void conv_fields(cr_policy_net *net) {
     snprintf(net->name, sizeof net->name, "%s", s->name);
 }
 
-static const char *shape_text(char *b, size_t cap, int ndim, const int64_t *shape) {
-    int n = snprintf(b, cap, "[");
-    for (int d = 0; d < ndim && n > 0 && (size_t)n < cap; d++)
-        n += snprintf(b + n, cap - (size_t)n, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    if (n > 0 && (size_t)n < cap) snprintf(b + n, cap - (size_t)n, "]");
-    return b;
-}
-
 /* Refuses a parameter tensor of the spec's layout whose dtype or shape in the file is not the
  * layout's (a missing one: cr_st_find's CUDARL_ERR_MISMATCH). */
 static cudarl_status conv_tensors_check(const cr_st_file *f, const char *path,
@@ -126,8 +118,9 @@ static cudarl_status conv_tensors_check(const cr_st_file *f, const char *path,
                        "the network its metadata \"%s\" describes ('%s') needs F32 of shape %s; "
                        "the file was altered or damaged: use a model.safetensors written by "
                        "cudarl train", path, t->name, cr_st_dtype_name(got.dtype),
-                       shape_text(got_s, sizeof got_s, got.ndim, got.shape), CR_CONVNET_META_KEY,
-                       cnn->spec.name, shape_text(want_s, sizeof want_s, t->ndim, want));
+                       cr_checkpoint_shape_text(got_s, sizeof got_s, got.ndim, got.shape),
+                       CR_CONVNET_META_KEY, cnn->spec.name,
+                       cr_checkpoint_shape_text(want_s, sizeof want_s, t->ndim, want));
     }
     return CUDARL_OK;
 }

@@ -354,15 +354,6 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     return s;
 }
 
-/* "[a, b, ...]" of ndim dims into b (cap bytes). */
-static const char *shape_text(char *b, size_t cap, int ndim, const int64_t *shape) {
-    int n = snprintf(b, cap, "[");
-    for (int d = 0; d < ndim && n > 0 && (size_t)n < cap; d++)
-        n += snprintf(b + n, cap - (size_t)n, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    if (n > 0 && (size_t)n < cap) snprintf(b + n, cap - (size_t)n, "]");
-    return b;
-}
-
 /* Conv policy: every parameter tensor and Adam moment of the layout has the layout's dtype and
  * shape in the file (a transposed or resized weight must not load because its element count
  * fits). */
@@ -383,8 +374,9 @@ static cudarl_status check_conv_tensors(const cr_ppo *p, const cr_st_file *f, co
             return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s': tensor '%s' is %s of shape %s, "
                            "but its network spec gives F32 of shape %s; the file was altered or "
                            "damaged: use a model.safetensors written by cudarl train", path, name,
-                           cr_st_dtype_name(t.dtype), shape_text(got, sizeof got, t.ndim, t.shape),
-                           shape_text(want, sizeof want, pt[i].ndim, pt[i].shape));
+                           cr_st_dtype_name(t.dtype),
+                           cr_checkpoint_shape_text(got, sizeof got, t.ndim, t.shape),
+                           cr_checkpoint_shape_text(want, sizeof want, pt[i].ndim, pt[i].shape));
         }
     return CUDARL_OK;
 }

@@ -32,9 +32,9 @@ cudarl_status cr_cuda_arena_alloc(cudarl_ctx *ctx, cr_arena *a, const cr_plan *p
         return cr_fail(e == cudaErrorMemoryAllocation ? CUDARL_ERR_OUT_OF_MEMORY : CUDARL_ERR_CUDA,
                        "cannot allocate %s of device memory on cuda:%d (%s free of %s): %s; "
                        "reduce --num-envs or --num-steps",
-                       cr_format_bytes(total, want, sizeof want), ctx->device_index,
-                       cr_format_bytes(free_b, have, sizeof have),
-                       cr_format_bytes(total_b, all, sizeof all), cudaGetErrorString(e));
+                       cudarl_format_bytes(total, want, sizeof want), ctx->device_index,
+                       cudarl_format_bytes(free_b, have, sizeof have),
+                       cudarl_format_bytes(total_b, all, sizeof all), cudaGetErrorString(e));
     }
     CUDA_CHECK(cudaMemsetAsync(base, 0, total, cr_stream(ctx)));
     a->base = (unsigned char *)base;
