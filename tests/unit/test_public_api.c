@@ -1,0 +1,156 @@
+/* The public entry points the CLI reaches the library through (include/cudarl.h, added when
+ * tools/ stopped including src/): what each returns on good input, and that each bad argument is
+ * refused with its status and a message that names it. CPU only.
+ *   cudarl_format_bytes, cudarl_random_u32, cudarl_env_find, cudarl_env_play_random,
+ *   cudarl_cuda_device_name, cudarl_network_init_params, cudarl_policy_load_network,
+ *   cudarl_policy_conv_engine, cudarl_policy_time_forward */
+#include <string.h>
+
+#include "check.h"
+#include "cudarl.h"
+#include "core/philox.h"
+#include "nn/convnet.h"
+
+static void refused(const char *what, cudarl_status got, cudarl_status want, const char *needle) {
+    const char *msg = cudarl_last_error();
+    CHECK_MSG(got == want && strstr(msg, needle), "%s: expected %s with '%s', got %s: %s", what,
+              cudarl_status_name(want), needle, cudarl_status_name(got), msg);
+    printf("  refused %-44s %s\n", what, cudarl_status_name(got));
+}
+
+static void test_format_bytes(void) {
+    char b[32];
+    CHECK(!strcmp(cudarl_format_bytes(512, b, sizeof b), "512 B"));
+    CHECK(!strcmp(cudarl_format_bytes(1536, b, sizeof b), "1.50 KiB"));
+    CHECK(!strcmp(cudarl_format_bytes((size_t)3 << 30, b, sizeof b), "3.00 GiB"));
+    printf("format_bytes: 512 B, 1.50 KiB, 3.00 GiB\n");
+}
+
+/* The words of stream (seed, stream) from position `first` are the generator's, wherever the
+ * caller starts. */
+static void test_random(void) {
+    uint32_t all[16], tail[9];
+    cudarl_random_u32(7, 3, 0, all, 16);
+    cr_philox_state r;
+    cr_philox_seed(&r, 7, 3);
+    for (int i = 0; i < 16; i++) CHECK_MSG(all[i] == cr_philox_next_u32(&r), "word %d", i);
+    cudarl_random_u32(7, 3, 7, tail, 9);
+    CHECK(!memcmp(tail, all + 7, sizeof tail));
+    cudarl_random_u32(7, 3, 5, NULL, 0); /* nothing asked, nothing written */
+    printf("random_u32: the generator's words, from any position\n");
+}
+
+typedef struct play_log {
+    int calls, last_t, episodes, stop_at;
+} play_log;
+
+static cudarl_status on_obs(void *user, int t, const void *obs, int episodes) {
+    play_log *l = user;
+    CHECK(obs && t == l->calls);
+    l->calls++, l->last_t = t, l->episodes = episodes;
+    return l->stop_at && t == l->stop_at ? CUDARL_ERR_IO : CUDARL_OK;
+}
+
+static void test_env(void) {
+    CHECK(cudarl_env_find(NULL) == NULL && cudarl_env_find("Nope-v0") == NULL);
+    const cudarl_env_def *d = cudarl_env_find("CartPole-v1");
+    CHECK(d && !strcmp(d->id, "CartPole-v1"));
+    play_log l = {0, -1, 0, 0};
+    CHECK_OK(cudarl_env_play_random("CartPole-v1", 3, 600, on_obs, &l));
+    CHECK_MSG(l.calls == 600 && l.last_t == 599 && l.episodes >= 1,
+              "600 calls over >= 1 episode, got %d calls, %d episodes", l.calls, l.episodes);
+    printf("env_play_random: %d observations, %d episodes ended\n", l.calls, l.episodes);
+    play_log stop = {0, -1, 0, 5};
+    CHECK(cudarl_env_play_random("CartPole-v1", 3, 100, on_obs, &stop) == CUDARL_ERR_IO &&
+          stop.calls == 6);
+    refused("env_play_random: unknown env", cudarl_env_play_random("Nope-v0", 1, 5, on_obs, &l),
+            CUDARL_ERR_INVALID_ARG, "Nope-v0");
+    refused("env_play_random: 0 steps", cudarl_env_play_random("CartPole-v1", 1, 0, on_obs, &l),
+            CUDARL_ERR_INVALID_ARG, "steps is 0");
+    refused("env_play_random: no callback", cudarl_env_play_random("CartPole-v1", 1, 5, NULL, &l),
+            CUDARL_ERR_INVALID_ARG, "fn is NULL");
+}
+
+static void test_devices(void) {
+    char name[64];
+    refused("cuda_device_name: no buffer", cudarl_cuda_device_name(0, NULL, 0),
+            CUDARL_ERR_INVALID_ARG, "no buffer");
+    if (cudarl_cuda_device_count() == 0)
+        refused("cuda_device_name without a GPU", cudarl_cuda_device_name(0, name, sizeof name),
+                CUDARL_ERR_UNSUPPORTED, "");
+    else
+        refused("cuda_device_name: an index past the GPUs",
+                cudarl_cuda_device_name(cudarl_cuda_device_count(), name, sizeof name),
+                CUDARL_ERR_INVALID_ARG, "does not exist");
+}
+
+static void test_network(void) {
+    cr_convnet_spec spec;
+    CHECK_OK(cr_convnet_spec_named(&spec, "minatar-cnn", 4, 10, 10, CR_CONVNET_DQN, 3));
+    char text[CR_CONVNET_TEXT_MAX];
+    CHECK_OK(cr_convnet_spec_to_text(&spec, text, sizeof text));
+    size_t P = 0;
+    CHECK_OK(cudarl_network_init_params(text, 5, NULL, 0, &P));
+    float *params = malloc(P * sizeof(float)), *again = malloc(P * sizeof(float));
+    CHECK(params && again && P > 0);
+    CHECK_OK(cudarl_network_init_params(text, 5, params, P, &P));
+    CHECK_OK(cudarl_network_init_params(text, 5, again, P, &P));
+    CHECK_MSG(!memcmp(params, again, P * sizeof(float)), "init differs for one seed");
+    refused("network_init_params: no count", cudarl_network_init_params(text, 5, params, P, NULL),
+            CUDARL_ERR_INVALID_ARG, "num_params is NULL");
+    refused("network_init_params: too small a buffer",
+            cudarl_network_init_params(text, 5, params, P - 1, &P), CUDARL_ERR_INVALID_ARG,
+            "params holds");
+    refused("network_init_params: not a network",
+            cudarl_network_init_params("{\"format\": \"nope\"}", 5, params, P, &P),
+            CUDARL_ERR_FORMAT, "");
+    refused("network_init_params: no text", cudarl_network_init_params(NULL, 5, params, P, &P),
+            CUDARL_ERR_INVALID_ARG, "no network");
+
+    cudarl_policy_options opt;
+    cudarl_policy_options_default(&opt);
+    opt.device = CUDARL_DEVICE_CPU, opt.max_batch = 2;
+    cudarl_policy *pol = NULL;
+    CHECK_OK(cudarl_policy_load_network(text, params, P, "probe", CUDARL_CONV_ENGINE_AUTO, &opt,
+                                        &pol));
+    uint8_t obs[2 * 4 * 10 * 10] = {0};
+    for (size_t i = 0; i < sizeof obs; i += 7) obs[i] = 1;
+    int32_t a[2];
+    CHECK_OK(cudarl_policy_act(pol, obs, CUDARL_OBS_U8, 2, a, NULL, NULL));
+    CHECK(a[0] >= 0 && a[0] < 3 && a[1] >= 0 && a[1] < 3);
+    CHECK(!strcmp(cudarl_policy_conv_engine(pol), "cpu"));
+    float ms[2];
+    refused("policy_time_forward on the CPU", cudarl_policy_time_forward(pol, 1, 2, ms),
+            CUDARL_ERR_UNSUPPORTED, "");
+    refused("policy_time_forward: n past max_batch", cudarl_policy_time_forward(pol, 3, 2, ms),
+            CUDARL_ERR_INVALID_ARG, "n is 3");
+    refused("policy_time_forward: 0 iterations", cudarl_policy_time_forward(pol, 1, 0, ms),
+            CUDARL_ERR_INVALID_ARG, "iters is 0");
+    cudarl_policy_free(pol);
+    cudarl_policy *none = NULL;
+    refused("policy_load_network: wrong parameter count",
+            cudarl_policy_load_network(text, params, P + 1, "probe", CUDARL_CONV_ENGINE_AUTO,
+                                       &opt, &none), CUDARL_ERR_INVALID_ARG, "parameters given");
+    CHECK(none == NULL);
+    refused("policy_load_network: not an engine",
+            cudarl_policy_load_network(text, params, P, "probe", (cudarl_conv_engine)9, &opt,
+                                       &none), CUDARL_ERR_INVALID_ARG, "engine 9");
+    refused("policy_load_network: no label",
+            cudarl_policy_load_network(text, params, P, NULL, CUDARL_CONV_ENGINE_AUTO, &opt,
+                                       &none), CUDARL_ERR_INVALID_ARG, "must not be NULL");
+    refused("policy_load_network: no out",
+            cudarl_policy_load_network(text, params, P, "probe", CUDARL_CONV_ENGINE_AUTO, &opt,
+                                       NULL), CUDARL_ERR_INVALID_ARG, "out is NULL");
+    printf("network: %zu parameters, loaded and acting on the CPU\n", P);
+    free(params), free(again);
+}
+
+int main(void) {
+    test_format_bytes();
+    test_random();
+    test_env();
+    test_devices();
+    test_network();
+    printf("ok: the public entry points of the CLI\n");
+    return 0;
+}
