@@ -1,4 +1,4 @@
-// Nature-CNN conv trunk on the device (cuDNN through src/ops/cuda/conv2d.cu): GPU time of each
+// Nature-CNN conv trunk on the device (cuDNN through src/ops/cuda/conv2d_cudnn.cu): GPU time of each
 // layer's forward (ReLU fused) and backward (ReLU mask applied; conv1 without dx, as a training
 // step) and of the whole trunk forward + backward, at batch 32 (a DQN minibatch) and 256 (a PPO
 // minibatch). Each figure is the median of `reps` cudaEvent-timed calls on the context's stream

@@ -2,7 +2,7 @@
 // (dev/cuda/run_half_forward.sh builds and runs it with fc_half_forward.cu)
 //
 // Kernel lab: the conv stages of the half-precision inference forward (the winner lives in
-// src/nn/convnet_half_conv.cu and convnet_half_mma.cu): fp16 or bf16 products on the tensor
+// src/ops/cuda/conv2d_half.cu and conv2d_half_mma.cu): fp16 or bf16 products on the tensor
 // cores, fp32 sums, the bias and ReLU on the sums, each output rounded once to the format. The
 // network is the bench's (tools/bench_infer.c): conv1 32@8x8/4 over 4 uint8 / 255 channels
 // (NCHW), conv2 64@4x4/2 and conv3 64@3x3/1 over channels-last input; --hw 84 gives the
@@ -1518,7 +1518,7 @@ static bool s2d_fits(const conv_shape &c) {
            c.W / 4 < S2D_WB && c.Q <= 64 && c.K <= 32 && c.K % 8 == 0;
 }
 
-// src/'s cr_convnet_half_splits: splits of the taps for two blocks per SM where the pixels give
+// src/'s cr_conv2d_half_splits: splits of the taps for two blocks per SM where the pixels give
 // fewer, whole chunks each; s2d never splits.
 static int splits_of(const conv_shape &s, int B, int sms, bool s2d, int *cps) {
     const int chunks = s.CRSp / HALF_BK;

@@ -8,13 +8,13 @@
  *
  * Stages run as on the CPU (convnet.c): each conv or linear with the activation after it, the
  * heads on the trunk's flat output, the backward in reverse with two gradient buffers in turn.
- * Linear stages and heads are the backend's cuBLAS ops (ops/cuda/linear.cu, dqn_ops.cu). Conv
- * stages run on one of two engines, chosen at init:
- *   GEMM   im2col + one cuBLAS SGEMM per product (forward, weight gradient, input gradient),
- *          with our kernels for the bias, activation, the gradient's ReLU/tanh select with the
- *          bias gradient, and col2im (convnet_cuda.cu says why this is the default);
- *   CUDNN  the cuDNN plans of ops/cuda/conv2d_cuda.h, one per conv stage and batch size (only
- *          in builds with cuDNN).
+ * Linear stages and heads are the backend's cuBLAS ops (ops/cuda/linear.cu, dqn_ops.cu); conv
+ * stages the op table's conv2d plans (ops/conv2d.h), one per conv stage and batch size, on one
+ * of two engines, chosen at init:
+ *   GEMM   im2col + one cuBLAS SGEMM per product (ops/cuda/conv2d_gemm.cu says why this is the
+ *          default);
+ *   CUDNN  cuDNN's deterministic fp32 algorithms (ops/cuda/conv2d_cudnn.cu; only in builds
+ *          with cuDNN).
  * Both are fp32 throughout (no TF32 unless cr_convnet_cuda_set_tf32 turns it on for the GEMM
  * engine's context), deterministic (no float atomics; a fixed summation order
  * chosen at init), and agree with the CPU to rounding: their sums run in cuBLAS's / cuDNN's
@@ -23,8 +23,8 @@
  * Half precision (a handle of cr_convnet_cuda_init_precision with CUDARL_PRECISION_FP16 or
  * _BF16; forward only, for inference): the third engine,
  *   IGEMM  each conv stage one implicit-GEMM kernel on the tensor cores (fp16 or bf16
- *          inputs, fp32 accumulation; convnet_half_conv.cu says which kernel takes which
- *          shape): it gathers its im2col tiles straight from the previous stage's output, or
+ *          inputs, fp32 accumulation; ops/cuda/conv2d_half.cu says which kernel takes
+ *          which shape): it gathers its im2col tiles straight from the previous stage's output, or
  *          from the observations (uint8 scaled by 1/255 or cast, or float, rounded to the format
  *          as they are read), so no im2col matrix exists; the bias and activation run in fp32 on
  *          the accumulators and the result is rounded once to the format (channels-last between

@@ -1,10 +1,10 @@
 // The half-precision forward of convnet_cuda: fp16 or bf16 products on the tensor cores, fp32
 // accumulation, inference only (convnet_cuda.h has the API and its meaning, convnet_half.cuh the
 // plan). This file: the plan, the weights block, and the forward's launches with its linear
-// stages and heads; the conv stages are convnet_half_conv.cu's (which kernel runs which shape,
-// split-K at small batches) and convnet_half_mma.cu's (the mma.sync kernels).
+// stages and heads; the conv stages run the kernels of ops/cuda/conv2d_half.cuh (conv2d_half.cu
+// says which kernel runs which shape, and how a layer splits at small batches).
 //
-// Conv stages: one implicit-GEMM kernel each (convnet_half_conv.cu says how), the bias and the
+// Conv stages: one implicit-GEMM kernel each, the bias and the
 // activation applied to the fp32 sums and the result rounded once to the format: the CPU's stage
 // with its input and output rounded, which is the model of nn/precision.c's conv.y rows.
 //
@@ -41,7 +41,13 @@
 // cache buffer instead (gemm_ex) where that is larger, 32 MiB elsewhere.
 #include <cooperative_groups.h>
 
-#include "nn/convnet_half_kernels.cuh"
+#include "nn/convnet_half.cuh"
+#include "ops/cuda/conv2d_half_kernels.cuh"
+
+static int act_of(const cr_convnet_stage *st) {
+    return st->act == CR_CONVNET_RELU ? ACT_RELU : st->act == CR_CONVNET_TANH ? ACT_TANH
+                                                                               : ACT_NONE;
+}
 
 // ---- the weights block ---------------------------------------------------------------------
 
@@ -97,11 +103,29 @@ void cr_convnet_half_plan_init(const cr_convnet *net, cudarl_precision precision
         const cr_conv2d_shape *c = &st->conv;
         cr_half_piece *p = &hp->piece[st->weight];
         p->kind = s == 0 ? HALF_PIECE_KCRS : HALF_PIECE_KRSC;
-        if (s == 0 && hconv_s2d_fits(net)) p->kind = HALF_PIECE_S2D, hp->s2d = 1;
+        if (s == 0 && net->ntrunk >= 2 && net->stage[1].op == CR_CONVNET_CONV &&
+            cr_conv2d_half_s2d_fits(c, net->spec.dtype == CR_CONVNET_U8 &&
+                                           net->spec.scale == CR_CONVNET_SCALE_255, 1))
+            p->kind = HALF_PIECE_S2D, hp->s2d = 1;
         p->K = c->K, p->C = c->C, p->R = c->R, p->S = c->S;
         p->CRS = c->C * c->R * c->S;
         p->CRSp = (int)round_up((size_t)p->CRS, HALF_BK);
         p->count = round_up((size_t)p->K, HALF_KP) * (size_t)p->CRSp;
+    }
+    for (int s = 0; s < net->ntrunk; s++) { // each conv stage as its kernels' layer
+        const cr_convnet_stage *st = &net->stage[s];
+        if (st->op != CR_CONVNET_CONV) continue;
+        cr_conv2d_half_desc *d = &hp->conv[s];
+        d->shape = st->conv;
+        d->in = s > 0 ? IN_NHWC : net->spec.dtype == CR_CONVNET_U8 ? IN_U8 : IN_F32;
+        d->scale255 = net->spec.scale == CR_CONVNET_SCALE_255;
+        d->act = act_of(st);
+        d->out_nchw = !(s + 1 < net->ntrunk && net->stage[s + 1].op == CR_CONVNET_CONV);
+        d->CRSp = hp->piece[st->weight].CRSp;
+        d->s2d = s == 0 && hp->s2d;
+        d->sms = sms;
+        // the output buffer holds max_batch rows of its widest stage
+        d->out_cap = (size_t)hp->max_batch * hp->widest[s & 1] * 2;
     }
     size_t at = 0;
     for (int i = 0; i < hp->npieces; i++) {
@@ -118,7 +142,7 @@ void cr_convnet_half_plan_init(const cr_convnet *net, cudarl_precision precision
     for (int b = 0; b < nbatches; b++)
         for (int s = 0; s < net->ntrunk; s++) {
             if (net->stage[s].op != CR_CONVNET_CONV) continue;
-            const cr_half_split sp = cr_convnet_half_splits(net, hp, s, batches[b]);
+            const cr_half_split sp = cr_conv2d_half_splits(&hp->conv[s], batches[b]);
             if (sp.splits > 1 && !sp.in_output) ws = sp.bytes > ws ? sp.bytes : ws;
         }
     hp->workspace_bytes = ws ? round_up(ws, HALF_ALIGN) + HALF_ALIGN - 1 : 0;
@@ -491,7 +515,7 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
         const void *w = wb + hp->piece[s->weight].dst;
         const float *b = (const float *)(wb + hp->piece[s->bias].dst);
         if (s->op == CR_CONVNET_CONV) {
-            hconv_stage<T>(ctx, net, hp, i, h, w, b, c->act[i], ws, B);
+            cr_conv2d_half_forward<T>(ctx, &hp->conv[i], h, w, b, c->act[i], ws, B);
         } else {
             const size_t n = (size_t)B * s->out;
             // free during the product: the output's buffer (its last stage's output was this

@@ -1,7 +1,7 @@
 // The half-precision forward of convnet_cuda (fp16 and bf16, inference only): its plan, its
 // weights block, and the calls convnet_cuda.cu makes on a handle of one of those precisions
-// (convnet_cuda.h has the API and its meaning; convnet_half.cu, convnet_half_conv.cu and
-// convnet_half_mma.cu the kernels). Internal to src/nn.
+// (convnet_cuda.h has the API and its meaning; convnet_half.cu the forward, on the conv kernels
+// of ops/cuda/conv2d_half.cuh). Internal to src/nn.
 //
 // A plan is plain data (a few KB, inside the handle), computed once at init from the planned
 // net, the declared batch sizes and the device's SM count:
@@ -10,7 +10,7 @@
 //   workspace (device, workspace_bytes): the fp32 products of the trunk's linear stages before
 //     their bias and activation (B x out floats of the widest), and a conv's split-K partial
 //     sums where they do not fit in the free tail of its output buffer (small batches of a
-//     handle declared for small batches only; see cr_convnet_half_splits);
+//     handle declared for small batches only; see cr_conv2d_half_splits);
 //   cache (device, cr_convnet_half_cache_bytes): the input in the format when the first stage is
 //     not a conv, and the stages' outputs in two buffers used in turn, each for max_batch rows
 //     (the odd stages' in the observations' buffer, when the caller lends it: the first stage
@@ -22,6 +22,7 @@
 
 #include "nn/convnet_cuda.h"
 #include "nn/precision.h"
+#include "ops/cuda/conv2d_half.cuh"
 
 // How a parameter tensor lies in the weights block.
 enum {
@@ -58,33 +59,14 @@ struct cr_convnet_half_plan {
     size_t widest[2];                     // elements per row of cache buffer 0 and 1
     int s2d;                              // the first conv runs hconv_s2d_kernel (its weight
                                           // is a HALF_PIECE_S2D; never split)
+    cr_conv2d_half_desc conv[CR_CONVNET_MAX_LAYERS]; // each conv stage's layer (by stage index)
 };
-
-// How a conv stage's reduction is split at batch B (cr_convnet_half_splits): `splits` blocks
-// along the taps (gridDim.z), each of `cps` chunks of HALF_BK taps; 1 split: no partials. The
-// partial sums, splits x (B P Q) x K floats, go at `at` bytes into the stage's output buffer
-// (its tail past the output's own line) when in_output, else at the workspace's start.
-struct cr_half_split {
-    int splits, cps;
-    int in_output;
-    size_t at, bytes;
-};
-
-// The tile of the conv kernel the plan pads conv weights to: Kp = round up(K, HALF_KP),
-// CRSp = round up(CRS, HALF_BK).
-#define HALF_KP 64
-#define HALF_BK 32
 
 // The plan of `net` at `precision` (FP16 or BF16) for the nbatches batch sizes of batches[] on
 // a device of `sms` SMs.
 void cr_convnet_half_plan_init(const cr_convnet *net, cudarl_precision precision,
                                const int *batches, int nbatches, int sms,
                                cr_convnet_half_plan *hp);
-// How conv stage i (a conv) splits its reduction at batch B: enough blocks for two per SM where
-// the pixels alone give fewer, at most one split per chunk of taps. A fixed function of the
-// plan, the stage and B, so a batch size always sums in the same order.
-cr_half_split cr_convnet_half_splits(const cr_convnet *net, const cr_convnet_half_plan *hp,
-                                     int i, int B);
 // Bytes of a cache for max_rows (>= hp->max_batch) rows, and carving it from mem (mem NULL:
 // sizing only); the odd stages' buffer in input (the observations' buffer, input_bytes) where
 // it fits (cr_convnet_cuda_half_cache_bytes).

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "ops/conv2d.h"
 #include "ops/cpu/ops_cpu.h"
 #include "ops/loss_scale.h"
 
@@ -211,6 +212,17 @@ struct cr_backend {
     /* y = (float)x, n elements: uint8 observations as the values they are (MinAtar's 0/1
      * channels stay 0/1; no scaling) for the Q-network's float input */
     void (*u8_to_float)(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t n);
+    /* convolutions: a plan per layer and batch size, made at setup (ops/conv2d.h has the
+     * contract), and the scaling of pixel observations */
+    cudarl_status (*conv2d_plan_init)(cudarl_ctx *ctx, const cr_conv2d_desc *d,
+                                      cr_conv2d_plan **plan);
+    void (*conv2d_plan_free)(cr_conv2d_plan *plan);
+    void (*conv2d_forward)(cudarl_ctx *ctx, const cr_conv2d_plan *plan, const float *x,
+                           const float *w, const float *b, float *y, void *workspace, void *keep);
+    void (*conv2d_backward)(cudarl_ctx *ctx, const cr_conv2d_plan *plan, const float *x,
+                            const float *w, const float *y, float *dy, float *dx, float *dw,
+                            float *db, void *workspace, void *keep, int kept);
+    void (*scale_u8)(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t n);
 };
 
 /* Shapes the fused PPO kernels are built for: tanh MLPs with hidden width 64 (both layers),

@@ -1,4 +1,6 @@
 /* The CPU backend: the ops of src/ops/cpu behind the backend interface. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/backend.h"
@@ -190,6 +192,50 @@ static void cpu_loss_scale_update(cudarl_ctx *ctx, cr_loss_scale_state *s,
     cr_loss_scale_update(s, cfg);
 }
 
+/* conv2d (ops/conv2d.h): the plan is the checked desc and the scratch of cr_cpu_conv2d_*. */
+static cudarl_status cpu_conv2d_plan_init(cudarl_ctx *ctx, const cr_conv2d_desc *d,
+                                          cr_conv2d_plan **out) {
+    *out = NULL;
+    cr_conv2d_desc desc = *d;
+    CR_TRY(cr_conv2d_shape_check(&desc.shape));
+    if (desc.products != CUDARL_PRECISION_FP32 && desc.products != CUDARL_PRECISION_TF32)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "conv2d on the CPU: products in %s; the CPU "
+                       "computes convolutions in fp32 only (train in fp32, or on a GPU)",
+                       cudarl_precision_name(desc.products));
+    cr_conv2d_plan *p = (cr_conv2d_plan *)calloc(1, sizeof *p);
+    if (!p) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "conv2d on the CPU: out of host memory");
+    p->desc = desc;
+    p->workspace_bytes = cr_cpu_conv2d_scratch_bytes(&desc.shape);
+    snprintf(p->describe, sizeof p->describe, "im2col + matrix product per image, fp32");
+    *out = p;
+    return CUDARL_OK;
+}
+
+static void cpu_conv2d_plan_free(cr_conv2d_plan *p) { free(p); }
+
+static void cpu_conv2d_forward(cudarl_ctx *ctx, const cr_conv2d_plan *p, const float *x,
+                               const float *w, const float *b, float *y, void *workspace,
+                               void *keep) {
+    const cr_conv2d_shape *s = &p->desc.shape;
+    cr_cpu_conv2d_forward(s, x, w, b, y, p->desc.act == CR_CONV2D_RELU, workspace);
+    if (p->desc.act == CR_CONV2D_TANH)
+        cr_cpu_tanh_forward(y, y, (size_t)s->N * s->K * s->P * s->Q);
+}
+
+static void cpu_conv2d_backward(cudarl_ctx *ctx, const cr_conv2d_plan *p, const float *x,
+                                const float *w, const float *y, float *dy, float *dx, float *dw,
+                                float *db, void *workspace, void *keep, int kept) {
+    const cr_conv2d_shape *s = &p->desc.shape;
+    if (p->desc.act == CR_CONV2D_TANH)
+        cr_cpu_tanh_backward(y, dy, dy, (size_t)s->N * s->K * s->P * s->Q);
+    cr_cpu_conv2d_backward(s, x, w, p->desc.act == CR_CONV2D_RELU ? y : NULL, dy, dx, dw, db,
+                           workspace);
+}
+
+static void cpu_scale_u8(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t n) {
+    cr_cpu_scale_u8(x, y, n);
+}
+
 const cr_backend cr_backend_cpu = {
     .name = "cpu",
     .arena_alloc = cpu_arena_alloc,
@@ -227,4 +273,9 @@ const cr_backend cr_backend_cpu = {
     .epsilon_greedy = cpu_epsilon_greedy,
     .polyak = cpu_polyak,
     .u8_to_float = cpu_u8_to_float,
+    .conv2d_plan_init = cpu_conv2d_plan_init,
+    .conv2d_plan_free = cpu_conv2d_plan_free,
+    .conv2d_forward = cpu_conv2d_forward,
+    .conv2d_backward = cpu_conv2d_backward,
+    .scale_u8 = cpu_scale_u8,
 };

@@ -146,9 +146,6 @@ uint32_t cr_select_kth_u32(const uint32_t *v, int64_t n, int64_t k);
 int cr_policy_cuda_devices(void);
 /* The device of `ptr` if it is device or managed memory, else -1 (host memory of any kind). */
 int cr_policy_pointer_device(const void *ptr);
-/* Whether the CUDA side can run `net` (uint8 scaling needs cr_cuda_scale_u8, built with cuDNN);
- * NULL if so, else why not. */
-const char *cr_policy_cuda_lacks(const cr_policy_net *net);
 /* Whether the graphs of a policy on ctx's device read host observations in place, from mapped
  * pinned staging: an integrated GPU (cudaDevAttrIntegrated, Jetson) that maps host memory. */
 int cr_policy_cuda_maps_obs(const cudarl_ctx *ctx);
@@ -156,8 +153,6 @@ int cr_policy_cuda_maps_obs(const cudarl_ctx *ctx);
  * each. On failure frees what it made. */
 cudarl_status cr_policy_cuda_init(cudarl_policy *p);
 void cr_policy_cuda_free(cudarl_policy *p);
-/* y (n) = x (n) as float, value for value, on the context's stream (x, y device memory). */
-void cr_policy_cuda_u8_to_float(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t n);
 /* act() on CUDA, arguments already checked but for where the pointers live. */
 cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, int n, int32_t *actions,
                                  float *values, float *logits);

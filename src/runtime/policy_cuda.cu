@@ -22,9 +22,6 @@
 
 #include "ops/cuda/cuda_common.cuh"
 #include "ops/cuda/cuda_info.h"
-#ifdef CUDARL_WITH_CUDNN
-#include "ops/cuda/conv2d_cuda.h"
-#endif
 // actor_critic.h and qnet.h (included by policy.h) have no extern "C" of their own.
 extern "C" {
 #include "runtime/policy.h"
@@ -51,45 +48,10 @@ extern "C" int cr_policy_pointer_device(const void *ptr) {
     return at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged ? at.device : -1;
 }
 
-extern "C" const char *cr_policy_cuda_lacks(const cr_policy_net *net) {
-    if (net->is_conv) return NULL; // its CUDA twin converts uint8 itself
-#ifdef CUDARL_WITH_CUDNN
-    return NULL;
-#else
-    return net->obs_dtype == CUDARL_OBS_U8 && net->u8_scaled
-               ? "this build has no CUDA pixel scaling (cr_cuda_scale_u8 comes with the cuDNN "
-                 "convolutions, and cuDNN was not found when cudarl was configured)"
-               : NULL;
-#endif
-}
-
-// y = x value for value (static: the backend's own cast kernel may share the name)
-static __global__ void u8_to_float_kernel(const uint8_t *__restrict__ x,
-                                          float *__restrict__ y, size_t n) {
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        y[i] = (float)x[i];
-}
-
-extern "C" void cr_policy_cuda_u8_to_float(cudarl_ctx *ctx, const uint8_t *x, float *y,
-                                           size_t n) {
-    if (!n) return;
-    u8_to_float_kernel<<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0,
-                         cr_stream(ctx)>>>(x, y, n);
-    CR_CUDA_LAUNCHED(ctx);
-}
-
 // x (n) uint8 -> y (n) float as the policy was trained: x / 255 (pixels) or x (cast).
 static void convert_u8(const cudarl_policy *p, const uint8_t *x, float *y, size_t n) {
-    if (!p->net.u8_scaled) {
-        cr_policy_cuda_u8_to_float(p->ctx, x, y, n);
-        return;
-    }
-#ifdef CUDARL_WITH_CUDNN
-    cr_cuda_scale_u8(p->ctx, x, y, n);
-#else
-    CUDARL_ASSERT(!"pixel policies are refused at load without cr_cuda_scale_u8");
-#endif
+    if (p->net.u8_scaled) p->ctx->ops->scale_u8(p->ctx, x, y, n);
+    else p->ctx->ops->u8_to_float(p->ctx, x, y, n);
 }
 
 extern "C" int cr_policy_cuda_maps_obs(const cudarl_ctx *ctx) {

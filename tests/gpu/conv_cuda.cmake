@@ -1,4 +1,4 @@
-# The CUDA convolution ops (cuDNN, src/ops/cuda/conv2d.cu) against the CPU ops: one program, one
+# The CUDA convolution ops (cuDNN, src/ops/cuda/conv2d_cudnn.cu) against the CPU ops: one program, one
 # ctest per group (needs a GPU: label gpu, excluded by ctest -LE gpu). The layers and graph
 # groups run again with CUDARL_SYNC_DEBUG=1, which waits for and checks every launch outside a
 # capture, so a fault is reported at its own launch.

@@ -1,4 +1,4 @@
-/* The CUDA convolution ops (cuDNN, src/ops/cuda/conv2d.cu) against the CPU ops (the
+/* The CUDA convolution ops (cuDNN, src/ops/cuda/conv2d_cudnn.cu) against the CPU ops (the
  * specification, src/ops/cpu/conv2d*.c) on the same Philox inputs: forward with and without the
  * fused ReLU, backward with and without the ReLU mask and dx, over edge-case shapes (C = 1,
  * K = 1, batch 1, stride 1 to 4, padding 0 and 1, odd and non-square sizes, kernels as large as
@@ -48,7 +48,7 @@ typedef struct tolerance {
 
 /* Why SCALED with coef 8 for the four results of a convolution. Each element is a float sum of
  * T products (T = C R S + 1 for y, K R S / stride^2 or so for dx, N P Q for dw and db), taken by
- * cuDNN in its GEMM order (FMA math, no TF32, GEMM-family algorithms only: conv2d.cu) and by the
+ * cuDNN in its GEMM order (FMA math, no TF32, GEMM-family algorithms only: conv2d_cudnn.cu) and by the
  * CPU in im2row + linear's order. The inputs here are zero-mean (uniform in [-1, 1]), so a sum's
  * partial sums wander like sqrt(i) and its rounding errors, u |partial sum| each with random
  * sign, add up to about 0.5 u sum|terms| rms, whatever T (u sqrt(T / 6) of a sum that is itself

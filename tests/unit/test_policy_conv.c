@@ -580,7 +580,7 @@ static double net_rtol(const test_net *t, cudarl_precision prec) {
 
 /* Whether the half forward's first conv multiplies the uint8 bytes themselves and divides its
  * sums by 255 (a first conv over uint8 / 255 read a word at a time: no padding; S, stride and W
- * multiples of 4: convnet_half_conv.cu's u8_words). */
+ * multiples of 4: ops/cuda/conv2d_half.cu's u8_words). */
 static int exact_bytes(const cr_convnet *net) {
     const cr_conv2d_shape *cs = &net->stage[0].conv;
     return net->spec.dtype == CR_CONVNET_U8 && net->spec.scale == CR_CONVNET_SCALE_255 &&

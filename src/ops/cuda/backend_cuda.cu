@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops/cuda/cuda_common.cuh"
+#include "ops/cuda/conv2d_cuda.h"
 #include "ops/cuda/loss_scale_cuda.h"
 #include "ops/cuda/meminfo.h"
 
@@ -305,7 +306,7 @@ static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 59 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 64 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -367,6 +368,11 @@ extern "C" const cr_backend cr_backend_cuda = {
     .epsilon_greedy = cr_cuda_epsilon_greedy,
     .polyak = cr_cuda_polyak,
     .u8_to_float = cr_cuda_u8_to_float,
+    .conv2d_plan_init = cr_cuda_conv2d_op_plan_init,
+    .conv2d_plan_free = cr_cuda_conv2d_op_plan_free,
+    .conv2d_forward = cr_cuda_conv2d_op_forward,
+    .conv2d_backward = cr_cuda_conv2d_op_backward,
+    .scale_u8 = cr_cuda_scale_u8,
 };
 
 // The table without the fused PPO op, for contexts opened with CUDARL_FUSED=0 or on a device

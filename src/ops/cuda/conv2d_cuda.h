@@ -1,6 +1,9 @@
-/* The CUDA twin of ops_conv.h: 2-D convolution forward and backward through cuDNN, and the
- * uint8 -> float scaling of pixel observations. Includable from C and C++; compiled only with
- * the CUDA toolkit and cuDNN.
+/* The CUDA twins of ops_conv.h: the conv2d ops of the CUDA backend's table (ops/conv2d.h has
+ * their contract) and the two engines behind them, the GEMM engine (conv2d_gemm.cu) and the
+ * cuDNN plans below (conv2d_cudnn.cu, compiled only with cuDNN); and the uint8 -> float scaling
+ * of pixel observations. Includable from C and C++; compiled only with the CUDA toolkit.
+ *
+ * The cuDNN plans:
  *
  * Same meaning as the CPU ops (the specification, tests/test_conv_cuda.c holds them together):
  * float32 NCHW activations x (N, C, H, W), y (N, K, P, Q); weights (K, C, R, S), bias (K); a
@@ -10,7 +13,7 @@
  *
  * A plan is made once per layer shape (batch size included) at setup: it validates the shape,
  * holds cuDNN's descriptors, chooses the algorithms (cuDNN's heuristics, deterministic GEMM
- * family only, FMA math so fp32 is fp32: conv2d.cu says why) and reports the device workspace it
+ * family only, FMA math so fp32 is fp32: conv2d_cudnn.cu says why) and reports the device workspace it
  * needs, so the caller sizes its arena before the loop. The ops then allocate nothing, never wait
  * for the host, and are enqueued on the stream of the context the plan was made with, so they
  * can be captured into a CUDA graph -- after running once outside the capture: cuDNN loads and
@@ -23,11 +26,38 @@
 #include <stdint.h>
 
 #include "cudarl.h"
+#include "ops/conv2d.h"
 #include "ops/cpu/ops_conv.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- the op table's entries (conv2d.cu): the engine the desc names ---------------------- */
+
+cudarl_status cr_cuda_conv2d_op_plan_init(cudarl_ctx *ctx, const cr_conv2d_desc *d,
+                                          cr_conv2d_plan **plan);
+void cr_cuda_conv2d_op_plan_free(cr_conv2d_plan *plan);
+void cr_cuda_conv2d_op_forward(cudarl_ctx *ctx, const cr_conv2d_plan *plan, const float *x,
+                               const float *w, const float *b, float *y, void *workspace,
+                               void *keep);
+void cr_cuda_conv2d_op_backward(cudarl_ctx *ctx, const cr_conv2d_plan *plan, const float *x,
+                                const float *w, const float *y, float *dy, float *dx, float *dw,
+                                float *db, void *workspace, void *keep, int kept);
+
+/* ---- the GEMM engine (conv2d_gemm.cu) --------------------------------------------------- */
+
+/* Workspace and keep bytes (cr_conv2d_plan's fields) of desc d, its shape checked. */
+void cr_cuda_conv2d_gemm_sizes(const cr_conv2d_desc *d, size_t *workspace, size_t *keep);
+/* The op's forward and backward (ops/conv2d.h) for desc d; dy is not written. */
+void cr_cuda_conv2d_gemm_forward(cudarl_ctx *ctx, const cr_conv2d_desc *d, const float *x,
+                                 const float *w, const float *b, float *y, void *workspace,
+                                 void *keep);
+void cr_cuda_conv2d_gemm_backward(cudarl_ctx *ctx, const cr_conv2d_desc *d, const float *x,
+                                  const float *w, const float *y, const float *dy, float *dx,
+                                  float *dw, float *db, void *workspace, void *keep, int kept);
+
+/* ---- the cuDNN plans (conv2d_cudnn.cu) -------------------------------------------------- */
 
 typedef struct cr_cuda_conv2d_plan cr_cuda_conv2d_plan;
 
@@ -74,7 +104,7 @@ void cr_cuda_conv2d_backward(cudarl_ctx *ctx, const cr_cuda_conv2d_plan *plan, c
                              float *dw, float *db, void *workspace);
 
 /* y = x / 255 rounded once (bitwise cr_cpu_scale_u8), n elements. x (n) uint8, y (n) float
- * (device), on ctx's stream. */
+ * (device), on ctx's stream. (conv2d.cu: in every CUDA build) */
 void cr_cuda_scale_u8(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t n);
 
 #ifdef __cplusplus

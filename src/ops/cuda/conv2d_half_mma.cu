@@ -1,6 +1,6 @@
 // The half-precision forward's conv kernels on mma.sync m16n8k16 (ldmatrix fragments, fp32
-// accumulators), for the shapes they fit (convnet_half_conv.cu chooses; convnet_half.cu says what
-// the forward computes):
+// accumulators), for the shapes they fit (conv2d_half.cu chooses; conv2d_half.cuh says what a layer
+// computes):
 //   hconv_mma_kernel       a channels-last conv with C a multiple of 8 and K > 32;
 //   hconv_mma_lean_kernel  the same where every window tap is inside the frame (no padding, no
 //                          padded taps), C a multiple of 32 and K of 8, in fewer instructions:
@@ -13,7 +13,7 @@
 //                          2x2 conv over the frame's 4 x 4 blocks of pixels.
 // The first three sum the same chunks in the same order through the same products and the same
 // per-output arithmetic: the same bits as each other.
-#include "nn/convnet_half_kernels.cuh"
+#include "ops/cuda/conv2d_half_kernels.cuh"
 
 #define HM_THREADS 128 // threads of a block: 4 warps of 64 pixels x 32 channels (s2d: 32 x 32)
 #define HM_STAGES 3    // chunks in flight in hconv_mma_kernel: two loading while one multiplies
@@ -563,14 +563,10 @@ static __global__ void __launch_bounds__(HM_THREADS) hconv_halo_kernel(const hco
 #define S2D_TAPS (64 * S2D_C)        // 2 x 2 blocks of 16 C values
 #define S2D_LDW (S2D_TAPS + 8)       // a weight row in shared memory, padded: 528 bytes
 
-int hconv_s2d_fits(const cr_convnet *net) {
-    if (net->ntrunk < 2) return 0;
-    const cr_convnet_stage *st = &net->stage[0];
-    const cr_conv2d_shape *c = &st->conv;
-    return net->spec.dtype == CR_CONVNET_U8 && net->spec.scale == CR_CONVNET_SCALE_255 &&
-           st->op == CR_CONVNET_CONV && net->stage[1].op == CR_CONVNET_CONV && c->C == S2D_C &&
-           c->R == 8 && c->S == 8 && c->stride == 4 && c->pad == 0 && c->W % 4 == 0 &&
-           c->W / 4 < S2D_WB && c->Q <= 64 && c->K <= 32 && c->K % 8 == 0;
+int cr_conv2d_half_s2d_fits(const cr_conv2d_shape *c, int u8_scaled, int next_conv) {
+    return u8_scaled && next_conv && c->C == S2D_C && c->R == 8 && c->S == 8 && c->stride == 4 &&
+           c->pad == 0 && c->W % 4 == 0 && c->W / 4 < S2D_WB && c->Q <= 64 && c->K <= 32 &&
+           c->K % 8 == 0;
 }
 
 template <typename T>

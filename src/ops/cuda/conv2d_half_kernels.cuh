@@ -1,8 +1,8 @@
-// What the half-precision forward's kernel files share (convnet_half.cu, convnet_half_conv.cu,
-// convnet_half_mma.cu): the formats and their conversions, the activations, the launch helpers
+// What the half-precision forward's kernel files share (conv2d_half.cu, conv2d_half_mma.cu and
+// nn/convnet_half.cu): the formats and their conversions, the activations, the launch helpers
 // (programmatic dependent launch, clusters), a conv stage's arguments (hconv_args) and the pieces
 // its kernels share: the byte conversion, the output tile's writer, cp.async, ldmatrix and the
-// m16n8k16 product. Internal to src/nn; every function is static or a template, so that each
+// m16n8k16 product. Internal to these files; every function is static or a template, so that each
 // file's kernels are compiled with their helpers inlined.
 #ifndef CUDARL_CONVNET_HALF_KERNELS_CUH
 #define CUDARL_CONVNET_HALF_KERNELS_CUH
@@ -13,15 +13,12 @@
 
 #include "ops/cuda/cuda_common.cuh"
 #include "ops/cuda/tanh_device.cuh"
-// convnet_cuda.h, included by convnet_half.cuh, has its own extern "C"
-#include "nn/convnet_half.cuh"
+#include "ops/cuda/conv2d_half.cuh"
 
-#define HALF_ALIGN ((size_t)256) // each piece of the weights block and the cache
 #define HC_LDS (HALF_BK + 8)     // elements per row of a shared tile: 80 bytes, so that rows start
                                  // 16-byte aligned and 8 rows' 16-byte pieces hit 32 banks once
 
 enum { ACT_NONE = 0, ACT_RELU, ACT_TANH };
-enum { IN_U8 = 0, IN_F32, IN_NHWC }; // what a conv stage reads
 
 static inline size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
@@ -111,11 +108,6 @@ __device__ __forceinline__ float act_apply(int act, float v) {
     if (act == ACT_RELU) return v < 0.0f ? 0.0f : v; // NaN and -0 pass, as the CPU's
     if (act == ACT_TANH) return cr_tanhf_device(v);
     return v;
-}
-
-static inline int act_of(const cr_convnet_stage *st) {
-    return st->act == CR_CONVNET_RELU ? ACT_RELU : st->act == CR_CONVNET_TANH ? ACT_TANH
-                                                                               : ACT_NONE;
 }
 
 // ---- a conv stage as its kernels read it ----------------------------------------------------
@@ -379,21 +371,12 @@ template <int MI> __device__ __forceinline__ void hconv_warp_zero(float (&acc)[M
             for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
 }
 
-// ---- the conv stages' entry points (convnet_half_conv.cu, convnet_half_mma.cu) ---------------
+// ---- the kernels' launches (conv2d_half_mma.cu) ----------------------------------------------
 
-// Conv stage i of net at batch B: y (its cache buffer) = act(conv(x) + b) in the format T; x the
-// observations (stage 0) or the previous stage's output, w and b its pieces of the weights
-// block, ws the workspace (split-K partial sums that the output buffer cannot hold).
-template <typename T>
-void hconv_stage(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_half_plan *hp, int i,
-                 const void *x, const void *w, const float *b, void *y, float *ws, int B);
-// Whether the first conv of net runs hconv_s2d_kernel (the plan then packs its weight in the
-// HALF_PIECE_S2D order).
-int hconv_s2d_fits(const cr_convnet *net);
 // A channels-last conv with C a multiple of 8 and K > 32 on the mma.sync kernels, splits blocks
 // along the taps (a.partial set when splits > 1).
 template <typename T> void hconv_launch_mma(cudarl_ctx *ctx, const hconv_args &a, int splits);
-// The first conv on hconv_s2d_kernel (hconv_s2d_fits): items (two output rows of an image
+// The first conv on hconv_s2d_kernel (cr_conv2d_half_s2d_fits): items (two output rows of an image
 // each) over grid persistent blocks.
 template <typename T>
 void hconv_launch_s2d(cudarl_ctx *ctx, const hconv_args &a, int items, int grid);

@@ -1,5 +1,5 @@
-// The half-precision forward's conv stages (convnet_half.cu has the rest of the forward and says
-// what it computes): how a stage splits its reduction at small batches, the general
+// The half-precision forward's conv layers (conv2d_half.cuh says what a layer computes;
+// nn/convnet_half.cu runs the rest of the forward): how a layer splits its reduction at small batches, the general
 // implicit-GEMM kernel (hconv_kernel, on WMMA), the reduce of split stages, and which kernel
 // each stage runs.
 //
@@ -23,13 +23,13 @@
 //
 // Which kernel: the Nature-CNN's first conv (8x8/4 over 4 uint8 / 255 channels) on
 // hconv_s2d_kernel; the channels-last convs with C a multiple of 8 and more than 32 channels on
-// the mma.sync kernels of convnet_half_mma.cu; every other conv on hconv_kernel. A first conv
+// the mma.sync kernels of conv2d_half_mma.cu; every other conv on hconv_kernel. A first conv
 // over uint8 / 255 frames read a word at a time multiplies the bytes themselves (exact in the
 // format) and divides its sums by 255 before the bias (hconv_args.div255).
 //
 // Split-K: at a small batch the pixels give fewer blocks than the GPU runs at once (batch 1 of
 // the bench network's convs: 16, 8 and 7 blocks, each a chain of 8 to 18 chunks: latency, not
-// work). Then the taps are split too (gridDim.z, cr_convnet_half_splits: up to two blocks per
+// work). Then the taps are split too (gridDim.z, cr_conv2d_half_splits: up to two blocks per
 // SM, whole chunks each); each block writes its fp32 partial sums, and hconv_reduce_kernel adds
 // them in split order, adds the bias, applies the activation and rounds. The partial sums live in
 // the rows of the stage's output buffer that the batch leaves free (the cache holds max_batch
@@ -37,7 +37,7 @@
 // count: each batch size sums in one order.
 #include <mma.h>
 
-#include "nn/convnet_half_kernels.cuh"
+#include "ops/cuda/conv2d_half_kernels.cuh"
 
 #define HC_THREADS 256 // threads of an hconv_kernel block: 8 warps
 
@@ -48,31 +48,29 @@ static void conv_tile(int K, int *bm, int *bn) {
     *bn = K <= 32 ? 32 : 64;
 }
 
-cr_half_split cr_convnet_half_splits(const cr_convnet *net, const cr_convnet_half_plan *hp,
-                                     int i, int B) {
-    const cr_convnet_stage *st = &net->stage[i];
-    const cr_conv2d_shape *cs = &st->conv;
-    CUDARL_ASSERT(st->op == CR_CONVNET_CONV && B >= 1 && B <= hp->max_batch);
+cr_half_split cr_conv2d_half_splits(const cr_conv2d_half_desc *d, int B) {
+    const cr_conv2d_shape *cs = &d->shape;
+    CUDARL_ASSERT(B >= 1);
     cr_half_split sp;
     memset(&sp, 0, sizeof sp);
-    if (i == 0 && hp->s2d) { // hconv_s2d_kernel: a block per two output rows, all the taps
-        sp.splits = 1, sp.cps = hp->piece[st->weight].CRSp / HALF_BK;
+    if (d->s2d) { // hconv_s2d_kernel: a block per two output rows, all the taps
+        sp.splits = 1, sp.cps = d->CRSp / HALF_BK;
         return sp;
     }
     int bm, bn;
     conv_tile(cs->K, &bm, &bn);
     const long long M = (long long)B * cs->P * cs->Q;
     const long long blocks = (M + bm - 1) / bm * ((cs->K + bn - 1) / bn);
-    const int chunks = hp->piece[st->weight].CRSp / HALF_BK;
-    long long want = 2LL * hp->sms / blocks; // splits for two blocks per SM
+    const int chunks = d->CRSp / HALF_BK;
+    long long want = 2LL * d->sms / blocks; // splits for two blocks per SM
     want = want < 1 ? 1 : want > chunks ? chunks : want;
     sp.cps = (chunks + (int)want - 1) / (int)want;
     sp.splits = (chunks + sp.cps - 1) / sp.cps; // no empty split
     if (sp.splits == 1) return sp;
     sp.bytes = (size_t)sp.splits * (size_t)M * (size_t)cs->K * sizeof(float);
-    // the output buffer holds max_batch rows of its widest stage; this output takes B rows
-    const size_t out = round_up((size_t)B * (size_t)st->out * 2, HALF_ALIGN);
-    const size_t cap = (size_t)hp->max_batch * hp->widest[i & 1] * 2;
+    // this output takes B rows of K P Q values; the buffer may hold more
+    const size_t out = round_up((size_t)B * cs->K * cs->P * cs->Q * 2, HALF_ALIGN);
+    const size_t cap = d->out_cap;
     sp.in_output = cap >= out && cap - out >= sp.bytes;
     sp.at = sp.in_output ? out : 0;
     return sp;
@@ -401,7 +399,7 @@ static void launch_conv(cudarl_ctx *ctx, int in, const hconv_args &a, int splits
     if (splits == 1) return;
     const size_t n = (size_t)a.M * a.K;
     CUDARL_ASSERT(n < ((size_t)1 << 31)); // hconv_reduce_kernel's indices; splits are for
-                                           // small batches (cr_convnet_half_splits)
+                                           // small batches (cr_conv2d_half_splits)
     launch_k(cr_stream(ctx), dim3(cr_cuda_blocks(n, CR_CUDA_THREADS)), dim3(CR_CUDA_THREADS), 0,
              hconv_reduce_kernel<T>, (const float *)a.partial, splits, a.b, (T *)a.y, (int)a.M,
              a.K, a.P * a.Q, a.act, a.out_nchw, a.div255);
@@ -409,40 +407,37 @@ static void launch_conv(cudarl_ctx *ctx, int in, const hconv_args &a, int splits
 }
 
 template <typename T>
-void hconv_stage(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_half_plan *hp, int i,
-                 const void *x, const void *w, const float *b, void *y, float *ws, int B) {
-    const cr_convnet_stage *s = &net->stage[i];
-    const cr_conv2d_shape *cs = &s->conv;
-    const int u8 = net->spec.dtype == CR_CONVNET_U8;
-    const int scale = net->spec.scale == CR_CONVNET_SCALE_255;
+void cr_conv2d_half_forward(cudarl_ctx *ctx, const cr_conv2d_half_desc *d, const void *x,
+                            const void *w, const float *b, void *y, float *ws, int B) {
+    const cr_conv2d_shape *cs = &d->shape;
     hconv_args a;
     a.x = x, a.w = w, a.b = b, a.y = y;
     a.M = (long long)B * cs->P * cs->Q;
     a.K = cs->K, a.C = cs->C, a.H = cs->H, a.W = cs->W, a.R = cs->R, a.S = cs->S;
     a.stride = cs->stride, a.pad = cs->pad, a.P = cs->P, a.Q = cs->Q;
-    a.CRSp = hp->piece[s->weight].CRSp;
-    a.scale255 = scale, a.act = act_of(s);
-    a.u8_words = u8 && i == 0 && cs->pad == 0 && cs->S % 4 == 0 && cs->stride % 4 == 0 &&
+    a.CRSp = d->CRSp;
+    a.scale255 = d->scale255, a.act = d->act;
+    a.u8_words = d->in == IN_U8 && cs->pad == 0 && cs->S % 4 == 0 && cs->stride % 4 == 0 &&
                  cs->W % 4 == 0;
-    a.div255 = a.u8_words && scale;
-    a.out_nchw = !(i + 1 < net->ntrunk && net->stage[i + 1].op == CR_CONVNET_CONV);
-    const cr_half_split sp = cr_convnet_half_splits(net, hp, i, B);
+    a.div255 = a.u8_words && d->scale255;
+    a.out_nchw = d->out_nchw;
+    const cr_half_split sp = cr_conv2d_half_splits(d, B);
     a.cps = sp.cps;
     a.partial = sp.splits == 1 ? NULL
                 : sp.in_output ? (float *)((unsigned char *)y + sp.at)
                                : ws;
-    if (i == 0 && hp->s2d) {
-        CUDARL_ASSERT(!a.out_nchw && !a.partial); // hconv_s2d_fits, and never split
+    if (d->s2d) {
+        CUDARL_ASSERT(!a.out_nchw && !a.partial); // cr_conv2d_half_s2d_fits, and never split
         const int items = B * ((cs->P + 1) / 2); // two output rows of an image each
-        hconv_launch_s2d<T>(ctx, a, items, items < 4 * hp->sms ? items : 4 * hp->sms);
+        hconv_launch_s2d<T>(ctx, a, items, items < 4 * d->sms ? items : 4 * d->sms);
     } else {
-        launch_conv<T>(ctx, i > 0 ? IN_NHWC : u8 ? IN_U8 : IN_F32, a, sp.splits);
+        launch_conv<T>(ctx, d->in, a, sp.splits);
     }
 }
 
-template void hconv_stage<__half>(cudarl_ctx *, const cr_convnet *, const cr_convnet_half_plan *,
-                                  int, const void *, const void *, const float *, void *, float *,
-                                  int);
-template void hconv_stage<__nv_bfloat16>(cudarl_ctx *, const cr_convnet *,
-                                         const cr_convnet_half_plan *, int, const void *,
-                                         const void *, const float *, void *, float *, int);
+template void cr_conv2d_half_forward<__half>(cudarl_ctx *, const cr_conv2d_half_desc *,
+                                             const void *, const void *, const float *, void *,
+                                             float *, int);
+template void cr_conv2d_half_forward<__nv_bfloat16>(cudarl_ctx *, const cr_conv2d_half_desc *,
+                                                    const void *, const void *, const float *,
+                                                    void *, float *, int);
