@@ -131,33 +131,38 @@ static int fsync_parent_dir(const char *path) {
     return err == EINVAL ? 0 : err;
 }
 
+/* Removes o's temp file after a failure whose message is set (status s): returns s, with a word
+ * added to the message when even that fails (a directory that became read-only). */
+static cudarl_status drop_temp(cr_out_file *o, cudarl_status s) {
+    if (unlink(o->tmp) == 0 || errno == ENOENT) return s;
+    int err = errno;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", cudarl_last_error());
+    return cr_fail(s, "%s (and its temp file '%s' could not be removed: %s; remove it by hand)",
+                   msg, o->tmp, strerror(err));
+}
+
 cudarl_status cr_out_commit(cr_out_file *o) {
     CUDARL_ASSERT(o->f);
-    const char *step = NULL, *hint = "check that the disk is not full";
+    const char *step = NULL;
     int err = o->err;
-    if (err || ferror(o->f)) step = "writing", err = err ? err : EIO;
+    if (err) step = "writing";
     else if (fflush(o->f) != 0) step = "writing", err = errno;
+    else if (ferror(o->f)) step = "writing"; /* a stdio write failed; its errno is gone */
     else if (fsync(fileno(o->f)) != 0) step = "syncing", err = errno;
     if (fclose(o->f) != 0 && !step) step = "closing", err = errno;
     o->f = NULL;
-    if (step) {
-        unlink(o->tmp);
-        return cr_fail(CUDARL_ERR_IO, "cannot write %s '%s': %s '%s' failed: %s; %s", o->what,
-                       o->path, step, o->tmp, strerror(err ? err : EIO), hint);
-    }
+    if (step)
+        return drop_temp(o, cr_fail(CUDARL_ERR_IO, "cannot write %s '%s': %s '%s' failed%s%s; "
+                                    "check that the disk is not full", o->what, o->path, step,
+                                    o->tmp, err ? ": " : "", err ? strerror(err) : ""));
     /* again: the target may have become something else while the file was written */
     cudarl_status s = cr_out_check(o->path, o->what);
-    if (s != CUDARL_OK) {
-        unlink(o->tmp);
-        return s;
-    }
-    if (rename(o->tmp, o->path) != 0) {
-        err = errno;
-        unlink(o->tmp);
-        return cr_fail(CUDARL_ERR_IO, "cannot write %s '%s': renaming '%s' over it failed: %s; "
-                       "check that its directory is writable", o->what, o->path, o->tmp,
-                       strerror(err));
-    }
+    if (s != CUDARL_OK) return drop_temp(o, s);
+    if (rename(o->tmp, o->path) != 0)
+        return drop_temp(o, cr_fail(CUDARL_ERR_IO, "cannot write %s '%s': renaming '%s' over it "
+                                    "failed: %s; check that its directory is writable", o->what,
+                                    o->path, o->tmp, strerror(errno)));
     err = fsync_parent_dir(o->path);
     if (err)
         return cr_fail(CUDARL_ERR_IO, "%s '%s' was written but syncing its directory failed: %s; "
