@@ -255,7 +255,8 @@ def main():
     args = ap.parse_args()
     cli.CUDARL = os.path.abspath(args.cudarl)
     if not os.access(cli.CUDARL, os.X_OK):
-        fail("the cudarl binary exists", f"an executable at {cli.CUDARL}", "  got: none; build first")
+        fail("the cudarl binary exists", f"an executable at {cli.CUDARL}",
+             "  got: none; build first")
     for name, fn in GROUPS.items():
         if args.only and name != args.only:
             continue
