@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +40,28 @@ const char *cudarl_last_error(void);
 /* A byte count as people read it ("512 B", "1.23 MiB", binary units up to TiB) into buf (cap
  * bytes, the caller's); returns buf. */
 const char *cudarl_format_bytes(size_t bytes, char *buf, size_t cap);
+
+/* ---- output files ------------------------------------------------------------------ */
+
+/* Every file cudarl writes whole goes through these (the library's checkpoints and ONNX models,
+ * the CLI's JSON reports and images): the bytes go to `<path>.tmp.<pid>` beside `path`, which
+ * commit fsyncs and renames over `path`; a reader sees the old file or the new one, never a
+ * part, and a failure leaves `path` as it was and no temp file behind. `path` must be missing or
+ * a regular file: a directory, FIFO, device, socket or symbolic link (to anything) is refused,
+ * not replaced. `what` names the file in messages ("ONNX model"; NULL: "file"). */
+typedef struct cudarl_output cudarl_output;
+/* Checks, before long work, that `path` can be written as above and its directory exists and is
+ * writable; CUDARL_ERR_IO (or _INVALID_ARG for an empty or overlong path) names the fix. */
+cudarl_status cudarl_output_check(const char *path, const char *what);
+/* Checks `path` and creates its temp file: *stream is open for writing (stdio), *out (host
+ * memory) goes to exactly one of cudarl_output_commit or cudarl_output_abort, which free it. */
+cudarl_status cudarl_output_open(cudarl_output **out, const char *path, const char *what,
+                                 FILE **stream);
+/* Flushes, fsyncs and closes the stream, checks `path` again and renames the temp file over it;
+ * on failure (a write failed, a full disk) removes the temp file. Frees `out` either way. */
+cudarl_status cudarl_output_commit(cudarl_output *out);
+/* Closes and removes the temp file, leaving `path` as it was; frees `out` (NULL is fine). */
+void cudarl_output_abort(cudarl_output *out);
 
 /* ---- logging ----------------------------------------------------------------------- */
 

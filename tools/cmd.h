@@ -1,11 +1,11 @@
 /* The commands of the cudarl CLI: main.c dispatches `cudarl <verb> ...` to cmd_<verb>(), one
  * tools/cmd_<verb>.c each. A command gets the arguments after its verb (argv[0] is the first)
- * and returns the process's exit code: EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE or
- * EXIT_INTERRUPTED. */
+ * and returns the process's exit code: EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE or, stopped early
+ * by a signal, cmd_interrupted_exit_code(). */
 #ifndef CUDARL_TOOLS_CMD_H
 #define CUDARL_TOOLS_CMD_H
 
-enum { EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
+enum { EXIT_USAGE = 2 };
 
 /* Upper bound of an integer flag with no natural limit. */
 #define FLAG_MAX 1e18
@@ -22,8 +22,16 @@ int cmd_info(int argc, char **argv);
 int cmd_wants_help(int argc, char **argv);
 /* Prints "cudarl: error: <what>: <the library's last error>" to stderr; EXIT_FAILURE. */
 int cmd_fail(const char *what);
-/* Catches SIGINT for a training run (main.c): the first asks the run to stop after its
- * iteration, a second one a second or more later ends the process. */
-void cmd_catch_sigint(void);
+/* Catches SIGINT, SIGTERM and SIGHUP for a long command (main.c): the first asks a run to stop
+ * after its iteration (cudarl_request_stop), another one a second or more later ends the
+ * process; one within the second is ignored (the same request delivered twice). */
+void cmd_catch_stop_signals(void);
+/* The first of those signals caught (SIGINT, SIGTERM, SIGHUP), or 0. */
+int cmd_stop_signal(void);
+/* "SIGTERM" for SIGTERM, and so on; static storage. */
+const char *cmd_signal_name(int sig);
+/* The exit code of a command that stopped early for a signal: 128 + its number (130 for
+ * SIGINT, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process that signal ended. */
+int cmd_interrupted_exit_code(void);
 
 #endif

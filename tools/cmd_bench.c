@@ -359,10 +359,13 @@ static void json_number(FILE *f, double v) {
     else fputs("null", f);
 }
 
+/* Writes the rows to --json (cudarl_output: a temp file renamed over it, none left on failure);
+ * 0, or prints why and returns -1. */
 static int write_json(const infer_bench *b) {
-    FILE *f = fopen(b->o.json, "w");
-    if (!f) {
-        perror(b->o.json);
+    cudarl_output *out;
+    FILE *f;
+    if (cudarl_output_open(&out, b->o.json, "JSON file", &f) != CUDARL_OK) {
+        fprintf(stderr, "cudarl bench infer: %s\n", cudarl_last_error());
         return -1;
     }
     fprintf(f, "{\"bench\": \"infer\", \"runtime\": \"cudarl %s\", \"device\": ",
@@ -395,8 +398,8 @@ static int write_json(const infer_bench *b) {
         fputc('}', f);
     }
     fputs("]}\n", f);
-    if (fclose(f) != 0) {
-        perror(b->o.json);
+    if (cudarl_output_commit(out) != CUDARL_OK) {
+        fprintf(stderr, "cudarl bench infer: %s\n", cudarl_last_error());
         return -1;
     }
     return 0;
@@ -480,6 +483,12 @@ static int cmd_infer(int argc, char **argv) {
     int nengines = 0, rc = 0;
     if (args_parse(infer_specs, N_INFER_SPECS, &b->o, argc, argv, "bench infer", 0, &r) != 0 ||
         (nengines = engines_of(b->o.engine, engines)) < 0) {
+        free(b);
+        return EXIT_USAGE;
+    }
+    /* a path that cannot be written fails now, not after the benchmark */
+    if (b->o.json[0] && cudarl_output_check(b->o.json, "JSON file") != CUDARL_OK) {
+        fprintf(stderr, "cudarl bench infer: --json: %s\n", cudarl_last_error());
         free(b);
         return EXIT_USAGE;
     }

@@ -39,7 +39,6 @@ int cmd_render(int argc, char **argv) {
 #include <png.h>
 #include <setjmp.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define MAX_STEPS 100000
 #define SEPARATOR 255 /* intensity of the columns between channels */
@@ -108,22 +107,22 @@ static int make_dirs(const char *path) {
     return 0;
 }
 
-/* Makes sure files can be created in folder `dir` (creating it), by creating and removing one;
- * else prints why and returns -1. */
-static int check_out_dir(const char *dir) {
-    char probe[PATH_MAX + 32];
-    int fd = -1;
-    if (make_dirs(dir) == 0) {
-        snprintf(probe, sizeof probe, "%s/.cudarl-render-XXXXXX", dir);
-        fd = mkstemp(probe);
-    }
-    if (fd < 0) {
+/* Makes sure the files of --out can be written (creating the folder): the folder is writable
+ * and each obs_<t>.png is missing or a regular file; else prints why and returns -1. */
+static int check_out_dir(const render_opts *o) {
+    if (make_dirs(o->out) != 0) {
         fprintf(stderr, "cudarl render: cannot write PNG files to --out '%s': %s; choose a folder "
-                        "you can write to\n", dir, strerror(errno));
+                        "you can write to\n", o->out, strerror(errno));
         return -1;
     }
-    close(fd);
-    unlink(probe);
+    char path[PATH_MAX + 32];
+    for (int t = 0; t < o->steps; t++) {
+        snprintf(path, sizeof path, "%s/obs_%06d.png", o->out, t);
+        if (cudarl_output_check(path, "PNG file") != CUDARL_OK) {
+            fprintf(stderr, "cudarl render: %s\n", cudarl_last_error());
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -168,20 +167,28 @@ static int png_encode(FILE *f, png_bytep *rows, int w, int h, const char *descri
     return 0;
 }
 
-/* Writes the image (h, w) of `pixels` to `path`; 0, or prints why and returns -1. */
+/* Writes the image (h, w) of `pixels` to `path` (cudarl_output: a temp file renamed over it);
+ * 0, or prints why and returns -1. */
 static int write_png(const char *path, uint8_t *pixels, int w, int h, png_bytep *rows,
                      const char *description) {
     char why[256] = "";
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        fprintf(stderr, "cudarl render: cannot create '%s': %s\n", path, strerror(errno));
+    cudarl_output *out;
+    FILE *f;
+    if (cudarl_output_open(&out, path, "PNG file", &f) != CUDARL_OK) {
+        fprintf(stderr, "cudarl render: %s\n", cudarl_last_error());
         return -1;
     }
     for (int y = 0; y < h; y++) rows[y] = pixels + (size_t)y * (size_t)w;
-    int rc = png_encode(f, rows, w, h, description, why);
-    if (fclose(f) != 0 && rc == 0) rc = -1, snprintf(why, sizeof why, "%s", strerror(errno));
-    if (rc != 0) fprintf(stderr, "cudarl render: cannot write '%s': %s\n", path, why);
-    return rc;
+    if (png_encode(f, rows, w, h, description, why) != 0) {
+        cudarl_output_abort(out);
+        fprintf(stderr, "cudarl render: cannot write '%s': %s\n", path, why);
+        return -1;
+    }
+    if (cudarl_output_commit(out) != CUDARL_OK) {
+        fprintf(stderr, "cudarl render: %s\n", cudarl_last_error());
+        return -1;
+    }
+    return 0;
 }
 
 /* Lays the C channels of obs (C, h, w) side by side into image (h, W). */
@@ -201,6 +208,7 @@ typedef struct render_run_state {
     uint8_t *image;   /* (h, W) */
     png_bytep *rows;  /* (h) */
     int episodes;     /* ended so far */
+    int written;      /* files */
     int write_failed; /* write_png said why */
 } render_run_state;
 
@@ -210,6 +218,7 @@ static cudarl_status render_obs(void *user, int t, const void *obs, int episodes
     const cudarl_env_def *d = r->d;
     int c = d->obs_shape[0], h = d->obs_shape[1], w = d->obs_shape[2];
     r->episodes = episodes;
+    if (cmd_stop_signal()) return CUDARL_ERR_IO; /* stop between files: none is half written */
     char path[PATH_MAX + 32], description[256];
     snprintf(path, sizeof path, "%s/obs_%06d.png", r->o->out, t);
     snprintf(description, sizeof description, "%s seed %llu step %d, %d episodes ended: "
@@ -220,6 +229,7 @@ static cudarl_status render_obs(void *user, int t, const void *obs, int episodes
         r->write_failed = 1;
         return CUDARL_ERR_IO;
     }
+    r->written++;
     return CUDARL_OK;
 }
 
@@ -228,7 +238,7 @@ static int render_run(const render_opts *o, const cudarl_env_def *d) {
     int c = d->obs_shape[0], h = d->obs_shape[1], w = d->obs_shape[2];
     size_t width = (size_t)(c * w + c - 1);
     render_run_state r = {o, d, malloc(width * (size_t)h), malloc(sizeof(png_bytep) * (size_t)h),
-                          0, 0};
+                          0, 0, 0};
     int rc = EXIT_FAILURE;
     if (!r.image || !r.rows)
         fprintf(stderr, "cudarl render: out of memory for one image (%zu bytes)\n",
@@ -238,6 +248,10 @@ static int render_run(const render_opts *o, const cudarl_env_def *d) {
                "observation side by side, channel 0 at the left) to %s; %d episodes ended\n",
                o->steps, width, h, c, o->out, r.episodes);
         rc = 0;
+    } else if (cmd_stop_signal()) {
+        fprintf(stderr, "cudarl render: stopped by %s after %d of %d PNG files in %s\n",
+                cmd_signal_name(cmd_stop_signal()), r.written, o->steps, o->out);
+        rc = cmd_interrupted_exit_code();
     } else if (!r.write_failed)
         fprintf(stderr, "cudarl render: cannot start env '%s': %s\n", d->id, cudarl_last_error());
     free(r.image);
@@ -265,7 +279,8 @@ int cmd_render(int argc, char **argv) {
         return EXIT_USAGE;
     }
     const cudarl_env_def *d = find_pixel_env(o.env_id);
-    if (!d || check_out_dir(o.out) != 0) return EXIT_USAGE;
+    if (!d || check_out_dir(&o) != 0) return EXIT_USAGE;
+    cmd_catch_stop_signals();
     return render_run(&o, d);
 }
 

@@ -214,17 +214,17 @@ static int train_dqn(int argc, char **argv) {
         cudarl_ctx_free(ctx);
         return EXIT_USAGE;
     }
-    cmd_catch_sigint();
+    cmd_catch_stop_signals();
     cudarl_train_summary sum;
     cudarl_status s = cudarl_dqn_train(ctx, &o.cfg, &sum);
     cudarl_ctx_free(ctx);
     if (s != CUDARL_OK) return cmd_fail("training failed");
     print_summary(&sum);
     if (sum.interrupted) {
-        printf("cudarl: interrupted; %s/model.safetensors holds the policy so far (cudarl eval and "
-               "export read it); a DQN run cannot be resumed yet: start a new one to train "
-               "further\n", sum.run_dir);
-        return EXIT_INTERRUPTED;
+        printf("cudarl: stopped by %s; %s/model.safetensors holds the policy so far (cudarl eval "
+               "and export read it); a DQN run cannot be resumed yet: start a new one to train "
+               "further\n", cmd_signal_name(cmd_stop_signal()), sum.run_dir);
+        return cmd_interrupted_exit_code();
     }
     return 0;
 }
@@ -285,16 +285,16 @@ int cmd_train(int argc, char **argv) {
         cudarl_ctx_free(ctx);
         return EXIT_USAGE;
     }
-    cmd_catch_sigint();
+    cmd_catch_stop_signals();
     cudarl_train_summary sum;
     cudarl_status s = cudarl_ppo_train(ctx, &o.cfg, o.resume[0] ? o.resume : NULL, &sum);
     cudarl_ctx_free(ctx);
     if (s != CUDARL_OK) return cmd_fail("training failed");
     print_summary(&sum);
     if (sum.interrupted) {
-        printf("cudarl: interrupted; continue with: cudarl train --resume %s/model.safetensors\n",
-               sum.run_dir);
-        return EXIT_INTERRUPTED;
+        printf("cudarl: stopped by %s; continue with: cudarl train --resume "
+               "%s/model.safetensors\n", cmd_signal_name(cmd_stop_signal()), sum.run_dir);
+        return cmd_interrupted_exit_code();
     }
     return 0;
 }

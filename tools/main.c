@@ -1,6 +1,8 @@
 /* cudarl: the command-line tool. Checks the environment variables cudarl reads, then hands the
  * arguments after the verb to that command (cmd.h). Exit codes: 0 done, 1 failed, 2 bad usage,
- * 130 interrupted (a PPO checkpoint resumes it). */
+ * 128 + the signal's number when a run stopped early for SIGINT (130), SIGHUP (129) or SIGTERM
+ * (143): what a shell reports for a process that signal ended, and its checkpoint resumes it
+ * (PPO). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,31 +12,55 @@
 #include "cmd.h"
 #include "cudarl.h"
 
-/* The first SIGINT asks the run to stop after its iteration (it writes its checkpoint); a second
- * one a second or more later ends the process at once. One within the second is the same
- * interrupt delivered twice: timeout(1) sends its signal to its command and then to its process
- * group, which holds the command too, and killing the run there lost its checkpoint. Only
- * async-signal-safe calls here: clock_gettime, signal, raise. */
-static volatile sig_atomic_t sigint_seen;
-static struct timespec sigint_first;
+/* The first SIGINT, SIGTERM or SIGHUP asks the run to stop after its iteration (it writes its
+ * checkpoint); another one a second or more later ends the process at once, as that signal
+ * does by default. One within the second is the same request delivered twice: timeout(1)
+ * sends its signal to its command and then to its process group, which holds the command too,
+ * and killing the run there lost its checkpoint. Only async-signal-safe calls here:
+ * clock_gettime, sigaction, raise. */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static volatile sig_atomic_t stop_signal; /* the first one caught, 0 before */
+static struct timespec stop_first;
 
-static void on_sigint(int sig) {
+static void on_stop_signal(int sig) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if (!sigint_seen) {
-        sigint_seen = 1;
-        sigint_first = now;
+    if (!stop_signal) {
+        stop_first = now;
+        stop_signal = sig;
         cudarl_request_stop();
         return;
     }
-    double since = (double)(now.tv_sec - sigint_first.tv_sec) +
-                   (double)(now.tv_nsec - sigint_first.tv_nsec) * 1e-9;
+    double since = (double)(now.tv_sec - stop_first.tv_sec) +
+                   (double)(now.tv_nsec - stop_first.tv_nsec) * 1e-9;
     if (since < 1.0) return;
-    signal(sig, SIG_DFL);
-    raise(sig);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    raise(sig); /* delivered when this handler returns: the signal is blocked until then */
 }
 
-void cmd_catch_sigint(void) { signal(SIGINT, on_sigint); }
+void cmd_catch_stop_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESTART; /* file writes and reads carry on; the loop sees the request */
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) sigaddset(&sa.sa_mask, stop_signals[i]); /* one at a time */
+    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &sa, NULL);
+}
+
+int cmd_stop_signal(void) { return stop_signal; }
+
+const char *cmd_signal_name(int sig) {
+    return sig == SIGINT    ? "SIGINT"
+           : sig == SIGTERM ? "SIGTERM"
+           : sig == SIGHUP  ? "SIGHUP"
+                            : "a signal";
+}
+
+int cmd_interrupted_exit_code(void) { return 128 + (stop_signal ? stop_signal : SIGINT); }
 
 int cmd_fail(const char *what) {
     fprintf(stderr, "cudarl: error: %s: %s\n", what, cudarl_last_error());

@@ -12,6 +12,7 @@
 
 #include "algo/run.h"
 #include "env/env.h"
+#include "io/output_file.h"
 
 #include <signal.h>
 
@@ -24,30 +25,29 @@ static cudarl_status make_dir(const char *path) {
 /* Drops rows of metrics.csv past the checkpoint's iteration (written after the last checkpoint
  * of a run that was killed), so a resumed run appends exactly where its state stands. */
 static cudarl_status trim_metrics(const char *path, int64_t iteration) {
-    FILE *in = fopen(path, "r");
-    if (!in) return CUDARL_OK; /* nothing to trim: a fresh file gets its header */
-    char tmp[640], line[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *out = fopen(tmp, "w");
-    if (!out) {
+    FILE *in = fopen(path, "r"); /* cr_out_check found a regular file or none */
+    if (!in) return CUDARL_OK;   /* nothing to trim: a fresh file gets its header */
+    cr_out_file out;
+    cudarl_status s = cr_out_open(&out, path, "metrics file");
+    if (s != CUDARL_OK) {
         fclose(in);
-        return cr_fail(CUDARL_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
+        return s;
     }
+    char line[4096];
     int first = 1;
     while (fgets(line, sizeof line, in)) {
         const char *comma = strchr(line, ',');
         long long it = comma ? strtoll(comma + 1, NULL, 10) : 0;
-        if (first || it <= iteration) fputs(line, out);
+        if (first || it <= iteration) cr_out_write(&out, line, strlen(line));
         first = 0;
     }
+    int err = ferror(in) ? errno : 0;
     fclose(in);
-    int bad = fflush(out) != 0 || fsync(fileno(out)) != 0;
-    bad |= fclose(out) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        remove(tmp);
-        return cr_fail(CUDARL_ERR_IO, "cannot rewrite '%s': %s", path, strerror(errno));
+    if (err) {
+        cr_out_abort(&out);
+        return cr_fail(CUDARL_ERR_IO, "cannot read '%s': %s", path, strerror(err));
     }
-    return CUDARL_OK;
+    return cr_out_commit(&out);
 }
 
 cudarl_status cr_run_check_name(const char *name) {
@@ -131,10 +131,15 @@ cudarl_status cr_run_open(const char *runs_dir, char *run_name, size_t cap, cons
     snprintf(run_dir, run_dir_cap, "%s/%s", runs_dir, run_name);
     CR_TRY(make_dir(run_dir));
     CR_TRY(claim(run_dir, run_name, lock));
-    char path[600];
+    char path[600], metrics[600];
     snprintf(path, sizeof path, "%s/model.safetensors", run_dir);
-    cudarl_status s = CUDARL_OK;
-    if (!resuming && access(path, F_OK) == 0) {
+    snprintf(metrics, sizeof metrics, "%s/metrics.csv", run_dir);
+    cr_out_remove_temps(path); /* the claim is ours: their temp files are a killed run's */
+    cr_out_remove_temps(metrics);
+    /* the files the run will write, checked before it trains */
+    cudarl_status s = cr_out_check(path, "checkpoint");
+    if (s == CUDARL_OK) s = cr_out_check(metrics, "metrics file");
+    if (s == CUDARL_OK && !resuming && access(path, F_OK) == 0) {
         if (!strcmp(algo, "ppo"))
             s = cr_fail(CUDARL_ERR_INVALID_ARG, "run '%s' already has a checkpoint (%s); pass a "
                         "new --run-name, or continue it with --resume %s", run_name, path, path);
@@ -142,13 +147,8 @@ cudarl_status cr_run_open(const char *runs_dir, char *run_name, size_t cap, cons
             s = cr_fail(CUDARL_ERR_INVALID_ARG, "run '%s' already has a checkpoint (%s); pass a "
                         "new --run-name (a %s run cannot be resumed)", run_name, path, algo);
     }
-    snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
-    if (s == CUDARL_OK && resuming) s = trim_metrics(path, resume_iteration);
-    if (s == CUDARL_OK) {
-        *csv = fopen(path, resuming ? "a" : "w");
-        if (!*csv)
-            s = cr_fail(CUDARL_ERR_IO, "cannot open '%s' for writing: %s", path, strerror(errno));
-    }
+    if (s == CUDARL_OK && resuming) s = trim_metrics(metrics, resume_iteration);
+    if (s == CUDARL_OK) s = cr_out_open_append(metrics, "metrics file", !resuming, csv);
     if (s != CUDARL_OK) {
         cr_run_release(*lock);
         *lock = -1;

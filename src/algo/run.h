@@ -11,7 +11,9 @@
  * when run_name is empty (written back, cap bytes), and claims it: an exclusive lock on the
  * folder's run.lock (flock, released by cr_run_release or when the process ends, however it
  * ends), so a second process that opens the same run while the first runs is refused with a
- * message naming the first (its pid and start time). Then a fresh run (resume_iteration < 0)
+ * message naming the first (its pid and start time). Then it removes temp files a killed process
+ * left there, and refuses a model.safetensors or metrics.csv that is not a regular file
+ * (io/output_file.h: a link, a FIFO), before the run trains. A fresh run (resume_iteration < 0)
  * refuses a folder that already holds a checkpoint and starts metrics.csv with `header`; a
  * resumed run drops metrics rows past resume_iteration (written after its last checkpoint) and
  * appends. Writes the folder's path into run_dir (run_dir_cap bytes), the open CSV into *csv

@@ -116,12 +116,6 @@ void cr_rng_stream_seed(cr_rng_stream *s, uint64_t seed, uint64_t stream);
 /* Word `w` of the stream (does not advance). */
 uint32_t cr_rng_stream_word(const cr_rng_stream *s, uint64_t w);
 
-/* ---- files -------------------------------------------------------------------------- */
-
-/* fsync()s the directory holding `path`, so that a rename into it survives a crash: 0, or an
- * errno (EINVAL, a file system that cannot sync directories, counts as 0). */
-int cr_fsync_parent_dir(const char *path);
-
 /* ---- timers ------------------------------------------------------------------------- */
 
 /* Monotonic seconds since an arbitrary origin. */

@@ -1,6 +1,8 @@
 /* Safetensors: a strict reader and an atomic writer (the format is described in safetensors.h). */
 #include "io/safetensors.h"
 
+#include "io/output_file.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -269,60 +271,30 @@ static cudarl_status writer_header(const cr_st_writer *w, char **out, size_t *le
     return CUDARL_OK;
 }
 
-static int writer_write_all(const cr_st_writer *w, FILE *fp, const char *header, size_t len) {
+static void writer_write_all(const cr_st_writer *w, cr_out_file *o, const char *header,
+                             size_t len) {
     unsigned char prefix[8];
     for (int k = 0; k < 8; k++) prefix[k] = (unsigned char)((uint64_t)len >> (8 * k));
-    if (fwrite(prefix, 1, 8, fp) != 8 || fwrite(header, 1, len, fp) != len) return 0;
-    for (int i = 0; i < w->ntensors; i++) {
-        const cr_st_writer_tensor *t = &w->tensors[i];
-        if (t->nbytes > 0 && fwrite(t->data, 1, t->nbytes, fp) != t->nbytes) return 0;
-    }
-    return 1;
+    cr_out_write(o, prefix, 8);
+    cr_out_write(o, header, len);
+    for (int i = 0; i < w->ntensors; i++) cr_out_write(o, w->tensors[i].data, w->tensors[i].nbytes);
 }
 
 cudarl_status cr_st_write_atomic(const cr_st_writer *w, const char *path) {
     if (w->status != CUDARL_OK)
         return cr_fail(w->status, "not writing checkpoint '%s': an earlier add failed: %s", path,
                        w->error);
-    char tmp[4096];
-    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (n < 0 || (size_t)n >= sizeof tmp)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "cannot write checkpoint '%.80s...': the path is "
-                       "longer than %zu bytes", path, sizeof tmp - 32);
     char *header = NULL;
     size_t len = 0;
     CR_TRY(writer_header(w, &header, &len));
-
-    FILE *fp = fopen(tmp, "wb");
-    if (!fp) {
-        int err = errno;
-        free(header);
-        return cr_fail(CUDARL_ERR_IO, "cannot write checkpoint '%s': cannot create '%s': %s; check "
-                       "that the directory exists and is writable", path, tmp, strerror(err));
+    cr_out_file o;
+    cudarl_status s = cr_out_open(&o, path, "checkpoint");
+    if (s == CUDARL_OK) {
+        writer_write_all(w, &o, header, len);
+        s = cr_out_commit(&o);
     }
-    const char *step = NULL, *hint = "check that the disk is not full";
-    int err = 0;
-    if (!writer_write_all(w, fp, header, len)) step = "writing";
-    else if (fflush(fp) != 0) step = "flushing";
-    else if (fsync(fileno(fp)) != 0) step = "syncing";
-    if (step) err = errno;
-    if (fclose(fp) != 0 && !step) step = "closing", err = errno;
     free(header);
-    if (!step && rename(tmp, path) != 0) {
-        step = "renaming", err = errno;
-        hint = "check that the path is not a directory and that its directory is writable";
-    }
-    if (step) {
-        remove(tmp);
-        return cr_fail(CUDARL_ERR_IO, "cannot write checkpoint '%s': %s '%s' failed: %s; %s", path,
-                       step, tmp, strerror(err ? err : EIO), hint);
-    }
-    err = cr_fsync_parent_dir(path);
-    if (err)
-        return cr_fail(CUDARL_ERR_IO, "checkpoint '%s' was written but syncing its directory "
-                       "failed: %s; it may not survive a crash — check the file system", path,
-                       strerror(err));
-    return CUDARL_OK;
+    return s;
 }
 
 /* ---- reader ------------------------------------------------------------------------- */

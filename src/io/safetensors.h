@@ -83,9 +83,10 @@ cudarl_status cr_st_add_tensor(cr_st_writer *w, const char *name, cr_st_dtype dt
                                const int64_t *shape, const void *data);
 /* Appends metadata `key` = `value` (both UTF-8, copied into the writer). */
 cudarl_status cr_st_add_meta(cr_st_writer *w, const char *key, const char *value);
-/* Writes `path` atomically: `<path>.tmp.<pid>` in the same directory, fsync, rename over
- * `path`, fsync the directory. On failure (or after a failed add) the temp file is removed and
- * `path` is untouched. */
+/* Writes `path` atomically through io/output_file.h: `<path>.tmp.<pid>` in the same directory,
+ * fsync, rename over `path`, fsync the directory; `path` must be missing or a regular file (not
+ * a directory, FIFO, device or symbolic link). On failure (or after a failed add) the temp file
+ * is removed and `path` is untouched. */
 cudarl_status cr_st_write_atomic(const cr_st_writer *w, const char *path);
 
 /* ---- reader ------------------------------------------------------------------------- */

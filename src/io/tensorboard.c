@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/output_file.h"
 #include "io/tensorboard.h"
 
 uint32_t cr_crc32c(const void *data, size_t n) {
@@ -70,9 +71,7 @@ cudarl_status cr_tb_open(cr_tb_writer *w, const char *dir) {
     double now = cr_time_unix();
     snprintf(w->path, sizeof w->path, "%s/events.out.tfevents.%lld.%s.cudarl", dir,
              (long long)now, host);
-    w->f = fopen(w->path, "wb");
-    if (!w->f)
-        return cr_fail(CUDARL_ERR_IO, "cannot create '%s': %s", w->path, strerror(errno));
+    CR_TRY(cr_out_open_append(w->path, "TensorBoard event file", 1, &w->f));
     uint8_t buf[128];
     pb p = {buf, 0, sizeof buf};
     pb_varint(&p, 1 << 3 | 1), pb_fixed(&p, &now, 8);

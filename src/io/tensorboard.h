@@ -16,7 +16,8 @@ typedef struct cr_tb_writer {
     char path[640];
 } cr_tb_writer;
 
-/* Creates the event file in `dir` and writes its version record. */
+/* Creates the event file in `dir` (io/output_file.h's cr_out_open_append: never through a link
+ * or into a FIFO) and writes its version record. */
 cudarl_status cr_tb_open(cr_tb_writer *w, const char *dir);
 /* Appends one Event with `n` scalars (tags[i], values[i]) at `step`; NaN values are skipped. */
 cudarl_status cr_tb_scalars(cr_tb_writer *w, int64_t step, const char *const *tags,

@@ -3,15 +3,13 @@
  * written atomically. */
 #include "runtime/onnx_export.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "io/output_file.h"
 #include "nn/actor_critic.h"
 #include "nn/convnet.h"
 #include "nn/qnet.h"
@@ -609,45 +607,12 @@ cudarl_status cr_onnx_model_pack(const char *checkpoint, const cudarl_onnx_optio
 
 /* ---- the file ----------------------------------------------------------------------------- */
 
-/* Writes bytes[0, len) to `path` as checkpoints are written: `<path>.tmp.<pid>` in the same
- * directory, fsync, rename over `path`, fsync the directory. On failure the temp file is removed
- * and `path` is untouched. */
-static cudarl_status write_atomic(const char *path, const uint8_t *bytes, size_t len) {
-    char tmp[4096];
-    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (n < 0 || (size_t)n >= sizeof tmp)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "cannot write ONNX model '%.80s...': the path is "
-                       "longer than %zu bytes; use a shorter one", path, sizeof tmp - 32);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return cr_fail(CUDARL_ERR_IO, "cannot write ONNX model '%s': cannot create '%s': %s; "
-                       "check that the directory exists and is writable", path, tmp,
-                       strerror(errno));
-    const char *step = NULL, *hint = "check that the disk is not full";
-    int err = 0;
-    for (size_t done = 0; done < len && !step;) {
-        ssize_t w = write(fd, bytes + done, len - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) step = "writing", err = w < 0 ? errno : EIO;
-        else done += (size_t)w;
-    }
-    if (!step && fsync(fd) != 0) step = "syncing", err = errno;
-    if (close(fd) != 0 && !step) step = "closing", err = errno;
-    if (!step && rename(tmp, path) != 0) {
-        step = "renaming", err = errno;
-        hint = "check that the path is not a directory and that its directory is writable";
-    }
-    if (step) {
-        remove(tmp);
-        return cr_fail(CUDARL_ERR_IO, "cannot write ONNX model '%s': %s '%s' failed: %s; %s", path,
-                       step, tmp, strerror(err ? err : EIO), hint);
-    }
-    err = cr_fsync_parent_dir(path);
-    if (err)
-        return cr_fail(CUDARL_ERR_IO, "ONNX model '%s' was written but syncing its directory "
-                       "failed: %s; it may not survive a crash — check the file system", path,
-                       strerror(err));
-    return CUDARL_OK;
+/* Writes bytes[0, len) to `path` as checkpoints are written (io/output_file.h). */
+static cudarl_status write_model(const char *path, const uint8_t *bytes, size_t len) {
+    cr_out_file o;
+    CR_TRY(cr_out_open(&o, path, "ONNX model"));
+    cr_out_write(&o, bytes, len);
+    return cr_out_commit(&o);
 }
 
 void cudarl_onnx_options_default(cudarl_onnx_options *opt) {
@@ -671,10 +636,11 @@ cudarl_status cudarl_policy_export_onnx(const char *checkpoint, const char *onnx
         return cr_fail(CUDARL_ERR_INVALID_ARG, "the ONNX output '%s' is the checkpoint itself, "
                        "which writing would destroy; give another path, e.g. policy.onnx",
                        onnx_path);
+    CR_TRY(cr_out_check(onnx_path, "ONNX model")); /* before reading the checkpoint */
     uint8_t *bytes;
     size_t len;
     CR_TRY(cr_onnx_model_pack(checkpoint, opt, &bytes, &len));
-    cudarl_status s = write_atomic(onnx_path, bytes, len);
+    cudarl_status s = write_model(onnx_path, bytes, len);
     free(bytes);
     return s;
 }

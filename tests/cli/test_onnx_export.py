@@ -449,16 +449,17 @@ def test_bad_input(work):
                  [missing, "No such file", "check the path"])
     expect_error("--onnx in a folder that does not exist",
                  ["export", rel, "--onnx", "nodir/p.onnx"], work, R,
-                 ["cannot write ONNX model 'nodir/p.onnx'", "No such file",
-                  "check that the directory exists and is writable"])
+                 ["cannot write ONNX model 'nodir/p.onnx'", "directory 'nodir' does not exist",
+                  "mkdir -p 'nodir'"])
     with open(os.path.join(work, "blocker"), "w") as f:
         f.write("a file, so nothing can be written under it\n")
     expect_error("--onnx under a file", ["export", rel, "--onnx", "blocker/p.onnx"], work, R,
-                 ["cannot write ONNX model 'blocker/p.onnx'", "Not a directory",
-                  "check that the directory exists and is writable"])
+                 ["cannot write ONNX model 'blocker/p.onnx'", "'blocker' is not a directory",
+                  "choose a path in a directory that exists"])
     os.makedirs(os.path.join(work, "adir"))
     expect_error("--onnx naming a folder", ["export", rel, "--onnx", "adir"], work, R,
-                 ["cannot write ONNX model 'adir'", "renaming", "not a directory"])
+                 ["cannot write ONNX model 'adir'", "it is a directory",
+                  "give the path of a file"])
     ro = os.path.join(work, "readonly")
     os.makedirs(ro)
     os.chmod(ro, 0o555)
@@ -467,7 +468,7 @@ def test_bad_input(work):
     else:
         expect_error("--onnx in a read-only folder", ["export", rel, "--onnx", "readonly/p.onnx"],
                      work, R, ["cannot write ONNX model 'readonly/p.onnx'", "Permission denied",
-                               "writable"])
+                               "choose a directory you can write to"])
     expect_error("--onnx naming the checkpoint itself", ["export", rel, "--onnx", rel], work, U,
                  [f"'{rel}' is the checkpoint itself", "give another path"])
     check("the refused exports left the checkpoint as it was")
