@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what cudarl needs to build and test on Debian/Ubuntu: a C compiler, CMake, cJSON,
-# Python with gymnasium, safetensors and numpy. Idempotent; quiet when everything is there.
+# clang with OpenMP for the fuzz harnesses, Python with gymnasium, safetensors and numpy.
+# Idempotent; quiet when everything is there.
 set -euo pipefail
 
 need_apt=()
@@ -11,6 +12,8 @@ command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
 command -v protoc-c >/dev/null || need_apt+=(protobuf-c-compiler)
 [ -f /usr/include/protobuf-c/protobuf-c.h ] || need_apt+=(libprotobuf-c-dev)
 [ -f /usr/include/png.h ] || need_apt+=(libpng-dev)
+command -v clang >/dev/null || need_apt+=(clang)            # the fuzz harnesses (libFuzzer)
+compgen -G '/usr/lib/llvm-*/lib/libomp.so' >/dev/null || need_apt+=(libomp-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} (apt-get)" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: set up, build with -Werror, run every CPU test; then the same under
-# AddressSanitizer + UndefinedBehaviorSanitizer. The `gpu` label runs too where a GPU is.
+# AddressSanitizer + UndefinedBehaviorSanitizer; then each fuzz harness for FUZZ_SECONDS (60;
+# 0 skips them: scripts/fuzz.sh). The `gpu` label runs too where a GPU is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -14,6 +15,10 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCUDARL_WERROR=ON -DCUDARL_SA
       -DCUDARL_CUDA=OFF
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -LE "gpu|slow")
+
+if [ "${FUZZ_SECONDS:-60}" -gt 0 ]; then
+  scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+fi
 
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   (cd build-test && ctest --output-on-failure -L gpu)
