@@ -19,6 +19,13 @@ extern "C" {
 #define CUDARL_VERSION_PATCH 0
 #define CUDARL_VERSION_STRING "0.1.0"
 
+/* The library's version, CUDARL_VERSION_STRING as it was built ("0.1.0"); static storage. */
+const char *cudarl_version(void);
+/* sizeof the public struct type `type_name` ("cudarl_ppo_config", "cudarl_policy_options", ...)
+ * in this build, 0 for a name that is none: for bindings that mirror the structs (the Python
+ * package checks its mirrors against it at import). */
+size_t cudarl_sizeof(const char *type_name);
+
 /* ---- status ------------------------------------------------------------------------ */
 
 typedef enum cudarl_status {

@@ -8,6 +8,7 @@ need_apt=()
 command -v cmake >/dev/null || need_apt+=(cmake)
 command -v cc >/dev/null || need_apt+=(build-essential)
 command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
+python3 -c 'import ensurepip' 2>/dev/null || need_apt+=(python3-venv) # the package's venv
 [ -f /usr/include/cjson/cJSON.h ] || need_apt+=(libcjson-dev)
 command -v protoc-c >/dev/null || need_apt+=(protobuf-c-compiler)
 [ -f /usr/include/protobuf-c/protobuf-c.h ] || need_apt+=(libprotobuf-c-dev)

@@ -11,6 +11,12 @@ cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release -DCUDARL_WERROR=ON
 cmake --build build-test -j"$jobs"
 (cd build-test && ctest --output-on-failure -j"$jobs" -LE gpu)
 
+# The Python package: pip builds it from this tree into a fresh venv (the CPU library), then
+# its tests, which take the CLI of the build above to make checkpoints.
+python3 -m venv --clear build-test/venv
+CMAKE_ARGS="-DCUDARL_CUDA=OFF" build-test/venv/bin/pip install -q ".[test]"
+CUDARL_TEST_CLI="$PWD/build-test/cudarl" build-test/venv/bin/python -m pytest -q python/tests
+
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCUDARL_WERROR=ON -DCUDARL_SANITIZE=ON \
       -DCUDARL_CUDA=OFF
 cmake --build build-asan -j"$jobs"
