@@ -218,6 +218,20 @@ cudarl_status cudarl_precision_parse(const char *s, cudarl_precision *out);
 /* ---- PPO --------------------------------------------------------------------------- */
 
 /* PPO hyperparameters: CleanRL's ppo.py names and meanings. */
+/* One report point of a training run: its metrics under CleanRL's TensorBoard names
+ * ("charts/episodic_return", "losses/value_loss", "charts/SPS", ...), the values of its
+ * metrics.csv row (NaN where the row has none: no episode ended since the last row). */
+typedef struct cudarl_metrics {
+    int64_t global_step, iteration;
+    int count;                 /* entries of names and values */
+    const char *const *names;
+    const double *values;
+} cudarl_metrics;
+/* A run's metrics callback: called on the training thread at each report point (the host's:
+ * on a GPU up to a few iterations behind the device); nonzero asks the run to stop after its
+ * current iteration and write its checkpoint, as cudarl_request_stop does. */
+typedef int (*cudarl_metrics_fn)(const cudarl_metrics *m, void *user);
+
 typedef struct cudarl_ppo_config {
     char env_id[64];
     char run_name[128];
@@ -276,6 +290,8 @@ typedef struct cudarl_ppo_config {
      * weights, Adam and losses; FP16 with dynamic loss scaling (torch.amp.GradScaler's rules,
      * the scale and the skipped steps in metrics.csv as amp/loss_scale and amp/skipped_steps). */
     cudarl_precision precision;
+    cudarl_metrics_fn on_metrics; /* NULL, or called with each metrics row (not saved) */
+    void *on_metrics_user;        /* its second argument */
 } cudarl_ppo_config;
 
 /* Fills `cfg` with cudarl's tuned defaults for `env_id` (CartPole-v1 if NULL). */
@@ -375,6 +391,8 @@ typedef struct cudarl_dqn_config {
      * Q-network reads as obs and next_obs (default 1); 0 stores whole stacks. Same results. */
     int replay_frames;
     cudarl_precision precision;       /* as cudarl_ppo_config.precision */
+    cudarl_metrics_fn on_metrics;     /* as cudarl_ppo_config.on_metrics */
+    void *on_metrics_user;
 } cudarl_dqn_config;
 
 /* A replay buffer to size before anything is allocated (`cudarl plan`). */

@@ -10,6 +10,8 @@ import ctypes
 import numpy as np
 
 from . import _lib
+from ._errors import Error, check
+from .training import Run, train
 
 __version__ = _lib.version().decode()
 
@@ -18,22 +20,7 @@ _DEVICE_NAMES = {v: k for k, v in _DEVICES.items()}
 _PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
 
-class Error(RuntimeError):
-    """A failure the C library reported: `status` is its code's name ("CUDARL_ERR_IO"), the
-    message its cudarl_last_error(), which names the problem and the fix."""
-
-    def __init__(self, status, message):
-        self.status = status
-        super().__init__("%s: %s" % (status, message))
-
-
-def _check(status):
-    if status != 0:
-        name = _lib.status_name(status).decode()
-        message = _lib.last_error().decode(errors="replace")
-        if name == "CUDARL_ERR_INVALID_ARG":
-            raise ValueError(message)
-        raise Error(name, message)
+_check = check
 
 
 def info():
@@ -182,4 +169,4 @@ class Policy:
             pass
 
 
-__all__ = ["Error", "Policy", "info", "cuda_device_count", "__version__"]
+__all__ = ["Error", "Policy", "Run", "train", "info", "cuda_device_count", "__version__"]

@@ -81,3 +81,102 @@ for _mirror, _name in ((PolicyOptions, b"cudarl_policy_options"),
                           "%d: the package and libcudarl.so come from different versions; "
                           "reinstall the package" % (_name.decode(), ctypes.sizeof(_mirror),
                                                      sizeof(_name)))
+
+
+# ---- training ---------------------------------------------------------------------------
+
+class Metrics(ctypes.Structure):
+    _fields_ = [("global_step", c_int64), ("iteration", c_int64), ("count", c_int),
+                ("names", ctypes.POINTER(c_char_p)), ("values", ctypes.POINTER(c_double))]
+
+
+MetricsFn = ctypes.CFUNCTYPE(c_int, ctypes.POINTER(Metrics), c_void_p)
+
+# Each config field: (name, ctypes type, kind) where kind is how a keyword value is read:
+# "int", "i64", "u64", "float", "bool", "str", "device", "precision", "bytes"; None: not a flag.
+PPO_FIELDS = [
+    ("env_id", ctypes.c_char * 64, "str"), ("run_name", ctypes.c_char * 128, "str"),
+    ("runs_dir", ctypes.c_char * 256, "str"), ("seed", ctypes.c_uint64, "u64"),
+    ("total_timesteps", c_int64, "i64"), ("learning_rate", c_double, "float"),
+    ("num_envs", c_int, "int"), ("num_steps", c_int, "int"), ("anneal_lr", c_int, "bool"),
+    ("gamma", c_double, "float"), ("gae_lambda", c_double, "float"),
+    ("num_minibatches", c_int, "int"), ("update_epochs", c_int, "int"),
+    ("norm_adv", c_int, "bool"), ("clip_coef", c_double, "float"),
+    ("clip_vloss", c_int, "bool"), ("ent_coef", c_double, "float"),
+    ("vf_coef", c_double, "float"), ("max_grad_norm", c_double, "float"),
+    ("target_kl", c_double, "float"), ("hidden", c_int, "int"),
+    ("policy", ctypes.c_char * 16, "str"), ("separate_critic", c_int, "bool"),
+    ("threads", c_int, "int"), ("device", c_int, "device"), ("env_device", c_int, "device"),
+    ("env_threads", c_int, "int"), ("env_groups", c_int, "int"), ("async", c_int, "bool"),
+    ("actor_device", c_int, "int"), ("learner_device", c_int, "int"),
+    ("checkpoint_every", c_int, "int"), ("quiet", c_int, "bool"), ("profile", c_int, "bool"),
+    ("precision", c_int, "precision"), ("on_metrics", MetricsFn, None),
+    ("on_metrics_user", c_void_p, None),
+]
+DQN_FIELDS = [
+    ("env_id", ctypes.c_char * 64, "str"), ("run_name", ctypes.c_char * 128, "str"),
+    ("runs_dir", ctypes.c_char * 256, "str"), ("seed", ctypes.c_uint64, "u64"),
+    ("total_timesteps", c_int64, "i64"), ("learning_rate", c_double, "float"),
+    ("num_envs", c_int, "int"), ("buffer_size", c_int64, "i64"), ("gamma", c_double, "float"),
+    ("tau", c_double, "float"), ("target_network_frequency", c_int64, "i64"),
+    ("batch_size", c_int, "int"), ("start_e", c_double, "float"), ("end_e", c_double, "float"),
+    ("exploration_fraction", c_double, "float"), ("learning_starts", c_int64, "i64"),
+    ("train_frequency", c_int64, "i64"), ("double_dqn", c_int, "bool"),
+    ("prioritized", c_int, "bool"), ("prioritized_alpha", c_double, "float"),
+    ("prioritized_beta", c_double, "float"), ("prioritized_eps", c_double, "float"),
+    ("huber", c_int, "bool"), ("max_grad_norm", c_double, "float"), ("hidden1", c_int, "int"),
+    ("hidden2", c_int, "int"), ("policy", ctypes.c_char * 16, "str"),
+    ("mem_budget", c_int64, "bytes"), ("threads", c_int, "int"), ("device", c_int, "device"),
+    ("quiet", c_int, "bool"), ("env_device", c_int, "device"), ("env_threads", c_int, "int"),
+    ("replay_frames", c_int, "bool"), ("precision", c_int, "precision"),
+    ("on_metrics", MetricsFn, None), ("on_metrics_user", c_void_p, None),
+]
+
+
+class PPOConfig(ctypes.Structure):
+    _fields_ = [(n, t) for n, t, _ in PPO_FIELDS]
+
+
+class DQNConfig(ctypes.Structure):
+    _fields_ = [(n, t) for n, t, _ in DQN_FIELDS]
+
+
+class TrainSummary(ctypes.Structure):
+    _fields_ = [("global_step", c_int64), ("run_steps", c_int64), ("episodes", c_int64),
+                ("mean_return_100", c_double), ("train_seconds", c_double), ("sps", c_double),
+                ("solved_step", c_int64), ("solved_seconds", c_double),
+                ("run_dir", ctypes.c_char * 512), ("interrupted", c_int),
+                ("device_bytes_after_setup", c_int64), ("device_bytes_growth", c_int64),
+                ("arena_bytes", c_int64), ("solved_unix_time", c_double),
+                ("host_syncs_per_iteration", c_double)]
+
+
+ctx_init = _proto("cudarl_ctx_init", c_int, ctypes.POINTER(c_void_p), c_int, c_int)
+ctx_free = _proto("cudarl_ctx_free", None, c_void_p)
+ctx_kind = _proto("cudarl_ctx_kind", c_int, c_void_p)
+request_stop = _proto("cudarl_request_stop", None)
+ppo_config_default = _proto("cudarl_ppo_config_default", None, ctypes.POINTER(PPOConfig),
+                            c_char_p)
+ppo_config_for_device = _proto("cudarl_ppo_config_for_device", None, ctypes.POINTER(PPOConfig),
+                               c_int)
+ppo_config_for_policy = _proto("cudarl_ppo_config_for_policy", None, ctypes.POINTER(PPOConfig),
+                               c_char_p)
+ppo_config_validate = _proto("cudarl_ppo_config_validate", c_int, ctypes.POINTER(PPOConfig))
+ppo_config_load = _proto("cudarl_ppo_config_load", c_int, c_char_p, ctypes.POINTER(PPOConfig))
+ppo_train = _proto("cudarl_ppo_train", c_int, c_void_p, ctypes.POINTER(PPOConfig), c_char_p,
+                   ctypes.POINTER(TrainSummary))
+dqn_config_default = _proto("cudarl_dqn_config_default", None, ctypes.POINTER(DQNConfig),
+                            c_char_p)
+dqn_config_for_device = _proto("cudarl_dqn_config_for_device", None, ctypes.POINTER(DQNConfig),
+                               c_int)
+dqn_config_validate = _proto("cudarl_dqn_config_validate", c_int, ctypes.POINTER(DQNConfig))
+dqn_train = _proto("cudarl_dqn_train", c_int, c_void_p, ctypes.POINTER(DQNConfig),
+                   ctypes.POINTER(TrainSummary))
+
+for _mirror, _name in ((PPOConfig, b"cudarl_ppo_config"), (DQNConfig, b"cudarl_dqn_config"),
+                       (TrainSummary, b"cudarl_train_summary")):
+    if ctypes.sizeof(_mirror) != sizeof(_name):
+        raise ImportError("cudarl: the Python mirror of %s is %d bytes and the library's struct "
+                          "%d: the package and libcudarl.so come from different versions; "
+                          "reinstall the package" % (_name.decode(), ctypes.sizeof(_mirror),
+                                                     sizeof(_name)))

@@ -164,6 +164,13 @@ void cudarl_request_stop(void) { stop_requested = 1; }
 int cr_stop_requested(void) { return stop_requested != 0; }
 void cr_stop_clear(void) { stop_requested = 0; }
 
+void cr_run_metrics_callback(cudarl_metrics_fn fn, void *user, int64_t step, int64_t iteration,
+                             const char *const *names, const double *values, int n) {
+    if (!fn) return;
+    const cudarl_metrics m = {step, iteration, n, names, values};
+    if (fn(&m, user)) cudarl_request_stop();
+}
+
 cudarl_status cr_run_find_env(const char *env_id, const cudarl_env_def **def) {
     *def = cr_env_def_find(env_id);
     if (*def) return CUDARL_OK;

@@ -38,4 +38,9 @@ int cr_stop_requested(void);
 /* Forgets the request: a trainer calls it when its run ends (a request applies to one run). */
 void cr_stop_clear(void);
 
+/* Hands a metrics row (n names and values) to the run's callback, if it has one; a nonzero
+ * answer is a stop request. */
+void cr_run_metrics_callback(cudarl_metrics_fn fn, void *user, int64_t step, int64_t iteration,
+                             const char *const *names, const double *values, int n);
+
 #endif

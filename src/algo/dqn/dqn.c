@@ -352,6 +352,8 @@ static void log_row(cr_dqn *d, int64_t step, int64_t iteration) {
         "losses/q_values", "charts/SPS"};
     double tv[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], sps};
     cr_tb_scalars(&d->tb, step, tags, tv, 8);
+    cr_run_metrics_callback(d->cfg.on_metrics, d->cfg.on_metrics_user, step, iteration, tags,
+                            tv, 8);
 }
 
 static void progress(cr_dqn *d, int64_t step, int final) {

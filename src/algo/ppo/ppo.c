@@ -536,6 +536,8 @@ static void log_iteration(cr_ppo *p, float lr, double elapsed) {
     memcpy(tv, vals, sizeof vals);
     tv[13] = sps;
     cr_tb_scalars(&p->tb, p->rep_step, tags, tv, 14);
+    cr_run_metrics_callback(p->cfg.on_metrics, p->cfg.on_metrics_user, p->rep_step,
+                            p->rep_iteration, tags, tv, 14);
 }
 
 static void progress(cr_ppo *p, double elapsed, int final) {
