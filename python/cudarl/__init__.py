@@ -9,7 +9,7 @@ import ctypes
 
 import numpy as np
 
-from . import _lib
+from . import _dlpack, _lib
 from ._errors import Error, check
 from .training import Run, train
 
@@ -110,6 +110,8 @@ class Policy:
         logits (n, actions))."""
         i = self._info
         a = obs
+        if type(a) is not np.ndarray and hasattr(a, "__dlpack__"):
+            return self._act_dlpack(a, values, logits)
         if type(a) is not np.ndarray or not a.flags.c_contiguous:
             a = np.ascontiguousarray(a)
         one = a.ndim == 1
@@ -143,6 +145,42 @@ class Policy:
             return act
         out = (act,) + ((self._out[1][:n].copy(),) if values else ())
         return out + ((self._out[2][:n].copy(),) if logits else ())
+
+    def _act_dlpack(self, obj, values, logits):
+        """act() on a DLPack array (torch, JAX, CuPy; on the GPU without a copy): its memory is
+        passed to the C call where it lies, host or device."""
+        i = self._info
+        with _dlpack.View(obj) as v:
+            if len(v.shape) not in (1, 2) or v.shape[-1] != i.obs_dim:
+                raise ValueError("obs has shape %s; this policy takes (n, %d) (or (%d,) for one "
+                                 "row)" % (v.shape, i.obs_dim, i.obs_dim))
+            want = "uint8" if self._dtype is np.uint8 else "float32"
+            if v.dtype != want:
+                raise ValueError("obs is %s; this policy takes %s" % (v.dtype or "another dtype",
+                                                                      want))
+            if not v.contiguous:
+                raise ValueError("obs is not contiguous; pass a contiguous array (.contiguous())")
+            if v.device != "cpu" and i.device != 2:
+                raise ValueError("obs is on %s and this policy runs on the CPU; move it to the "
+                                 "host or load the policy with device='cuda'" % v.device)
+            one = len(v.shape) == 1
+            n = 1 if one else v.shape[0]
+            if not 1 <= n <= i.max_batch:
+                raise ValueError("obs has %d rows; act() takes 1 to max_batch=%d" %
+                                 (n, i.max_batch))
+            if self._h is None:
+                raise ValueError("act() on a closed Policy")
+            if values and not i.has_values:
+                raise ValueError("values=True: a %s policy has no value head" % i.algo.decode())
+            check(_lib.policy_act(self._h, v.ptr, self._dtype_code, n, self._out_p[0],
+                                  self._out_p[1] if values else None,
+                                  self._out_p[2] if logits else None))
+        act = self._out[0][:n].copy()
+        out = (act,) + ((self._out[1][:n].copy(),) if values else ()) + \
+            ((self._out[2][:n].copy(),) if logits else ())
+        if one:
+            out = tuple(o[0] for o in out)
+        return out[0] if not values and not logits else out
 
     def latency(self):
         """act()'s latency so far: count, p50_us, p99_us, max_us, deadline_us, deadline_misses."""

@@ -77,3 +77,29 @@ def test_closed_policy(checkpoint):
     p.close()
     with pytest.raises(ValueError, match="closed"):
         p.act(np.zeros(4, np.float32))
+
+
+class _Wrapped:
+    """An array that only speaks DLPack (as a torch or JAX tensor does)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def test_dlpack_round_trip(checkpoint):
+    with cudarl.Policy.load(checkpoint, device="cpu", max_batch=8) as p:
+        obs = np.random.default_rng(1).standard_normal((8, 4)).astype(np.float32)
+        a, lg = p.act(obs, logits=True)
+        a2, lg2 = p.act(_Wrapped(obs), logits=True)
+        assert (a == a2).all() and (lg == lg2).all()
+        assert p.act(_Wrapped(obs[2])) == a[2]
+        with pytest.raises(ValueError, match="float32"):
+            p.act(_Wrapped(obs.astype(np.float64)))
+        with pytest.raises(ValueError, match="contiguous"):
+            p.act(_Wrapped(np.asfortranarray(np.zeros((8, 4), np.float32))))
