@@ -157,6 +157,22 @@ typedef struct cudarl_env_def {
      * (Gymnasium's FrameStackObservation with padding "reset"); DQN's replay then stores each
      * frame once and rebuilds the stacks (cudarl_dqn_config.replay_frames). */
     int frame_stack;
+    /* A vector env instead of one env's functions (a Gymnasium VectorEnv behind the Python
+     * package, or any batch that steps as a whole): seed, reset and step NULL, state_bytes 0,
+     * max_episode_steps 0 (the vector env keeps its own time limit). vec_reset seeds and resets
+     * its vec_num_envs envs and writes their observations; vec_step steps them all with
+     * actions (n) and writes obs, reward, terminated and truncated (n) with same-step autoreset:
+     * an env whose episode ended has the next episode's first observation in obs and the
+     * episode's last one in its final_obs row. Both are called from the thread that drives the
+     * batch (a run's training thread), never concurrently. A run on it uses --num-envs
+     * vec_num_envs and one env group; to stop the run from inside (an error), call
+     * cudarl_request_stop(). A vector env's id may be registered again: the new def replaces
+     * the old (not while a run on it is going). */
+    void (*vec_reset)(void *user, int n, uint64_t seed, void *obs);
+    void (*vec_step)(void *user, int n, const int32_t *actions, void *obs, float *reward,
+                     uint8_t *terminated, uint8_t *truncated, void *final_obs);
+    void *vec_user;             /* their first argument */
+    int vec_num_envs;           /* envs in the vector env, >= 1 */
 } cudarl_env_def;
 
 #define CUDARL_ENV_ID_MAX 64   /* bytes of an id, with its terminating NUL */

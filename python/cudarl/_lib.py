@@ -180,3 +180,28 @@ for _mirror, _name in ((PPOConfig, b"cudarl_ppo_config"), (DQNConfig, b"cudarl_d
                           "%d: the package and libcudarl.so come from different versions; "
                           "reinstall the package" % (_name.decode(), ctypes.sizeof(_mirror),
                                                      sizeof(_name)))
+
+
+# ---- environments -----------------------------------------------------------------------
+
+VecResetFn = ctypes.CFUNCTYPE(None, c_void_p, c_int, ctypes.c_uint64, c_void_p)
+VecStepFn = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_void_p, c_void_p, c_void_p, c_void_p,
+                             c_void_p, c_void_p)
+
+
+class EnvDef(ctypes.Structure):
+    _fields_ = [("id", c_char_p), ("obs_rank", c_int), ("obs_shape", c_int * 3),
+                ("obs_dtype", c_int), ("num_actions", c_int), ("max_episode_steps", c_int),
+                ("solved_return", c_double), ("state_bytes", c_size_t), ("seed", c_void_p),
+                ("reset", c_void_p), ("step", c_void_p), ("frame_stack", c_int),
+                ("vec_reset", VecResetFn), ("vec_step", VecStepFn), ("vec_user", c_void_p),
+                ("vec_num_envs", c_int)]
+
+
+env_register = _proto("cudarl_env_register", c_int, ctypes.POINTER(EnvDef))
+env_find = _proto("cudarl_env_find", c_void_p, c_char_p)
+
+if ctypes.sizeof(EnvDef) != sizeof(b"cudarl_env_def"):
+    raise ImportError("cudarl: the Python mirror of cudarl_env_def is %d bytes and the library's "
+                      "struct %d: the package and libcudarl.so come from different versions; "
+                      "reinstall the package" % (ctypes.sizeof(EnvDef), sizeof(b"cudarl_env_def")))

@@ -14,7 +14,7 @@ import os
 import signal
 import threading
 
-from . import _lib
+from . import _lib, gym_env
 from ._errors import check
 
 _DEVICES = {"auto": 0, "cpu": 1, "cuda": 2}
@@ -23,6 +23,10 @@ _DEVICES = {"auto": 0, "cpu": 1, "cuda": 2}
 _RESUME_OVERRIDABLE = {"total_timesteps", "device", "threads", "quiet", "profile",
                        "checkpoint_every", "env_device", "env_threads", "env_groups",
                        "actor_device", "learner_device"}
+
+# PPO's defaults on a Gymnasium env: CleanRL ppo.py's (cudarl's own are tuned for its C envs).
+_PPO_PYTHON_ENV = {"num_envs": 4, "num_steps": 128, "learning_rate": 2.5e-4,
+                   "total_timesteps": 500_000, "ent_coef": 0.01}
 
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -149,20 +153,48 @@ class _Stopper:
             signal.signal(signal.SIGINT, self.old)
 
 
-def train(algo="ppo", env=None, callback=None, resume=None, **flags):
+def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync", **flags):
     """Trains PPO (algo="ppo") or DQN (algo="dqn") on `env`, a built-in env id ("CartPole-v1",
     "MinAtar/Breakout-v1", ...; `cudarl info` lists them), with `flags` the CLI's flags as
     keywords. callback(metrics) gets each metrics row (a dict: global_step, iteration and
     CleanRL's names such as "charts/episodic_return") and may return True to stop the run, which
     then writes its checkpoint. resume: a PPO checkpoint to continue (its run folder and
     hyperparameters; only the flags the CLI lets a resume change may be given). Ctrl-C stops the
-    run with its checkpoint. Returns a Run."""
+    run with its checkpoint. Returns a Run.
+
+    env may also be a Gymnasium env: an id ("Acrobot-v1"; "gym:CartPole-v1" for Gymnasium's
+    own where cudarl has an env of that id), a callable that makes a
+    gymnasium.Env, or a gymnasium.vector.VectorEnv made with autoreset_mode SAME_STEP (Box
+    observations, Discrete actions). Its envs step in Python (vectorization "sync", or "async":
+    a process per env), the policy and the learner in cudarl; PPO's defaults there are CleanRL
+    ppo.py's (4 envs x 128 steps, learning rate 2.5e-4, entropy 0.01, 500,000 steps)."""
     if algo not in ("ppo", "dqn"):
         raise ValueError("algo=%r is not available; choose 'ppo' or 'dqn'" % (algo,))
-    if env is not None and not isinstance(env, str):
-        raise ValueError("env=%r: this version trains on cudarl's built-in envs, named by id "
-                         "(cudarl.info() lists them); a Python env is not supported yet" % (env,))
-    if env is not None:
+    adapter, made = None, False
+    if env is not None and not gym_env.is_builtin(env):
+        if resume is not None:
+            raise ValueError("resume= with a Gymnasium env: not supported yet; resume runs on "
+                             "cudarl's own envs")
+        if algo == "ppo":
+            for k, v in _PPO_PYTHON_ENV.items():
+                if k != "num_envs" or not hasattr(env, "num_envs"):
+                    flags.setdefault(k, v)
+        n = flags.get("num_envs", getattr(env, "num_envs", 1))
+        vec, made = gym_env.make_vec(env, n, vectorization)
+        label = (env[4:] if isinstance(env, str) and env.startswith("gym:") else
+                 env if isinstance(env, str) else
+                 getattr(getattr(vec, "spec", None), "id", None) or
+                 getattr(env, "__name__", type(env).__name__))
+        try:
+            adapter = gym_env.Adapter(vec, label)
+            adapter.register()
+        except BaseException:
+            if made:
+                vec.close()
+            raise
+        flags["env_id"] = adapter.cudarl_id
+        flags.setdefault("num_envs", adapter.n)
+    elif env is not None:
         flags["env_id"] = env
     if resume is not None and algo != "ppo":
         raise ValueError("resume=: a DQN run cannot be resumed yet; start a new one")
@@ -223,7 +255,11 @@ def train(algo="ppo", env=None, callback=None, resume=None, **flags):
                 status = _lib.dqn_train(ctx, cfg, summary)
         if failure:
             raise failure[0]
+        if adapter is not None and adapter.failure:
+            raise adapter.failure[0]
         check(status)
         return Run(summary, history)
     finally:
         _lib.ctx_free(ctx)
+        if made:
+            adapter.vec.close() if adapter is not None else None

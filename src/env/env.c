@@ -153,6 +153,22 @@ static cudarl_status check_obs(const cudarl_env_def *d) {
     return CUDARL_OK;
 }
 
+/* A vector env's fields (cudarl_env_def: vec_*). */
+static cudarl_status check_vec(const cudarl_env_def *d) {
+    CR_REQUIRE(d->vec_reset && d->vec_step, "env '%s': a vector env needs both vec_reset and "
+               "vec_step", d->id);
+    CR_REQUIRE(!d->seed && !d->reset && !d->step && d->state_bytes == 0, "env '%s': a vector env "
+               "(vec_step set) steps as a whole; leave seed, reset, step NULL and state_bytes 0",
+               d->id);
+    CR_REQUIRE(d->vec_num_envs >= 1 && d->vec_num_envs <= (1 << 20), "env '%s': vec_num_envs is "
+               "%d; give the vector env's size, 1 .. 1048576", d->id, d->vec_num_envs);
+    CR_REQUIRE(d->max_episode_steps == 0, "env '%s': max_episode_steps is %d; a vector env keeps "
+               "its own time limit: set 0", d->id, d->max_episode_steps);
+    CR_REQUIRE(d->frame_stack <= 1, "env '%s': frame_stack is %d; a vector env's frames are not "
+               "stored once: set 0", d->id, d->frame_stack);
+    return CUDARL_OK;
+}
+
 cudarl_status cr_env_def_check(const cudarl_env_def *d) {
     CR_REQUIRE(d, "the def is NULL; pass a filled cudarl_env_def");
     CR_TRY(check_id(d->id));
@@ -163,6 +179,7 @@ cudarl_status cr_env_def_check(const cudarl_env_def *d) {
                "in steps, or 0 for none", d->id, d->max_episode_steps);
     CR_REQUIRE(isfinite(d->solved_return), "env '%s': solved_return is not finite; use the mean "
                "return over 100 episodes that counts as solved", d->id);
+    if (d->vec_step || d->vec_reset) return check_vec(d);
     CR_REQUIRE(d->state_bytes > 0, "env '%s': state_bytes is 0; use the size of one env's state "
                "struct (sizeof)", d->id);
     CR_REQUIRE(d->state_bytes <= ((size_t)1 << 30), "env '%s': state_bytes is %zu, more than 1 GiB "
@@ -184,6 +201,15 @@ cudarl_status cr_env_def_check(const cudarl_env_def *d) {
     return CUDARL_OK;
 }
 
+cudarl_status cr_env_check_run(const cudarl_env_def *def, int num_envs, int groups) {
+    if (!def->vec_step) return CUDARL_OK;
+    CR_REQUIRE(num_envs == def->vec_num_envs, "--num-envs %d: %s is a vector env of %d envs; "
+               "use --num-envs %d", num_envs, def->id, def->vec_num_envs, def->vec_num_envs);
+    CR_REQUIRE(groups <= 1, "--env-groups %d: %s is a vector env, which steps as one batch; use "
+               "--env-groups 1 (or 0)", groups, def->id);
+    return CUDARL_OK;
+}
+
 cudarl_status cudarl_env_register(const cudarl_env_def *def) {
     cudarl_status s = cr_env_def_check(def);
     if (s != CUDARL_OK) {
@@ -194,7 +220,11 @@ cudarl_status cudarl_env_register(const cudarl_env_def *def) {
     registry_size();
     pthread_mutex_lock(&registry_lock);
     int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
-    if (registry_lookup(def->id))
+    env_entry *old = (env_entry *)registry_lookup(def->id); /* under the lock: ours to write */
+    if (old && old->def.vec_step && def->vec_step) { /* a vector env's id: replaced */
+        old->def = *def;
+        old->def.id = old->id;
+    } else if (old)
         s = cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_env_register: an env named '%s' is already "
                     "registered; give this one another id (e.g. a new version suffix, -v1)",
                     def->id);

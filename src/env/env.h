@@ -50,6 +50,10 @@ const cudarl_env_def *cr_env_def_find(const char *id);
 /* Checks every field of `def` as cudarl_env_register does (not the uniqueness of its id); the
  * message names the first bad field and the fix. */
 cudarl_status cr_env_def_check(const cudarl_env_def *def);
+/* Whether a run of `def` with num_envs envs in `groups` env groups (0: the trainer's choice) can
+ * step it: a vector env (vec_step) needs exactly its vec_num_envs and one group; the message
+ * names the flag (--num-envs, --env-groups) and the fix. */
+cudarl_status cr_env_check_run(const cudarl_env_def *def, int num_envs, int groups);
 /* Elements of one observation of `def`: the product of its obs_rank used dims. */
 size_t cr_env_def_obs_elems(const cudarl_env_def *def);
 /* Bytes of one observation of `def` (elements times the size of its dtype). */

@@ -256,26 +256,51 @@ static void group_finish(cr_env_pool *p, int gi) {
     g->in_flight = 0;
 }
 
+/* A vector env (def->vec_step): one group, no threads; the whole batch is stepped by the def's
+ * vec_step in step_wait, on the driving thread, after the group's hook. */
+static void vec_step(cr_env_pool *p) {
+    pool_group *g = &p->groups[0];
+    const cudarl_env_def *d = p->def;
+    for (int i = 0; i < p->num_envs; i++)
+        if (g->actions[i] < 0 || g->actions[i] >= d->num_actions) bad_action(p, i, g->actions[i]);
+    if (g->before) g->before(g->before_arg, 0);
+    d->vec_step(d->vec_user, p->num_envs, g->actions, p->out.obs, p->out.reward,
+                p->out.terminated, p->out.truncated, p->out.final_obs);
+}
+
 void cr_env_pool_step_begin(cr_env_pool *p, int group, const int32_t *actions) {
     CUDARL_ASSERT(group >= 0 && group < p->num_groups && actions && p->out.obs);
     pool_group *g = &p->groups[group];
     g->job = JOB_STEP;
     g->actions = actions;
+    if (p->def->vec_step) {
+        g->in_flight = 1;
+        return;
+    }
     group_dispatch(p, group);
 }
 
 void cr_env_pool_step_wait(cr_env_pool *p, int group) {
     CUDARL_ASSERT(group >= 0 && group < p->num_groups);
+    if (p->def->vec_step) {
+        vec_step(p);
+        p->groups[group].in_flight = 0;
+        return;
+    }
     group_finish(p, group);
 }
 
 void cr_env_pool_step(cr_env_pool *p, const int32_t *actions) {
     for (int gi = 0; gi < p->num_groups; gi++) cr_env_pool_step_begin(p, gi, actions);
-    for (int gi = 0; gi < p->num_groups; gi++) group_finish(p, gi);
+    for (int gi = 0; gi < p->num_groups; gi++) cr_env_pool_step_wait(p, gi);
 }
 
 void cr_env_pool_reset(cr_env_pool *p, uint64_t seed) {
     CUDARL_ASSERT(p->out.obs);
+    if (p->def->vec_step) {
+        p->def->vec_reset(p->def->vec_user, p->num_envs, seed, p->out.obs);
+        return;
+    }
     for (int gi = 0; gi < p->num_groups; gi++) {
         p->groups[gi].job = JOB_RESET;
         p->groups[gi].seed = seed;
@@ -303,6 +328,10 @@ static cudarl_status check_config(const cudarl_env_def *def, const cr_env_pool_c
                "env pool '%s': num_threads is %d; use 1 .. %d", def->id, c->num_threads,
                CR_ENV_POOL_MAX_THREADS);
     int groups = config_groups(c);
+    CR_REQUIRE(!def->vec_step || (c->num_envs == def->vec_num_envs && groups == 1),
+               "env pool '%s': a vector env of %d envs steps as one batch; use %d envs in 1 "
+               "group, not %d in %d", def->id, def->vec_num_envs, def->vec_num_envs,
+               c->num_envs, groups);
     int max_groups = c->num_envs < CR_ENV_POOL_MAX_GROUPS ? c->num_envs : CR_ENV_POOL_MAX_GROUPS;
     CR_REQUIRE(groups >= 1 && groups <= max_groups, "env pool '%s': num_groups is %d; use 1 .. %d "
                "(at most one group per env and %d groups)", def->id, groups, max_groups,
@@ -426,9 +455,9 @@ cudarl_status cr_env_pool_init(cr_env_pool *p, const cudarl_env_def *def,
     unsigned char *base = mem;
     p->def = def;
     p->num_envs = cfg->num_envs;
-    p->num_threads = cfg->num_threads;
+    p->num_threads = def->vec_step ? 1 : cfg->num_threads; /* a vector env steps itself */
     p->num_groups = config_groups(cfg);
-    p->caller_idle = cfg->caller_idle != 0;
+    p->caller_idle = cfg->caller_idle != 0 && !def->vec_step;
     p->pin_threads = cfg->pin_threads != 0;
     p->spin_s = cfg->spin_us < 0 ? 0 : (cfg->spin_us ? cfg->spin_us : CR_ENV_POOL_SPIN_US) * 1e-6;
     p->state_stride = round_up(def->state_bytes, CR_ARENA_ALIGN);

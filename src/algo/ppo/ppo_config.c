@@ -118,6 +118,7 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
 cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
     const cudarl_env_def *def;
     CR_TRY(cr_run_find_env(c->env_id, &def));
+    CR_TRY(cr_env_check_run(def, c->num_envs, c->env_groups));
     CR_TRY(check_policy(c, def));
     CR_TRY(cr_precision_check_training(c->precision, c->device));
     CR_REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||

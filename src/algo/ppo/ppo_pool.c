@@ -69,6 +69,7 @@ static const uint8_t *obs_u8(const float *obs) { return (const uint8_t *)obs; }
 
 int cr_ppo_pool_group_count(const cr_ppo *p) {
     int gpu = p->ctx->kind == CUDARL_DEVICE_CUDA && p->ctx->ops->event_create;
+    if (cr_env_def_find(p->cfg.env_id)->vec_step) return 1; /* a vector env steps whole */
     return p->cfg.env_groups > 0 ? p->cfg.env_groups : (gpu && p->N >= 2 ? 2 : 1);
 }
 

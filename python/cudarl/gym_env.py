@@ -1,0 +1,153 @@
+"""Gymnasium environments under cudarl's trainers: a vector env stepped in Python, registered
+as a cudarl vector env (cudarl_env_def's vec_reset / vec_step) for the run. The policy and the
+learner run in cudarl (CPU or GPU); each step hands the actions over and takes the observations,
+rewards and flags back through the pool's host buffers (pinned on a GPU), which the adapter
+views in place: nothing of cudarl's is allocated per step.
+
+Autoreset: cudarl's envs reset an env in the step that ends its episode and keep the episode's
+last observation apart (same-step autoreset; truncation then bootstraps from it). Gymnasium's
+vector envs do that with autoreset_mode SAME_STEP, which the adapter asks for when it makes the
+vector env; a VectorEnv handed in must have been made so (Gymnasium's default, NEXT_STEP, steps
+an ended env once more to reset it, a step that is no transition) and is refused otherwise."""
+import ctypes
+import math
+
+import numpy as np
+
+from . import _lib
+
+
+def is_builtin(env):
+    """A cudarl env id (not "gym:<id>", which asks for Gymnasium's env of that id)."""
+    return isinstance(env, str) and not env.startswith("gym:") and \
+        bool(_lib.env_find(env.encode()))
+
+
+def _gym():
+    try:
+        import gymnasium
+    except ImportError:
+        raise ValueError("env: training on a Gymnasium env needs gymnasium (pip install "
+                         "gymnasium); cudarl's own envs: cudarl.info()")
+    return gymnasium
+
+
+def _same_step(gymnasium):
+    mode = getattr(gymnasium.vector, "AutoresetMode", None)
+    if mode is None:
+        raise ValueError("env: gymnasium %s has no autoreset modes; install gymnasium >= 1.1 "
+                         "(pip install -U gymnasium)" % gymnasium.__version__)
+    return mode.SAME_STEP
+
+
+def make_vec(env, num_envs, vectorization):
+    """A Gymnasium VectorEnv in same-step autoreset for `env` (an id, a callable returning a
+    gymnasium.Env, or a VectorEnv made with autoreset_mode SAME_STEP), and whether it was made
+    here (to be closed after the run)."""
+    gymnasium = _gym()
+    same = _same_step(gymnasium)
+    if isinstance(env, gymnasium.vector.VectorEnv):
+        mode = env.metadata.get("autoreset_mode")
+        if mode not in (same, "SameStep", "same_step"):
+            raise ValueError("env: this VectorEnv resets in %s mode; cudarl needs same-step "
+                             "autoreset: make it with autoreset_mode=gymnasium.vector."
+                             "AutoresetMode.SAME_STEP" % (mode,))
+        return env, False
+    if vectorization not in ("sync", "async"):
+        raise ValueError("vectorization=%r: use 'sync' (one process) or 'async' (a process "
+                         "per env)" % (vectorization,))
+    if isinstance(env, str):
+        env = env[4:] if env.startswith("gym:") else env
+        try:
+            gymnasium.spec(env)
+        except Exception as e:
+            raise ValueError("env=%r is neither a cudarl env (cudarl.info() lists them) nor a "
+                             "registered Gymnasium env (%s)" % (env, e))
+        return gymnasium.make_vec(env, num_envs=num_envs, vectorization_mode=vectorization,
+                                  vector_kwargs={"autoreset_mode": same}), True
+    if callable(env):
+        cls = (gymnasium.vector.SyncVectorEnv if vectorization == "sync"
+               else gymnasium.vector.AsyncVectorEnv)
+        return cls([env] * num_envs, autoreset_mode=same), True
+    raise ValueError("env=%r: give a cudarl env id, a Gymnasium env id, a callable that makes a "
+                     "gymnasium.Env, or a gymnasium.vector.VectorEnv" % (env,))
+
+
+class Adapter:
+    """The vector env as a cudarl vector env: register() puts it in cudarl's registry under
+    `cudarl_id` for the run; failure holds an exception raised by a step (the run is then asked
+    to stop, and train raises it)."""
+
+    def __init__(self, vec, label):
+        gymnasium = _gym()
+        obs_space, act_space = vec.single_observation_space, vec.single_action_space
+        if not isinstance(act_space, gymnasium.spaces.Discrete) or act_space.start != 0:
+            raise ValueError("env %s: its action space is %s; cudarl trains Discrete actions "
+                             "from 0 for now" % (label, act_space))
+        if not isinstance(obs_space, gymnasium.spaces.Box):
+            raise ValueError("env %s: its observation space is %s; cudarl takes Box "
+                             "observations" % (label, obs_space))
+        self.vec = vec
+        self.n = vec.num_envs
+        self.obs_dim = int(np.prod(obs_space.shape))
+        self.num_actions = int(act_space.n)
+        spec = getattr(vec, "spec", None)
+        threshold = getattr(spec, "reward_threshold", None) if spec is not None else None
+        self.solved = float(threshold) if threshold is not None else 1e300
+        self.cudarl_id = ("py:" + label)[:63]
+        self.failure = []
+        self._views = {}
+        self._reset_fn = _lib.VecResetFn(self._reset)
+        self._step_fn = _lib.VecStepFn(self._step)
+
+    def register(self):
+        d = _lib.EnvDef()
+        d.id = self.cudarl_id.encode()
+        d.obs_rank = 1
+        d.obs_shape[0], d.obs_shape[1], d.obs_shape[2] = self.obs_dim, 1, 1
+        d.obs_dtype = 0
+        d.num_actions = self.num_actions
+        d.solved_return = self.solved if math.isfinite(self.solved) else 1e300
+        d.vec_reset, d.vec_step = self._reset_fn, self._step_fn
+        d.vec_num_envs = self.n
+        from ._errors import check
+        check(_lib.env_register(ctypes.byref(d)))
+
+    def _view(self, ptr, ctype, shape):
+        key = (ptr, ctype, shape)
+        v = self._views.get(key)
+        if v is None:
+            v = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctype)), shape=shape)
+            self._views[key] = v
+        return v
+
+    def _reset(self, user, n, seed, obs_p):
+        try:
+            obs, _ = self.vec.reset(seed=int(seed))
+            self._view(obs_p, ctypes.c_float, (n, self.obs_dim))[:] = obs.reshape(n, -1)
+        except BaseException as e:
+            self._fail(e)
+
+    def _step(self, user, n, act_p, obs_p, rew_p, term_p, trunc_p, final_p):
+        try:
+            actions = self._view(act_p, ctypes.c_int32, (n,)).astype(np.int64)
+            obs, rew, term, trunc, info = self.vec.step(actions)
+            self._view(obs_p, ctypes.c_float, (n, self.obs_dim))[:] = obs.reshape(n, -1)
+            self._view(rew_p, ctypes.c_float, (n,))[:] = rew
+            self._view(term_p, ctypes.c_uint8, (n,))[:] = term
+            self._view(trunc_p, ctypes.c_uint8, (n,))[:] = trunc
+            ended = info.get("_final_obs")
+            if ended is not None and ended.any():
+                final = self._view(final_p, ctypes.c_float, (n, self.obs_dim))
+                for i in np.flatnonzero(ended):
+                    final[i] = np.asarray(info["final_obs"][i], np.float32).reshape(-1)
+        except BaseException as e:
+            self._fail(e)
+            self._view(rew_p, ctypes.c_float, (n,))[:] = 0
+            self._view(term_p, ctypes.c_uint8, (n,))[:] = 0
+            self._view(trunc_p, ctypes.c_uint8, (n,))[:] = 0
+
+    def _fail(self, e):
+        if not self.failure:
+            self.failure.append(e)
+        _lib.request_stop()
