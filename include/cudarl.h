@@ -75,6 +75,16 @@ typedef enum cudarl_log_level {
 /* Messages at or below this level go to stderr (default: INFO, or $CUDARL_LOG). */
 void cudarl_log_set_level(cudarl_log_level level);
 
+/* ---- environment variables ----------------------------------------------------------- */
+
+/* Checks each environment variable cudarl reads against the values it takes: CUDARL_LOG (error,
+ * warn, info, debug), CUDARL_SYNC_DEBUG (0, 1), CUDARL_FUSED (0, 1), CUDARL_CONV_ENGINE (gemm,
+ * cudnn). Unset or empty is fine. Any other value is CUDARL_ERR_INVALID_ARG with a message naming
+ * the variable, its value, the values it takes and "or unset it". cudarl_ctx_init (and so
+ * cudarl_policy_load) checks this first, and the CLI at its start, so a bad value is refused
+ * whether or not the run would have read it. */
+cudarl_status cudarl_check_environment(void);
+
 /* ---- devices ----------------------------------------------------------------------- */
 
 typedef enum cudarl_device_kind {
@@ -86,7 +96,8 @@ typedef enum cudarl_device_kind {
 /* A compute context: the device, its stream and its library handles. */
 typedef struct cudarl_ctx cudarl_ctx;
 
-/* Opens a context on `kind` (device `index` for CUDA). CUDA that is not built in, or no GPU,
+/* Opens a context on `kind` (device `index` for CUDA). A bad CUDARL_* environment value is
+ * CUDARL_ERR_INVALID_ARG (cudarl_check_environment); CUDA that is not built in, or no GPU,
  * returns CUDARL_ERR_UNSUPPORTED with a message saying which. Context lives on the host. */
 cudarl_status cudarl_ctx_init(cudarl_ctx **out, cudarl_device_kind kind, int index);
 void cudarl_ctx_free(cudarl_ctx *ctx);

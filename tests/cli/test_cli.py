@@ -639,11 +639,17 @@ def test_eval(work):
 
 def test_dqn_plan(work):
     U, R = 2, 1
-    for var in ("CUDARL_SYNC_DEBUG", "CUDARL_FUSED"):
-        env = env_with("warn")
-        env[var] = "yes"
-        expect_error(f"a bad {var} value is refused", ["info"], work, U,
-                     [f"{var}='yes'", "0 or 1"], env=env)
+    # every CUDARL_* variable the library reads, a value it does not take, and what it takes;
+    # refused before any command runs, whether or not that command reads the variable
+    bad_env = {"CUDARL_LOG": ("verbose", "error, warn, info or debug"),
+               "CUDARL_SYNC_DEBUG": ("yes", "0 or 1"), "CUDARL_FUSED": ("2", "0 or 1"),
+               "CUDARL_CONV_ENGINE": ("bogus", "gemm or cudnn")}
+    for var, (value, values) in bad_env.items():
+        for cmd in (["info"], ["train", "--algo", "dqn", "--total-timesteps", "1"]):
+            env = env_with("warn")
+            env[var] = value
+            expect_error(f"{var}={value} is refused by cudarl {cmd[0]}", cmd, work, U,
+                         [f"{var}='{value}'", f"set it to {values}", "or unset it"], env=env)
     check("cudarl plan: 1M Atari-shaped transitions (84x84 uint8, stacks of 4) fit in <= 7.1 GB")
     r = run_ok("plan", ["plan", "--buffer-size", "1000000", "--obs-shape", "84x84",
                         "--frame-stack", "4", "--mem-budget", "32GiB"], work)

@@ -3,7 +3,9 @@
  * refused with its status and a message that names it. CPU only.
  *   cudarl_format_bytes, cudarl_random_u32, cudarl_env_find, cudarl_env_play_random,
  *   cudarl_cuda_device_name, cudarl_network_init_params, cudarl_policy_load_network,
- *   cudarl_policy_conv_engine, cudarl_policy_time_forward */
+ *   cudarl_policy_conv_engine, cudarl_policy_time_forward, cudarl_check_environment (and its
+ *   refusal by cudarl_ctx_init and cudarl_policy_load_network) */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <string.h>
 
 #include "check.h"
@@ -145,7 +147,63 @@ static void test_network(void) {
     free(params), free(again);
 }
 
+/* Each CUDARL_* variable with a value it does not take is refused by cudarl_check_environment,
+ * cudarl_ctx_init and the policy runtime, naming the variable, the value and the fix; its
+ * values and unset pass. */
+static void test_environment(void) {
+    static const struct {
+        const char *var, *bad, *good, *values;
+    } vars[] = {{"CUDARL_LOG", "verbose", "warn", "error, warn, info or debug"},
+                {"CUDARL_SYNC_DEBUG", "yes", "0", "0 or 1"},
+                {"CUDARL_FUSED", "2", "1", "0 or 1"},
+                {"CUDARL_CONV_ENGINE", "bogus", "cudnn", "gemm or cudnn"}};
+    cr_convnet_spec spec;
+    CHECK_OK(cr_convnet_spec_named(&spec, "minatar-cnn", 4, 10, 10, CR_CONVNET_DQN, 3));
+    char text[CR_CONVNET_TEXT_MAX];
+    CHECK_OK(cr_convnet_spec_to_text(&spec, text, sizeof text));
+    size_t P = 0;
+    CHECK_OK(cudarl_network_init_params(text, 5, NULL, 0, &P));
+    float *params = calloc(P, sizeof(float));
+    CHECK(params);
+    cudarl_policy_options opt;
+    cudarl_policy_options_default(&opt);
+    opt.device = CUDARL_DEVICE_CPU;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *was = getenv(vars[i].var);
+        char saved[64];
+        snprintf(saved, sizeof saved, "%s", was ? was : "");
+        char needle[160];
+        snprintf(needle, sizeof needle, "%s='%s' is not", vars[i].var, vars[i].bad);
+        setenv(vars[i].var, vars[i].bad, 1);
+        refused(vars[i].var, cudarl_check_environment(), CUDARL_ERR_INVALID_ARG, needle);
+        CHECK(strstr(cudarl_last_error(), vars[i].values) &&
+              strstr(cudarl_last_error(), "or unset it"));
+        cudarl_ctx *ctx = (cudarl_ctx *)&ctx; /* not NULL: the refusal must clear it */
+        refused("ctx_init under it", cudarl_ctx_init(&ctx, CUDARL_DEVICE_CPU, 0),
+                CUDARL_ERR_INVALID_ARG, needle);
+        CHECK(ctx == NULL);
+        cudarl_policy *pol = NULL;
+        refused("policy_load_network under it",
+                cudarl_policy_load_network(text, params, P, "probe", CUDARL_CONV_ENGINE_AUTO, &opt,
+                                           &pol), CUDARL_ERR_INVALID_ARG, needle);
+        CHECK(pol == NULL);
+        setenv(vars[i].var, vars[i].good, 1);
+        CHECK_OK(cudarl_check_environment());
+        setenv(vars[i].var, "", 1);
+        CHECK_OK(cudarl_check_environment());
+        unsetenv(vars[i].var);
+        CHECK_OK(cudarl_check_environment());
+        CHECK_OK(cudarl_ctx_init(&ctx, CUDARL_DEVICE_CPU, 0));
+        cudarl_ctx_free(ctx);
+        if (was) setenv(vars[i].var, saved, 1);
+    }
+    free(params);
+    printf("check_environment: a bad value of each CUDARL_* variable refused, also by ctx_init "
+           "and the policy runtime\n");
+}
+
 int main(void) {
+    test_environment();
     test_format_bytes();
     test_random();
     test_env();
