@@ -219,6 +219,44 @@ const char *cudarl_precision_name(cudarl_precision p);
  * left as it was. */
 cudarl_status cudarl_precision_parse(const char *s, cudarl_precision *out);
 
+/* ---- limits of numeric settings ----------------------------------------------------- */
+
+/* The accepted range of each numeric setting of a config, named by its CLI flag: one table per
+ * config, which the library's validators check every field against and the CLI's flag parser
+ * reads, so both refuse the same values with the same message ("--num-envs must be between 1
+ * and 4194304, got 0"). Rules between settings (a replay of at least (frame stack + 3) x
+ * num_envs transitions, minibatches that divide the batch, ...) are the validators' own. */
+typedef enum cudarl_field_type {
+    CUDARL_FIELD_INT = 0, /* int */
+    CUDARL_FIELD_I64,     /* int64_t */
+    CUDARL_FIELD_F64,     /* double */
+} cudarl_field_type;
+
+typedef struct cudarl_flag_range {
+    const char *flag;       /* the CLI flag without "--" ("num-envs"; the field is num_envs) */
+    double lo, hi;          /* accepted values, both included (integer fields: integers, each
+                               below 2^53, so an int64 compares exactly as a double) */
+    const char *lo_means;   /* what lo stands for where it is special ("all cores"), or NULL */
+    size_t offset;          /* of the field in the table's config struct */
+    cudarl_field_type type; /* of that field */
+} cudarl_flag_range;
+
+typedef enum cudarl_flag_table {
+    CUDARL_FLAGS_PPO = 0, /* cudarl_ppo_config (cudarl train) */
+    CUDARL_FLAGS_DQN,     /* cudarl_dqn_config (cudarl train --algo dqn) */
+    CUDARL_FLAGS_REPLAY,  /* cudarl_replay_request (cudarl plan) */
+} cudarl_flag_table;
+
+/* The ranges of `table`, ended by an entry whose flag is NULL (static storage); NULL for a value
+ * that is no table. */
+const cudarl_flag_range *cudarl_flag_ranges(cudarl_flag_table table);
+/* Checks `value` against the range of `flag` in `table`: CUDARL_OK inside it; otherwise (NaN and
+ * inf too) CUDARL_ERR_INVALID_ARG with the validators' message, "--flag must be between lo and
+ * hi, got value". A flag the table does not have is CUDARL_ERR_INVALID_ARG naming it. */
+cudarl_status cudarl_flag_check(cudarl_flag_table table, const char *flag, double value);
+
+#define CUDARL_EVAL_MAX_EPISODES 1000000 /* most episodes one cudarl_policy_eval plays */
+
 /* ---- PPO --------------------------------------------------------------------------- */
 
 /* PPO hyperparameters: CleanRL's ppo.py names and meanings. */

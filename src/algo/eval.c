@@ -240,9 +240,9 @@ cudarl_status cudarl_policy_eval_precision(cudarl_ctx *ctx, const char *path, in
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--precision %s evaluates on the GPU (the CPU "
                        "runs fp32 only); use --device cuda, or --precision fp32",
                        cudarl_precision_name(precision));
-    if (episodes < 1 || episodes > 1000000)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "--episodes must be between 1 and 1000000, got %d",
-                       episodes);
+    if (episodes < 1 || episodes > CUDARL_EVAL_MAX_EPISODES)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--episodes must be between 1 and %d, got %d",
+                       CUDARL_EVAL_MAX_EPISODES, episodes);
     int conv = 0;
     CR_TRY(holds_convnet(path, &conv));
     if (conv) { /* the policy runtime, on the context's device */

@@ -44,6 +44,17 @@ _Noreturn
 #endif
 void cr_assert_fail(const char *expr, const char *file, int line);
 
+/* ---- limits of numeric settings (limits.c) -------------------------------------------- */
+
+/* Checks `value` against `r`: CUDARL_OK inside [lo, hi]; else CUDARL_ERR_INVALID_ARG with
+ * "--flag must be between lo and hi, got value" (the message of cudarl_flag_check). */
+cudarl_status cr_flag_range_check(const cudarl_flag_range *r, double value);
+/* Checks the field of each range of `table` (ended by a NULL flag) in `config`, the struct the
+ * table describes, in table order; the first out of range is refused as above. */
+cudarl_status cr_flag_ranges_check(const cudarl_flag_range *table, const void *config);
+/* The range of `flag` in `table`, or NULL. */
+const cudarl_flag_range *cr_flag_range_find(const cudarl_flag_range *table, const char *flag);
+
 /* ---- environment variables (envvars.c) --------------------------------------------- */
 
 /* The CUDARL_* variables cudarl reads; envvars.c holds each one's values, in this order:

@@ -678,9 +678,10 @@ def test_dqn_plan(work):
                  ["--tau", "between"])
     expect_error("a PPO flag given to DQN", ["train", "--algo", "dqn", "--num-steps", "5"], work,
                  U, ["unknown flag '--num-steps'", "--algo dqn --help"])
-    expect_error("--buffer-size smaller than two steps of the envs",
+    expect_error("--buffer-size below the replay's minimum for the envs",
                  ["train", "--algo", "dqn", "--num-envs", "8", "--buffer-size", "10"], work, U,
-                 ["--buffer-size", "2 x --num-envs"])
+                 ["--buffer-size 10", "minimum of 32 for --num-envs 8",
+                  "raise --buffer-size to 32"])
     dqn = ["train", "--algo", "dqn"]
     expect_error("DQN: --env-device gpu is not a device name", dqn + ["--env-device", "gpu"],
                  work, U, ["--env-device", "cpu, cuda or auto"])
