@@ -86,8 +86,46 @@ static const char *type_word(arg_type t) {
     return "a value";
 }
 
+/* The library's range of the flag `name` in `table` (a cudarl_flag_table), or NULL. */
+static const cudarl_flag_range *library_range(int table, const char *name) {
+    const cudarl_flag_range *r = NULL;
+    if (table != ARGS_CLI_ONLY) r = cudarl_flag_ranges((cudarl_flag_table)table);
+    for (; r && r->flag; r++)
+        if (!strcmp(r->flag, name)) return r;
+    return NULL;
+}
+
+/* Whether the number x of spec `s` is in range: the library's (its message, as its validators
+ * give it) or the spec's own; prints the problem when it is not. `v` is the text given; an
+ * integer flag's value is also `xi`, compared exactly with the spec's own bounds (a seed's reach
+ * 1e18, past what a double holds exactly; the library's bounds are all below 2^53). */
+static int in_range(const arg_spec *s, int table, double x, long long xi, const char *v,
+                    const char *cmd) {
+    const cudarl_flag_range *lib = library_range(table, s->name);
+    if (lib) {
+        if (cudarl_flag_check((cudarl_flag_table)table, s->name, x) == CUDARL_OK) return 1;
+        fprintf(stderr, "cudarl %s: %s\n", cmd, cudarl_last_error());
+        return 0;
+    }
+    if (s->lo == 0 && s->hi == 0) { /* LIB_RANGE, but the table has no such setting */
+        fprintf(stderr, "cudarl %s: --%s has no range in the library's table (a bug in cudarl: "
+                        "please report it)\n", cmd, s->name);
+        return 0;
+    }
+    if (s->type == ARG_F64 ? x >= s->lo && x <= s->hi
+                           : xi >= (long long)s->lo && xi <= (long long)s->hi)
+        return 1;
+    if (s->type == ARG_F64)
+        fprintf(stderr, "cudarl %s: --%s must be between %g and %g, got %s\n", cmd, s->name,
+                s->lo, s->hi, v);
+    else
+        fprintf(stderr, "cudarl %s: --%s must be between %.0f and %.0f, got %s\n", cmd, s->name,
+                s->lo, s->hi, v);
+    return 0;
+}
+
 /* Stores `v` into the field of spec `s`; prints the problem and returns -1 when it is bad. */
-static int store(const arg_spec *s, void *opts, const char *v, const char *cmd) {
+static int store(const arg_spec *s, int table, void *opts, const char *v, const char *cmd) {
     char *field = (char *)opts + s->offset;
     char *end = NULL;
     errno = 0;
@@ -99,27 +137,19 @@ static int store(const arg_spec *s, void *opts, const char *v, const char *cmd) 
                     type_word(s->type), v);
             return -1;
         }
-        if ((double)x < s->lo || (double)x > s->hi) {
-            fprintf(stderr, "cudarl %s: --%s must be between %.0f and %.0f, got %s\n", cmd,
-                    s->name, s->lo, s->hi, v);
-            return -1;
-        }
+        if (!in_range(s, table, (double)x, x, v, cmd)) return -1;
         if (s->type == ARG_INT) *(int *)field = (int)x;
         else if (s->type == ARG_I64) *(int64_t *)field = x;
         else *(uint64_t *)field = (uint64_t)x;
         return 0;
     }
     case ARG_F64: {
-        double x = strtod(v, &end);
-        if (!*v || *end || errno || !isfinite(x)) {
+        double x = strtod(v, &end); /* an underflow (ERANGE) still reads as the tiny number */
+        if (!*v || *end || !isfinite(x)) {
             fprintf(stderr, "cudarl %s: --%s expects a finite number, got '%s'\n", cmd, s->name, v);
             return -1;
         }
-        if (x < s->lo || x > s->hi) {
-            fprintf(stderr, "cudarl %s: --%s must be between %g and %g, got %s\n", cmd, s->name,
-                    s->lo, s->hi, v);
-            return -1;
-        }
+        if (!in_range(s, table, x, 0, v, cmd)) return -1;
         *(double *)field = x;
         return 0;
     }
@@ -161,6 +191,7 @@ static int store(const arg_spec *s, void *opts, const char *v, const char *cmd) 
                             "'%s'\n", cmd, s->name, v);
             return -1;
         }
+        if (library_range(table, s->name) && !in_range(s, table, (double)b, b, v, cmd)) return -1;
         *(int64_t *)field = b;
         return 0;
     }
@@ -181,7 +212,7 @@ static int store(const arg_spec *s, void *opts, const char *v, const char *cmd) 
 }
 
 int args_parse(const arg_spec *specs, int n, void *opts, int argc, char **argv, const char *cmd,
-               int max_positional, arg_result *res) {
+               int table, int max_positional, arg_result *res) {
     memset(res, 0, sizeof *res);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -230,17 +261,30 @@ int args_parse(const arg_spec *specs, int n, void *opts, int argc, char **argv, 
             }
             v = argv[++i];
         }
-        if (store(s, opts, v, cmd) != 0) return -1;
+        if (store(s, table, opts, v, cmd) != 0) return -1;
         res->set[k] = 1;
     }
     return 0;
 }
 
-void args_print_help(const arg_spec *specs, int n, const void *defaults) {
+/* A bound as help prints it: an integer flag's in full, a real number's with a '.' or an
+ * exponent ("0.0", "1e-12"), so that "range 0.0..1.0" reads as real numbers. */
+static const char *format_bound(double x, arg_type t, char *buf, size_t cap) {
+    if (t != ARG_F64) {
+        snprintf(buf, cap, "%.0f", x);
+        return buf;
+    }
+    snprintf(buf, cap, "%g", x);
+    if (!strpbrk(buf, ".e")) snprintf(buf + strlen(buf), cap - strlen(buf), ".0");
+    return buf;
+}
+
+void args_print_help(const arg_spec *specs, int n, const void *defaults, int table) {
     for (int i = 0; i < n; i++) {
         const arg_spec *s = &specs[i];
         const char *f = (const char *)defaults + s->offset;
-        char def[160];
+        const cudarl_flag_range *lib = library_range(table, s->name);
+        char def[160], range[96] = "";
         switch (s->type) {
         case ARG_INT: snprintf(def, sizeof def, "%d", *(const int *)f); break;
         case ARG_I64: snprintf(def, sizeof def, "%lld", (long long)*(const int64_t *)f); break;
@@ -263,9 +307,15 @@ void args_print_help(const arg_spec *specs, int n, const void *defaults) {
             break;
         }
         }
+        if (s->type == ARG_INT || s->type == ARG_I64 || s->type == ARG_U64 || s->type == ARG_F64) {
+            char lo[32], hi[32];
+            format_bound(lib ? lib->lo : s->lo, s->type, lo, sizeof lo);
+            format_bound(lib ? lib->hi : s->hi, s->type, hi, sizeof hi);
+            snprintf(range, sizeof range, ", range %s..%s", lo, hi);
+        }
         char flag[64];
-        snprintf(flag, sizeof flag, "--%s%s", s->name, s->type == ARG_BOOL ? " / --no-" : "");
+        snprintf(flag, sizeof flag, "--%s", s->name);
         if (s->type == ARG_BOOL) snprintf(flag, sizeof flag, "--[no-]%s", s->name);
-        printf("  %-26s %s (default: %s)\n", flag, s->help, def);
+        printf("  %-26s %s (default: %s%s)\n", flag, s->help, def, range);
     }
 }

@@ -11,8 +11,8 @@ got (exit code, stdout, stderr) and exits 1.
 
     python3 test_cli.py --cudarl build/cudarl --work build/cli-work [--only GROUP]
 
-GROUP is one of: bad_input, help, determinism, checkpoint, resume, eval, dqn_plan, ppo_conv
-(default: all). Each
+GROUP is one of: bad_input, help, determinism, checkpoint, resume, eval, dqn_plan, ppo_conv,
+runs, limits (default: all). Each
 group works in its own folder <work>/<group>, emptied first, so groups may run in parallel.
 Needs Python 3 with numpy and safetensors.
 """
@@ -302,7 +302,7 @@ def test_bad_input(work):
                  train("--learner-device", "1"), work, U,
                  ["--learner-device 1", "needs --async", "add --async --env-device cpu"])
     expect_error("--actor-device -2 is out of range", train("--actor-device", "-2"), work, U,
-                 ["--actor-device", "between -1 and 63"])
+                 ["--actor-device", "between -1 (the context's GPU) and 63", "got -2"])
     expect_error("--actor-device with --device cpu",
                  train("--device", "cpu", "--actor-device", "0"), work, U,
                  ["--actor-device / --learner-device pick GPUs", "--device cuda"])
@@ -639,17 +639,6 @@ def test_eval(work):
 
 def test_dqn_plan(work):
     U, R = 2, 1
-    # every CUDARL_* variable the library reads, a value it does not take, and what it takes;
-    # refused before any command runs, whether or not that command reads the variable
-    bad_env = {"CUDARL_LOG": ("verbose", "error, warn, info or debug"),
-               "CUDARL_SYNC_DEBUG": ("yes", "0 or 1"), "CUDARL_FUSED": ("2", "0 or 1"),
-               "CUDARL_CONV_ENGINE": ("bogus", "gemm or cudnn")}
-    for var, (value, values) in bad_env.items():
-        for cmd in (["info"], ["train", "--algo", "dqn", "--total-timesteps", "1"]):
-            env = env_with("warn")
-            env[var] = value
-            expect_error(f"{var}={value} is refused by cudarl {cmd[0]}", cmd, work, U,
-                         [f"{var}='{value}'", f"set it to {values}", "or unset it"], env=env)
     check("cudarl plan: 1M Atari-shaped transitions (84x84 uint8, stacks of 4) fit in <= 7.1 GB")
     r = run_ok("plan", ["plan", "--buffer-size", "1000000", "--obs-shape", "84x84",
                         "--frame-stack", "4", "--mem-budget", "32GiB"], work)
@@ -948,9 +937,93 @@ def test_runs(work):
                "--run-name", "killed"], work)
 
 
+# ---- 10. limits: the library's ranges, environment values, byte sizes ------------------------
+
+RANGE_LINE = re.compile(r"^\s+--([a-z0-9-]+)\s.*, range (\S+)\.\.(\S+)\)\s*$")
+RANGE_MESSAGE = re.compile(r"--([a-z0-9-]+) must be between (\S+)(?: \([^)]*\))? and (\S+), "
+                           r"got (\S+)$")
+
+
+def numeric_flags(work, help_args):
+    """(flag, lo, hi, is_real) of every flag `cudarl ... --help` shows with a range: the
+    library's table for its settings, the CLI's own bounds for the rest (a seed)."""
+    r = run_ok(shlex.join(help_args), help_args, work)
+    flags = []
+    for line in r.out.splitlines():
+        m = RANGE_LINE.match(line)
+        if m:
+            real = any(c in m.group(2) + m.group(3) for c in ".e")  # "0.0..1.0", "1..64"
+            num = float if real else int
+            flags.append((m.group(1), num(m.group(2)), num(m.group(3)), real))
+    if len(flags) < 3:
+        fail(f"{shlex.join(help_args)} shows ranges", "lines '... (default: X, range LO..HI)'",
+             r.describe())
+    return flags
+
+
+def check_flag_ranges(work, what, args, help_args, accepted_after, accepted_needle):
+    """For each numeric flag of `help_args`: the values just outside its range are refused
+    with exit code 2 and the library's message naming that range, and the bounds pass the
+    parser and the library's validator (`accepted_after` then fails on purpose, later, with
+    `accepted_needle`, so that nothing trains)."""
+    flags = numeric_flags(work, help_args)
+    check(f"{what}: {len(flags)} numeric flags: just outside the range refused (exit 2, the "
+          "library's message), the bounds accepted")
+    for flag, lo, hi, real in flags:
+        below = math.nextafter(lo, -math.inf) if real else lo - 1
+        above = math.nextafter(hi, math.inf) if real else hi + 1
+        for value in (below, above):
+            text = repr(value) if real else str(value)
+            r = run(args + [f"--{flag}", text], work)
+            lines = [ln for ln in r.err.splitlines() if ln.strip()]
+            m = RANGE_MESSAGE.search(lines[0]) if len(lines) == 1 else None
+            if r.rc != 2 or r.out.strip() or not m or m.group(1) != flag or \
+                    float(m.group(2)) != lo or float(m.group(3)) != hi or \
+                    float(m.group(4)) != float(value):
+                fail(f"{what}: --{flag} {text} is refused",
+                     f"exit code 2 and one line '--{flag} must be between {lo} and {hi}, got "
+                     f"{text}'", r.describe())
+        for value in (lo, hi):
+            text = repr(value) if real else str(value)
+            r = run(args + [f"--{flag}", text] + accepted_after, work)
+            lines = [ln for ln in r.err.splitlines() if ln.strip()]
+            if r.rc != 2 or len(lines) != 1 or accepted_needle not in lines[0]:
+                fail(f"{what}: --{flag} {text} (a bound) is accepted",
+                     f"exit code 2 for the later refusal '{accepted_needle}', not for the "
+                     f"flag", r.describe())
+
+
+def test_limits(work):
+    U = 2
+    nope = ["--env-id", "Nope-v0"]  # refused by the validator after every range check
+    check_flag_ranges(work, "train (PPO)", ["train", "--device", "cpu", "--quiet"],
+                      ["train", "--help"], nope, "'Nope-v0' is not a known environment")
+    check_flag_ranges(work, "train --algo dqn", ["train", "--algo", "dqn", "--quiet"],
+                      ["train", "--algo", "dqn", "--help"], nope,
+                      "'Nope-v0' is not a known environment")
+    check_flag_ranges(work, "plan", ["plan"], ["plan", "--help"], ["--obs-dtype", "int16"],
+                      "--obs-dtype 'int16'")
+    expect_error("the replay's floor holds for plan too", ["plan", "--buffer-size", "20",
+                                                          "--num-envs", "4"], work, U,
+                 ["--buffer-size 20", "minimum of 28 for --num-envs 4", "--frame-stack 4 + 3"])
+
+    # every CUDARL_* variable the library reads, a value it does not take, and what it takes;
+    # refused before any command runs, whether or not that command reads the variable
+    bad_env = {"CUDARL_LOG": ("verbose", "error, warn, info or debug"),
+               "CUDARL_SYNC_DEBUG": ("yes", "0 or 1"), "CUDARL_FUSED": ("2", "0 or 1"),
+               "CUDARL_CONV_ENGINE": ("bogus", "gemm or cudnn")}
+    for var, (value, values) in bad_env.items():
+        for cmd in (["info"], ["train", "--algo", "dqn", "--total-timesteps", "1"]):
+            env = env_with("warn")
+            env[var] = value
+            expect_error(f"{var}={value} is refused by cudarl {cmd[0]}", cmd, work, U,
+                         [f"{var}='{value}'", f"set it to {values}", "or unset it"], env=env)
+
+
 GROUPS = {"bad_input": test_bad_input, "help": test_help, "determinism": test_determinism,
           "checkpoint": test_checkpoint, "resume": test_resume, "eval": test_eval,
-          "dqn_plan": test_dqn_plan, "ppo_conv": test_ppo_conv, "runs": test_runs}
+          "dqn_plan": test_dqn_plan, "ppo_conv": test_ppo_conv, "runs": test_runs,
+          "limits": test_limits}
 
 
 def main():
