@@ -34,24 +34,31 @@ static int edit_distance(const char *a, const char *b) {
     return d[la][lb];
 }
 
-/* Parses "32GiB", "32G" (binary), "32GB" (decimal), "7.5e9", ... into bytes; -1 if malformed. */
+enum { BYTES_OK = 0, BYTES_MALFORMED, BYTES_NO_UNIT, BYTES_BELOW_ONE, BYTES_TOO_LARGE };
+
+/* Parses a size with its unit into bytes, rounded down: "32GiB" or "32G" (K, M, G, T and KiB,
+ * MiB, GiB, TiB: powers of 1024), "7.1GB" (KB, MB, GB, TB: powers of 1000), "4096B" (bytes).
+ * "0" needs no unit. A number without a unit, or a size between 0 and one byte, is refused:
+ * "--mem-budget 0.5" must not silently mean 0. Returns BYTES_OK or why not. */
 static int parse_bytes(const char *s, int64_t *out) {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || !(v >= 0)) return -1;
+    if (end == s || !(v >= 0) || !isfinite(v)) return BYTES_MALFORMED;
     while (isspace((unsigned char)*end)) end++;
+    if (!*end) return v == 0 ? (*out = 0, BYTES_OK) : BYTES_NO_UNIT;
     static const struct { const char *suffix; double scale; } units[] = {
-        {"", 1}, {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MiB", 1048576.0},
+        {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MiB", 1048576.0},
         {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"T", 1099511627776.0},
         {"TiB", 1099511627776.0}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (!strcmp(end, units[i].suffix)) {
             double b = v * units[i].scale;
-            if (b > 9.0e18) return -1;
+            if (b > 9.0e18) return BYTES_TOO_LARGE;
+            if (v > 0 && b < 1) return BYTES_BELOW_ONE;
             *out = (int64_t)b;
-            return 0;
+            return BYTES_OK;
         }
-    return -1;
+    return BYTES_MALFORMED;
 }
 
 static const char *closest(const arg_spec *specs, int n, const char *name) {
@@ -80,7 +87,7 @@ static const char *type_word(arg_type t) {
     case ARG_BOOL: return "true or false";
     case ARG_DEVICE: return "cpu, cuda or auto";
     case ARG_STR: return "a value";
-    case ARG_BYTES: return "a size such as 32GiB, 512M or 7.1GB";
+    case ARG_BYTES: return "a size with its unit, such as 32GiB, 512M or 7.1GB";
     case ARG_PRECISION: return "fp32, tf32, bf16 or fp16";
     }
     return "a value";
@@ -185,13 +192,30 @@ static int store(const arg_spec *s, int table, void *opts, const char *v, const 
         return 0;
     }
     case ARG_BYTES: {
-        int64_t b;
-        if (parse_bytes(v, &b) != 0) {
-            fprintf(stderr, "cudarl %s: --%s expects a size such as 32GiB, 512M or 7.1GB, got "
-                            "'%s'\n", cmd, s->name, v);
+        int64_t b = 0;
+        const cudarl_flag_range *lib = library_range(table, s->name);
+        const char *zero = lib && lib->lo_means ? lib->lo_means : "none";
+        switch (parse_bytes(v, &b)) {
+        case BYTES_OK: break;
+        case BYTES_NO_UNIT:
+            fprintf(stderr, "cudarl %s: --%s '%s' has no unit; write the size with one, such as "
+                            "512M, 2G or 1.5GiB (K, M, G, T: powers of 1024; KB, MB, GB, TB: of "
+                            "1000; B: bytes), or 0 for %s\n", cmd, s->name, v, zero);
+            return -1;
+        case BYTES_BELOW_ONE:
+            fprintf(stderr, "cudarl %s: --%s '%s' is less than one byte; give at least 1B, or 0 "
+                            "for %s\n", cmd, s->name, v, zero);
+            return -1;
+        case BYTES_TOO_LARGE:
+            fprintf(stderr, "cudarl %s: --%s '%s' is over 9e18 bytes; give a smaller size\n", cmd,
+                    s->name, v);
+            return -1;
+        default:
+            fprintf(stderr, "cudarl %s: --%s expects %s, got '%s'\n", cmd, s->name,
+                    type_word(s->type), v);
             return -1;
         }
-        if (library_range(table, s->name) && !in_range(s, table, (double)b, b, v, cmd)) return -1;
+        if (lib && !in_range(s, table, (double)b, b, v, cmd)) return -1;
         *(int64_t *)field = b;
         return 0;
     }
@@ -303,7 +327,8 @@ void args_print_help(const arg_spec *specs, int n, const void *defaults, int tab
         case ARG_BYTES: {
             int64_t b = *(const int64_t *)f;
             if (b) cudarl_format_bytes((size_t)b, def, sizeof def);
-            else snprintf(def, sizeof def, "what the device can give");
+            else snprintf(def, sizeof def, "0, %s", lib && lib->lo_means ? lib->lo_means : "none");
+            snprintf(range, sizeof range, "; a size with its unit: 512M, 2G, 1.5GiB, 7.1GB");
             break;
         }
         }

@@ -1019,6 +1019,28 @@ def test_limits(work):
             expect_error(f"{var}={value} is refused by cudarl {cmd[0]}", cmd, work, U,
                          [f"{var}='{value}'", f"set it to {values}", "or unset it"], env=env)
 
+    # byte sizes take a unit; 0 alone means no budget of its own
+    small = ["plan", "--buffer-size", "1000"]
+    for flag_args, where in ((small, "plan"), (["train", "--algo", "dqn", "--quiet"], "dqn")):
+        expect_error(f"{where}: --mem-budget 0.5 (no unit) is refused", flag_args +
+                     ["--mem-budget", "0.5"], work, U,
+                     ["--mem-budget '0.5' has no unit", "512M", "or 0 for"])
+        expect_error(f"{where}: --mem-budget 4096 (no unit) is refused", flag_args +
+                     ["--mem-budget", "4096"], work, U, ["--mem-budget '4096' has no unit"])
+        expect_error(f"{where}: --mem-budget 0.5B (under a byte) is refused", flag_args +
+                     ["--mem-budget", "0.5B"], work, U,
+                     ["--mem-budget '0.5B' is less than one byte", "at least 1B"])
+        expect_error(f"{where}: --mem-budget 2048TiB (over the library's range) is refused",
+                     flag_args + ["--mem-budget", "2048TiB"], work, U,
+                     ["--mem-budget must be between 0", "and 1125899906842624"])
+    check("plan reads sizes with each kind of unit, and 0 as the available memory")
+    for text, shown in (("512M", "512.00 MiB"), ("1.5GiB", "1.50 GiB"), ("7.1GB", "6.61 GiB"),
+                        ("4096B", "4.00 KiB"), ("2K", "2.00 KiB"),
+                        ("0", "(the budget: available host memory)")):
+        r = run(small + ["--frame-stack", "1", "--obs-shape", "4", "--mem-budget", text], work)
+        if r.rc not in (0, 1) or shown not in r.out:
+            fail(f"plan --mem-budget {text}", f"a plan against {shown}", r.describe())
+
 
 GROUPS = {"bad_input": test_bad_input, "help": test_help, "determinism": test_determinism,
           "checkpoint": test_checkpoint, "resume": test_resume, "eval": test_eval,
