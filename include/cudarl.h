@@ -450,9 +450,11 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *cfg);
 cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
                                cudarl_train_summary *summary);
 
-/* Plays `episodes` greedy (argmax) episodes of the policy in `path`; mean and std of return.
- * Conv policies run on ctx's device (the policy runtime, fp32; envs on one CPU thread); MLP
- * policies on the CPU only (a CUDA ctx is refused). */
+/* Plays `episodes` greedy (argmax) episodes of the policy in `path` (1 to
+ * CUDARL_EVAL_MAX_EPISODES) on the env it names, which must be registered in this process;
+ * mean and std of return. Conv policies run on ctx's device (the policy runtime, fp32; envs on
+ * one CPU thread); MLP policies on the CPU only (a CUDA ctx is refused), for any registered env
+ * (DQN's MLP on MinAtar too). A network that does not fit its env is CUDARL_ERR_MISMATCH. */
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
                                  double *mean, double *std);
 /* cudarl_policy_eval with the policy runtime in `precision` (`cudarl eval --precision`): FP32

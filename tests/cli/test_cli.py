@@ -731,6 +731,12 @@ def test_dqn_plan(work):
             not any(r["charts/episodic_return"] for r in rows):
         fail("dqn minatar metrics", "rows up to step 2000, some with an episodic return",
              f"{len(rows)} rows")
+    check("eval plays DQN's MLP on MinAtar (the policy runtime, CPU envs)")
+    r = run_ok("eval dqn minatar mlp", ["eval", os.path.join("runs", "dqn_breakout",
+                                                             "model.safetensors"),
+                                        "--episodes", "3"], work)
+    if not re.search(r"episodes 3 +mean return \S+ +std \S+", r.out):
+        fail("eval dqn minatar mlp", "'episodes 3  mean return M  std S'", r.describe())
     check("the default run name of an env id with a '/' is one folder (MinAtar-Breakout-v1__dqn__...)")
     auto_dir = os.path.join(work, "runs_auto")
     run_ok("dqn minatar default run name",

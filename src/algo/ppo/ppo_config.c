@@ -166,8 +166,11 @@ static cudarl_status config_from_file(const cr_st_file *f, const char *path,
     const char *env = cr_st_meta(f, "env_id"), *run = cr_st_meta(f, "run_name");
     const char *pol = cr_st_meta(f, "policy"); /* absent before conv policies: the MLP */
     if (!env || !cr_env_info_find(env))
-        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this cudarl does "
-                       "not have", path, env ? env : "(missing)");
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' names env '%s', which is not "
+                       "registered in this process (cudarl info lists those that are); use it in "
+                       "the program that registers '%s' (cudarl_env_register), or check that the "
+                       "file is a checkpoint of cudarl train", path, env ? env : "(missing)",
+                       env ? env : "its env");
     cudarl_ppo_config_default(c, env);
     if (run) snprintf(c->run_name, sizeof c->run_name, "%s", run);
     if (pol) snprintf(c->policy, sizeof c->policy, "%s", pol);
