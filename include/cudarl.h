@@ -398,9 +398,11 @@ typedef struct cudarl_dqn_config {
     int huber;                        /* Huber (smooth L1) TD loss; else MSE as dqn.py */
     double max_grad_norm;             /* global gradient-norm clip; 0 disables */
     int hidden1, hidden2;             /* Q-network widths (120, 84 as dqn.py) */
-    /* The Q-network: "mlp" (dqn.py's, hidden1 x hidden2), or a convolutional network of
-     * dqn_atari.py's shape for image (C, H, W) observations (CPU or CUDA): "minatar-cnn"
-     * (MinAtar's 0/1 channels, unscaled) or "nature-cnn" (84x84 pixels, x / 255). */
+    /* The Q-network: "mlp" (dqn.py's, hidden1 x hidden2; any env: uint8 observations reach it
+     * flattened and cast to float, unscaled, as MinAtar's 0/1 channels want; PPO's MLP refuses
+     * them), or a convolutional network of dqn_atari.py's shape for image (C, H, W)
+     * observations (CPU or CUDA): "minatar-cnn" (MinAtar's 0/1 channels, unscaled) or
+     * "nature-cnn" (84x84 pixels, x / 255). */
     char policy[16];
     int64_t mem_budget;               /* bytes the run may use; 0 = what the device can give */
     int threads;

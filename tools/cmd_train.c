@@ -168,7 +168,7 @@ static const arg_spec dqn_specs[] = {
     {"max-grad-norm", ARG_F64, DCFG(max_grad_norm), 0, LIB_RANGE, "global gradient norm clip (0: off)"},
     {"hidden1", ARG_INT, DCFG(hidden1), 0, LIB_RANGE, "Q-network first hidden width"},
     {"hidden2", ARG_INT, DCFG(hidden2), 0, LIB_RANGE, "Q-network second hidden width"},
-    {"policy", ARG_STR, DCFG(policy), 16, 0, 0, "Q-network: mlp, or for image envs minatar-cnn / nature-cnn"},
+    {"policy", ARG_STR, DCFG(policy), 16, 0, 0, "Q-network: mlp (any env; uint8 observations cast unscaled, as MinAtar's 0/1 channels want), or for image envs minatar-cnn / nature-cnn"},
     {"mem-budget", ARG_BYTES, DCFG(mem_budget), 0, LIB_RANGE, "memory the run may use (it refuses to start if it needs more)"},
     {"device", ARG_DEVICE, DCFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
     {"threads", ARG_INT, DCFG(threads), 0, LIB_RANGE, "CPU threads for the networks and updates (0: all cores)"},
