@@ -82,6 +82,16 @@ typedef enum cudarl_log_level {
 /* Messages at or below this level go to stderr (default: INFO, or $CUDARL_LOG). */
 void cudarl_log_set_level(cudarl_log_level level);
 
+/* ---- environment variables ----------------------------------------------------------- */
+
+/* Checks each environment variable cudarl reads against the values it takes: CUDARL_LOG (error,
+ * warn, info, debug), CUDARL_SYNC_DEBUG (0, 1), CUDARL_FUSED (0, 1), CUDARL_CONV_ENGINE (gemm,
+ * cudnn). Unset or empty is fine. Any other value is CUDARL_ERR_INVALID_ARG with a message naming
+ * the variable, its value, the values it takes and "or unset it". cudarl_ctx_init (and so
+ * cudarl_policy_load) checks this first, and the CLI at its start, so a bad value is refused
+ * whether or not the run would have read it. */
+cudarl_status cudarl_check_environment(void);
+
 /* ---- devices ----------------------------------------------------------------------- */
 
 typedef enum cudarl_device_kind {
@@ -93,7 +103,8 @@ typedef enum cudarl_device_kind {
 /* A compute context: the device, its stream and its library handles. */
 typedef struct cudarl_ctx cudarl_ctx;
 
-/* Opens a context on `kind` (device `index` for CUDA). CUDA that is not built in, or no GPU,
+/* Opens a context on `kind` (device `index` for CUDA). A bad CUDARL_* environment value is
+ * CUDARL_ERR_INVALID_ARG (cudarl_check_environment); CUDA that is not built in, or no GPU,
  * returns CUDARL_ERR_UNSUPPORTED with a message saying which. Context lives on the host. */
 cudarl_status cudarl_ctx_init(cudarl_ctx **out, cudarl_device_kind kind, int index);
 void cudarl_ctx_free(cudarl_ctx *ctx);
@@ -230,6 +241,44 @@ const char *cudarl_precision_name(cudarl_precision p);
  * other string returns CUDARL_ERR_INVALID_ARG with a message listing the choices; *out is then
  * left as it was. */
 cudarl_status cudarl_precision_parse(const char *s, cudarl_precision *out);
+
+/* ---- limits of numeric settings ----------------------------------------------------- */
+
+/* The accepted range of each numeric setting of a config, named by its CLI flag: one table per
+ * config, which the library's validators check every field against and the CLI's flag parser
+ * reads, so both refuse the same values with the same message ("--num-envs must be between 1
+ * and 4194304, got 0"). Rules between settings (a replay of at least (frame stack + 3) x
+ * num_envs transitions, minibatches that divide the batch, ...) are the validators' own. */
+typedef enum cudarl_field_type {
+    CUDARL_FIELD_INT = 0, /* int */
+    CUDARL_FIELD_I64,     /* int64_t */
+    CUDARL_FIELD_F64,     /* double */
+} cudarl_field_type;
+
+typedef struct cudarl_flag_range {
+    const char *flag;       /* the CLI flag without "--" ("num-envs"; the field is num_envs) */
+    double lo, hi;          /* accepted values, both included (integer fields: integers, each
+                               below 2^53, so an int64 compares exactly as a double) */
+    const char *lo_means;   /* what lo stands for where it is special ("all cores"), or NULL */
+    size_t offset;          /* of the field in the table's config struct */
+    cudarl_field_type type; /* of that field */
+} cudarl_flag_range;
+
+typedef enum cudarl_flag_table {
+    CUDARL_FLAGS_PPO = 0, /* cudarl_ppo_config (cudarl train) */
+    CUDARL_FLAGS_DQN,     /* cudarl_dqn_config (cudarl train --algo dqn) */
+    CUDARL_FLAGS_REPLAY,  /* cudarl_replay_request (cudarl plan) */
+} cudarl_flag_table;
+
+/* The ranges of `table`, ended by an entry whose flag is NULL (static storage); NULL for a value
+ * that is no table. */
+const cudarl_flag_range *cudarl_flag_ranges(cudarl_flag_table table);
+/* Checks `value` against the range of `flag` in `table`: CUDARL_OK inside it; otherwise (NaN and
+ * inf too) CUDARL_ERR_INVALID_ARG with the validators' message, "--flag must be between lo and
+ * hi, got value". A flag the table does not have is CUDARL_ERR_INVALID_ARG naming it. */
+cudarl_status cudarl_flag_check(cudarl_flag_table table, const char *flag, double value);
+
+#define CUDARL_EVAL_MAX_EPISODES 1000000 /* most episodes one cudarl_policy_eval plays */
 
 /* ---- PPO --------------------------------------------------------------------------- */
 
@@ -388,9 +437,11 @@ typedef struct cudarl_dqn_config {
     int huber;                        /* Huber (smooth L1) TD loss; else MSE as dqn.py */
     double max_grad_norm;             /* global gradient-norm clip; 0 disables */
     int hidden1, hidden2;             /* Q-network widths (120, 84 as dqn.py) */
-    /* The Q-network: "mlp" (dqn.py's, hidden1 x hidden2), or a convolutional network of
-     * dqn_atari.py's shape for image (C, H, W) observations (CPU or CUDA): "minatar-cnn"
-     * (MinAtar's 0/1 channels, unscaled) or "nature-cnn" (84x84 pixels, x / 255). */
+    /* The Q-network: "mlp" (dqn.py's, hidden1 x hidden2; any env: uint8 observations reach it
+     * flattened and cast to float, unscaled, as MinAtar's 0/1 channels want; PPO's MLP refuses
+     * them), or a convolutional network of dqn_atari.py's shape for image (C, H, W)
+     * observations (CPU or CUDA): "minatar-cnn" (MinAtar's 0/1 channels, unscaled) or
+     * "nature-cnn" (84x84 pixels, x / 255). */
     char policy[16];
     int64_t mem_budget;               /* bytes the run may use; 0 = what the device can give */
     int threads;
@@ -442,9 +493,11 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *cfg);
 cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
                                cudarl_train_summary *summary);
 
-/* Plays `episodes` greedy (argmax) episodes of the policy in `path`; mean and std of return.
- * Conv policies run on ctx's device (the policy runtime, fp32; envs on one CPU thread); MLP
- * policies on the CPU only (a CUDA ctx is refused). */
+/* Plays `episodes` greedy (argmax) episodes of the policy in `path` (1 to
+ * CUDARL_EVAL_MAX_EPISODES) on the env it names, which must be registered in this process;
+ * mean and std of return. Conv policies run on ctx's device (the policy runtime, fp32; envs on
+ * one CPU thread); MLP policies on the CPU only (a CUDA ctx is refused), for any registered env
+ * (DQN's MLP on MinAtar too). A network that does not fit its env is CUDARL_ERR_MISMATCH. */
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
                                  double *mean, double *std);
 /* cudarl_policy_eval with the policy runtime in `precision` (`cudarl eval --precision`): FP32

@@ -34,24 +34,31 @@ static int edit_distance(const char *a, const char *b) {
     return d[la][lb];
 }
 
-/* Parses "32GiB", "32G" (binary), "32GB" (decimal), "7.5e9", ... into bytes; -1 if malformed. */
+enum { BYTES_OK = 0, BYTES_MALFORMED, BYTES_NO_UNIT, BYTES_BELOW_ONE, BYTES_TOO_LARGE };
+
+/* Parses a size with its unit into bytes, rounded down: "32GiB" or "32G" (K, M, G, T and KiB,
+ * MiB, GiB, TiB: powers of 1024), "7.1GB" (KB, MB, GB, TB: powers of 1000), "4096B" (bytes).
+ * "0" needs no unit. A number without a unit, or a size between 0 and one byte, is refused:
+ * "--mem-budget 0.5" must not silently mean 0. Returns BYTES_OK or why not. */
 static int parse_bytes(const char *s, int64_t *out) {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || !(v >= 0)) return -1;
+    if (end == s || !(v >= 0) || !isfinite(v)) return BYTES_MALFORMED;
     while (isspace((unsigned char)*end)) end++;
+    if (!*end) return v == 0 ? (*out = 0, BYTES_OK) : BYTES_NO_UNIT;
     static const struct { const char *suffix; double scale; } units[] = {
-        {"", 1}, {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MiB", 1048576.0},
+        {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MiB", 1048576.0},
         {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"T", 1099511627776.0},
         {"TiB", 1099511627776.0}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (!strcmp(end, units[i].suffix)) {
             double b = v * units[i].scale;
-            if (b > 9.0e18) return -1;
+            if (b > 9.0e18) return BYTES_TOO_LARGE;
+            if (v > 0 && b < 1) return BYTES_BELOW_ONE;
             *out = (int64_t)b;
-            return 0;
+            return BYTES_OK;
         }
-    return -1;
+    return BYTES_MALFORMED;
 }
 
 static const char *closest(const arg_spec *specs, int n, const char *name) {
@@ -80,14 +87,52 @@ static const char *type_word(arg_type t) {
     case ARG_BOOL: return "true or false";
     case ARG_DEVICE: return "cpu, cuda or auto";
     case ARG_STR: return "a value";
-    case ARG_BYTES: return "a size such as 32GiB, 512M or 7.1GB";
+    case ARG_BYTES: return "a size with its unit, such as 32GiB, 512M or 7.1GB";
     case ARG_PRECISION: return "fp32, tf32, bf16 or fp16";
     }
     return "a value";
 }
 
+/* The library's range of the flag `name` in `table` (a cudarl_flag_table), or NULL. */
+static const cudarl_flag_range *library_range(int table, const char *name) {
+    const cudarl_flag_range *r = NULL;
+    if (table != ARGS_CLI_ONLY) r = cudarl_flag_ranges((cudarl_flag_table)table);
+    for (; r && r->flag; r++)
+        if (!strcmp(r->flag, name)) return r;
+    return NULL;
+}
+
+/* Whether the number x of spec `s` is in range: the library's (its message, as its validators
+ * give it) or the spec's own; prints the problem when it is not. `v` is the text given; an
+ * integer flag's value is also `xi`, compared exactly with the spec's own bounds (a seed's reach
+ * 1e18, past what a double holds exactly; the library's bounds are all below 2^53). */
+static int in_range(const arg_spec *s, int table, double x, long long xi, const char *v,
+                    const char *cmd) {
+    const cudarl_flag_range *lib = library_range(table, s->name);
+    if (lib) {
+        if (cudarl_flag_check((cudarl_flag_table)table, s->name, x) == CUDARL_OK) return 1;
+        fprintf(stderr, "cudarl %s: %s\n", cmd, cudarl_last_error());
+        return 0;
+    }
+    if (s->lo == 0 && s->hi == 0) { /* LIB_RANGE, but the table has no such setting */
+        fprintf(stderr, "cudarl %s: --%s has no range in the library's table (a bug in cudarl: "
+                        "please report it)\n", cmd, s->name);
+        return 0;
+    }
+    if (s->type == ARG_F64 ? x >= s->lo && x <= s->hi
+                           : xi >= (long long)s->lo && xi <= (long long)s->hi)
+        return 1;
+    if (s->type == ARG_F64)
+        fprintf(stderr, "cudarl %s: --%s must be between %g and %g, got %s\n", cmd, s->name,
+                s->lo, s->hi, v);
+    else
+        fprintf(stderr, "cudarl %s: --%s must be between %.0f and %.0f, got %s\n", cmd, s->name,
+                s->lo, s->hi, v);
+    return 0;
+}
+
 /* Stores `v` into the field of spec `s`; prints the problem and returns -1 when it is bad. */
-static int store(const arg_spec *s, void *opts, const char *v, const char *cmd) {
+static int store(const arg_spec *s, int table, void *opts, const char *v, const char *cmd) {
     char *field = (char *)opts + s->offset;
     char *end = NULL;
     errno = 0;
@@ -99,27 +144,19 @@ static int store(const arg_spec *s, void *opts, const char *v, const char *cmd) 
                     type_word(s->type), v);
             return -1;
         }
-        if ((double)x < s->lo || (double)x > s->hi) {
-            fprintf(stderr, "cudarl %s: --%s must be between %.0f and %.0f, got %s\n", cmd,
-                    s->name, s->lo, s->hi, v);
-            return -1;
-        }
+        if (!in_range(s, table, (double)x, x, v, cmd)) return -1;
         if (s->type == ARG_INT) *(int *)field = (int)x;
         else if (s->type == ARG_I64) *(int64_t *)field = x;
         else *(uint64_t *)field = (uint64_t)x;
         return 0;
     }
     case ARG_F64: {
-        double x = strtod(v, &end);
-        if (!*v || *end || errno || !isfinite(x)) {
+        double x = strtod(v, &end); /* an underflow (ERANGE) still reads as the tiny number */
+        if (!*v || *end || !isfinite(x)) {
             fprintf(stderr, "cudarl %s: --%s expects a finite number, got '%s'\n", cmd, s->name, v);
             return -1;
         }
-        if (x < s->lo || x > s->hi) {
-            fprintf(stderr, "cudarl %s: --%s must be between %g and %g, got %s\n", cmd, s->name,
-                    s->lo, s->hi, v);
-            return -1;
-        }
+        if (!in_range(s, table, x, 0, v, cmd)) return -1;
         *(double *)field = x;
         return 0;
     }
@@ -155,12 +192,30 @@ static int store(const arg_spec *s, void *opts, const char *v, const char *cmd) 
         return 0;
     }
     case ARG_BYTES: {
-        int64_t b;
-        if (parse_bytes(v, &b) != 0) {
-            fprintf(stderr, "cudarl %s: --%s expects a size such as 32GiB, 512M or 7.1GB, got "
-                            "'%s'\n", cmd, s->name, v);
+        int64_t b = 0;
+        const cudarl_flag_range *lib = library_range(table, s->name);
+        const char *zero = lib && lib->lo_means ? lib->lo_means : "none";
+        switch (parse_bytes(v, &b)) {
+        case BYTES_OK: break;
+        case BYTES_NO_UNIT:
+            fprintf(stderr, "cudarl %s: --%s '%s' has no unit; write the size with one, such as "
+                            "512M, 2G or 1.5GiB (K, M, G, T: powers of 1024; KB, MB, GB, TB: of "
+                            "1000; B: bytes), or 0 for %s\n", cmd, s->name, v, zero);
+            return -1;
+        case BYTES_BELOW_ONE:
+            fprintf(stderr, "cudarl %s: --%s '%s' is less than one byte; give at least 1B, or 0 "
+                            "for %s\n", cmd, s->name, v, zero);
+            return -1;
+        case BYTES_TOO_LARGE:
+            fprintf(stderr, "cudarl %s: --%s '%s' is over 9e18 bytes; give a smaller size\n", cmd,
+                    s->name, v);
+            return -1;
+        default:
+            fprintf(stderr, "cudarl %s: --%s expects %s, got '%s'\n", cmd, s->name,
+                    type_word(s->type), v);
             return -1;
         }
+        if (lib && !in_range(s, table, (double)b, b, v, cmd)) return -1;
         *(int64_t *)field = b;
         return 0;
     }
@@ -181,7 +236,7 @@ static int store(const arg_spec *s, void *opts, const char *v, const char *cmd) 
 }
 
 int args_parse(const arg_spec *specs, int n, void *opts, int argc, char **argv, const char *cmd,
-               int max_positional, arg_result *res) {
+               int table, int max_positional, arg_result *res) {
     memset(res, 0, sizeof *res);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -230,17 +285,30 @@ int args_parse(const arg_spec *specs, int n, void *opts, int argc, char **argv, 
             }
             v = argv[++i];
         }
-        if (store(s, opts, v, cmd) != 0) return -1;
+        if (store(s, table, opts, v, cmd) != 0) return -1;
         res->set[k] = 1;
     }
     return 0;
 }
 
-void args_print_help(const arg_spec *specs, int n, const void *defaults) {
+/* A bound as help prints it: an integer flag's in full, a real number's with a '.' or an
+ * exponent ("0.0", "1e-12"), so that "range 0.0..1.0" reads as real numbers. */
+static const char *format_bound(double x, arg_type t, char *buf, size_t cap) {
+    if (t != ARG_F64) {
+        snprintf(buf, cap, "%.0f", x);
+        return buf;
+    }
+    snprintf(buf, cap, "%g", x);
+    if (!strpbrk(buf, ".e")) snprintf(buf + strlen(buf), cap - strlen(buf), ".0");
+    return buf;
+}
+
+void args_print_help(const arg_spec *specs, int n, const void *defaults, int table) {
     for (int i = 0; i < n; i++) {
         const arg_spec *s = &specs[i];
         const char *f = (const char *)defaults + s->offset;
-        char def[160];
+        const cudarl_flag_range *lib = library_range(table, s->name);
+        char def[160], range[96] = "";
         switch (s->type) {
         case ARG_INT: snprintf(def, sizeof def, "%d", *(const int *)f); break;
         case ARG_I64: snprintf(def, sizeof def, "%lld", (long long)*(const int64_t *)f); break;
@@ -259,13 +327,20 @@ void args_print_help(const arg_spec *specs, int n, const void *defaults) {
         case ARG_BYTES: {
             int64_t b = *(const int64_t *)f;
             if (b) cudarl_format_bytes((size_t)b, def, sizeof def);
-            else snprintf(def, sizeof def, "what the device can give");
+            else snprintf(def, sizeof def, "0, %s", lib && lib->lo_means ? lib->lo_means : "none");
+            snprintf(range, sizeof range, "; a size with its unit: 512M, 2G, 1.5GiB, 7.1GB");
             break;
         }
         }
+        if (s->type == ARG_INT || s->type == ARG_I64 || s->type == ARG_U64 || s->type == ARG_F64) {
+            char lo[32], hi[32];
+            format_bound(lib ? lib->lo : s->lo, s->type, lo, sizeof lo);
+            format_bound(lib ? lib->hi : s->hi, s->type, hi, sizeof hi);
+            snprintf(range, sizeof range, ", range %s..%s", lo, hi);
+        }
         char flag[64];
-        snprintf(flag, sizeof flag, "--%s%s", s->name, s->type == ARG_BOOL ? " / --no-" : "");
+        snprintf(flag, sizeof flag, "--%s", s->name);
         if (s->type == ARG_BOOL) snprintf(flag, sizeof flag, "--[no-]%s", s->name);
-        printf("  %-26s %s (default: %s)\n", flag, s->help, def);
+        printf("  %-26s %s (default: %s%s)\n", flag, s->help, def, range);
     }
 }

@@ -1,5 +1,8 @@
 /* Table-driven command-line flags: parse "--name value", "--name=value", "--flag"/"--no-flag",
- * check types and ranges, and print help with defaults. */
+ * check types and ranges, and print help with defaults and ranges. A numeric flag of a library
+ * setting takes its range from the library's table (cudarl_flag_ranges), so the CLI and the
+ * library's validators refuse the same values with the same message; lo and hi in a spec are
+ * only for the CLI's own flags (eval's --episodes, bench's --iters, ...). */
 #ifndef CUDARL_ARGS_H
 #define CUDARL_ARGS_H
 
@@ -12,9 +15,15 @@ typedef struct arg_spec {
     arg_type type;
     size_t offset;      /* of the field in the options struct */
     size_t size;        /* bytes of a string field */
-    double lo, hi;      /* accepted range of a numeric value */
+    double lo, hi;      /* accepted range of a CLI-only numeric value; LIB_RANGE for a setting
+                           of the library's table */
     const char *help;
 } arg_spec;
+
+/* lo, hi of a flag whose range is the library's: args_parse's table holds it. */
+#define LIB_RANGE 0, 0
+/* args_parse's table for a command without library settings. */
+#define ARGS_CLI_ONLY (-1)
 
 #define ARG_MAX_SPECS 64
 
@@ -26,11 +35,13 @@ typedef struct arg_result {
 
 /* Parses argv[0..argc) into `opts` by `specs` (n of them). On a bad argument prints one line
  * naming the problem and the fix to stderr and returns -1; returns 0 on success. `cmd` names
- * the subcommand in messages. */
+ * the subcommand in messages; `table` (a cudarl_flag_table, or ARGS_CLI_ONLY) holds the ranges
+ * of the specs with LIB_RANGE. */
 int args_parse(const arg_spec *specs, int n, void *opts, int argc, char **argv, const char *cmd,
-               int max_positional, arg_result *res);
-/* Prints each flag, its help and its value in `defaults` (the options struct). */
-void args_print_help(const arg_spec *specs, int n, const void *defaults);
+               int table, int max_positional, arg_result *res);
+/* Prints each flag, its help, its value in `defaults` (the options struct) and, for a number,
+ * its range ("range 1..4194304"; a real number's bounds always with a '.' or an exponent). */
+void args_print_help(const arg_spec *specs, int n, const void *defaults, int table);
 /* Index of the spec named `name`, or -1. */
 int args_find(const arg_spec *specs, int n, const char *name);
 

@@ -7,7 +7,8 @@
 
 enum { EXIT_USAGE = 2 };
 
-/* Upper bound of an integer flag with no natural limit. */
+/* Upper bound of a CLI-only integer flag with no natural limit (a seed); the library's settings
+ * have their ranges in cudarl_flag_ranges. */
 #define FLAG_MAX 1e18
 
 int cmd_train(int argc, char **argv);

@@ -474,14 +474,15 @@ static int cmd_infer(int argc, char **argv) {
                "(cudarl_policy_act):\na network built in memory with random weights (4x256x256 "
                "uint8, 3 convs, FC 512,\n7 actions + value), at batch 128 and 1, per precision "
                "and conv engine\n\nflags:\n");
-        args_print_help(infer_specs, N_INFER_SPECS, &b->o);
+        args_print_help(infer_specs, N_INFER_SPECS, &b->o, ARGS_CLI_ONLY);
         free(b);
         return 0;
     }
     arg_result r;
     cudarl_conv_engine engines[2];
     int nengines = 0, rc = 0;
-    if (args_parse(infer_specs, N_INFER_SPECS, &b->o, argc, argv, "bench infer", 0, &r) != 0 ||
+    if (args_parse(infer_specs, N_INFER_SPECS, &b->o, argc, argv, "bench infer", ARGS_CLI_ONLY, 0,
+                   &r) != 0 ||
         (nengines = engines_of(b->o.engine, engines)) < 0) {
         free(b);
         return EXIT_USAGE;

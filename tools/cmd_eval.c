@@ -18,7 +18,7 @@ typedef struct eval_opts {
 } eval_opts;
 
 static const arg_spec eval_specs[] = {
-    {"episodes", ARG_INT, offsetof(eval_opts, episodes), 0, 1, 1000000, "episodes to play"},
+    {"episodes", ARG_INT, offsetof(eval_opts, episodes), 0, 1, CUDARL_EVAL_MAX_EPISODES, "episodes to play"},
     {"seed", ARG_U64, offsetof(eval_opts, seed), 0, 0, FLAG_MAX, "seed of the evaluation envs"},
     {"device", ARG_DEVICE, offsetof(eval_opts, device), 0, 0, 0, "cpu, cuda or auto (cuda: conv policies only)"},
     {"precision", ARG_PRECISION, offsetof(eval_opts, precision), 0, 0, 0, "fp32, or on the GPU for conv policies tf32, bf16 or fp16 (as a deployed policy computes)"},
@@ -29,11 +29,12 @@ int cmd_eval(int argc, char **argv) {
     int n = (int)(sizeof eval_specs / sizeof eval_specs[0]);
     if (cmd_wants_help(argc, argv)) {
         printf("usage: cudarl eval CHECKPOINT [flags]\n\nflags:\n");
-        args_print_help(eval_specs, n, &o);
+        args_print_help(eval_specs, n, &o, ARGS_CLI_ONLY);
         return 0;
     }
     arg_result r;
-    if (args_parse(eval_specs, n, &o, argc, argv, "eval", 1, &r) != 0) return EXIT_USAGE;
+    if (args_parse(eval_specs, n, &o, argc, argv, "eval", ARGS_CLI_ONLY, 1, &r) != 0)
+        return EXIT_USAGE;
     if (r.npositional != 1) {
         fprintf(stderr, "cudarl eval: which checkpoint? usage: cudarl eval "
                         "runs/<run>/model.safetensors [--episodes N]\n");

@@ -66,11 +66,12 @@ int cmd_export(int argc, char **argv) {
                "[batch, obs_dim] (or [batch, C, H, W] for a conv policy); outputs logits\n"
                "and value (PPO) or q_values (DQN).\n\n"
                "flags:\n", CUDARL_ONNX_OPSET);
-        args_print_help(export_specs, N_EXPORT_SPECS, &e);
+        args_print_help(export_specs, N_EXPORT_SPECS, &e, ARGS_CLI_ONLY);
         return 0;
     }
     arg_result r;
-    if (args_parse(export_specs, N_EXPORT_SPECS, &e, argc, argv, "export", 1, &r) != 0)
+    if (args_parse(export_specs, N_EXPORT_SPECS, &e, argc, argv, "export", ARGS_CLI_ONLY, 1,
+                   &r) != 0)
         return EXIT_USAGE;
     if (r.npositional != 1) {
         fprintf(stderr, "cudarl export: which checkpoint? usage: " EXPORT_EXAMPLE "\n");

@@ -16,13 +16,13 @@ typedef struct plan_opts {
 } plan_opts;
 
 static const arg_spec plan_specs[] = {
-    {"buffer-size", ARG_I64, offsetof(plan_opts, buffer_size), 0, 1, FLAG_MAX, "replay capacity (transitions)"},
-    {"num-envs", ARG_INT, offsetof(plan_opts, num_envs), 0, 1, 1 << 20, "envs inserting per step"},
+    {"buffer-size", ARG_I64, offsetof(plan_opts, buffer_size), 0, LIB_RANGE, "replay capacity (transitions)"},
+    {"num-envs", ARG_INT, offsetof(plan_opts, num_envs), 0, LIB_RANGE, "envs inserting per step"},
     {"obs-shape", ARG_STR, offsetof(plan_opts, obs_shape), 64, 0, 0, "one stored observation (one frame when stacking), e.g. 84x84 or 4"},
     {"obs-dtype", ARG_STR, offsetof(plan_opts, obs_dtype), 16, 0, 0, "uint8 or float32"},
-    {"frame-stack", ARG_INT, offsetof(plan_opts, frame_stack), 0, 1, 16, "frames per observation"},
+    {"frame-stack", ARG_INT, offsetof(plan_opts, frame_stack), 0, LIB_RANGE, "frames per observation"},
     {"prioritized", ARG_BOOL, offsetof(plan_opts, prioritized), 0, 0, 1, "with a priority sum tree"},
-    {"mem-budget", ARG_BYTES, offsetof(plan_opts, mem_budget), 0, 0, 0, "the budget to check against"},
+    {"mem-budget", ARG_BYTES, offsetof(plan_opts, mem_budget), 0, LIB_RANGE, "the budget to check against"},
 };
 
 /* Elements of "84x84" / "4" / "3,84,84"; -1 if malformed. */
@@ -48,11 +48,12 @@ int cmd_plan(int argc, char **argv) {
     if (cmd_wants_help(argc, argv)) {
         printf("usage: cudarl plan [flags]: the replay buffer's memory plan, without training\n"
                "\nflags:\n");
-        args_print_help(plan_specs, n, &o);
+        args_print_help(plan_specs, n, &o, CUDARL_FLAGS_REPLAY);
         return 0;
     }
     arg_result r;
-    if (args_parse(plan_specs, n, &o, argc, argv, "plan", 0, &r) != 0) return EXIT_USAGE;
+    if (args_parse(plan_specs, n, &o, argc, argv, "plan", CUDARL_FLAGS_REPLAY, 0, &r) != 0)
+        return EXIT_USAGE;
     int64_t elems = shape_elems(o.obs_shape);
     if (elems < 0) {
         fprintf(stderr, "cudarl plan: --obs-shape '%s' is not a shape; write it as 84x84 or 4\n",

@@ -268,11 +268,12 @@ int cmd_render(int argc, char **argv) {
                "holds the observation's channels side by side, channel 0 (for a frame stack\n"
                "the oldest frame) at the left, with 1-px white columns between them.\n\n"
                "flags:\n");
-        args_print_help(render_specs, N_RENDER_SPECS, &o);
+        args_print_help(render_specs, N_RENDER_SPECS, &o, ARGS_CLI_ONLY);
         return 0;
     }
     arg_result r;
-    if (args_parse(render_specs, N_RENDER_SPECS, &o, argc, argv, "render", 0, &r) != 0)
+    if (args_parse(render_specs, N_RENDER_SPECS, &o, argc, argv, "render", ARGS_CLI_ONLY, 0,
+                   &r) != 0)
         return EXIT_USAGE;
     if (!o.out[0]) {
         fprintf(stderr, "cudarl render: where should the PNG files go? add --out DIR\n");

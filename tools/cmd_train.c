@@ -22,36 +22,36 @@ static const arg_spec train_specs[] = {
     {"algo", ARG_STR, offsetof(train_opts, algo), 16, 0, 0, "algorithm: ppo or dqn (cudarl train --algo dqn --help)"},
     {"env-id", ARG_STR, CFG(env_id), 64, 0, 0, "environment id"},
     {"seed", ARG_U64, CFG(seed), 0, 0, FLAG_MAX, "seed of every random stream"},
-    {"total-timesteps", ARG_I64, CFG(total_timesteps), 0, 1, FLAG_MAX, "env steps to train for"},
-    {"learning-rate", ARG_F64, CFG(learning_rate), 0, 1e-12, 1, "Adam learning rate"},
-    {"num-envs", ARG_INT, CFG(num_envs), 0, 1, 1 << 22, "parallel environments"},
-    {"num-steps", ARG_INT, CFG(num_steps), 0, 1, 1 << 16, "steps per env per rollout"},
+    {"total-timesteps", ARG_I64, CFG(total_timesteps), 0, LIB_RANGE, "env steps to train for"},
+    {"learning-rate", ARG_F64, CFG(learning_rate), 0, LIB_RANGE, "Adam learning rate"},
+    {"num-envs", ARG_INT, CFG(num_envs), 0, LIB_RANGE, "parallel environments"},
+    {"num-steps", ARG_INT, CFG(num_steps), 0, LIB_RANGE, "steps per env per rollout"},
     {"anneal-lr", ARG_BOOL, CFG(anneal_lr), 0, 0, 1, "anneal the learning rate linearly to 0"},
-    {"gamma", ARG_F64, CFG(gamma), 0, 0, 1, "discount factor"},
-    {"gae-lambda", ARG_F64, CFG(gae_lambda), 0, 0, 1, "GAE lambda"},
-    {"num-minibatches", ARG_INT, CFG(num_minibatches), 0, 1, 1 << 26, "minibatches per epoch"},
-    {"update-epochs", ARG_INT, CFG(update_epochs), 0, 1, 1000, "epochs per update"},
+    {"gamma", ARG_F64, CFG(gamma), 0, LIB_RANGE, "discount factor"},
+    {"gae-lambda", ARG_F64, CFG(gae_lambda), 0, LIB_RANGE, "GAE lambda"},
+    {"num-minibatches", ARG_INT, CFG(num_minibatches), 0, LIB_RANGE, "minibatches per epoch"},
+    {"update-epochs", ARG_INT, CFG(update_epochs), 0, LIB_RANGE, "epochs per update"},
     {"norm-adv", ARG_BOOL, CFG(norm_adv), 0, 0, 1, "normalise advantages per minibatch"},
-    {"clip-coef", ARG_F64, CFG(clip_coef), 0, 1e-9, 10, "surrogate clipping coefficient"},
+    {"clip-coef", ARG_F64, CFG(clip_coef), 0, LIB_RANGE, "surrogate clipping coefficient"},
     {"clip-vloss", ARG_BOOL, CFG(clip_vloss), 0, 0, 1, "clip the value loss"},
-    {"ent-coef", ARG_F64, CFG(ent_coef), 0, 0, 10, "entropy coefficient"},
-    {"vf-coef", ARG_F64, CFG(vf_coef), 0, 0, 100, "value loss coefficient"},
-    {"max-grad-norm", ARG_F64, CFG(max_grad_norm), 0, 1e-9, 1e9, "global gradient norm clip"},
-    {"target-kl", ARG_F64, CFG(target_kl), 0, 0, 1e9, "stop an update's epochs above this KL (0: off)"},
-    {"hidden", ARG_INT, CFG(hidden), 0, 1, 4096, "hidden width of actor and critic MLPs"},
+    {"ent-coef", ARG_F64, CFG(ent_coef), 0, LIB_RANGE, "entropy coefficient"},
+    {"vf-coef", ARG_F64, CFG(vf_coef), 0, LIB_RANGE, "value loss coefficient"},
+    {"max-grad-norm", ARG_F64, CFG(max_grad_norm), 0, LIB_RANGE, "global gradient norm clip"},
+    {"target-kl", ARG_F64, CFG(target_kl), 0, LIB_RANGE, "stop an update's epochs above this KL (0: off)"},
+    {"hidden", ARG_INT, CFG(hidden), 0, LIB_RANGE, "hidden width of actor and critic MLPs"},
     {"policy", ARG_STR, CFG(policy), 16, 0, 0, "actor-critic: mlp, or for image envs minatar-cnn / nature-cnn"},
     {"separate-critic", ARG_BOOL, CFG(separate_critic), 0, 0, 1, "conv policies: the critic on a trunk of its own (twice the network's work), not a head on the actor's"},
     {"device", ARG_DEVICE, CFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
-    {"threads", ARG_INT, CFG(threads), 0, 0, 1024, "CPU threads for the networks and updates (0: all cores)"},
+    {"threads", ARG_INT, CFG(threads), 0, LIB_RANGE, "CPU threads for the networks and updates (0: all cores)"},
     {"env-device", ARG_DEVICE, CFG(env_device), 0, 0, 0, "where envs step: cpu (threads), cuda (on the GPU: CartPole; MinAtar and CartPolePixels with a conv policy) or auto (on the GPU where the env can step there, else threads)"},
-    {"env-threads", ARG_INT, CFG(env_threads), 0, 0, 1024, "threads stepping CPU envs (0: all cores)"},
-    {"env-groups", ARG_INT, CFG(env_groups), 0, 0, 31, "CPU env groups stepped while the policy runs on another (0: 2 on a GPU, else 1)"},
+    {"env-threads", ARG_INT, CFG(env_threads), 0, LIB_RANGE, "threads stepping CPU envs (0: all cores)"},
+    {"env-groups", ARG_INT, CFG(env_groups), 0, LIB_RANGE, "CPU env groups stepped while the policy runs on another (0: 2 on a GPU, else 1)"},
     {"async", ARG_BOOL, CFG(async), 0, 0, 1, "CPU envs: next rollout while the learner updates (policy one update stale)"},
-    {"actor-device", ARG_INT, CFG(actor_device), 0, -1, 63, "GPU index of the actor (rollouts), and of the learner unless --learner-device (-1: GPU 0)"},
-    {"learner-device", ARG_INT, CFG(learner_device), 0, -1, 63, "GPU index of the learner; another GPU than the actor's needs --async (-1: the actor's)"},
+    {"actor-device", ARG_INT, CFG(actor_device), 0, LIB_RANGE, "GPU index of the actor (rollouts), and of the learner unless --learner-device (-1: GPU 0)"},
+    {"learner-device", ARG_INT, CFG(learner_device), 0, LIB_RANGE, "GPU index of the learner; another GPU than the actor's needs --async (-1: the actor's)"},
     {"run-name", ARG_STR, CFG(run_name), 128, 0, 0, "run folder name; empty: <env>__ppo__<seed>__<unix time>"},
     {"runs-dir", ARG_STR, CFG(runs_dir), 256, 0, 0, "where run folders go"},
-    {"checkpoint-every", ARG_INT, CFG(checkpoint_every), 0, 0, 1 << 30, "iterations between checkpoints (0: at the end)"},
+    {"checkpoint-every", ARG_INT, CFG(checkpoint_every), 0, LIB_RANGE, "iterations between checkpoints (0: at the end)"},
     {"quiet", ARG_BOOL, CFG(quiet), 0, 0, 1, "no progress line"},
     {"profile", ARG_BOOL, CFG(profile), 0, 0, 1, "time per phase, host-device syncs, FLOP/s and GB/s at the end"},
     {"precision", ARG_PRECISION, CFG(precision), 0, 0, 0, "fp32, or on the GPU tf32 (cuBLAS products on TF32 tensor cores), bf16 or fp16 (every product's inputs in the format, fp32 sums; fp16 with dynamic loss scaling)"},
@@ -147,33 +147,33 @@ static const arg_spec dqn_specs[] = {
     {"algo", ARG_STR, offsetof(dqn_opts, algo), 16, 0, 0, "algorithm: dqn"},
     {"env-id", ARG_STR, DCFG(env_id), 64, 0, 0, "environment id"},
     {"seed", ARG_U64, DCFG(seed), 0, 0, FLAG_MAX, "seed of every random stream"},
-    {"total-timesteps", ARG_I64, DCFG(total_timesteps), 0, 1, FLAG_MAX, "env steps to train for"},
-    {"learning-rate", ARG_F64, DCFG(learning_rate), 0, 1e-12, 1, "Adam learning rate"},
-    {"num-envs", ARG_INT, DCFG(num_envs), 0, 1, 1 << 20, "parallel environments"},
-    {"buffer-size", ARG_I64, DCFG(buffer_size), 0, 2, FLAG_MAX, "replay buffer capacity (transitions)"},
-    {"gamma", ARG_F64, DCFG(gamma), 0, 0, 1, "discount factor"},
-    {"tau", ARG_F64, DCFG(tau), 0, 1e-9, 1, "target network update rate (1: copy)"},
-    {"target-network-frequency", ARG_I64, DCFG(target_network_frequency), 0, 1, FLAG_MAX, "env steps between target updates"},
-    {"batch-size", ARG_INT, DCFG(batch_size), 0, 1, 1 << 20, "replay minibatch"},
-    {"start-e", ARG_F64, DCFG(start_e), 0, 0, 1, "initial exploration epsilon"},
-    {"end-e", ARG_F64, DCFG(end_e), 0, 0, 1, "final exploration epsilon"},
-    {"exploration-fraction", ARG_F64, DCFG(exploration_fraction), 0, 1e-9, 1, "fraction of the steps to anneal epsilon over"},
-    {"learning-starts", ARG_I64, DCFG(learning_starts), 0, 0, FLAG_MAX, "env steps before learning"},
-    {"train-frequency", ARG_I64, DCFG(train_frequency), 0, 1, FLAG_MAX, "env steps between gradient steps"},
+    {"total-timesteps", ARG_I64, DCFG(total_timesteps), 0, LIB_RANGE, "env steps to train for"},
+    {"learning-rate", ARG_F64, DCFG(learning_rate), 0, LIB_RANGE, "Adam learning rate"},
+    {"num-envs", ARG_INT, DCFG(num_envs), 0, LIB_RANGE, "parallel environments"},
+    {"buffer-size", ARG_I64, DCFG(buffer_size), 0, LIB_RANGE, "replay buffer capacity (transitions)"},
+    {"gamma", ARG_F64, DCFG(gamma), 0, LIB_RANGE, "discount factor"},
+    {"tau", ARG_F64, DCFG(tau), 0, LIB_RANGE, "target network update rate (1: copy)"},
+    {"target-network-frequency", ARG_I64, DCFG(target_network_frequency), 0, LIB_RANGE, "env steps between target updates"},
+    {"batch-size", ARG_INT, DCFG(batch_size), 0, LIB_RANGE, "replay minibatch"},
+    {"start-e", ARG_F64, DCFG(start_e), 0, LIB_RANGE, "initial exploration epsilon"},
+    {"end-e", ARG_F64, DCFG(end_e), 0, LIB_RANGE, "final exploration epsilon"},
+    {"exploration-fraction", ARG_F64, DCFG(exploration_fraction), 0, LIB_RANGE, "fraction of the steps to anneal epsilon over"},
+    {"learning-starts", ARG_I64, DCFG(learning_starts), 0, LIB_RANGE, "env steps before learning"},
+    {"train-frequency", ARG_I64, DCFG(train_frequency), 0, LIB_RANGE, "env steps between gradient steps"},
     {"double-dqn", ARG_BOOL, DCFG(double_dqn), 0, 0, 1, "double DQN targets"},
     {"prioritized", ARG_BOOL, DCFG(prioritized), 0, 0, 1, "proportional prioritized replay"},
-    {"prioritized-alpha", ARG_F64, DCFG(prioritized_alpha), 0, 0, 10, "priority exponent"},
-    {"prioritized-beta", ARG_F64, DCFG(prioritized_beta), 0, 0, 1, "initial importance exponent (annealed to 1)"},
+    {"prioritized-alpha", ARG_F64, DCFG(prioritized_alpha), 0, LIB_RANGE, "priority exponent"},
+    {"prioritized-beta", ARG_F64, DCFG(prioritized_beta), 0, LIB_RANGE, "initial importance exponent (annealed to 1)"},
     {"huber", ARG_BOOL, DCFG(huber), 0, 0, 1, "Huber TD loss (else MSE, as dqn.py)"},
-    {"max-grad-norm", ARG_F64, DCFG(max_grad_norm), 0, 0, 1e9, "global gradient norm clip (0: off)"},
-    {"hidden1", ARG_INT, DCFG(hidden1), 0, 1, 4096, "Q-network first hidden width"},
-    {"hidden2", ARG_INT, DCFG(hidden2), 0, 1, 4096, "Q-network second hidden width"},
-    {"policy", ARG_STR, DCFG(policy), 16, 0, 0, "Q-network: mlp, or for image envs minatar-cnn / nature-cnn"},
-    {"mem-budget", ARG_BYTES, DCFG(mem_budget), 0, 0, 0, "memory the run may use (it refuses to start if it needs more)"},
+    {"max-grad-norm", ARG_F64, DCFG(max_grad_norm), 0, LIB_RANGE, "global gradient norm clip (0: off)"},
+    {"hidden1", ARG_INT, DCFG(hidden1), 0, LIB_RANGE, "Q-network first hidden width"},
+    {"hidden2", ARG_INT, DCFG(hidden2), 0, LIB_RANGE, "Q-network second hidden width"},
+    {"policy", ARG_STR, DCFG(policy), 16, 0, 0, "Q-network: mlp (any env; uint8 observations cast unscaled, as MinAtar's 0/1 channels want), or for image envs minatar-cnn / nature-cnn"},
+    {"mem-budget", ARG_BYTES, DCFG(mem_budget), 0, LIB_RANGE, "memory the run may use (it refuses to start if it needs more)"},
     {"device", ARG_DEVICE, DCFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
-    {"threads", ARG_INT, DCFG(threads), 0, 0, 1024, "CPU threads for the networks and updates (0: all cores)"},
+    {"threads", ARG_INT, DCFG(threads), 0, LIB_RANGE, "CPU threads for the networks and updates (0: all cores)"},
     {"env-device", ARG_DEVICE, DCFG(env_device), 0, 0, 0, "where envs step: cpu (threads, any env), cuda (on the GPU: CartPole, MinAtar) or auto"},
-    {"env-threads", ARG_INT, DCFG(env_threads), 0, 0, 1024, "threads stepping CPU envs (0: all cores)"},
+    {"env-threads", ARG_INT, DCFG(env_threads), 0, LIB_RANGE, "threads stepping CPU envs (0: all cores)"},
     {"precision", ARG_PRECISION, DCFG(precision), 0, 0, 0, "fp32, or on the GPU tf32 (cuBLAS products on TF32 tensor cores), bf16 or fp16 (every product's inputs in the format, fp32 sums; fp16 with dynamic loss scaling)"},
     {"replay-frames", ARG_BOOL, DCFG(replay_frames), 0, 0, 1, "frame-stacked envs: store each frame once and rebuild the stacks when sampling"},
     {"run-name", ARG_STR, DCFG(run_name), 128, 0, 0, "run folder name; empty: <env>__dqn__<seed>__<unix time>"},
@@ -189,7 +189,7 @@ static int train_dqn(int argc, char **argv) {
     snprintf(o.algo, sizeof o.algo, "dqn");
     if (cmd_wants_help(argc, argv)) {
         printf("usage: cudarl train --algo dqn [flags]\n\nflags (CleanRL dqn.py's names):\n");
-        args_print_help(dqn_specs, N_DQN_SPECS, &o);
+        args_print_help(dqn_specs, N_DQN_SPECS, &o, CUDARL_FLAGS_DQN);
         printf("\nOn a CUDA device these defaults change to fill the GPU: num-envs 32, "
                "train-frequency 16,\nbatch-size 256, learning-rate 0.002, buffer-size 50000, "
                "target-network-frequency 640,\nlearning-starts 2048, exploration-fraction "
@@ -197,7 +197,8 @@ static int train_dqn(int argc, char **argv) {
         return 0;
     }
     arg_result r;
-    if (args_parse(dqn_specs, N_DQN_SPECS, &o, argc, argv, "train --algo dqn", 0, &r) != 0)
+    if (args_parse(dqn_specs, N_DQN_SPECS, &o, argc, argv, "train --algo dqn", CUDARL_FLAGS_DQN,
+                   0, &r) != 0)
         return EXIT_USAGE;
     if (cudarl_dqn_config_validate(&o.cfg) != CUDARL_OK) {
         fprintf(stderr, "cudarl train: %s\n", cudarl_last_error());
@@ -208,7 +209,8 @@ static int train_dqn(int argc, char **argv) {
     /* the device's preset, then the user's flags over it */
     cudarl_dqn_config_default(&o.cfg, NULL);
     cudarl_dqn_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));
-    args_parse(dqn_specs, N_DQN_SPECS, &o, argc, argv, "train --algo dqn", 0, &r);
+    args_parse(dqn_specs, N_DQN_SPECS, &o, argc, argv, "train --algo dqn", CUDARL_FLAGS_DQN, 0,
+               &r);
     if (cudarl_dqn_config_validate(&o.cfg) != CUDARL_OK) {
         fprintf(stderr, "cudarl train: %s\n", cudarl_last_error());
         cudarl_ctx_free(ctx);
@@ -246,7 +248,7 @@ int cmd_train(int argc, char **argv) {
     snprintf(o.algo, sizeof o.algo, "ppo");
     if (cmd_wants_help(argc, argv)) {
         printf("usage: cudarl train [flags]\n\nflags (CleanRL's names):\n");
-        args_print_help(train_specs, N_TRAIN_SPECS, &o);
+        args_print_help(train_specs, N_TRAIN_SPECS, &o, CUDARL_FLAGS_PPO);
         printf("\nOn a CUDA device four defaults change to fill the GPU: num-envs 1024, "
                "num-steps 16,\nlearning-rate 0.005, total-timesteps 2000000. Flags given "
                "still win.\n");
@@ -256,7 +258,8 @@ int cmd_train(int argc, char **argv) {
         return 0;
     }
     arg_result r;
-    if (args_parse(train_specs, N_TRAIN_SPECS, &o, argc, argv, "train", 0, &r) != 0)
+    if (args_parse(train_specs, N_TRAIN_SPECS, &o, argc, argv, "train", CUDARL_FLAGS_PPO, 0,
+                   &r) != 0)
         return EXIT_USAGE;
     if (strcmp(o.algo, "ppo")) {
         fprintf(stderr, "cudarl train: --algo '%s' is not available; choose: ppo or dqn\n", o.algo);
@@ -273,7 +276,8 @@ int cmd_train(int argc, char **argv) {
         cudarl_ppo_config_default(&o.cfg, NULL);
         cudarl_ppo_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));
         cudarl_ppo_config_for_policy(&o.cfg, policy);
-        args_parse(train_specs, N_TRAIN_SPECS, &o, argc, argv, "train", 0, &r);
+        args_parse(train_specs, N_TRAIN_SPECS, &o, argc, argv, "train", CUDARL_FLAGS_PPO, 0,
+                   &r);
     } else {
         int rc = apply_resume(&o, &r);
         if (rc) cudarl_ctx_free(ctx);

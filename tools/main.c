@@ -1,8 +1,8 @@
-/* cudarl: the command-line tool. Checks the environment variables cudarl reads, then hands the
- * arguments after the verb to that command (cmd.h). Exit codes: 0 done, 1 failed, 2 bad usage,
- * 128 + the signal's number when a run stopped early for SIGINT (130), SIGHUP (129) or SIGTERM
- * (143): what a shell reports for a process that signal ended, and its checkpoint resumes it
- * (PPO). */
+/* cudarl: the command-line tool. Checks the environment variables cudarl reads (the library's
+ * cudarl_check_environment), then hands the arguments after the verb to that command (cmd.h).
+ * Exit codes: 0 done, 1 failed, 2 bad usage, 128 + the signal's number when a run stopped early
+ * for SIGINT (130), SIGHUP (129) or SIGTERM (143): what a shell reports for a process that
+ * signal ended, and its checkpoint resumes it (PPO). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,27 +90,6 @@ static void usage(FILE *f) {
             CUDARL_VERSION_STRING);
 }
 
-/* Refuses environment variables with values cudarl cannot use. */
-static int check_environment(void) {
-    const char *v = getenv("CUDARL_LOG");
-    if (v && *v && strcmp(v, "error") && strcmp(v, "warn") && strcmp(v, "info") &&
-        strcmp(v, "debug")) {
-        fprintf(stderr, "cudarl: CUDARL_LOG='%s' is not a log level; set it to error, warn, info "
-                        "or debug, or unset it\n", v);
-        return -1;
-    }
-    static const char *const flags[] = {"CUDARL_SYNC_DEBUG", "CUDARL_FUSED"};
-    for (int i = 0; i < 2; i++) {
-        v = getenv(flags[i]);
-        if (v && *v && strcmp(v, "0") && strcmp(v, "1")) {
-            fprintf(stderr, "cudarl: %s='%s' is not 0 or 1; set it to 0 or 1, or unset it\n",
-                    flags[i], v);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static const struct {
     const char *verb;
     int (*run)(int argc, char **argv);
@@ -124,7 +103,10 @@ int main(int argc, char **argv) {
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (check_environment() != 0) return EXIT_USAGE;
+    if (cudarl_check_environment() != CUDARL_OK) {
+        fprintf(stderr, "cudarl: %s\n", cudarl_last_error());
+        return EXIT_USAGE;
+    }
     const char *cmd = argv[1];
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].verb)) return commands[i].run(argc - 2, argv + 2);

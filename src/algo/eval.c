@@ -1,6 +1,7 @@
 /* Evaluation of a checkpoint: mean and std of the greedy policy's return over whole episodes,
- * the MLPs on the CPU with the env batch, convolutional policies through the policy runtime on
- * the context's device with an env pool. */
+ * the MLPs on the CPU (CartPole's with the env batch, any other env's through the policy runtime
+ * with an env pool), convolutional policies through the policy runtime on the context's device
+ * with an env pool. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,9 +76,18 @@ static void eval_batch(cudarl_ctx *ctx, const eval_policy *l, float *params, con
     }
 }
 
+/* The refusal of a checkpoint whose env `env` is not registered in this process. */
+static cudarl_status env_not_registered(const char *path, const char *env) {
+    return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' names env '%s', which is not registered "
+                   "in this process (cudarl info lists those that are); evaluate it in the program "
+                   "that registers '%s' (cudarl_env_register), or check that the file is a "
+                   "checkpoint of cudarl train", path, env ? env : "(missing)",
+                   env ? env : "its env");
+}
+
 /* The env a checkpoint names must be the one its network was trained on: the MLP's obs_dim and
- * actions, and uint8 input (obs_input) only for an env of uint8 observations. The policy runtime
- * reads a network from its file alone; this is where the env is known. */
+ * actions, and uint8 input (obs_input) exactly for an env of uint8 observations. The policy
+ * runtime reads a network from its file alone; this is where the env is known. */
 static cudarl_status check_mlp_env(const char *path, const cudarl_env_def *def, int obs_dim,
                                    int num_actions, const char *obs_input) {
     if (cr_env_def_obs_elems(def) != (size_t)obs_dim || def->num_actions != num_actions)
@@ -89,6 +99,11 @@ static cudarl_status check_mlp_env(const char *path, const cudarl_env_def *def, 
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' records uint8 observations (obs_input "
                        "'%s') but env '%s' gives float32 ones; the file was altered: use a "
                        "model.safetensors written by cudarl train", path, obs_input, def->id);
+    if (!obs_input && def->obs_dtype == CUDARL_OBS_U8)
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' holds an MLP over float32 features "
+                       "but env '%s' gives uint8 observations (the file records no obs_input); "
+                       "use a model.safetensors written by cudarl train for '%s'", path, def->id,
+                       def->id);
     return CUDARL_OK;
 }
 
@@ -119,10 +134,8 @@ static cudarl_status eval_policy_load(const char *path, eval_policy *e) {
     cudarl_status s = cr_checkpoint_check_format(f, path, e->is_dqn ? "dqn" : "ppo");
     long long h1 = 0, h2 = 0;
     const char *env = cr_st_meta(f, "env_id");
-    const cr_env_info *info = env ? cr_env_find(env) : NULL;
-    if (s == CUDARL_OK && !info)
-        s = cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this cudarl does not "
-                    "have", path, env ? env : "(missing)");
+    const cr_env_info *info = env ? cr_env_find(env) : NULL; /* the env batch's (eval_route) */
+    if (s == CUDARL_OK && !info) s = env_not_registered(path, env);
     int obs_dim = 0, num_actions = 0;
     if (s == CUDARL_OK) s = cr_checkpoint_meta_int(f, path, "obs_dim", &obs_dim);
     if (s == CUDARL_OK) s = cr_checkpoint_meta_int(f, path, "num_actions", &num_actions);
@@ -166,9 +179,13 @@ static cudarl_status eval_runtime(const char *path, cudarl_device_kind device,
     cudarl_policy_info info;
     cudarl_policy_get_info(pol, &info);
     const cudarl_env_def *def = cr_env_def_find(info.env_id);
-    cudarl_status s = def ? check_conv_env(path, def, &pol->net.cnn.spec)
-                          : cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this "
-                                    "cudarl does not have", path, info.env_id);
+    const cr_policy_net *net = &pol->net;
+    const char *u8_input = net->u8_scaled ? CR_POLICY_U8_SCALED : CR_POLICY_U8_CAST;
+    cudarl_status s =
+        !def          ? env_not_registered(path, info.env_id)
+        : net->is_conv ? check_conv_env(path, def, &net->cnn.spec)
+                       : check_mlp_env(path, def, net->obs_dim, net->num_actions,
+                                       net->obs_dtype == CUDARL_OBS_U8 ? u8_input : NULL);
     const size_t ob = def ? cr_env_def_obs_bytes(def) : 0;
     uint8_t *obs = malloc((size_t)chunk * ob + 1), *fin = malloc((size_t)chunk * ob + 1);
     float *rew = malloc((size_t)chunk * sizeof(float));
@@ -213,15 +230,31 @@ static void mean_std(const double *returns, int n, double *mean, double *std) {
     *mean = m, *std = sqrt(v / n);
 }
 
-/* Whether the checkpoint at path holds a convolutional network (its spec in the metadata). */
-/* Whether the checkpoint at path holds a conv policy (its layer list); a file that cannot be
- * read fails with the reader's message (which names it), not as "an MLP". */
-static cudarl_status holds_convnet(const char *path, int *conv) {
+/* Where the checkpoint at path is played: *conv, a conv policy (its layer list); *batch, an MLP
+ * of an env the env batch steps (CartPole-v1), played by eval_batch; an MLP of any other
+ * registered env (DQN's on MinAtar, a user's env) goes through the policy runtime with CPU
+ * envs, as a conv policy does. A file that cannot be read fails with the reader's message
+ * (which names it), not as "an MLP". */
+static cudarl_status eval_route(const char *path, int *conv, int *batch) {
     cr_st_file *f;
     CR_TRY(cr_st_open(&f, path));
+    const char *env = cr_st_meta(f, "env_id");
     *conv = cr_st_meta(f, CR_CONVNET_META_KEY) != NULL;
+    *batch = !*conv && !(env && !cr_env_find(env) && cr_env_def_find(env));
     cr_st_close(f);
     return CUDARL_OK;
+}
+
+/* Plays `episodes` through the policy runtime (eval_runtime); their mean and std. */
+static cudarl_status eval_on_runtime(const char *path, cudarl_device_kind device,
+                                     cudarl_precision precision, int episodes, uint64_t seed,
+                                     double *mean, double *std) {
+    double *returns = malloc((size_t)episodes * sizeof(double));
+    if (!returns) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for evaluation");
+    cudarl_status s = eval_runtime(path, device, precision, episodes, seed, returns);
+    if (s == CUDARL_OK) mean_std(returns, episodes, mean, std);
+    free(returns);
+    return s;
 }
 
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
@@ -240,19 +273,13 @@ cudarl_status cudarl_policy_eval_precision(cudarl_ctx *ctx, const char *path, in
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--precision %s evaluates on the GPU (the CPU "
                        "runs fp32 only); use --device cuda, or --precision fp32",
                        cudarl_precision_name(precision));
-    if (episodes < 1 || episodes > 1000000)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "--episodes must be between 1 and 1000000, got %d",
-                       episodes);
-    int conv = 0;
-    CR_TRY(holds_convnet(path, &conv));
-    if (conv) { /* the policy runtime, on the context's device */
-        double *returns = malloc((size_t)episodes * sizeof(double));
-        if (!returns) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for evaluation");
-        cudarl_status s = eval_runtime(path, ctx->kind, precision, episodes, seed, returns);
-        if (s == CUDARL_OK) mean_std(returns, episodes, mean, std);
-        free(returns);
-        return s;
-    }
+    if (episodes < 1 || episodes > CUDARL_EVAL_MAX_EPISODES)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "--episodes must be between 1 and %d, got %d",
+                       CUDARL_EVAL_MAX_EPISODES, episodes);
+    int conv = 0, batch = 0;
+    CR_TRY(eval_route(path, &conv, &batch));
+    if (conv) /* the policy runtime, on the context's device */
+        return eval_on_runtime(path, ctx->kind, precision, episodes, seed, mean, std);
     if (ctx->kind != CUDARL_DEVICE_CPU)
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "'%s' holds an MLP policy, which evaluates on the "
                        "CPU for now (conv policies evaluate on the GPU too); use --device cpu",
@@ -260,6 +287,8 @@ cudarl_status cudarl_policy_eval_precision(cudarl_ctx *ctx, const char *path, in
     if (precision != CUDARL_PRECISION_FP32)
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "'%s' holds an MLP policy, which evaluates in fp32 "
                        "only; use --precision fp32", path);
+    if (!batch) /* an env the env batch does not step: the runtime's MLP, CPU envs */
+        return eval_on_runtime(path, CUDARL_DEVICE_CPU, precision, episodes, seed, mean, std);
     eval_policy l;
     CR_TRY(eval_policy_load(path, &l));
     int chunk = episodes < 256 ? episodes : 256;

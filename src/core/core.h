@@ -44,6 +44,44 @@ _Noreturn
 #endif
 void cr_assert_fail(const char *expr, const char *file, int line);
 
+/* ---- limits of numeric settings (limits.c) -------------------------------------------- */
+
+/* Checks `value` against `r`: CUDARL_OK inside [lo, hi]; else CUDARL_ERR_INVALID_ARG with
+ * "--flag must be between lo and hi, got value" (the message of cudarl_flag_check). */
+cudarl_status cr_flag_range_check(const cudarl_flag_range *r, double value);
+/* Checks the field of each range of `table` (ended by a NULL flag) in `config`, the struct the
+ * table describes, in table order; the first out of range is refused as above. */
+cudarl_status cr_flag_ranges_check(const cudarl_flag_range *table, const void *config);
+/* The range of `flag` in `table`, or NULL. */
+const cudarl_flag_range *cr_flag_range_find(const cudarl_flag_range *table, const char *flag);
+
+/* ---- environment variables (envvars.c) --------------------------------------------- */
+
+/* The CUDARL_* variables cudarl reads; envvars.c holds each one's values, in this order:
+ *   CR_ENVVAR_LOG          error, warn, info, debug (cudarl_log_level's order)
+ *   CR_ENVVAR_SYNC_DEBUG   0, 1
+ *   CR_ENVVAR_FUSED        0, 1
+ *   CR_ENVVAR_CONV_ENGINE  gemm, cudnn */
+typedef enum cr_envvar {
+    CR_ENVVAR_LOG = 0,
+    CR_ENVVAR_SYNC_DEBUG,
+    CR_ENVVAR_FUSED,
+    CR_ENVVAR_CONV_ENGINE,
+    CR_ENVVAR_COUNT
+} cr_envvar;
+
+#define CR_ENVVAR_UNSET (-1) /* unset or empty */
+#define CR_ENVVAR_BAD (-2)   /* a value not in its list (cr_envvar_check says which) */
+
+/* Which of its values `var` holds: its index in the list above, CR_ENVVAR_UNSET or
+ * CR_ENVVAR_BAD. Reads the environment on each call. */
+int cr_envvar_value(cr_envvar var);
+/* CUDARL_OK unless `var` holds a value not in its list: then CUDARL_ERR_INVALID_ARG naming the
+ * variable, the value, the values it takes and "or unset it". */
+cudarl_status cr_envvar_check(cr_envvar var);
+/* That refusal's text into buf (cap bytes), without touching the last error. */
+void cr_envvar_refusal(cr_envvar var, char *buf, size_t cap);
+
 /* ---- logging ----------------------------------------------------------------------- */
 
 void cr_log(cudarl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,23 +1,21 @@
 /* Levelled logging to stderr; $CUDARL_LOG=error|warn|info|debug sets the initial level. */
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "core.h"
 
 static int log_level = -1;
 
+/* $CUDARL_LOG's level; info when unset, or (with a warning) when it is no level: the library
+ * refuses that value where it opens a context (cudarl_check_environment). */
 static int log_level_from_env(void) {
-    const char *v = getenv("CUDARL_LOG");
-    if (!v || !*v) return CUDARL_LOG_INFO;
-    if (!strcmp(v, "error")) return CUDARL_LOG_ERROR;
-    if (!strcmp(v, "warn")) return CUDARL_LOG_WARN;
-    if (!strcmp(v, "info")) return CUDARL_LOG_INFO;
-    if (!strcmp(v, "debug")) return CUDARL_LOG_DEBUG;
-    fprintf(stderr, "cudarl: warning: CUDARL_LOG='%s' is not a level; use error, warn, info or "
-                    "debug (using info)\n", v);
-    return CUDARL_LOG_INFO;
+    int v = cr_envvar_value(CR_ENVVAR_LOG);
+    if (v == CR_ENVVAR_BAD) {
+        char msg[256];
+        cr_envvar_refusal(CR_ENVVAR_LOG, msg, sizeof msg);
+        fprintf(stderr, "cudarl: warning: %s (using info)\n", msg);
+    }
+    return v >= 0 ? v : CUDARL_LOG_INFO;
 }
 
 void cudarl_log_set_level(cudarl_log_level level) { log_level = (int)level; }

@@ -175,12 +175,9 @@ static cudarl_status resolve_engine(cr_convnet_engine *e, cudarl_precision prec)
                        "bf16 only, not %s; use engine AUTO, GEMM or CUDNN",
                        cudarl_precision_name(prec));
     if (*e == CR_CONVNET_ENGINE_AUTO) {
-        const char *v = getenv("CUDARL_CONV_ENGINE");
-        if (!v || !*v || !strcmp(v, "gemm")) *e = CR_CONVNET_ENGINE_GEMM;
-        else if (!strcmp(v, "cudnn")) *e = CR_CONVNET_ENGINE_CUDNN;
-        else
-            return cr_fail(CUDARL_ERR_INVALID_ARG, "CUDARL_CONV_ENGINE='%.32s' is not an engine; "
-                           "set gemm or cudnn, or unset it", v);
+        CR_TRY(cr_envvar_check(CR_ENVVAR_CONV_ENGINE));
+        *e = cr_envvar_value(CR_ENVVAR_CONV_ENGINE) == 1 ? CR_CONVNET_ENGINE_CUDNN // "cudnn"
+                                                         : CR_CONVNET_ENGINE_GEMM;
     }
     if (*e != CR_CONVNET_ENGINE_GEMM && *e != CR_CONVNET_ENGINE_CUDNN)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "convnet on CUDA: unknown engine %d", (int)*e);

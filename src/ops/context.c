@@ -23,6 +23,7 @@ static const char *cuda_unavailable(char *why, size_t cap) {
 
 cudarl_status cudarl_ctx_init(cudarl_ctx **out, cudarl_device_kind kind, int index) {
     *out = NULL;
+    CR_TRY(cudarl_check_environment()); /* refused here whether or not this run reads them */
     char why[256];
     const char *no_cuda = cuda_unavailable(why, sizeof why);
     if (kind == CUDARL_DEVICE_CUDA && no_cuda)

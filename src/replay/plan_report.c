@@ -1,9 +1,21 @@
 /* The replay buffer's memory plan as a person reads it, checked against a budget before
  * anything is allocated. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "replay/replay.h"
+
+#define RANGE(flag, field, type, lo, hi, lo_means) \
+    {flag, lo, hi, lo_means, offsetof(cudarl_replay_request, field), CUDARL_FIELD_##type}
+
+const cudarl_flag_range cr_replay_flag_ranges[] = {
+    RANGE("buffer-size", buffer_size, I64, 4, (double)((int64_t)1 << 40), NULL),
+    RANGE("num-envs", num_envs, INT, 1, 1 << 20, NULL),
+    RANGE("frame-stack", frame_stack, INT, 1, CR_REPLAY_MAX_STACK, NULL),
+    RANGE("mem-budget", mem_budget, I64, 0, (double)((int64_t)1 << 50), "available memory"),
+    {NULL, 0, 0, NULL, 0, CUDARL_FIELD_INT},
+};
 
 static void append(char *buf, size_t cap, const char *fmt, const char *a, const char *b) {
     size_t n = strlen(buf);
@@ -13,8 +25,14 @@ static void append(char *buf, size_t cap, const char *fmt, const char *a, const 
 cudarl_status cudarl_replay_plan_report(const cudarl_replay_request *r, char *report,
                                         size_t cap) {
     report[0] = 0;
-    if (r->num_envs < 1 || r->buffer_size < 1)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "--buffer-size and --num-envs must be >= 1");
+    CR_TRY(cr_flag_ranges_check(cr_replay_flag_ranges, r));
+    const int64_t min_rows = cr_replay_min_rows(r->frame_stack);
+    CR_REQUIRE(r->buffer_size / r->num_envs >= min_rows,
+               "--buffer-size %lld is below the replay's minimum of %lld for --num-envs %d: it "
+               "keeps at least %lld transitions per env (--frame-stack %d + 3); raise "
+               "--buffer-size to %lld, or lower --num-envs", (long long)r->buffer_size,
+               (long long)(min_rows * r->num_envs), r->num_envs, (long long)min_rows,
+               r->frame_stack, (long long)(min_rows * r->num_envs));
     cr_replay_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.capacity = r->buffer_size / r->num_envs * r->num_envs;

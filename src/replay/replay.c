@@ -15,6 +15,8 @@ static int64_t pow2_at_least(int64_t n) {
     return p;
 }
 
+int64_t cr_replay_min_rows(int stack) { return (int64_t)stack + 3; }
+
 cudarl_status cr_replay_spec_check(const cr_replay_spec *sp) {
     if (sp->num_envs < 1)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "replay: num_envs is %d, must be >= 1",
@@ -33,7 +35,7 @@ cudarl_status cr_replay_spec_check(const cr_replay_spec *sp) {
     if (sp->dtype != CR_REPLAY_UINT8 && sp->dtype != CR_REPLAY_FLOAT32)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "replay: dtype %d is neither uint8 nor float32",
                        (int)sp->dtype);
-    int64_t min_rows = sp->stack + 3;
+    int64_t min_rows = cr_replay_min_rows(sp->stack);
     if (sp->capacity % sp->num_envs != 0 || sp->capacity / sp->num_envs < min_rows ||
         sp->capacity > ((int64_t)1 << 40))
         return cr_fail(CUDARL_ERR_INVALID_ARG, "replay: buffer size %lld must be a multiple of "
@@ -85,7 +87,7 @@ static size_t bytes_with_rows(const cr_replay_spec *sp, int64_t rows) {
 }
 
 int64_t cr_replay_max_capacity(const cr_replay_spec *sp, size_t budget) {
-    int64_t lo = sp->stack + 3; /* fewest rows a spec may have */
+    int64_t lo = cr_replay_min_rows(sp->stack);
     if (sp->num_envs < 1 || bytes_with_rows(sp, lo) > budget) return 0;
     size_t row_bytes = cr_replay_bytes_per_transition(sp) * (size_t)sp->num_envs;
     int64_t hi = (int64_t)(budget / row_bytes) + 1; /* bytes(rows) >= rows * row_bytes */

@@ -117,8 +117,15 @@ typedef struct cr_replay_batch {
 
 /* ---- memory plan ------------------------------------------------------------------------- */
 
+/* The fewest slots per env a replay of `stack`-frame observations may have: stack + 3. A spec's
+ * capacity is at least num_envs times this (cr_replay_spec_check), and the trainers refuse a
+ * --buffer-size below it before planning. */
+int64_t cr_replay_min_rows(int stack);
 /* Checks a spec; a bad value returns CUDARL_ERR_INVALID_ARG naming it. */
 cudarl_status cr_replay_spec_check(const cr_replay_spec *spec);
+/* The ranges of cudarl_replay_request's settings (cudarl_flag_ranges(CUDARL_FLAGS_REPLAY)),
+ * ended by a NULL flag. */
+extern const cudarl_flag_range cr_replay_flag_ranges[];
 /* Bytes per slot: frame_bytes + 4 (action) + 4 (reward) + 1 (flags), + 8 with a sum tree (two
  * floats per leaf when capacity is a power of two). */
 size_t cr_replay_bytes_per_transition(const cr_replay_spec *spec);

@@ -11,8 +11,8 @@ got (exit code, stdout, stderr) and exits 1.
 
     python3 test_cli.py --cudarl build/cudarl --work build/cli-work [--only GROUP]
 
-GROUP is one of: bad_input, help, determinism, checkpoint, resume, eval, dqn_plan, ppo_conv
-(default: all). Each
+GROUP is one of: bad_input, help, determinism, checkpoint, resume, eval, dqn_plan, ppo_conv,
+runs, limits (default: all). Each
 group works in its own folder <work>/<group>, emptied first, so groups may run in parallel.
 Needs Python 3 with numpy and safetensors.
 """
@@ -302,7 +302,7 @@ def test_bad_input(work):
                  train("--learner-device", "1"), work, U,
                  ["--learner-device 1", "needs --async", "add --async --env-device cpu"])
     expect_error("--actor-device -2 is out of range", train("--actor-device", "-2"), work, U,
-                 ["--actor-device", "between -1 and 63"])
+                 ["--actor-device", "between -1 (the context's GPU) and 63", "got -2"])
     expect_error("--actor-device with --device cpu",
                  train("--device", "cpu", "--actor-device", "0"), work, U,
                  ["--actor-device / --learner-device pick GPUs", "--device cuda"])
@@ -639,11 +639,6 @@ def test_eval(work):
 
 def test_dqn_plan(work):
     U, R = 2, 1
-    for var in ("CUDARL_SYNC_DEBUG", "CUDARL_FUSED"):
-        env = env_with("warn")
-        env[var] = "yes"
-        expect_error(f"a bad {var} value is refused", ["info"], work, U,
-                     [f"{var}='yes'", "0 or 1"], env=env)
     check("cudarl plan: 1M Atari-shaped transitions (84x84 uint8, stacks of 4) fit in <= 7.1 GB")
     r = run_ok("plan", ["plan", "--buffer-size", "1000000", "--obs-shape", "84x84",
                         "--frame-stack", "4", "--mem-budget", "32GiB"], work)
@@ -672,9 +667,10 @@ def test_dqn_plan(work):
                  ["--tau", "between"])
     expect_error("a PPO flag given to DQN", ["train", "--algo", "dqn", "--num-steps", "5"], work,
                  U, ["unknown flag '--num-steps'", "--algo dqn --help"])
-    expect_error("--buffer-size smaller than two steps of the envs",
+    expect_error("--buffer-size below the replay's minimum for the envs",
                  ["train", "--algo", "dqn", "--num-envs", "8", "--buffer-size", "10"], work, U,
-                 ["--buffer-size", "2 x --num-envs"])
+                 ["--buffer-size 10", "minimum of 32 for --num-envs 8",
+                  "raise --buffer-size to 32"])
     dqn = ["train", "--algo", "dqn"]
     expect_error("DQN: --env-device gpu is not a device name", dqn + ["--env-device", "gpu"],
                  work, U, ["--env-device", "cpu, cuda or auto"])
@@ -735,6 +731,12 @@ def test_dqn_plan(work):
             not any(r["charts/episodic_return"] for r in rows):
         fail("dqn minatar metrics", "rows up to step 2000, some with an episodic return",
              f"{len(rows)} rows")
+    check("eval plays DQN's MLP on MinAtar (the policy runtime, CPU envs)")
+    r = run_ok("eval dqn minatar mlp", ["eval", os.path.join("runs", "dqn_breakout",
+                                                             "model.safetensors"),
+                                        "--episodes", "3"], work)
+    if not re.search(r"episodes 3 +mean return \S+ +std \S+", r.out):
+        fail("eval dqn minatar mlp", "'episodes 3  mean return M  std S'", r.describe())
     check("the default run name of an env id with a '/' is one folder (MinAtar-Breakout-v1__dqn__...)")
     auto_dir = os.path.join(work, "runs_auto")
     run_ok("dqn minatar default run name",
@@ -941,9 +943,115 @@ def test_runs(work):
                "--run-name", "killed"], work)
 
 
+# ---- 10. limits: the library's ranges, environment values, byte sizes ------------------------
+
+RANGE_LINE = re.compile(r"^\s+--([a-z0-9-]+)\s.*, range (\S+)\.\.(\S+)\)\s*$")
+RANGE_MESSAGE = re.compile(r"--([a-z0-9-]+) must be between (\S+)(?: \([^)]*\))? and (\S+), "
+                           r"got (\S+)$")
+
+
+def numeric_flags(work, help_args):
+    """(flag, lo, hi, is_real) of every flag `cudarl ... --help` shows with a range: the
+    library's table for its settings, the CLI's own bounds for the rest (a seed)."""
+    r = run_ok(shlex.join(help_args), help_args, work)
+    flags = []
+    for line in r.out.splitlines():
+        m = RANGE_LINE.match(line)
+        if m:
+            real = any(c in m.group(2) + m.group(3) for c in ".e")  # "0.0..1.0", "1..64"
+            num = float if real else int
+            flags.append((m.group(1), num(m.group(2)), num(m.group(3)), real))
+    if len(flags) < 3:
+        fail(f"{shlex.join(help_args)} shows ranges", "lines '... (default: X, range LO..HI)'",
+             r.describe())
+    return flags
+
+
+def check_flag_ranges(work, what, args, help_args, accepted_after, accepted_needle):
+    """For each numeric flag of `help_args`: the values just outside its range are refused
+    with exit code 2 and the library's message naming that range, and the bounds pass the
+    parser and the library's validator (`accepted_after` then fails on purpose, later, with
+    `accepted_needle`, so that nothing trains)."""
+    flags = numeric_flags(work, help_args)
+    check(f"{what}: {len(flags)} numeric flags: just outside the range refused (exit 2, the "
+          "library's message), the bounds accepted")
+    for flag, lo, hi, real in flags:
+        below = math.nextafter(lo, -math.inf) if real else lo - 1
+        above = math.nextafter(hi, math.inf) if real else hi + 1
+        for value in (below, above):
+            text = repr(value) if real else str(value)
+            r = run(args + [f"--{flag}", text], work)
+            lines = [ln for ln in r.err.splitlines() if ln.strip()]
+            m = RANGE_MESSAGE.search(lines[0]) if len(lines) == 1 else None
+            if r.rc != 2 or r.out.strip() or not m or m.group(1) != flag or \
+                    float(m.group(2)) != lo or float(m.group(3)) != hi or \
+                    float(m.group(4)) != float(value):
+                fail(f"{what}: --{flag} {text} is refused",
+                     f"exit code 2 and one line '--{flag} must be between {lo} and {hi}, got "
+                     f"{text}'", r.describe())
+        for value in (lo, hi):
+            text = repr(value) if real else str(value)
+            r = run(args + [f"--{flag}", text] + accepted_after, work)
+            lines = [ln for ln in r.err.splitlines() if ln.strip()]
+            if r.rc != 2 or len(lines) != 1 or accepted_needle not in lines[0]:
+                fail(f"{what}: --{flag} {text} (a bound) is accepted",
+                     f"exit code 2 for the later refusal '{accepted_needle}', not for the "
+                     f"flag", r.describe())
+
+
+def test_limits(work):
+    U = 2
+    nope = ["--env-id", "Nope-v0"]  # refused by the validator after every range check
+    check_flag_ranges(work, "train (PPO)", ["train", "--device", "cpu", "--quiet"],
+                      ["train", "--help"], nope, "'Nope-v0' is not a known environment")
+    check_flag_ranges(work, "train --algo dqn", ["train", "--algo", "dqn", "--quiet"],
+                      ["train", "--algo", "dqn", "--help"], nope,
+                      "'Nope-v0' is not a known environment")
+    check_flag_ranges(work, "plan", ["plan"], ["plan", "--help"], ["--obs-dtype", "int16"],
+                      "--obs-dtype 'int16'")
+    expect_error("the replay's floor holds for plan too", ["plan", "--buffer-size", "20",
+                                                          "--num-envs", "4"], work, U,
+                 ["--buffer-size 20", "minimum of 28 for --num-envs 4", "--frame-stack 4 + 3"])
+
+    # every CUDARL_* variable the library reads, a value it does not take, and what it takes;
+    # refused before any command runs, whether or not that command reads the variable
+    bad_env = {"CUDARL_LOG": ("verbose", "error, warn, info or debug"),
+               "CUDARL_SYNC_DEBUG": ("yes", "0 or 1"), "CUDARL_FUSED": ("2", "0 or 1"),
+               "CUDARL_CONV_ENGINE": ("bogus", "gemm or cudnn")}
+    for var, (value, values) in bad_env.items():
+        for cmd in (["info"], ["train", "--algo", "dqn", "--total-timesteps", "1"]):
+            env = env_with("warn")
+            env[var] = value
+            expect_error(f"{var}={value} is refused by cudarl {cmd[0]}", cmd, work, U,
+                         [f"{var}='{value}'", f"set it to {values}", "or unset it"], env=env)
+
+    # byte sizes take a unit; 0 alone means no budget of its own
+    small = ["plan", "--buffer-size", "1000"]
+    for flag_args, where in ((small, "plan"), (["train", "--algo", "dqn", "--quiet"], "dqn")):
+        expect_error(f"{where}: --mem-budget 0.5 (no unit) is refused", flag_args +
+                     ["--mem-budget", "0.5"], work, U,
+                     ["--mem-budget '0.5' has no unit", "512M", "or 0 for"])
+        expect_error(f"{where}: --mem-budget 4096 (no unit) is refused", flag_args +
+                     ["--mem-budget", "4096"], work, U, ["--mem-budget '4096' has no unit"])
+        expect_error(f"{where}: --mem-budget 0.5B (under a byte) is refused", flag_args +
+                     ["--mem-budget", "0.5B"], work, U,
+                     ["--mem-budget '0.5B' is less than one byte", "at least 1B"])
+        expect_error(f"{where}: --mem-budget 2048TiB (over the library's range) is refused",
+                     flag_args + ["--mem-budget", "2048TiB"], work, U,
+                     ["--mem-budget must be between 0", "and 1125899906842624"])
+    check("plan reads sizes with each kind of unit, and 0 as the available memory")
+    for text, shown in (("512M", "512.00 MiB"), ("1.5GiB", "1.50 GiB"), ("7.1GB", "6.61 GiB"),
+                        ("4096B", "4.00 KiB"), ("2K", "2.00 KiB"),
+                        ("0", "(the budget: available host memory)")):
+        r = run(small + ["--frame-stack", "1", "--obs-shape", "4", "--mem-budget", text], work)
+        if r.rc not in (0, 1) or shown not in r.out:
+            fail(f"plan --mem-budget {text}", f"a plan against {shown}", r.describe())
+
+
 GROUPS = {"bad_input": test_bad_input, "help": test_help, "determinism": test_determinism,
           "checkpoint": test_checkpoint, "resume": test_resume, "eval": test_eval,
-          "dqn_plan": test_dqn_plan, "ppo_conv": test_ppo_conv, "runs": test_runs}
+          "dqn_plan": test_dqn_plan, "ppo_conv": test_ppo_conv, "runs": test_runs,
+          "limits": test_limits}
 
 
 def main():

@@ -2,7 +2,8 @@
  * on the context given by argv[1] (cpu; cuda for the gpu label):
  *  cpu  1. --policy is validated: an unknown name is refused listing the choices, a conv policy
  *          on CartPole-v1 (vector observations) is refused, nature-cnn on MinAtar's 10x10 is
- *          refused as not fitting.
+ *          refused as not fitting; DQN's MLP on MinAtar is accepted (its 0/1 channels cast),
+ *          where PPO refuses its MLP (docs/training.md says which does what).
  *       2. MinAtar/Breakout-v1 trains for a few thousand steps with minatar-cnn: episodes finish
  *          and are logged in metrics.csv; the checkpoint's "network" metadata parses back to
  *          minatar-cnn for (4, 10, 10) and 3 actions with DQN heads, its policy is minatar-cnn,
@@ -87,6 +88,15 @@ static void validation_case(void) {
     snprintf(c.policy, sizeof c.policy, "minatar-cnn");
     expect_refusal("minatar-cnn on CartPole", cudarl_dqn_config_validate(&c),
                    CUDARL_ERR_INVALID_ARG, "use --policy mlp");
+    breakout_config(&c, CUDARL_DEVICE_CPU);
+    snprintf(c.policy, sizeof c.policy, "mlp");
+    CHECK_MSG(cudarl_dqn_config_validate(&c) == CUDARL_OK, "DQN's MLP on %s refused: %s", BREAKOUT,
+              cudarl_last_error());
+    cudarl_ppo_config p;
+    cudarl_ppo_config_default(&p, BREAKOUT);
+    expect_refusal("PPO's MLP on MinAtar", cudarl_ppo_config_validate(&p), CUDARL_ERR_INVALID_ARG,
+                   "use --policy minatar-cnn");
+    printf("DQN's MLP on %s accepted, PPO's refused\n", BREAKOUT);
 }
 
 /* Every tensor of net's layout under each prefix in the checkpoint at path, with the layout's

@@ -11,7 +11,8 @@
  *   and actions against cr_mlp_forward + argmax on the CPU backend, and the returns of episodes
  *   played through act() against cudarl_policy_eval's; uint8 observations (pixels: x / 255;
  *   MinAtar DQN: cast) against the same forward of the converted floats; every refusal of load,
- *   act and latency with its status and message; the latency stats (count, window, p50 <= p99 <=
+ *   act and latency with its status and message; cudarl_policy_eval of an MLP on MinAtar (the
+ *   runtime's), and its refusals of a network that does not fit its env; the latency stats (count, window, p50 <= p99 <=
  *   max, deadline misses, refused calls not counted) and the radix select under them against
  *   qsort; no allocation over 10,000 acts (glibc mallinfo2().uordblks unchanged; under ASan
  *   the sanitizer allocator's bytes in use).
@@ -428,6 +429,40 @@ static void test_load_refusals(void) {
         REFUSED("load: device CUDA without a GPU", s, CUDARL_ERR_UNSUPPORTED, "cpu");
 }
 
+/* cudarl eval plays an MLP of an env the env batch does not step (DQN's on MinAtar's channels)
+ * through the runtime, the same returns for the same seed; such a network that does not fit
+ * its env is a mismatch saying which, and an env not registered here is named as such, with
+ * where to look, not as one "this cudarl does not have". */
+static void test_eval_other_envs(void) {
+    char path[512];
+    const cudarl_env_def *def = cr_env_def_find(BREAKOUT);
+    CHECK(def);
+    const int D = (int)cr_env_def_obs_elems(def), A = def->num_actions;
+    cudarl_ctx *cpu;
+    CHECK_OK(cudarl_ctx_init(&cpu, CUDARL_DEVICE_CPU, 0));
+    work_path(path, sizeof path, "breakout_qnet.safetensors");
+    write_checkpoint(path, "dqn", "qnet", BREAKOUT, D, A, 8, "obs_input", CR_POLICY_U8_CAST);
+    double m1 = -1, s1 = -1, m2 = -2, s2 = -2;
+    CHECK_OK(cudarl_policy_eval(cpu, path, 4, 3, &m1, &s1));
+    CHECK_OK(cudarl_policy_eval(cpu, path, 4, 3, &m2, &s2));
+    CHECK_MSG(isfinite(m1) && m1 >= 0 && s1 >= 0 && m1 == m2 && s1 == s2,
+              "eval of a DQN MLP on %s: mean %g std %g, again %g %g", BREAKOUT, m1, s1, m2, s2);
+    printf("eval: a DQN MLP on %s, 4 episodes: mean %.2f std %.2f, the same again\n", BREAKOUT,
+           m1, s1);
+    cudarl_ctx_free(cpu);
+    write_checkpoint(path, "dqn", "qnet", BREAKOUT, D + 1, A, 8, "obs_input", CR_POLICY_U8_CAST);
+    REFUSED("eval: an MLP of another shape on MinAtar", eval_on_cpu(path), CUDARL_ERR_MISMATCH,
+            "obs_dim 401", BREAKOUT, "has 400");
+    write_checkpoint(path, "dqn", "qnet", BREAKOUT, D, A, 8, NULL, NULL);
+    REFUSED("eval: float input for MinAtar's uint8", eval_on_cpu(path), CUDARL_ERR_MISMATCH,
+            "float32 features", "uint8 observations");
+    work_path(path, sizeof path, "unregistered_env.safetensors");
+    write_checkpoint(path, "ppo", "mlp", "Nope-v0", 4, 2, 8, NULL, NULL);
+    REFUSED("eval: an env not registered here", eval_on_cpu(path), CUDARL_ERR_MISMATCH,
+            "'Nope-v0'", "not registered in this process", "cudarl info",
+            "cudarl_env_register");
+}
+
 static void test_act_refusals(void) {
     cudarl_policy *ppo = load(ppo_path, CUDARL_DEVICE_CPU, 4, 0);
     cudarl_policy *dqn = load(dqn_path, CUDARL_DEVICE_CPU, 4, 0);
@@ -581,6 +616,7 @@ static void run_cpu(void) {
     test_matches_eval(cpu, dqn_path);
     test_u8(cpu);
     test_load_refusals();
+    test_eval_other_envs();
     test_act_refusals();
     test_select_kth();
     test_latency();

@@ -3,7 +3,11 @@
  * refused with its status and a message that names it. CPU only.
  *   cudarl_format_bytes, cudarl_random_u32, cudarl_env_find, cudarl_env_play_random,
  *   cudarl_cuda_device_name, cudarl_network_init_params, cudarl_policy_load_network,
- *   cudarl_policy_conv_engine, cudarl_policy_time_forward */
+ *   cudarl_policy_conv_engine, cudarl_policy_time_forward, cudarl_check_environment (and its
+ *   refusal by cudarl_ctx_init and cudarl_policy_load_network), cudarl_flag_ranges and
+ *   cudarl_flag_check (and that the validators refuse exactly what the tables do) */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <math.h>
 #include <string.h>
 
 #include "check.h"
@@ -145,7 +149,152 @@ static void test_network(void) {
     free(params), free(again);
 }
 
+/* Each CUDARL_* variable with a value it does not take is refused by cudarl_check_environment,
+ * cudarl_ctx_init and the policy runtime, naming the variable, the value and the fix; its
+ * values and unset pass. */
+static void test_environment(void) {
+    static const struct {
+        const char *var, *bad, *good, *values;
+    } vars[] = {{"CUDARL_LOG", "verbose", "warn", "error, warn, info or debug"},
+                {"CUDARL_SYNC_DEBUG", "yes", "0", "0 or 1"},
+                {"CUDARL_FUSED", "2", "1", "0 or 1"},
+                {"CUDARL_CONV_ENGINE", "bogus", "cudnn", "gemm or cudnn"}};
+    cr_convnet_spec spec;
+    CHECK_OK(cr_convnet_spec_named(&spec, "minatar-cnn", 4, 10, 10, CR_CONVNET_DQN, 3));
+    char text[CR_CONVNET_TEXT_MAX];
+    CHECK_OK(cr_convnet_spec_to_text(&spec, text, sizeof text));
+    size_t P = 0;
+    CHECK_OK(cudarl_network_init_params(text, 5, NULL, 0, &P));
+    float *params = calloc(P, sizeof(float));
+    CHECK(params);
+    cudarl_policy_options opt;
+    cudarl_policy_options_default(&opt);
+    opt.device = CUDARL_DEVICE_CPU;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *was = getenv(vars[i].var);
+        char saved[64];
+        snprintf(saved, sizeof saved, "%s", was ? was : "");
+        char needle[160];
+        snprintf(needle, sizeof needle, "%s='%s' is not", vars[i].var, vars[i].bad);
+        setenv(vars[i].var, vars[i].bad, 1);
+        refused(vars[i].var, cudarl_check_environment(), CUDARL_ERR_INVALID_ARG, needle);
+        CHECK(strstr(cudarl_last_error(), vars[i].values) &&
+              strstr(cudarl_last_error(), "or unset it"));
+        cudarl_ctx *ctx = (cudarl_ctx *)&ctx; /* not NULL: the refusal must clear it */
+        refused("ctx_init under it", cudarl_ctx_init(&ctx, CUDARL_DEVICE_CPU, 0),
+                CUDARL_ERR_INVALID_ARG, needle);
+        CHECK(ctx == NULL);
+        cudarl_policy *pol = NULL;
+        refused("policy_load_network under it",
+                cudarl_policy_load_network(text, params, P, "probe", CUDARL_CONV_ENGINE_AUTO, &opt,
+                                           &pol), CUDARL_ERR_INVALID_ARG, needle);
+        CHECK(pol == NULL);
+        setenv(vars[i].var, vars[i].good, 1);
+        CHECK_OK(cudarl_check_environment());
+        setenv(vars[i].var, "", 1);
+        CHECK_OK(cudarl_check_environment());
+        unsetenv(vars[i].var);
+        CHECK_OK(cudarl_check_environment());
+        CHECK_OK(cudarl_ctx_init(&ctx, CUDARL_DEVICE_CPU, 0));
+        cudarl_ctx_free(ctx);
+        if (was) setenv(vars[i].var, saved, 1);
+    }
+    free(params);
+    printf("check_environment: a bad value of each CUDARL_* variable refused, also by ctx_init "
+           "and the policy runtime\n");
+}
+
+/* Sets the field of `r` in `config` to v (an integer field: v as that integer). */
+static void set_field(const cudarl_flag_range *r, void *config, double v) {
+    char *f = (char *)config + r->offset;
+    if (r->type == CUDARL_FIELD_INT) *(int *)f = (int)v;
+    else if (r->type == CUDARL_FIELD_I64) *(int64_t *)f = (int64_t)v;
+    else *(double *)f = v;
+}
+
+/* The validator of `table` on `config` (a cudarl_ppo_config, cudarl_dqn_config or
+ * cudarl_replay_request). */
+static cudarl_status validate(cudarl_flag_table table, const void *config) {
+    static char report[4096];
+    switch (table) {
+    case CUDARL_FLAGS_PPO: return cudarl_ppo_config_validate(config);
+    case CUDARL_FLAGS_DQN: return cudarl_dqn_config_validate(config);
+    case CUDARL_FLAGS_REPLAY: return cudarl_replay_plan_report(config, report, sizeof report);
+    }
+    return CUDARL_ERR_INVALID_ARG;
+}
+
+/* For every setting of every table: the bounds pass cudarl_flag_check, the values just outside
+ * them (and NaN for a real number) are refused with "--flag must be between", and the config's
+ * validator refuses each of those with cudarl_flag_check's very message, and never refuses a
+ * bound as out of range: the tables are the validation. */
+static void test_flag_ranges(void) {
+    static const char *const names[] = {"ppo", "dqn", "replay"};
+    union {
+        cudarl_ppo_config ppo;
+        cudarl_dqn_config dqn;
+        cudarl_replay_request replay;
+    } base, c;
+    int total = 0;
+    for (int t = 0; t < 3; t++) {
+        const cudarl_flag_table table = (cudarl_flag_table)t;
+        memset(&base, 0, sizeof base);
+        if (table == CUDARL_FLAGS_PPO) cudarl_ppo_config_default(&base.ppo, NULL);
+        if (table == CUDARL_FLAGS_DQN) cudarl_dqn_config_default(&base.dqn, NULL);
+        if (table == CUDARL_FLAGS_REPLAY)
+            base.replay = (cudarl_replay_request){1000, 1, 16, 1, 1, 0, 0, (int64_t)1 << 40, NULL};
+        CHECK_MSG(validate(table, &base) == CUDARL_OK, "%s defaults: %s", names[t],
+                  cudarl_last_error());
+        const cudarl_flag_range *r = cudarl_flag_ranges(table);
+        CHECK(r && r->flag);
+        for (; r->flag; r++, total++) {
+            const int real = r->type == CUDARL_FIELD_F64;
+            CHECK_MSG(r->lo <= r->hi && fabs(r->lo) < 9007199254740992.0 &&
+                          fabs(r->hi) < 9007199254740992.0 &&
+                          (real || (r->lo == floor(r->lo) && r->hi == floor(r->hi))),
+                      "%s --%s: bounds %g..%g", names[t], r->flag, r->lo, r->hi);
+            const double outside[3] = {real ? nextafter(r->lo, -INFINITY) : r->lo - 1,
+                                       real ? nextafter(r->hi, INFINITY) : r->hi + 1, NAN};
+            for (int k = 0; k < (real ? 3 : 2); k++) {
+                char want[512], needle[96];
+                snprintf(needle, sizeof needle, "--%s must be between", r->flag);
+                cudarl_status s = cudarl_flag_check(table, r->flag, outside[k]);
+                snprintf(want, sizeof want, "%s", cudarl_last_error());
+                CHECK_MSG(s == CUDARL_ERR_INVALID_ARG && !strncmp(want, needle, strlen(needle)),
+                          "%s --%s = %g: expected '%s...', got %s: '%s'", names[t], r->flag,
+                          outside[k], needle, cudarl_status_name(s), want);
+                c = base;
+                set_field(r, &c, outside[k]);
+                s = validate(table, &c);
+                CHECK_MSG(s == CUDARL_ERR_INVALID_ARG && !strcmp(cudarl_last_error(), want),
+                          "%s validator, --%s = %g: expected '%s', got %s: '%s'", names[t],
+                          r->flag, outside[k], want, cudarl_status_name(s), cudarl_last_error());
+            }
+            for (int k = 0; k < 2; k++) {
+                const double bound = k ? r->hi : r->lo;
+                CHECK_OK(cudarl_flag_check(table, r->flag, bound));
+                c = base;
+                set_field(r, &c, bound);
+                char needle[96];
+                snprintf(needle, sizeof needle, "--%s must be between", r->flag);
+                CHECK_MSG(validate(table, &c) == CUDARL_OK || !strstr(cudarl_last_error(), needle),
+                          "%s validator refuses --%s = %g, its bound: %s", names[t], r->flag,
+                          bound, cudarl_last_error());
+            }
+        }
+    }
+    refused("flag_check: a flag no table has", cudarl_flag_check(CUDARL_FLAGS_PPO, "tau", 0.5),
+            CUDARL_ERR_INVALID_ARG, "--tau is not");
+    refused("flag_check: no such table", cudarl_flag_check((cudarl_flag_table)7, "gamma", 0.5),
+            CUDARL_ERR_INVALID_ARG, "table 7");
+    CHECK(cudarl_flag_ranges((cudarl_flag_table)7) == NULL);
+    printf("flag_ranges: %d settings; each validator refuses exactly what its table does, with "
+           "its message\n", total);
+}
+
 int main(void) {
+    test_environment();
+    test_flag_ranges();
     test_format_bytes();
     test_random();
     test_env();

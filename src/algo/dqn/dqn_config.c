@@ -1,5 +1,4 @@
 /* DQN hyperparameters: CleanRL dqn.py's defaults and their validation. */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,6 +7,7 @@
 #include "env/env.h"
 #include "nn/convnet.h"
 #include "nn/precision.h"
+#include "replay/replay.h"
 
 void cudarl_dqn_config_default(cudarl_dqn_config *c, const char *env_id) {
     memset(c, 0, sizeof *c);
@@ -56,8 +56,6 @@ void cudarl_dqn_config_for_device(cudarl_dqn_config *c, cudarl_device_kind kind)
     c->total_timesteps = 250000;
 }
 
-static int in(double v, double lo, double hi) { return isfinite(v) && v >= lo && v <= hi; }
-
 /* --policy: "mlp", or a named convolutional network that fits the env's observations. */
 static cudarl_status check_policy(const cudarl_dqn_config *c, const cudarl_env_def *def) {
     if (!strcmp(c->policy, "mlp")) return CUDARL_OK;
@@ -83,7 +81,25 @@ static cudarl_status check_policy(const cudarl_dqn_config *c, const cudarl_env_d
                    why);
 }
 
+/* --buffer-size against the replay's floor: cr_replay_min_rows(K) transitions per env, K the
+ * frames it stores per observation (as dqn_init decides: the env's frame stack when a conv
+ * policy stores each frame once, else 1). */
+static cudarl_status check_buffer_size(const cudarl_dqn_config *c, const cudarl_env_def *def) {
+    int K = 1;
+    if (c->replay_frames && strcmp(c->policy, "mlp") && def->obs_dtype == CUDARL_OBS_U8 &&
+        def->frame_stack > 1)
+        K = def->frame_stack;
+    const int64_t rows = cr_replay_min_rows(K), least = rows * c->num_envs;
+    CR_REQUIRE(c->buffer_size >= least, "--buffer-size %lld is below the replay's minimum of %lld "
+               "for --num-envs %d: it keeps at least %lld transitions per env (the %d frame%s of "
+               "an observation it stores, + 3); raise --buffer-size to %lld, or lower --num-envs",
+               (long long)c->buffer_size, (long long)least, c->num_envs, (long long)rows, K,
+               K > 1 ? "s" : "", (long long)least);
+    return CUDARL_OK;
+}
+
 cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
+    CR_TRY(cr_flag_ranges_check(cudarl_flag_ranges(CUDARL_FLAGS_DQN), c)); /* each field */
     const cudarl_env_def *def;
     CR_TRY(cr_run_find_env(c->env_id, &def));
     CR_TRY(cr_env_check_run(def, c->num_envs, 1));
@@ -97,54 +113,15 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
                "use --env-device cpu, which steps it on CPU threads", c->env_id);
     CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,
                "--env-device cuda needs the GPU: use --device cuda (or auto) with it");
-    CR_REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,
-               "--env-threads must be between 0 (all cores) and 1024, got %d", c->env_threads);
     CR_TRY(cr_precision_check_training(c->precision, c->device));
     CR_REQUIRE(c->replay_frames == 0 || c->replay_frames == 1,
                "replay_frames is %d; use 1 (store each frame once) or 0 (whole stacks)",
                c->replay_frames);
-    CR_REQUIRE(c->num_envs >= 1 && c->num_envs <= (1 << 20),
-               "--num-envs must be between 1 and 1048576, got %d", c->num_envs);
-    CR_REQUIRE(c->buffer_size >= 2 * (int64_t)c->num_envs && c->buffer_size <= ((int64_t)1 << 34),
-               "--buffer-size must be at least 2 x --num-envs (%d) and at most 2^34, got %lld",
-               2 * c->num_envs, (long long)c->buffer_size);
     CR_REQUIRE(c->total_timesteps >= c->num_envs, "--total-timesteps %lld is less than one step of "
                "--num-envs %d", (long long)c->total_timesteps, c->num_envs);
-    CR_REQUIRE(in(c->learning_rate, 1e-12, 1), "--learning-rate must be in (0, 1], got %g",
-               c->learning_rate);
-    CR_REQUIRE(in(c->gamma, 0, 1), "--gamma must be in [0, 1], got %g", c->gamma);
-    CR_REQUIRE(in(c->tau, 1e-9, 1), "--tau must be in (0, 1], got %g", c->tau);
-    CR_REQUIRE(c->target_network_frequency >= 1,
-               "--target-network-frequency must be >= 1, got %lld",
-               (long long)c->target_network_frequency);
-    CR_REQUIRE(c->batch_size >= 1 && c->batch_size <= (1 << 20),
-               "--batch-size must be between 1 and 1048576, got %d", c->batch_size);
-    CR_REQUIRE(in(c->start_e, 0, 1) && in(c->end_e, 0, 1),
-               "--start-e and --end-e must be in [0, 1], got %g and %g", c->start_e, c->end_e);
-    CR_REQUIRE(in(c->exploration_fraction, 1e-9, 1), "--exploration-fraction must be in (0, 1], "
-               "got %g", c->exploration_fraction);
-    CR_REQUIRE(c->learning_starts >= 0, "--learning-starts must be >= 0, got %lld",
-               (long long)c->learning_starts);
-    CR_REQUIRE(c->train_frequency >= 1, "--train-frequency must be >= 1, got %lld",
-               (long long)c->train_frequency);
-    CR_REQUIRE(in(c->prioritized_alpha, 0, 10), "--prioritized-alpha must be in [0, 10], got %g",
-               c->prioritized_alpha);
-    CR_REQUIRE(in(c->prioritized_beta, 0, 1), "--prioritized-beta must be in [0, 1], got %g",
-               c->prioritized_beta);
-    CR_REQUIRE(in(c->prioritized_eps, 1e-12, 1), "--prioritized-eps must be in (0, 1], got %g",
-               c->prioritized_eps);
-    CR_REQUIRE(in(c->max_grad_norm, 0, 1e9),
-               "--max-grad-norm must be >= 0 (0: no clipping), got %g",
-               c->max_grad_norm);
-    CR_REQUIRE(c->hidden1 >= 1 && c->hidden1 <= 4096 && c->hidden2 >= 1 && c->hidden2 <= 4096,
-               "--hidden1 and --hidden2 must be between 1 and 4096, got %d and %d", c->hidden1,
-               c->hidden2);
     CR_TRY(check_policy(c, def));
-    CR_REQUIRE(c->threads >= 0 && c->threads <= 1024,
-               "--threads must be between 0 and 1024, got %d",
-               c->threads);
+    CR_TRY(check_buffer_size(c, def));
     CR_REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
     if (c->run_name[0]) CR_TRY(cr_run_check_name(c->run_name));
-    CR_REQUIRE(c->mem_budget >= 0, "--mem-budget must be >= 0 (0: what the device can give)");
     return CUDARL_OK;
 }

@@ -1,6 +1,5 @@
 /* PPO hyperparameters: cudarl's tuned defaults, the presets of the device and the policy, and
  * their validation, and the hyperparameters a checkpoint holds. */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,8 +63,6 @@ void cudarl_ppo_config_for_policy(cudarl_ppo_config *c, const char *policy) {
 }
 
 
-static int finite_in(double v, double lo, double hi) { return isfinite(v) && v >= lo && v <= hi; }
-
 /* The convolutional policy that suits an image env of (c, h, w): MinAtar's 10x10 channels get
  * minatar-cnn, anything else (84x84 frames) nature-cnn. (static storage) */
 static const char *conv_policy_for(int c, int h, int w) {
@@ -116,6 +113,7 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
 }
 
 cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
+    CR_TRY(cr_flag_ranges_check(cudarl_flag_ranges(CUDARL_FLAGS_PPO), c)); /* each field */
     const cudarl_env_def *def;
     CR_TRY(cr_run_find_env(c->env_id, &def));
     CR_TRY(cr_env_check_run(def, c->num_envs, c->env_groups));
@@ -136,10 +134,6 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
                "--env-device cpu");
     CR_REQUIRE(!c->async || c->device != CUDARL_DEVICE_CPU,
                "--async needs a GPU (the learner runs on a second CUDA stream): use --device cuda");
-    CR_REQUIRE(c->actor_device >= -1 && c->actor_device <= 63 && c->learner_device >= -1 &&
-                   c->learner_device <= 63,
-               "--actor-device and --learner-device must be GPU indices 0 to 63 (or -1: the "
-               "context's), got %d and %d", c->actor_device, c->learner_device);
     CR_REQUIRE((c->actor_device < 0 && c->learner_device < 0) || c->device != CUDARL_DEVICE_CPU,
                "--actor-device / --learner-device pick GPUs, and this run is on the CPU; use "
                "--device cuda");
@@ -148,22 +142,12 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
                "--learner-device %d puts the learner on another GPU than the actor's, which "
                "needs --async (the learner updates beside the next rollout); add --async "
                "--env-device cpu, or drop --learner-device", c->learner_device);
-    CR_REQUIRE(c->env_threads >= 0 && c->env_threads <= 1024,
-               "--env-threads must be between 0 (all cores) and 1024, got %d", c->env_threads);
-    CR_REQUIRE(c->env_groups >= 0 && c->env_groups <= 31,
-               "--env-groups must be between 0 (auto) and 31, got %d", c->env_groups);
     CR_REQUIRE(c->env_groups <= c->num_envs,
                "--env-groups %d is more than --num-envs %d; each group needs an env",
                c->env_groups, c->num_envs);
-    CR_REQUIRE(c->num_envs >= 1 && c->num_envs <= (1 << 22),
-               "--num-envs must be between 1 and 4194304, got %d", c->num_envs);
-    CR_REQUIRE(c->num_steps >= 1 && c->num_steps <= (1 << 16),
-               "--num-steps must be between 1 and 65536, got %d", c->num_steps);
     int64_t batch = (int64_t)c->num_envs * c->num_steps;
     CR_REQUIRE(batch <= (1 << 26), "--num-envs x --num-steps = %lld is over the limit of 67108864 "
                "transitions per iteration; lower one of them", (long long)batch);
-    CR_REQUIRE(c->num_minibatches >= 1,
-               "--num-minibatches must be >= 1, got %d", c->num_minibatches);
     CR_REQUIRE(batch % c->num_minibatches == 0,
                "--num-minibatches %d does not divide the batch (--num-envs %d x --num-steps %d = "
                "%lld); pick a divisor of %lld", c->num_minibatches, c->num_envs, c->num_steps,
@@ -171,29 +155,6 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
     CR_REQUIRE(c->total_timesteps >= batch,
                "--total-timesteps %lld is less than one iteration (--num-envs x --num-steps = "
                "%lld); raise it", (long long)c->total_timesteps, (long long)batch);
-    CR_REQUIRE(finite_in(c->learning_rate, 1e-12, 1.0),
-               "--learning-rate must be in (0, 1], got %g", c->learning_rate);
-    CR_REQUIRE(finite_in(c->gamma, 0.0, 1.0), "--gamma must be in [0, 1], got %g", c->gamma);
-    CR_REQUIRE(finite_in(c->gae_lambda, 0.0, 1.0), "--gae-lambda must be in [0, 1], got %g",
-               c->gae_lambda);
-    CR_REQUIRE(c->update_epochs >= 1 && c->update_epochs <= 1000,
-               "--update-epochs must be between 1 and 1000, got %d", c->update_epochs);
-    CR_REQUIRE(finite_in(c->clip_coef, 1e-9, 10.0), "--clip-coef must be in (0, 10], got %g",
-               c->clip_coef);
-    CR_REQUIRE(finite_in(c->ent_coef, 0.0, 10.0),
-               "--ent-coef must be in [0, 10], got %g", c->ent_coef);
-    CR_REQUIRE(finite_in(c->vf_coef, 0.0, 100.0),
-               "--vf-coef must be in [0, 100], got %g", c->vf_coef);
-    CR_REQUIRE(finite_in(c->max_grad_norm, 1e-9, 1e9), "--max-grad-norm must be > 0, got %g",
-               c->max_grad_norm);
-    CR_REQUIRE(isfinite(c->target_kl) && c->target_kl >= 0,
-               "--target-kl must be >= 0 (0 disables it), got %g", c->target_kl);
-    CR_REQUIRE(c->hidden >= 1 && c->hidden <= 4096, "--hidden must be between 1 and 4096, got %d",
-               c->hidden);
-    CR_REQUIRE(c->threads >= 0 && c->threads <= 1024, "--threads must be between 0 (all cores) and "
-               "1024, got %d", c->threads);
-    CR_REQUIRE(c->checkpoint_every >= 0, "--checkpoint-every must be >= 0, got %d",
-               c->checkpoint_every);
     CR_REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
     if (c->run_name[0]) CR_TRY(cr_run_check_name(c->run_name));
     return CUDARL_OK;
@@ -206,8 +167,11 @@ static cudarl_status config_from_file(const cr_st_file *f, const char *path,
     const char *env = cr_st_meta(f, "env_id"), *run = cr_st_meta(f, "run_name");
     const char *pol = cr_st_meta(f, "policy"); /* absent before conv policies: the MLP */
     if (!env || !cr_env_info_find(env))
-        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' names env '%s', which this cudarl does "
-                       "not have", path, env ? env : "(missing)");
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' names env '%s', which is not "
+                       "registered in this process (cudarl info lists those that are); use it in "
+                       "the program that registers '%s' (cudarl_env_register), or check that the "
+                       "file is a checkpoint of cudarl train", path, env ? env : "(missing)",
+                       env ? env : "its env");
     cudarl_ppo_config_default(c, env);
     if (run) snprintf(c->run_name, sizeof c->run_name, "%s", run);
     if (pol) snprintf(c->policy, sizeof c->policy, "%s", pol);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/core.h"
 #include "env/cartpole/cartpole.h"
 #include "env/cartpole/cartpole_step.h"
 
@@ -37,8 +38,7 @@ static void cuda_check_fail(const char *expr, cudaError_t e, const char *file, i
 static int sync_debug(void) {
     static int on = -1;
     if (on < 0) {
-        const char *v = getenv("CUDARL_SYNC_DEBUG");
-        on = v && v[0] == '1';
+        on = cr_envvar_value(CR_ENVVAR_SYNC_DEBUG) == 1; // "1"
     }
     return on;
 }

@@ -86,8 +86,7 @@ cudarl_status cr_cuda_ctx_init(cudarl_ctx *ctx, int device_index) {
     cr_cuda_impl *im = (cr_cuda_impl *)calloc(1, sizeof *im);
     if (!im) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory opening cuda:%d",
                             device_index);
-    const char *dbg = getenv("CUDARL_SYNC_DEBUG");
-    im->sync_debug = dbg && dbg[0] == '1';
+    im->sync_debug = cr_envvar_value(CR_ENVVAR_SYNC_DEBUG) == 1; // "1"
     im->blas_workspace_bytes = prop.major >= 9 ? BLAS_WORKSPACE_HOPPER : BLAS_WORKSPACE_OTHER;
 
     cudaStream_t stream = NULL;
@@ -130,8 +129,8 @@ cudarl_status cr_cuda_ctx_init(cudarl_ctx *ctx, int device_index) {
     // CUDARL_FUSED=0 (read here, at context init) is the escape hatch that turns the fused PPO
     // minibatch op (ppo_fused.cu) off: this context's table then lacks ppo_minibatch_grads and
     // PPO runs the unfused ops. It is also off where the fused kernels cannot run.
-    const char *fused = getenv("CUDARL_FUSED");
-    if ((fused && fused[0] == '0') || !cr_cuda_ppo_fused_setup(im, prop.multiProcessorCount))
+    if (cr_envvar_value(CR_ENVVAR_FUSED) == 0 || // "0"
+        !cr_cuda_ppo_fused_setup(im, prop.multiProcessorCount))
         ctx->ops = unfused_table();
     ctx->stream = stream;
     ctx->impl = im;
