@@ -127,6 +127,12 @@ typedef struct cudarl_env_def {
      * (Gymnasium's FrameStackObservation with padding "reset"); DQN's replay then stores each
      * frame once and rebuilds the stacks (cudarl_dqn_config.replay_frames). */
     int frame_stack;
+    /* Optional (NULL: no check). Whether `state`, read back from a checkpoint when a run
+     * resumes, is one that step and reset can take: 0 if so; else nonzero, with what is wrong
+     * written to why (why_cap bytes, e.g. "pos is 12, expected 0..9"). It must only read `state`:
+     * check every field that indexes an array or counts something against its range, so that a
+     * damaged file is refused instead of stepped. */
+    int (*state_check)(const void *state, char *why, size_t why_cap);
 } cudarl_env_def;
 
 #define CUDARL_ENV_ID_MAX 64   /* bytes of an id, with its terminating NUL */
