@@ -95,6 +95,8 @@ typedef struct cr_ppo {
     int64_t num_iterations, iteration, global_step;
     int64_t start_iteration; /* iteration this process started at (resume) */
     int64_t rep_iteration, rep_step; /* the iteration being reported (metrics may trail) */
+    int diverged;          /* a report saw a non-finite loss or gradient (no loss scaling) */
+    char diverged_why[1024]; /* what it saw: the run's failure message */
 
     /* backend memory (device memory on CUDA): everything the loop touches */
     cr_arena mem;
