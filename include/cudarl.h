@@ -302,7 +302,10 @@ cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg);
 void cudarl_request_stop(void);
 
 /* Trains PPO as configured, writing runs/<run_name>/{metrics.csv,model.safetensors}.
- * `resume_path` (may be NULL) continues a checkpoint. */
+ * `resume_path` (may be NULL) continues a checkpoint, after checking every number of its
+ * training state (a value out of range is CUDARL_ERR_FORMAT naming the tensor, a NaN or an inf
+ * _NUMERIC). Without loss scaling (every precision but fp16) a non-finite loss or gradient stops
+ * the run with CUDARL_ERR_NUMERIC before it writes another checkpoint. */
 cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
                                const char *resume_path, cudarl_train_summary *summary);
 
@@ -380,13 +383,15 @@ void cudarl_dqn_config_for_device(cudarl_dqn_config *cfg, cudarl_device_kind kin
 cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *cfg);
 /* Trains DQN as configured on ctx's device (replay buffer, networks and, with the envs' CUDA
  * twin, the envs in device memory; CPU envs in pinned host memory), writing
- * runs/<run_name>/{metrics.csv,model.safetensors}. */
+ * runs/<run_name>/{metrics.csv,model.safetensors}. A non-finite TD loss (or, without loss
+ * scaling, gradient norm) stops the run with CUDARL_ERR_NUMERIC and no checkpoint. */
 cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
                                cudarl_train_summary *summary);
 
 /* Plays `episodes` greedy (argmax) episodes of the policy in `path`; mean and std of return.
  * Conv policies run on ctx's device (the policy runtime, fp32; envs on one CPU thread); MLP
- * policies on the CPU only (a CUDA ctx is refused). */
+ * policies on the CPU only (a CUDA ctx is refused). A checkpoint holding a NaN or an inf is
+ * CUDARL_ERR_NUMERIC. */
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
                                  double *mean, double *std);
 /* cudarl_policy_eval with the policy runtime in `precision` (`cudarl eval --precision`): FP32
@@ -423,8 +428,8 @@ void cudarl_onnx_options_default(cudarl_onnx_options *opt);
  * when it was trained with --separate-critic, whose critic is not in the policy), a DQN one
  * `q_values` [batch, actions]. Weights are stored as they are (float32). The file is written
  * atomically (temp file, fsync, rename). `opt` NULL means the defaults. A bad option returns
- * CUDARL_ERR_INVALID_ARG, a bad checkpoint _IO/_FORMAT/_MISMATCH, an unwritable path _IO. All
- * memory is host memory, freed before returning. */
+ * CUDARL_ERR_INVALID_ARG, a bad checkpoint _IO/_FORMAT/_MISMATCH (_NUMERIC: it holds a NaN or
+ * an inf), an unwritable path _IO. All memory is host memory, freed before returning. */
 cudarl_status cudarl_policy_export_onnx(const char *checkpoint, const char *onnx_path,
                                         const cudarl_onnx_options *opt);
 
@@ -468,7 +473,8 @@ void cudarl_policy_options_default(cudarl_policy_options *opt);
  * kernels read host observations in place) and the graphs of batch sizes 1, 2, 4, ... up to
  * max_batch rounded up to a power of two, each launched once before returning. A bad option
  * returns CUDARL_ERR_INVALID_ARG, an unavailable device or precision _UNSUPPORTED, a bad file
- * _IO/_FORMAT/_MISMATCH; each message names the problem and the fix. */
+ * _IO/_FORMAT/_MISMATCH, one holding a NaN or an inf _NUMERIC; each message names the problem
+ * and the fix. */
 cudarl_status cudarl_policy_load(const char *checkpoint, const cudarl_policy_options *opt,
                                  cudarl_policy **out);
 

@@ -7,7 +7,9 @@
  *   3. a NaN or an inf in an F32, F64, F16 or BF16 tensor is refused by the header check every
  *      reader starts with (CUDARL_ERR_NUMERIC, naming the tensor and the element);
  *   4. PPO in fp32 whose rewards turn NaN stops with CUDARL_ERR_NUMERIC at that iteration and
- *      keeps the checkpoint of the iteration before (which loads); DQN stops without one.
+ *      keeps the checkpoint of the iteration before (which loads); DQN stops without one;
+ *   5. the policy runtime, the ONNX export and resume's config load take that checkpoint and
+ *      refuse a copy with a NaN weight or an inf Adam moment, naming the tensor.
  *
  * Usage: test_resume_checks RUNS_DIR [STEPS]   STEPS: random steps of each env in 1 (3000) */
 #define _POSIX_C_SOURCE 200809L
@@ -318,6 +320,72 @@ static const cudarl_env_def nan_def = {
     .seed = nan_seed, .reset = nan_reset, .step = nan_step,
 };
 
+/* Copies the checkpoint at src to dst with float32 element `i` of tensor `name` set to v. */
+static void copy_with(const char *src, const char *dst, const char *name, size_t i, float v) {
+    cr_st_file *f;
+    CHECK_OK(cr_st_open(&f, src));
+    static cr_st_writer w;
+    cr_st_writer_init(&w);
+    void *changed = NULL;
+    for (int k = 0; k < cr_st_count(f); k++) {
+        const cr_st_tensor *t = cr_st_at(f, k);
+        const void *data = t->data;
+        if (!strcmp(t->name, name)) {
+            CHECK(t->dtype == CR_ST_F32 && i < t->count);
+            changed = malloc(t->nbytes);
+            CHECK(changed);
+            memcpy(changed, t->data, t->nbytes);
+            memcpy((unsigned char *)changed + 4 * i, &v, 4);
+            data = changed;
+        }
+        CHECK_OK(cr_st_add_tensor(&w, t->name, t->dtype, t->ndim, t->shape, data));
+    }
+    CHECK_MSG(changed, "%s has no tensor %s", src, name);
+    static const char *const keys[] = {"format", "format_version", "algo", "policy", "env_id",
+                                       "obs_dim", "num_actions", "hidden", "num_envs",
+                                       "num_steps", "global_step", "seed", "total_timesteps"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        if (cr_st_meta(f, keys[k])) cr_st_add_meta(&w, keys[k], cr_st_meta(f, keys[k]));
+    CHECK_OK(cr_st_write_atomic(&w, dst));
+    free(changed);
+    cr_st_close(f);
+}
+
+/* The policy runtime and the ONNX export take the good checkpoint, and refuse a copy with a NaN
+ * weight or an inf in Adam's second moment, naming the tensor. */
+static void public_readers(const char *good) {
+    char bad[600], onnx[600];
+    snprintf(bad, sizeof bad, "%s/nan_%d.safetensors", runs, (int)getpid());
+    snprintf(onnx, sizeof onnx, "%s/policy_%d.onnx", runs, (int)getpid());
+    cudarl_policy *pol;
+    CHECK_OK(cudarl_policy_load(good, NULL, &pol));
+    cudarl_policy_free(pol);
+    CHECK_OK(cudarl_policy_export_onnx(good, onnx, NULL));
+    static const struct { const char *name; size_t i; float v; const char *word; } k[] = {
+        {"actor.0.weight", 5, NAN, "NaN"},
+        {"optimizer.exp_avg_sq.critic.2.bias", 0, INFINITY, "inf"}};
+    for (size_t j = 0; j < sizeof k / sizeof k[0]; j++) {
+        copy_with(good, bad, k[j].name, k[j].i, k[j].v);
+        char needle[160];
+        snprintf(needle, sizeof needle, "tensor '%s'", k[j].name);
+        cudarl_status s = cudarl_policy_load(bad, NULL, &pol);
+        CHECK_MSG(s == CUDARL_ERR_NUMERIC && strstr(cudarl_last_error(), needle) &&
+                  strstr(cudarl_last_error(), k[j].word), "cudarl_policy_load of a %s in %s: "
+                  "got %s: %s", k[j].word, k[j].name, cudarl_status_name(s), cudarl_last_error());
+        s = cudarl_policy_export_onnx(bad, onnx, NULL);
+        CHECK_MSG(s == CUDARL_ERR_NUMERIC && strstr(cudarl_last_error(), needle),
+                  "cudarl_policy_export_onnx of a %s in %s: got %s: %s", k[j].word, k[j].name,
+                  cudarl_status_name(s), cudarl_last_error());
+        cudarl_ppo_config cfg;
+        s = cudarl_ppo_config_load(bad, &cfg);
+        CHECK_MSG(s == CUDARL_ERR_NUMERIC && strstr(cudarl_last_error(), needle),
+                  "cudarl_ppo_config_load of a %s in %s: got %s: %s", k[j].word, k[j].name,
+                  cudarl_status_name(s), cudarl_last_error());
+    }
+    unlink(bad), unlink(onnx);
+    printf("the runtime, export and resume refuse a NaN weight and an inf moment, naming them\n");
+}
+
 static void divergence(cudarl_ctx *ctx) {
     CHECK_OK(cudarl_env_register(&nan_def));
     cudarl_ppo_config c;
@@ -346,6 +414,7 @@ static void divergence(cudarl_ctx *ctx) {
     cudarl_ppo_config saved;
     CHECK_OK(cudarl_ppo_config_load(path, &saved));
     printf("PPO whose rewards turn NaN stops at iteration 3 and keeps iteration 2's checkpoint\n");
+    public_readers(path);
 
     cudarl_dqn_config d;
     cudarl_dqn_config_default(&d, NAN_ENV);
