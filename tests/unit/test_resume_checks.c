@@ -93,7 +93,7 @@ static void random_play(const char *id, int n, int steps) {
     pool_close(&r);
 }
 
-/* ---- 2. a field out of range is refused --------------------------------------------------------- */
+/* ---- 2. a field out of range is refused ------------------------------------------------------ */
 
 /* Env 1 of a fresh pool of `id`, changed by `mutate`, is refused (1: its state) with `needle`. */
 static void expect_refused(const char *id, void (*mutate)(void *), const char *needle) {
@@ -172,7 +172,7 @@ static void refusals(void) {
     printf("a field out of its range is refused, naming it, for every built-in env\n");
 }
 
-/* ---- the image twins' layouts (checked on the host in any build) ------------------------------ */
+/* ---- the image twins' layouts (checked on the host in any build) ----------------------------- */
 
 static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
@@ -232,7 +232,7 @@ static void twin_case(const char *id, int kind) {
     pool_close(&r);
 }
 
-/* ---- 3. non-finite numbers in a checkpoint ------------------------------------------------------ */
+/* ---- 3. non-finite numbers in a checkpoint --------------------------------------------------- */
 
 /* A file of header-valid metadata with tensors "a" (F32, 4) and "b" (dtype, 6), b[3] = bits. */
 static void write_with(const char *path, cr_st_dtype dtype, uint64_t bits) {
@@ -285,7 +285,7 @@ static void non_finite(void) {
     printf("NaN and inf in F32, F64, F16 and BF16 tensors are refused, naming the element\n");
 }
 
-/* ---- 4. divergence ------------------------------------------------------------------------------- */
+/* ---- 4. divergence --------------------------------------------------------------------------- */
 
 #define NAN_ENV "NanAfter-v0"
 #define NAN_FROM 40 /* the step of each env from which its rewards are NaN */
