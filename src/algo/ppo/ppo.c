@@ -798,7 +798,7 @@ static cudarl_status train_loop(cr_ppo *p) {
         async_learn(p, p->iteration, g_update_async);
         p->learner->ops->event_wait(p->learner, p->ev_update);
         cr_ppo_stats_acc acc;
-        p->learner->ops->copy_to_host(p->learner, &acc, p->acc, sizeof acc);
+        ctx->ops->copy_to_host(ctx, &acc, p->acc, sizeof acc); /* as read_metrics reads it */
         check_update(p, &acc, p->iteration, p->global_step);
         if (p->diverged) s = diverged(p);
     }

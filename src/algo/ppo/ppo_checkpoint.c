@@ -7,7 +7,8 @@
  * as float32, or uint8 for a conv policy) so a resumed run continues exactly where it stopped.
  * __metadata__ holds the format, its version, the model shape, every hyperparameter as
  * strings, the policy's name and, for a conv policy, the network's spec text under "network"
- * (cr_convnet_spec_parse rebuilds the net from it). */
+ * (cr_convnet_spec_parse rebuilds the net from it). A resume checks every number of state.*
+ * before using any (check_state). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -323,7 +324,7 @@ static cudarl_status check_counters(const cr_ppo *p, const char *path, const int
                          max_it);
     if (step != it * p->batch)
         return bad_state(path, name, "the global step (element 1) is %lld, expected %lld "
-                         "(iteration %lld of %d steps)", step, it * p->batch, it, p->batch);
+                         "(%lld iterations of %d steps)", step, it * p->batch, it, p->batch);
     const long long max_t = max_adam_steps(p, it);
     if (t < 0 || t > max_t)
         return bad_state(path, name, "the Adam step count (element 2) is %lld, expected 0..%lld "
