@@ -307,10 +307,11 @@ static int64_t mul_sat(int64_t a, int64_t b) {
     return b > 0 && a > INT64_MAX / b ? INT64_MAX : a * b;
 }
 
-/* Adam steps `iterations` iterations can take: update_epochs epochs of the minibatches. */
+/* Adam steps `iterations` iterations can take, whatever epochs and minibatches they had (the C
+ * API may resume with others): at most 1000 epochs (--update-epochs' limit) of minibatches of
+ * one row or more. */
 static int64_t max_adam_steps(const cr_ppo *p, int64_t iterations) {
-    int64_t per_epoch = (p->batch + p->mb - 1) / p->mb;
-    return mul_sat(iterations, mul_sat(p->cfg.update_epochs, per_epoch));
+    return mul_sat(iterations, mul_sat(1000, p->batch));
 }
 
 /* The counters: the step count is the iterations' steps, no more Adam steps than they took, and
@@ -328,8 +329,8 @@ static cudarl_status check_counters(const cr_ppo *p, const char *path, const int
     const long long max_t = max_adam_steps(p, it);
     if (t < 0 || t > max_t)
         return bad_state(path, name, "the Adam step count (element 2) is %lld, expected 0..%lld "
-                         "(%d epochs of minibatches in each of %lld iterations)", t, max_t,
-                         p->cfg.update_epochs, it);
+                         "(at most 1000 epochs of %d minibatches in each of %lld iterations)", t,
+                         max_t, p->batch, it);
     if (solved != -1 && (solved < 1 || solved > step))
         return bad_state(path, name, "the solve step (element 3) is %lld, expected -1 (not "
                          "solved) or 1..%lld (a step taken)", solved, step);
