@@ -1,4 +1,5 @@
 /* Chain-v0 (chain_env.h): the seed, reset and step of one env. */
+#include <stdio.h>
 #include <string.h>
 
 #include "chain_env.h"
@@ -45,6 +46,15 @@ static void chain_step(void *state, int32_t action, void *obs, float *reward,
     chain_observe(c, obs);
 }
 
+/* A state the functions can take (a resumed run's, read back from its checkpoint): the cell
+ * indexes the observation, so it must lie in the corridor. */
+static int chain_check(const void *state, char *why, size_t why_cap) {
+    const chain_state *c = state;
+    if (c->pos >= 0 && c->pos < CHAIN_LENGTH) return 0;
+    snprintf(why, why_cap, "pos is %d, expected 0..%d", (int)c->pos, CHAIN_LENGTH - 1);
+    return 1;
+}
+
 const cudarl_env_def chain_env_def = {
     .id = CHAIN_ID,
     .obs_rank = 1,
@@ -57,4 +67,5 @@ const cudarl_env_def chain_env_def = {
     .seed = chain_seed,
     .reset = chain_reset,
     .step = chain_step,
+    .state_check = chain_check,
 };

@@ -1,8 +1,8 @@
 /* Chain-v0 registered through the public API: found by id and listed, its functions called
  * directly, and a pool of it on several threads and groups against the rules of chain_env.h
  * at every step (moves of one cell, rewards and termination at the ends, truncation at 50,
- * final_obs, reset to the start), the same on 1 thread as on 3, and walking right earning the
- * solve threshold where a random walk does not. */
+ * final_obs, reset to the start), the same on 1 thread as on 3, walking right earning the
+ * solve threshold where a random walk does not, and the state check. */
 #include <string.h>
 
 #include "chain_env.h"
@@ -164,11 +164,30 @@ static void test_learnable(void) {
     CHECK_MSG(random < 0.5, "a random walk earns %.3f: the task would be too easy", random);
 }
 
+/* The state check: every state a pool reaches passes; a cell outside the corridor and a step
+ * count past the time limit are refused, saying which. */
+static void test_state_check(void) {
+    const cudarl_env_def *d = cr_env_def_find(CHAIN_ID);
+    chain_state c;
+    float obs[CHAIN_LENGTH];
+    char why[128];
+    d->seed(&c, 3, 0);
+    d->reset(&c, obs);
+    CHECK(cr_env_check_state(d, &c, 0, why, sizeof why) == 0);
+    c.pos = CHAIN_LENGTH;
+    CHECK(cr_env_check_state(d, &c, 0, why, sizeof why) == 1);
+    CHECK_MSG(strstr(why, "pos is 10, expected 0..9"), "why: %s", why);
+    c.pos = CHAIN_START;
+    CHECK(cr_env_check_state(d, &c, CHAIN_MAX_STEPS, why, sizeof why) == 2);
+    CHECK_MSG(strstr(why, "step count is 50, expected 0..49"), "why: %s", why);
+}
+
 int main(void) {
     test_registered();
     test_functions();
     test_pool();
     test_learnable();
+    test_state_check();
     printf("test_chain_env: ok\n");
     return 0;
 }

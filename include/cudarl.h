@@ -168,6 +168,12 @@ typedef struct cudarl_env_def {
      * (Gymnasium's FrameStackObservation with padding "reset"); DQN's replay then stores each
      * frame once and rebuilds the stacks (cudarl_dqn_config.replay_frames). */
     int frame_stack;
+    /* Optional (NULL: no check). Whether `state`, read back from a checkpoint when a run
+     * resumes, is one that step and reset can take: 0 if so; else nonzero, with what is wrong
+     * written to why (why_cap bytes, e.g. "pos is 12, expected 0..9"). It must only read `state`:
+     * check every field that indexes an array or counts something against its range, so that a
+     * damaged file is refused instead of stepped. */
+    int (*state_check)(const void *state, char *why, size_t why_cap);
     /* A vector env instead of one env's functions (a Gymnasium VectorEnv behind the Python
      * package, or any batch that steps as a whole): seed, reset and step NULL, state_bytes 0,
      * max_episode_steps 0 (the vector env keeps its own time limit). vec_reset seeds and resets
@@ -407,7 +413,10 @@ cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg);
 void cudarl_request_stop(void);
 
 /* Trains PPO as configured, writing runs/<run_name>/{metrics.csv,model.safetensors}.
- * `resume_path` (may be NULL) continues a checkpoint. */
+ * `resume_path` (may be NULL) continues a checkpoint, after checking every number of its
+ * training state (a value out of range is CUDARL_ERR_FORMAT naming the tensor, a NaN or an inf
+ * _NUMERIC). Without loss scaling (every precision but fp16) a non-finite loss or gradient stops
+ * the run with CUDARL_ERR_NUMERIC before it writes another checkpoint. */
 cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
                                const char *resume_path, cudarl_train_summary *summary);
 
@@ -489,7 +498,8 @@ void cudarl_dqn_config_for_device(cudarl_dqn_config *cfg, cudarl_device_kind kin
 cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *cfg);
 /* Trains DQN as configured on ctx's device (replay buffer, networks and, with the envs' CUDA
  * twin, the envs in device memory; CPU envs in pinned host memory), writing
- * runs/<run_name>/{metrics.csv,model.safetensors}. */
+ * runs/<run_name>/{metrics.csv,model.safetensors}. A non-finite TD loss (or, without loss
+ * scaling, gradient norm) stops the run with CUDARL_ERR_NUMERIC and no checkpoint. */
 cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
                                cudarl_train_summary *summary);
 
@@ -497,7 +507,8 @@ cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
  * CUDARL_EVAL_MAX_EPISODES) on the env it names, which must be registered in this process;
  * mean and std of return. Conv policies run on ctx's device (the policy runtime, fp32; envs on
  * one CPU thread); MLP policies on the CPU only (a CUDA ctx is refused), for any registered env
- * (DQN's MLP on MinAtar too). A network that does not fit its env is CUDARL_ERR_MISMATCH. */
+ * (DQN's MLP on MinAtar too). A network that does not fit its env is CUDARL_ERR_MISMATCH; a checkpoint holding a NaN
+ * or an inf, CUDARL_ERR_NUMERIC. */
 cudarl_status cudarl_policy_eval(cudarl_ctx *ctx, const char *path, int episodes, uint64_t seed,
                                  double *mean, double *std);
 /* cudarl_policy_eval with the policy runtime in `precision` (`cudarl eval --precision`): FP32
@@ -534,8 +545,8 @@ void cudarl_onnx_options_default(cudarl_onnx_options *opt);
  * when it was trained with --separate-critic, whose critic is not in the policy), a DQN one
  * `q_values` [batch, actions]. Weights are stored as they are (float32). The file is written
  * atomically (temp file, fsync, rename). `opt` NULL means the defaults. A bad option returns
- * CUDARL_ERR_INVALID_ARG, a bad checkpoint _IO/_FORMAT/_MISMATCH, an unwritable path _IO. All
- * memory is host memory, freed before returning. */
+ * CUDARL_ERR_INVALID_ARG, a bad checkpoint _IO/_FORMAT/_MISMATCH (_NUMERIC: it holds a NaN or
+ * an inf), an unwritable path _IO. All memory is host memory, freed before returning. */
 cudarl_status cudarl_policy_export_onnx(const char *checkpoint, const char *onnx_path,
                                         const cudarl_onnx_options *opt);
 
@@ -579,7 +590,8 @@ void cudarl_policy_options_default(cudarl_policy_options *opt);
  * kernels read host observations in place) and the graphs of batch sizes 1, 2, 4, ... up to
  * max_batch rounded up to a power of two, each launched once before returning. A bad option
  * returns CUDARL_ERR_INVALID_ARG, an unavailable device or precision _UNSUPPORTED, a bad file
- * _IO/_FORMAT/_MISMATCH; each message names the problem and the fix. */
+ * _IO/_FORMAT/_MISMATCH, one holding a NaN or an inf _NUMERIC; each message names the problem
+ * and the fix. */
 cudarl_status cudarl_policy_load(const char *checkpoint, const cudarl_policy_options *opt,
                                  cudarl_policy **out);
 

@@ -194,6 +194,7 @@ class EnvDef(ctypes.Structure):
                 ("obs_dtype", c_int), ("num_actions", c_int), ("max_episode_steps", c_int),
                 ("solved_return", c_double), ("state_bytes", c_size_t), ("seed", c_void_p),
                 ("reset", c_void_p), ("step", c_void_p), ("frame_stack", c_int),
+                ("state_check", c_void_p),
                 ("vec_reset", VecResetFn), ("vec_step", VecStepFn), ("vec_user", c_void_p),
                 ("vec_num_envs", c_int)]
 

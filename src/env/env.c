@@ -57,6 +57,21 @@ size_t cr_env_def_obs_bytes(const cudarl_env_def *def) {
     return cr_env_def_obs_elems(def) * (def->obs_dtype == CUDARL_OBS_U8 ? 1 : sizeof(float));
 }
 
+int cr_env_check_state(const cudarl_env_def *def, const void *state, int32_t elapsed, char *why,
+                       size_t cap) {
+    int32_t limit = def->max_episode_steps > 0 ? def->max_episode_steps - 1 : INT32_MAX;
+    if (elapsed < 0 || elapsed > limit) {
+        snprintf(why, cap, "its step count is %d, expected 0..%d", (int)elapsed, (int)limit);
+        return 2;
+    }
+    if (!def->state_check) return 0;
+    char what[200] = "";
+    if (!def->state_check(state, what, sizeof what)) return 0;
+    what[sizeof what - 1] = 0; /* a user's check may leave it unterminated */
+    snprintf(why, cap, "%s", what[0] ? what : "its state_check refused it without saying why");
+    return 1;
+}
+
 /* Fills the next entry from a def already checked, and publishes it. The caller holds the lock
  * (or runs the one-time init). */
 static void registry_append(const cudarl_env_def *def, int caps) {

@@ -58,6 +58,12 @@ cudarl_status cr_env_check_run(const cudarl_env_def *def, int num_envs, int grou
 size_t cr_env_def_obs_elems(const cudarl_env_def *def);
 /* Bytes of one observation of `def` (elements times the size of its dtype). */
 size_t cr_env_def_obs_bytes(const cudarl_env_def *def);
+/* Whether one env's state and its step count `elapsed` (steps into the episode, as the pool
+ * counts them), read back from a checkpoint, are ones the env can go on from: 0 if so; 1 when
+ * the state is not (the def's state_check, if it has one, says why); 2 when the step count is
+ * below 0 or not below the def's time limit. What is wrong goes to why (cap bytes). */
+int cr_env_check_state(const cudarl_env_def *def, const void *state, int32_t elapsed, char *why,
+                       size_t cap);
 
 /* CartPole-v1 as a def (cartpole_def.c): the per-env code of cartpole_step.h, so that a pool of
  * it steps bit for bit as cr_cartpole_step does for the same seed and actions. */

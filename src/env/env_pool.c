@@ -510,3 +510,12 @@ void *cr_env_pool_state(cr_env_pool *p, int i) {
     CUDARL_ASSERT(i >= 0 && i < p->num_envs);
     return p->states + (size_t)i * p->state_stride;
 }
+
+int cr_env_pool_check_state(const cr_env_pool *p, int *bad, char *why, size_t cap) {
+    for (int i = 0; i < p->num_envs; i++) {
+        *bad = cr_env_check_state(p->def, p->states + (size_t)i * p->state_stride,
+                                  p->elapsed[i], why, cap);
+        if (*bad) return i;
+    }
+    return -1;
+}

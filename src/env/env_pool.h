@@ -114,6 +114,10 @@ void cr_env_pool_set_hook(cr_env_pool *pool, int group, cr_env_pool_hook before,
 void cr_env_pool_group_range(const cr_env_pool *pool, int group, int *begin, int *end);
 /* Env i's state (host), for tests and debugging. */
 void *cr_env_pool_state(cr_env_pool *pool, int i);
+/* Checks every env's state and step count with cr_env_check_state (after a checkpoint was read
+ * into them): -1 when all pass; else the first bad env, with *bad = 1 (its state) or 2 (its step
+ * count) and what is wrong in why (cap bytes). */
+int cr_env_pool_check_state(const cr_env_pool *pool, int *bad, char *why, size_t cap);
 
 /* Seeds env i with (seed, i), starts its first episode, writes obs (N) rows; step counts 0.
  * Runs on the threads and returns when done. No hooks are called. */

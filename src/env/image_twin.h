@@ -43,6 +43,12 @@ void cr_image_twin_step(cudarl_ctx *ctx, const cr_image_twin *twin, const int32_
                         uint8_t *done, uint8_t *final_obs);
 /* Whether an episode of the env can be truncated (a time limit): MinAtar's cannot. */
 int cr_image_twin_truncates(const cr_image_twin *twin);
+/* Checks every env's state and step count in `bytes`, a host copy of the twin's device state
+ * (twin->bytes of it, as a checkpoint holds it), with cr_env_check_state: -1 when all pass; else
+ * the first bad env, with *bad = 1 (its state) or 2 (its step count) and what is wrong in why
+ * (cap bytes). Any build: it reads the layout only. */
+int cr_image_twin_check_state(const cr_image_twin *twin, const void *bytes, int *bad, char *why,
+                              size_t cap);
 
 #ifdef __cplusplus
 }

@@ -1,16 +1,64 @@
-/* The host side of image_twin.h: whether a twin can truncate (any build), and, in a build without
- * the CUDA backend, the rest: no twin can run, so bytes and init refuse (the trainers ask them
- * before anything else) and reset and step are never reached. With the backend image_twin.cu
- * defines those. */
+/* The host side of image_twin.h: whether a twin can truncate and the check of its state as a
+ * checkpoint holds it (any build), and, in a build without the CUDA backend, the rest: no twin
+ * can run, so bytes and init refuse (the trainers ask them before anything else) and reset and
+ * step are never reached. With the backend image_twin.cu defines those. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env/env.h"
 #include "env/image_twin.h"
 
 int cr_image_twin_truncates(const cr_image_twin *twin) {
     return twin->kind == 2 || twin->minatar.max_episode_steps > 0;
 }
 
-#ifndef CUDARL_WITH_CUDA
-#include <string.h>
+/* Byte offset of `p` from the twin's block. */
+static size_t offset_in(const cr_image_twin *twin, const void *p) {
+    return (size_t)((const unsigned char *)p - (const unsigned char *)twin->mem);
+}
 
+int cr_image_twin_check_state(const cr_image_twin *twin, const void *bytes, int *bad, char *why,
+                              size_t cap) {
+    const unsigned char *b = bytes;
+    const int n = twin->num_envs;
+    if (twin->kind == 2) { /* (N) state structs, then (N) step counts */
+        const unsigned char *states = b + offset_in(twin, twin->pixels.states);
+        const unsigned char *elapsed = b + offset_in(twin, twin->pixels.elapsed);
+        for (int i = 0; i < n; i++) {
+            int32_t e;
+            memcpy(&e, elapsed + (size_t)i * sizeof e, sizeof e);
+            *bad = cr_env_check_state(&cr_cartpole_pixels_def,
+                                      states + (size_t)i * sizeof(cr_cartpole_pixels_state), e,
+                                      why, cap);
+            if (*bad) return i;
+        }
+        return -1;
+    }
+    /* MinAtar: (W, N) words, word k of env i at k * N + i, then (N) step counts */
+    const cr_minatar_cuda *m = &twin->minatar;
+    const unsigned char *words = b + offset_in(twin, m->states);
+    const unsigned char *elapsed = b + offset_in(twin, m->elapsed);
+    uint32_t *state = malloc(m->def->state_bytes);
+    if (!state) {
+        snprintf(why, cap, "no host memory to check it");
+        *bad = 1;
+        return 0;
+    }
+    int first = -1;
+    for (int i = 0; i < n && first < 0; i++) {
+        for (int k = 0; k < m->state_words; k++)
+            memcpy(&state[k], words + ((size_t)k * (size_t)n + (size_t)i) * 4, 4);
+        int32_t e;
+        memcpy(&e, elapsed + (size_t)i * sizeof e, sizeof e);
+        *bad = cr_env_check_state(m->def, state, e, why, cap);
+        if (*bad) first = i;
+    }
+    free(state);
+    return first;
+}
+
+#ifndef CUDARL_WITH_CUDA
 #include "core/core.h"
 
 cudarl_status cr_image_twin_bytes(const char *id, int n, size_t *bytes) {

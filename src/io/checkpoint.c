@@ -1,5 +1,5 @@
 /* What every cudarl checkpoint shares: the format tag, its version and the algo, checked before
- * anything else is trusted, and the readers of its metadata values. */
+ * anything else is trusted, finite numbers only, and the readers of its metadata values. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +55,62 @@ const char *cr_checkpoint_shape_text(char *b, size_t cap, int ndim, const int64_
     return b;
 }
 
+/* Index of the first element of t whose exponent bits are all set (an inf or a NaN), or -1;
+ * *nan and *neg say which. Reads bytes (the data may be unaligned). */
+static int64_t first_non_finite(const cr_st_tensor *t, int *nan, int *neg) {
+    const unsigned char *b = t->data;
+    for (size_t i = 0; i < t->count; i++) {
+        uint64_t exp_mask, man_mask, sign_mask, v = 0;
+        switch (t->dtype) {
+        case CR_ST_F16: {
+            uint16_t h;
+            memcpy(&h, b + 2 * i, 2);
+            v = h, exp_mask = 0x7C00, man_mask = 0x03FF, sign_mask = 0x8000;
+            break;
+        }
+        case CR_ST_BF16: {
+            uint16_t h;
+            memcpy(&h, b + 2 * i, 2);
+            v = h, exp_mask = 0x7F80, man_mask = 0x007F, sign_mask = 0x8000;
+            break;
+        }
+        case CR_ST_F32: {
+            uint32_t w;
+            memcpy(&w, b + 4 * i, 4);
+            v = w, exp_mask = 0x7F800000u, man_mask = 0x007FFFFFu, sign_mask = 0x80000000u;
+            break;
+        }
+        case CR_ST_F64:
+            memcpy(&v, b + 8 * i, 8);
+            exp_mask = 0x7FF0000000000000ull, man_mask = 0x000FFFFFFFFFFFFFull;
+            sign_mask = 0x8000000000000000ull;
+            break;
+        default:
+            return -1;
+        }
+        if ((v & exp_mask) != exp_mask) continue;
+        *nan = (v & man_mask) != 0, *neg = (v & sign_mask) != 0;
+        return (int64_t)i;
+    }
+    return -1;
+}
+
+cudarl_status cr_checkpoint_check_finite(const cr_st_file *f, const char *path) {
+    for (int k = 0; k < cr_st_count(f); k++) {
+        const cr_st_tensor *t = cr_st_at(f, k);
+        int nan = 0, neg = 0;
+        int64_t i = first_non_finite(t, &nan, &neg);
+        if (i < 0) continue;
+        char shape[160];
+        return cr_fail(CUDARL_ERR_NUMERIC, "checkpoint '%s': tensor '%s' %s holds %s at element "
+                       "%lld; a checkpoint holds finite numbers only: the file is damaged, or the "
+                       "run that wrote it had diverged: use an earlier checkpoint", path, t->name,
+                       cr_checkpoint_shape_text(shape, sizeof shape, t->ndim, t->shape),
+                       nan ? "NaN" : neg ? "-inf" : "inf", (long long)i);
+    }
+    return CUDARL_OK;
+}
+
 cudarl_status cr_checkpoint_check_header(const cr_st_file *f, const char *path, const char *algo) {
     const char *fmt = cr_st_meta(f, "format");
     if (!fmt || strcmp(fmt, CR_CHECKPOINT_FORMAT))
@@ -71,7 +127,7 @@ cudarl_status cr_checkpoint_check_header(const cr_st_file *f, const char *path, 
     if (!a || strcmp(a, algo))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained with algo '%s', not %s",
                        path, a ? a : "(missing)", algo);
-    return CUDARL_OK;
+    return cr_checkpoint_check_finite(f, path);
 }
 
 int cr_checkpoint_separate_critic(const cr_st_file *f) {

@@ -12,8 +12,14 @@
 #define CR_CHECKPOINT_VERSION 1
 
 /* Refuses a file that is not a cudarl checkpoint of a version this build reads, or not of `algo`
- * ("ppo", "dqn"), with a message naming the file and what to do. */
+ * ("ppo", "dqn"), with a message naming the file and what to do; then one that holds a NaN or
+ * an inf (cr_checkpoint_check_finite). Every reader of a checkpoint (resume, eval, export, the
+ * policy runtime) starts with this check. */
 cudarl_status cr_checkpoint_check_header(const cr_st_file *f, const char *path, const char *algo);
+/* Refuses a file with a NaN or an inf in any floating-point tensor (F16, BF16, F32, F64: the
+ * weights, Adam's moments, the training state): CUDARL_ERR_NUMERIC naming the file, the tensor
+ * and the element. A cudarl checkpoint holds finite numbers only. */
+cudarl_status cr_checkpoint_check_finite(const cr_st_file *f, const char *path);
 /* Whether a PPO checkpoint was trained with --separate-critic (metadata "separate_critic" other
  * than "0"; absent in files written before it existed: no). */
 int cr_checkpoint_separate_critic(const cr_st_file *f);

@@ -163,7 +163,10 @@ static long run_matrix(cudarl_ctx *ctx, int gpu) {
         cr_ppo_rollout(&grouped);
         fetch(&grouped, &got);
         compare("three groups", &want, &got, group_tol);
-        if (r == 0) CHECK_OK(cr_ppo_checkpoint_save(&sync1, path));
+        if (r == 0) { /* the counters the loop keeps after this rollout (resume checks them) */
+            sync1.iteration = 1, sync1.global_step = sync1.batch;
+            CHECK_OK(cr_ppo_checkpoint_save(&sync1, path));
+        }
         if (r == 1) { /* a fresh trainer from the checkpoint continues as sync1 did */
             static cr_ppo resumed;
             init(&resumed, ctx, CUDARL_DEVICE_CPU, 1, 2);

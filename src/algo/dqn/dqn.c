@@ -202,6 +202,16 @@ static void act_and_store(cr_dqn *d) {
     d->o->copy(ctx, d->obs, d->next_obs, (size_t)d->N * d->obs_bytes);
 }
 
+/* Without loss scaling Adam applies whatever the backward produced: a non-finite gradient norm
+ * (the running sum of clip_grad_norm's, with --max-grad-norm) has reached the weights, and the
+ * run stops before a checkpoint holds them. fp16's scaler skips such steps instead. */
+static cudarl_status check_gradients(const cr_dqn *d, double grad_norm_sum, int64_t step) {
+    if (d->amp.scaling || isfinite(grad_norm_sum)) return CUDARL_OK;
+    return cr_fail(CUDARL_ERR_NUMERIC, "the gradient norm became %g by step %lld, and the update "
+                   "has applied it to the weights; the run stops without a checkpoint of them; "
+                   "lower --learning-rate or --max-grad-norm", grad_norm_sum, (long long)step);
+}
+
 /* One gradient step on a replay minibatch; `step` is the global step (prioritized beta). */
 static cudarl_status train_step(cr_dqn *d, int64_t step) {
     cudarl_ctx *ctx = d->ctx;
@@ -230,7 +240,7 @@ static cudarl_status train_step(cr_dqn *d, int64_t step) {
     size_t P = d->net.num_params;
     cr_amp_step(ctx, &d->amp, d->online, d->grads, d->adam_m, d->adam_v, P, &d->s->lr, 0.9f,
                 0.999f, 1e-8f, &d->s->adam_t, c->max_grad_norm > 0, c->max_grad_norm,
-                &d->s->grad_norm_sum);
+                &d->m->grad_norm_sum);
     if (c->prioritized)
         CR_TRY(cr_replay_buffer_update_priorities(&d->replay, d->b_indices, d->b_td, d->B,
                                                   (float)c->prioritized_eps));
@@ -240,6 +250,7 @@ static cudarl_status train_step(cr_dqn *d, int64_t step) {
             return cr_fail(CUDARL_ERR_NUMERIC, "the TD loss became %g at step %lld; lower "
                            "--learning-rate or pass --huber / --max-grad-norm", loss,
                            (long long)step);
+        CR_TRY(check_gradients(d, d->m->grad_norm_sum, step));
     }
     return CUDARL_OK;
 }
@@ -379,6 +390,7 @@ static cudarl_status report(cr_dqn *d, int64_t step, int64_t iteration, int log,
         return cr_fail(CUDARL_ERR_NUMERIC, "the TD loss became non-finite (%g) by step %lld; "
                        "lower --learning-rate or pass --huber / --max-grad-norm",
                        d->h.acc.last_loss, (long long)step);
+    CR_TRY(check_gradients(d, d->h.grad_norm_sum, step));
     /* device memory after setup: at the first report, or after the first block's capture */
     if (d->o->bytes_in_use && !d->bytes_after_setup && (!d->graph_iters || d->graph_failed))
         d->bytes_after_setup = d->o->bytes_in_use(d->ctx);

@@ -43,12 +43,12 @@ typedef struct cr_dqn_metrics {
     cr_episode_log log;   /* finished episodes; iter_* since the last log row */
     int64_t step;         /* env steps taken (the epsilon schedule's t) */
     cr_loss_scale_state scaler; /* fp16's loss scale and skipped steps (algo/amp.h) */
+    double grad_norm_sum;  /* clip_grad_norm's norms since the start (--max-grad-norm > 0) */
 } cr_dqn_metrics;
 
 /* Scalars the device ops keep (backend memory); the host never reads them in the loop. */
 typedef struct cr_dqn_scalars {
     cr_rng_stream explore, sample;
-    double grad_norm_sum;  /* clip_grad_norm's sum of norms (unread) */
     int64_t adam_t;
     float lr, epsilon;
 } cr_dqn_scalars;

@@ -620,11 +620,38 @@ static void run_phase(cr_ppo *p, void (*phase)(cr_ppo *), void **graph) {
 }
 
 
-/* Everything the host does with one iteration's metrics (in iteration order): the solve check,
- * metrics.csv, the progress line. */
+/* Without loss scaling (fp32, tf32, bf16) Adam applies whatever the backward produced, so a
+ * non-finite loss or gradient norm in the update of `iteration` has reached the weights: the run
+ * must stop before a checkpoint holds them. Read from metrics the host has anyway (no extra wait
+ * for the device). fp16's scaler skips such steps instead (ops/loss_scale.h). */
+static void check_update(cr_ppo *p, const cr_ppo_stats_acc *acc, int64_t iteration,
+                         int64_t step) {
+    static const char *const names[4] = {"loss", "policy loss", "value loss", "entropy"};
+    if (p->amp.scaling || p->diverged) return;
+    const char *what = NULL;
+    double v = 0;
+    if (!isfinite(acc->grad_norm_sum)) what = "gradient norm", v = acc->grad_norm_sum;
+    for (int k = 0; k < 4 && !what; k++)
+        if (!isfinite(acc->sum[k])) what = names[k], v = acc->sum[k];
+    if (!what) return;
+    p->diverged = 1;
+    snprintf(p->diverged_why, sizeof p->diverged_why, "training diverged: the %s of iteration "
+             "%lld's update (step %lld) is %g, and the update has applied it to the weights; the "
+             "run stops without a checkpoint of them (%s/model.safetensors keeps the last good "
+             "one, if the run wrote one); lower --learning-rate or --max-grad-norm", what,
+             (long long)iteration, (long long)step, v, p->run_dir);
+}
+
+static cudarl_status diverged(const cr_ppo *p) {
+    return cr_fail(CUDARL_ERR_NUMERIC, "%s", p->diverged_why);
+}
+
+/* Everything the host does with one iteration's metrics (in iteration order): the divergence
+ * check, the solve check, metrics.csv, the progress line. */
 static void report_iteration(cr_ppo *p, int64_t iteration, int64_t step, float lr) {
     cudarl_ctx *ctx = p->ctx;
     p->rep_iteration = iteration, p->rep_step = step;
+    check_update(p, &p->h_metrics.acc, iteration, step);
     p->h_log = p->h_metrics.log;
     if (ctx->ops->bytes_in_use && iteration == p->start_iteration + 1)
         p->bytes_after_setup = ctx->ops->bytes_in_use(ctx);
@@ -756,18 +783,26 @@ static cudarl_status train_loop(cr_ppo *p) {
             report_iteration(p, p->iteration, p->global_step, lr);
             cr_ppo_phase_end(p, CR_PHASE_LOG);
         }
-        if (p->cfg.checkpoint_every > 0 && p->iteration % p->cfg.checkpoint_every == 0) {
-            if (m.on) cr_pipe_drain(&m, ctx, 1, report_slot, p);
+        if (p->diverged) s = diverged(p);
+        if (s == CUDARL_OK && p->cfg.checkpoint_every > 0 &&
+            p->iteration % p->cfg.checkpoint_every == 0) {
+            if (m.on) cr_pipe_drain(&m, ctx, 1, report_slot, p); /* every update checked */
             CR_RANGE_PUSH("checkpoint");
-            s = save_checkpoint(p);
+            s = p->diverged ? diverged(p) : save_checkpoint(p);
             cr_ppo_phase_end(p, CR_PHASE_CHECKPOINT);
         }
     }
     if (m.on) cr_pipe_drain(&m, ctx, 1, report_slot, p);
+    if (s == CUDARL_OK && p->diverged) s = diverged(p);
     if (p->learner && p->iteration > p->start_iteration && s == CUDARL_OK) {
-        /* the last rollout's update, so that every rollout is learned once */
+        /* the last rollout's update, so that every rollout is learned once; no report reads its
+         * metrics, so the divergence check does */
         async_learn(p, p->iteration, g_update_async);
         p->learner->ops->event_wait(p->learner, p->ev_update);
+        cr_ppo_stats_acc acc;
+        ctx->ops->copy_to_host(ctx, &acc, p->acc, sizeof acc); /* as read_metrics reads it */
+        check_update(p, &acc, p->iteration, p->global_step);
+        if (p->diverged) s = diverged(p);
     }
     if (p->learner) free_graphs(p->learner, g_update_async[0], g_update_async[1]);
     if (ctx->ops->bytes_in_use) p->bytes_at_end = ctx->ops->bytes_in_use(ctx);

@@ -7,13 +7,17 @@
  * as float32, or uint8 for a conv policy) so a resumed run continues exactly where it stopped.
  * __metadata__ holds the format, its version, the model shape, every hyperparameter as
  * strings, the policy's name and, for a conv policy, the network's spec text under "network"
- * (cr_convnet_spec_parse rebuilds the net from it). */
+ * (cr_convnet_spec_parse rebuilds the net from it). A resume checks every number of state.*
+ * before using any (check_state). */
 #include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "algo/ppo/ppo_internal.h"
+#include "env/env_check.h"
 #include "runtime/mlp_check.h"
 #include "io/safetensors.h"
 
@@ -284,6 +288,167 @@ static cudarl_status read_raw(const cr_st_file *f, const char *path, const char 
     return CUDARL_OK;
 }
 
+/* ---- what a resumed run may trust ---------------------------------------------------------- */
+
+/* Refuses state tensor `name` of the checkpoint at `path`: what is wrong, then what to do. */
+static cudarl_status bad_state(const char *path, const char *name, const char *fmt, ...) {
+    char what[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': tensor '%s': %s; the file was altered or "
+                   "damaged: resume from a model.safetensors written by cudarl train", path, name,
+                   what);
+}
+
+/* a * b for a, b >= 0, or INT64_MAX where that would overflow. */
+static int64_t mul_sat(int64_t a, int64_t b) {
+    return b > 0 && a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+
+/* Adam steps `iterations` iterations can take, whatever epochs and minibatches they had (the C
+ * API may resume with others): at most 1000 epochs (--update-epochs' limit) of minibatches of
+ * one row or more. */
+static int64_t max_adam_steps(const cr_ppo *p, int64_t iterations) {
+    return mul_sat(iterations, mul_sat(1000, p->batch));
+}
+
+/* The counters: the step count is the iterations' steps, no more Adam steps than they took, and
+ * a solve step among the steps taken. */
+static cudarl_status check_counters(const cr_ppo *p, const char *path, const int64_t *c) {
+    const char *name = "state.counters";
+    const long long it = c[C_ITERATION], step = c[C_GLOBAL_STEP], t = c[C_ADAM_T];
+    const long long solved = c[C_SOLVED_STEP], max_it = INT64_MAX / p->batch;
+    if (it < 0 || it > max_it)
+        return bad_state(path, name, "the iteration (element 0) is %lld, expected 0..%lld", it,
+                         max_it);
+    if (step != it * p->batch)
+        return bad_state(path, name, "the global step (element 1) is %lld, expected %lld "
+                         "(%lld iterations of %d steps)", step, it * p->batch, it, p->batch);
+    const long long max_t = max_adam_steps(p, it);
+    if (t < 0 || t > max_t)
+        return bad_state(path, name, "the Adam step count (element 2) is %lld, expected 0..%lld "
+                         "(at most 1000 epochs of %d minibatches in each of %lld iterations)", t,
+                         max_t, p->batch, it);
+    if (solved != -1 && (solved < 1 || solved > step))
+        return bad_state(path, name, "the solve step (element 3) is %lld, expected -1 (not "
+                         "solved) or 1..%lld (a step taken)", solved, step);
+    return CUDARL_OK;
+}
+
+/* Whether v is a whole number in 0..hi. */
+static int whole_in(double v, double hi) { return v >= 0 && v <= hi && v == floor(v); }
+
+/* Episode statistics: finite returns, lengths and counts no larger than the steps taken (every
+ * env took global_step / N of them, and an episode ends after one step at least). */
+static cudarl_status check_episodes(const cr_ppo *p, const char *path, const host_state *h,
+                                    const double *ep_sums) {
+    const int64_t steps = h->counters[C_GLOBAL_STEP], per_env = steps / p->N;
+    for (int i = 0; i < p->N; i++) {
+        if (!isfinite(h->ep_return[i]))
+            return bad_state(path, "state.episode_return", "env %d's return is %g, expected a "
+                             "finite number", i, h->ep_return[i]);
+        if (h->ep_length[i] < 0 || h->ep_length[i] > per_env)
+            return bad_state(path, "state.episode_length", "env %d's episode length is %lld, "
+                             "expected 0..%lld (the steps each env took)", i,
+                             (long long)h->ep_length[i], (long long)per_env);
+    }
+    for (int i = 0; i < CR_RECENT_EPISODES; i++)
+        if (!isfinite(h->log.recent[i]))
+            return bad_state(path, "state.recent_returns", "element %d is %g, expected a finite "
+                             "number", i, h->log.recent[i]);
+    if (!whole_in(ep_sums[0], (double)steps))
+        return bad_state(path, "state.episode_sums", "the episode count (element 0) is %g, "
+                         "expected a whole number in 0..%lld (the steps taken)", ep_sums[0],
+                         (long long)steps);
+    if (!isfinite(ep_sums[1]))
+        return bad_state(path, "state.episode_sums", "the return sum (element 1) is %g, expected "
+                         "a finite number", ep_sums[1]);
+    if (!whole_in(ep_sums[2], (double)steps))
+        return bad_state(path, "state.episode_sums", "the length sum (element 2) is %g, expected "
+                         "a whole number in 0..%lld (the steps taken)", ep_sums[2],
+                         (long long)steps);
+    return CUDARL_OK;
+}
+
+/* Every env's state and step count, where the envs step: the env batch (CartPole's own ranges),
+ * the pool or the image twin (the env def's state check). */
+static cudarl_status check_envs(const cr_ppo *p, const char *path, const host_state *h,
+                                const void *twin_state) {
+    char why[256];
+    int bad = 0, i;
+    if (p->pool) {
+        if ((i = cr_ppo_pool_check_state(p, &bad, why, sizeof why)) >= 0)
+            return bad_state(path, bad == 1 ? "state.pool_states" : "state.pool_elapsed",
+                             "env %d: %s", i, why);
+        return CUDARL_OK;
+    }
+    if (p->twin_envs) {
+        if ((i = cr_image_twin_check_state(&p->twin, twin_state, &bad, why, sizeof why)) >= 0)
+            return bad_state(path, "state.twin", "env %d: %s", i, why);
+        return CUDARL_OK;
+    }
+    for (i = 0; i < p->N; i++) {
+        if (cr_cartpole_check_state(h->env + (size_t)i * 4, why, sizeof why))
+            return bad_state(path, "state.env", "env %d: %s", i, why);
+        if (cr_check_int(why, sizeof why, "its step count", h->elapsed[i], 0,
+                         CR_CARTPOLE_MAX_STEPS - 1))
+            return bad_state(path, "state.env_elapsed", "env %d: %s", i, why);
+        if (cr_check_rng(why, sizeof why, "its rng", &h->env_rng[i]))
+            return bad_state(path, "state.env_rng", "env %d: %s", i, why);
+    }
+    return CUDARL_OK;
+}
+
+/* The sampler's and the shuffle's streams are the ones the run seeds (their key and position
+ * may be anything: every key and every position is a stream's). */
+static cudarl_status check_streams(const char *path, const host_state *h) {
+    struct { const char *name; const cr_rng_stream *s; uint64_t stream; } k[] = {
+        {"state.rng_sampler", &h->sampler, CR_STREAM_SAMPLER},
+        {"state.rng_shuffle", &h->shuffler, CR_STREAM_SHUFFLE}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        uint64_t got = (uint64_t)k[i].s->stream[0] | (uint64_t)k[i].s->stream[1] << 32;
+        if (got != k[i].stream)
+            return bad_state(path, k[i].name, "its stream number (words 2 and 3) is %llu, "
+                             "expected %llu", (unsigned long long)got,
+                             (unsigned long long)k[i].stream);
+    }
+    return CUDARL_OK;
+}
+
+/* fp16's loss scaler: a finite scale, a found-inf flag, a growth tracker under the interval, and
+ * no more skipped steps than optimizer steps. */
+static cudarl_status check_scaler(const cr_ppo *p, const char *path,
+                                  const cr_loss_scale_state *sc, int64_t iterations) {
+    const char *name = "state.loss_scale";
+    const long long max_skipped = max_adam_steps(p, iterations);
+    if (!isfinite(sc->scale) || sc->scale < 0)
+        return bad_state(path, name, "the scale is %g, expected a finite number >= 0", sc->scale);
+    if (sc->found_inf != 0 && sc->found_inf != 1)
+        return bad_state(path, name, "found_inf is %g, expected 0 or 1", sc->found_inf);
+    if (sc->growth_tracker < 0 || sc->growth_tracker >= p->amp.cfg.growth_interval)
+        return bad_state(path, name, "the growth tracker is %d, expected 0..%d", sc->growth_tracker,
+                         p->amp.cfg.growth_interval - 1);
+    if (sc->skipped_steps < 0 || sc->skipped_steps > max_skipped)
+        return bad_state(path, name, "the skipped-step count is %lld, expected 0..%lld (the "
+                         "optimizer steps of the iterations taken)", (long long)sc->skipped_steps,
+                         max_skipped);
+    return CUDARL_OK;
+}
+
+/* Every number of the training state read from the checkpoint, before any of it is used. */
+static cudarl_status check_state(const cr_ppo *p, const char *path, const host_state *h,
+                                 const double *ep_sums, const cr_loss_scale_state *scaler,
+                                 const void *twin_state) {
+    CR_TRY(check_counters(p, path, h->counters));
+    CR_TRY(check_episodes(p, path, h, ep_sums));
+    CR_TRY(check_envs(p, path, h, twin_state));
+    CR_TRY(check_streams(path, h));
+    if (p->amp.scaling) CR_TRY(check_scaler(p, path, scaler, h->counters[C_ITERATION]));
+    return CUDARL_OK;
+}
+
 static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path) {
     host_state h;
     CR_TRY(host_state_alloc(&h, p));
@@ -336,6 +501,7 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0] && s == CUDARL_OK; i++)
         if (t[i].bytes) s = read_raw(f, path, t[i].name, t[i].dtype, t[i].dst, t[i].bytes);
+    if (s == CUDARL_OK) s = check_state(p, path, &h, ep_sums, &scaler, twin_state);
     if (s == CUDARL_OK && p->pool) cr_ppo_pool_set_obs(p, h.obs);
     if (s == CUDARL_OK && p->twin_envs)
         p->ctx->ops->copy_from_host(p->ctx, p->twin.mem, twin_state, twin_bytes);
@@ -399,6 +565,7 @@ static cudarl_status check_policy(const cr_ppo *p, const cr_st_file *f, const ch
     if (!algo || strcmp(algo, "ppo"))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained with algo '%s', not ppo",
                        path, algo ? algo : "(missing)");
+    CR_TRY(cr_checkpoint_check_finite(f, path));
     const char *theirs = net ? (pol ? pol : "(unnamed)") : "mlp";
     if (!net || !p->conv || strcmp(theirs, p->cfg.policy))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' holds policy %s but this run's is "

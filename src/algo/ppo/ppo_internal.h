@@ -95,6 +95,8 @@ typedef struct cr_ppo {
     int64_t num_iterations, iteration, global_step;
     int64_t start_iteration; /* iteration this process started at (resume) */
     int64_t rep_iteration, rep_step; /* the iteration being reported (metrics may trail) */
+    int diverged;          /* a report saw a non-finite loss or gradient (no loss scaling) */
+    char diverged_why[1024]; /* what it saw: the run's failure message */
 
     /* backend memory (device memory on CUDA): everything the loop touches */
     cr_arena mem;
@@ -187,6 +189,8 @@ int cr_ppo_pool_group_count(const cr_ppo *p);
 void cr_ppo_pool_free(cr_ppo *p);
 /* The env states as bytes for a checkpoint: states (N, stride) and elapsed (N). */
 void cr_ppo_pool_state(cr_ppo *p, void **states, size_t *bytes, int32_t **elapsed);
+/* cr_env_pool_check_state of the pool's envs (after a checkpoint was read into them). */
+int cr_ppo_pool_check_state(const cr_ppo *p, int *bad, char *why, size_t cap);
 
 /* One minibatch step on rollout rows idx (mb of them, backend memory): gather, forward, loss,
  * backward, clip, Adam at the learning rate in p->lr. Stats accumulate into p->acc. */

@@ -188,6 +188,10 @@ void cr_ppo_pool_state(cr_ppo *p, void **states, size_t *bytes, int32_t **elapse
     *elapsed = pool->elapsed;
 }
 
+int cr_ppo_pool_check_state(const cr_ppo *p, int *bad, char *why, size_t cap) {
+    return cr_env_pool_check_state(&p->pool->pool, bad, why, cap);
+}
+
 /* Waits for group g's envs, counting the wait as the device's idle time when the stream had
  * run dry by then (the last group's event done: nothing queued is left). */
 static void wait_group(cr_ppo *p, int g, int last_g) {

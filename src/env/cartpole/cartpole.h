@@ -50,6 +50,14 @@ void cr_cartpole_step_range(cr_cartpole *env, int begin, int end, const int32_t 
                             float *final_obs);
 /* Overwrites env i's state (for tests against the reference) and its elapsed-step count. */
 void cr_cartpole_set_state(cr_cartpole *env, int i, const double state[4], int32_t elapsed);
+/* Whether s (4) is a state an episode can be in after a reset or a step (cartpole_def.c): 0 if
+ * so; else 1 with what is wrong in why (cap bytes). Every component finite, the cart and the pole
+ * within the termination thresholds (a step that crosses them resets the env), and the speeds
+ * under CR_CARTPOLE_MAX_SPEED. Host only. */
+int cr_cartpole_check_state(const double s[4], char *why, size_t cap);
+/* A speed (m/s, rad/s) no episode reaches: an episode keeps |x_dot| under about 250 (the cart
+ * moves tau * x_dot a step and stays within 2.4 of the centre) and |theta_dot| under about 25. */
+#define CR_CARTPOLE_MAX_SPEED 1000.0
 
 #ifdef CUDARL_WITH_CUDA
 /* The CUDA twin (cartpole.cu), one thread per env, running the same per-env code as the CPU

@@ -6,6 +6,7 @@
  * and cr_cartpole_step give the same obs, rewards, flags and final observations bit for bit. */
 #include "env/cartpole/cartpole_step.h"
 #include "env/env.h"
+#include "env/env_check.h"
 
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
@@ -38,6 +39,19 @@ static void cartpole_step(void *state, int32_t action, void *obs, float *reward,
     cr_cartpole_observe(c->s, obs);
 }
 
+int cr_cartpole_check_state(const double s[4], char *why, size_t cap) {
+    return cr_check_real(why, cap, "x", s[0], -CR_CP_X_THRESHOLD, CR_CP_X_THRESHOLD) ||
+           cr_check_real(why, cap, "x_dot", s[1], -CR_CARTPOLE_MAX_SPEED, CR_CARTPOLE_MAX_SPEED) ||
+           cr_check_real(why, cap, "theta", s[2], -CR_CP_THETA_THRESHOLD, CR_CP_THETA_THRESHOLD) ||
+           cr_check_real(why, cap, "theta_dot", s[3], -CR_CARTPOLE_MAX_SPEED,
+                         CR_CARTPOLE_MAX_SPEED);
+}
+
+static int cartpole_check(const void *state, char *why, size_t cap) {
+    const cartpole_state *c = state;
+    return cr_cartpole_check_state(c->s, why, cap) || cr_check_rng(why, cap, "rng", &c->rng);
+}
+
 const cudarl_env_def cr_cartpole_def = {
     .id = "CartPole-v1",
     .obs_rank = 1,
@@ -50,4 +64,5 @@ const cudarl_env_def cr_cartpole_def = {
     .seed = cartpole_seed,
     .reset = cartpole_reset,
     .step = cartpole_step,
+    .state_check = cartpole_check,
 };

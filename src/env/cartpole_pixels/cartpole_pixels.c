@@ -6,6 +6,7 @@
 
 #include "env/cartpole_pixels/cartpole_pixels.h"
 #include "env/cartpole/cartpole_step.h"
+#include "env/env_check.h"
 
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
@@ -55,6 +56,16 @@ static void pixels_step(void *state, int32_t action, void *obs, float *reward,
     write_obs(c, obs);
 }
 
+/* CartPole's state, its step count below the time limit, the ring slot of the newest frame;
+ * the frames are any bytes. */
+static int pixels_check(const void *state, char *why, size_t cap) {
+    const cr_cartpole_pixels_state *c = state;
+    return cr_cartpole_check_state(c->s, why, cap) ||
+           cr_check_int(why, cap, "elapsed", c->elapsed, 0, CR_CARTPOLE_MAX_STEPS - 1) ||
+           cr_check_int(why, cap, "newest", c->newest, 0, CR_CARTPOLE_PIXELS_STACK - 1) ||
+           cr_check_rng(why, cap, "rng", &c->rng);
+}
+
 const cudarl_env_def cr_cartpole_pixels_def = {
     .id = "CartPolePixels-v1",
     .obs_rank = 3,
@@ -68,4 +79,5 @@ const cudarl_env_def cr_cartpole_pixels_def = {
     .reset = pixels_reset,
     .step = pixels_step,
     .frame_stack = CR_CARTPOLE_PIXELS_STACK,
+    .state_check = pixels_check,
 };
