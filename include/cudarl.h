@@ -209,6 +209,43 @@ cudarl_status cudarl_env_register(const cudarl_env_def *def);
  * lives in the registry's static storage for the life of the process. */
 const cudarl_env_def *cudarl_env_find(const char *id);
 
+/* ---- env batches for your own learner ---------------------------------------------- */
+
+/* N envs of one registered env stepped as a batch for a learner that is not cudarl's (the
+ * Python package's cudarl.make_vec). On a CUDA context an env with a CUDA batch twin
+ * (CartPole-v1) steps on the GPU with every buffer in device memory; any other env, or a CPU
+ * context, steps on `threads` CPU threads (0: all cores) into host memory (pinned on a CUDA
+ * context). Same-step autoreset, as cudarl's own trainers see the env: an env whose episode
+ * ended has the next episode's first observation in obs and the last one in final_obs. */
+typedef struct cudarl_vec cudarl_vec;
+
+/* Where a batch's arrays live (all the batch's own, for its life): write the actions of the
+ * next step into `actions`, read the rest after it. */
+typedef struct cudarl_vec_buffers {
+    void *obs;            /* (N, obs elems) of the env's obs_dtype */
+    float *reward;        /* (N) */
+    uint8_t *terminated;  /* (N) 0 or 1 */
+    uint8_t *truncated;   /* (N) 0 or 1 */
+    void *final_obs;      /* (N, obs elems): rows of the envs that ended in the last step */
+    int32_t *actions;     /* (N) */
+    int device;           /* -1: host memory; else the index of the GPU they are on */
+} cudarl_vec_buffers;
+
+/* Makes the batch of num_envs (1 .. 1048576) envs of `id` on ctx. An unknown id, a bad count or
+ * a vector env (vec_step: it steps itself) is CUDARL_ERR_INVALID_ARG naming the fix. */
+cudarl_status cudarl_vec_create(cudarl_ctx *ctx, const char *id, int num_envs, int threads,
+                                cudarl_vec **out);
+void cudarl_vec_get_buffers(const cudarl_vec *vec, cudarl_vec_buffers *buffers);
+/* Seeds env i with stream i of `seed` and starts every episode (obs written). */
+cudarl_status cudarl_vec_reset(cudarl_vec *vec, uint64_t seed);
+/* Steps every env with the actions in its buffer and returns once the outputs are written (on a
+ * GPU: the context's stream synchronised). On the CPU an action outside 0 .. num_actions-1 is
+ * CUDARL_ERR_INVALID_ARG naming the env; on the GPU it is not checked (CartPole's twin takes
+ * any action other than 1 as 0). */
+cudarl_status cudarl_vec_step(cudarl_vec *vec);
+/* Releases the batch (NULL is fine). */
+void cudarl_vec_free(cudarl_vec *vec);
+
 /* What cudarl_env_play_random hands over after the reset (t = 0) and after each step t: obs
  * (host memory of the play's, valid during the call) in the env's obs_shape and obs_dtype, and
  * the number of episodes ended so far. A status other than CUDARL_OK stops the play, which

@@ -12,6 +12,7 @@ import numpy as np
 from . import _dlpack, _lib
 from ._errors import Error, check
 from .training import Run, train
+from .vec import make_vec
 
 __version__ = _lib.version().decode()
 
@@ -207,4 +208,4 @@ class Policy:
             pass
 
 
-__all__ = ["Error", "Policy", "Run", "train", "info", "cuda_device_count", "__version__"]
+__all__ = ["Error", "Policy", "Run", "train", "make_vec", "info", "cuda_device_count", "__version__"]

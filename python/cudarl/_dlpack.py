@@ -82,3 +82,37 @@ class View:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# ---- producing: memory of the library's as DLPack capsules (cudarl.make_vec) ---------------
+
+_new = ctypes.pythonapi.PyCapsule_New
+_new.restype, _new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_CODES = {"float32": (_FLOAT, 32), "uint8": (_UINT, 8), "int32": (0, 32), "bool": (6, 8)}
+_live = {}  # address of a handed-out DLManagedTensor -> what it points to, until its deleter
+
+
+@_DLManagedTensor._fields_[2][1]
+def _deleter(m):
+    _live.pop(ctypes.addressof(m.contents), None)
+
+
+def capsule(ptr, shape, dtype, device, owner):
+    """A "dltensor" capsule over `ptr` (not owned: `owner` keeps the memory alive; the view must
+    not outlive it): C-contiguous `shape` of `dtype` ("float32", "uint8", "int32", "bool") on
+    `device` (a CUDA index, or -1 for host memory)."""
+    m = _DLManagedTensor()
+    nd = len(shape)
+    shp = (ctypes.c_int64 * nd)(*shape)
+    t = m.dl_tensor
+    t.data = ptr
+    t.device.device_type, t.device.device_id = (KDL_CUDA, device) if device >= 0 else (KDL_CPU, 0)
+    t.ndim = nd
+    t.dtype.code, t.dtype.bits = _CODES[dtype]
+    t.dtype.lanes = 1
+    t.shape = shp
+    t.strides = None
+    t.byte_offset = 0
+    m.deleter = _deleter
+    _live[ctypes.addressof(m)] = (m, shp, owner)
+    return _new(ctypes.addressof(m), b"dltensor", None)

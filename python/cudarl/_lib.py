@@ -206,3 +206,23 @@ if ctypes.sizeof(EnvDef) != sizeof(b"cudarl_env_def"):
     raise ImportError("cudarl: the Python mirror of cudarl_env_def is %d bytes and the library's "
                       "struct %d: the package and libcudarl.so come from different versions; "
                       "reinstall the package" % (ctypes.sizeof(EnvDef), sizeof(b"cudarl_env_def")))
+
+
+# ---- env batches (cudarl.make_vec) ---------------------------------------------------------
+
+class VecBuffers(ctypes.Structure):
+    _fields_ = [("obs", c_void_p), ("reward", c_void_p), ("terminated", c_void_p),
+                ("truncated", c_void_p), ("final_obs", c_void_p), ("actions", c_void_p),
+                ("device", c_int)]
+
+
+vec_create = _proto("cudarl_vec_create", c_int, c_void_p, c_char_p, c_int, c_int,
+                    ctypes.POINTER(c_void_p))
+vec_get_buffers = _proto("cudarl_vec_get_buffers", None, c_void_p, ctypes.POINTER(VecBuffers))
+vec_reset = _proto("cudarl_vec_reset", c_int, c_void_p, ctypes.c_uint64)
+vec_step = _proto("cudarl_vec_step", c_int, c_void_p)
+vec_free = _proto("cudarl_vec_free", None, c_void_p)
+
+if ctypes.sizeof(VecBuffers) != sizeof(b"cudarl_vec_buffers"):
+    raise ImportError("cudarl: the Python mirror of cudarl_vec_buffers does not match the "
+                      "library's struct: reinstall the package")

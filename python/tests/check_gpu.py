@@ -47,7 +47,29 @@ def main():
             except ValueError as e:
                 assert "device='cuda'" in str(e), e
         print("policy on cuda: numpy and DLPack agree with the CPU runtime")
+    if torch is not None:
+        check_make_vec(torch)
     return 0
+
+
+def check_make_vec(torch):
+    """make_vec on the GPU (CartPole's CUDA twin, DLPack views) steps as the CPU batch does."""
+    n = 257
+    cpu = cudarl.make_vec("CartPole-v1", n, device="cpu", seed=7)
+    gpu = cudarl.make_vec("CartPole-v1", n, device="cuda", array="dlpack", seed=7)
+    oc, _ = cpu.reset()
+    og = torch.from_dlpack(gpu.reset()[0])
+    assert og.is_cuda and (og.cpu().numpy() == oc).all()
+    rng = np.random.default_rng(3)
+    act = torch.from_dlpack(gpu.actions_buffer)
+    for t in range(600):
+        a = rng.integers(0, 2, n).astype(np.int32)
+        rc = cpu.step(a)
+        act.copy_(torch.from_numpy(a))
+        rg = gpu.step(gpu.actions_buffer)
+        for x, y in zip(rc[:4], rg[:4]):
+            assert (torch.from_dlpack(y).cpu().numpy() == x).all(), t
+    print("make_vec on cuda: 600 steps of 257 envs equal to the CPU batch")
 
 
 if __name__ == "__main__":
