@@ -44,20 +44,22 @@ def bench_gymnax(n, steps):
         state = carry
         k1, k2 = jax.random.split(key)
         a = jax.random.randint(k1, (n,), 0, 2)
-        obs, state, r, d, _ = step(jax.random.split(k2, n), state, a, params)
-        return state, r.sum()
+        out = step(jax.random.split(k2, n), state, a, params)  # obs, state, reward, ...
+        return out[1], out[2].sum()
 
     key = jax.random.PRNGKey(1)
     a = jnp.zeros(n, jnp.int32)
     for _ in range(20):
         key, k = jax.random.split(key)
-        obs, state, r, d, _ = step(jax.random.split(k, n), state, a, params)
+        out = step(jax.random.split(k, n), state, a, params)
+        obs, state = out[0], out[1]
     obs.block_until_ready()
     t = time.perf_counter()
     for _ in range(steps):
         key, k1, k2 = jax.random.split(key, 3)
         a = jax.random.randint(k1, (n,), 0, 2)
-        obs, state, r, d, _ = step(jax.random.split(k2, n), state, a, params)
+        out = step(jax.random.split(k2, n), state, a, params)
+        obs, state = out[0], out[1]
     obs.block_until_ready()
     loop = n * steps / (time.perf_counter() - t)
     scan = jax.jit(lambda s, k: jax.lax.scan(one, s, jax.random.split(k, steps)))

@@ -1,6 +1,7 @@
 # The Python package, staged in the build folder (build/python/cudarl: python/cudarl's modules
 # beside this build's libcudarl.so; PYTHONPATH=build/python imports it without pip): on the GPU
-# (python/tests/check_gpu.py, label gpu). The CPU suite tests the package pip builds
+# (python/tests/check_gpu.py, label gpu; its make_vec case needs gymnasium on the PYTHONPATH
+# cmake was configured with: bench/README.md, "Wheels"). The CPU suite tests the package pip builds
 # (scripts/test.sh, python/tests).
 file(GLOB CUDARL_PY_MODULES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/python/cudarl/*.py)
 set(CUDARL_PY_STAGE ${CMAKE_BINARY_DIR}/python/cudarl)
@@ -13,5 +14,5 @@ if(CUDARL_HAVE_CUDA)
   add_test(NAME test_python_gpu
            COMMAND ${CUDARL_LAYERS_PYTHON} ${PROJECT_SOURCE_DIR}/python/tests/check_gpu.py)
   set_tests_properties(test_python_gpu PROPERTIES LABELS gpu
-                       ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python")
+                       ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python:$ENV{PYTHONPATH}")
 endif()
