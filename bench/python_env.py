@@ -11,6 +11,7 @@ steps, learning rate 2.5e-4, 4 minibatches, 4 epochs, entropy 0.01), which cudar
 Gymnasium env. Both are stopped once solved or at --steps."""
 import argparse
 import collections
+import sys
 import time
 
 import gymnasium
@@ -82,8 +83,46 @@ def run_sb3(steps, seed, device):
             "solved": stop.solved, "python_share": None}
 
 
+def run_cleanrl(script, pythonpath, steps, seed, timeout):
+    """CleanRL's ppo.py (its own file, not in this repository: bench/README.md says which commit
+    ran) as a subprocess on the CPU; the episodes it prints are timed as they arrive."""
+    import os
+    import re
+    import subprocess
+    env = dict(os.environ, PYTHONPATH=pythonpath)
+    cmd = [sys.executable, script, "--env-id", "CartPole-v1", "--total-timesteps", str(steps),
+           "--seed", str(seed), "--no-cuda", "--no-track"]
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=env, cwd="/tmp")
+    returns = collections.deque(maxlen=100)
+    step, solved, last = 0, None, ""
+    for line in p.stdout:
+        last = line
+        m = re.match(r"global_step=(\d+), episodic_return=\[?([-0-9.e]+)", line)
+        if m:
+            step = int(m.group(1))
+            returns.append(float(m.group(2)))
+            if solved is None and len(returns) == 100 and np.mean(returns) >= 475:
+                solved = (step, time.perf_counter() - t0)
+                p.kill()
+                break
+        if time.perf_counter() - t0 > timeout:
+            p.kill()
+            break
+    p.wait()
+    wall = time.perf_counter() - t0
+    if step == 0:
+        raise RuntimeError("CleanRL's ppo.py printed no episode; its last line: " + last)
+    return {"steps": step, "sps": step / wall, "solved": solved, "python_share": None}
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--cleanrl", help="CleanRL's ppo.py, run beside the others when given")
+    ap.add_argument("--cleanrl-pythonpath", default="",
+                    help="its PYTHONPATH (gymnasium 0.29.1, which ppo.py is written for, and tyro)")
+    ap.add_argument("--cleanrl-timeout", type=float, default=300)
     ap.add_argument("--steps", type=int, default=500_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--device", default="cpu")
@@ -91,6 +130,9 @@ def main():
     a = ap.parse_args()
     rows = [("cudarl (Python env path)", run_cudarl(a.steps, a.seed, a.device)),
             ("Stable-Baselines3 PPO", run_sb3(a.steps, a.seed, a.sb3_device))]
+    if a.cleanrl:
+        rows.append(("CleanRL ppo.py", run_cleanrl(a.cleanrl, a.cleanrl_pythonpath, a.steps,
+                                                   a.seed, a.cleanrl_timeout)))
     print("PPO on Gymnasium's CartPole-v1 (Python env), seed %d, up to %d steps, gymnasium %s"
           % (a.seed, a.steps, gymnasium.__version__))
     print("| run | env steps | steps/s | solved at step | seconds to solve | Python stepping |")
@@ -100,7 +142,8 @@ def main():
         print("| %s | %d | %.0f | %s | %s | %s |" % (
             name, r["steps"], r["sps"], s[0] if s else "-", "%.1f" % s[1] if s else "-",
             "%.0f%%" % (100 * r["python_share"]) if r["python_share"] is not None else "-"))
-    print("steps/s ratio cudarl / SB3: %.2f" % (rows[0][1]["sps"] / rows[1][1]["sps"]))
+    for name, r in rows[1:]:
+        print("steps/s ratio cudarl / %s: %.2f" % (name, rows[0][1]["sps"] / r["sps"]))
 
 
 if __name__ == "__main__":
