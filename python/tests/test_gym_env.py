@@ -74,3 +74,12 @@ class Broken(Corridor):
 def test_env_exception_stops_the_run(tmp_path):
     with pytest.raises(RuntimeError, match="the env broke"):
         cudarl.train(env=Broken, device="cpu", quiet=True, runs_dir=str(tmp_path))
+
+
+def test_async_vectorization(tmp_path):
+    run = cudarl.train(env=Corridor, vectorization="async", num_envs=2, device="cpu",
+                       quiet=True, runs_dir=str(tmp_path), total_timesteps=2 * 128 * 2)
+    assert run.final["global_step"] == 2 * 128 * 2
+    with pytest.raises(ValueError, match="vectorization"):
+        cudarl.train(env=Corridor, vectorization="threads", device="cpu",
+                     runs_dir=str(tmp_path))
