@@ -16,9 +16,7 @@ from .vec import make_vec
 
 __version__ = _lib.version().decode()
 
-_DEVICES = {"auto": 0, "cpu": 1, "cuda": 2}
-_DEVICE_NAMES = {v: k for k, v in _DEVICES.items()}
-_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+_DEVICE_NAMES = {v: k for k, v in _lib.DEVICES.items()}
 
 
 _check = check
@@ -36,21 +34,6 @@ def cuda_device_count():
     return _lib.cuda_device_count()
 
 
-def _device_code(device):
-    if device not in _DEVICES:
-        raise ValueError("device=%r is not a device; use 'auto', 'cpu' or 'cuda'" % (device,))
-    return _DEVICES[device]
-
-
-def _precision_code(precision):
-    code = ctypes.c_int()
-    if not isinstance(precision, str) or \
-            _lib.precision_parse(precision.encode(), ctypes.byref(code)) != 0:
-        raise ValueError("precision=%r is not a precision; use one of %s" %
-                         (precision, ", ".join(_PRECISIONS)))
-    return code.value
-
-
 class Policy:
     """A trained policy loaded for acting (the C policy runtime: every buffer allocated at load,
     one CUDA graph per batch size on the GPU, nothing allocated per call)."""
@@ -62,6 +45,7 @@ class Policy:
         self._info = inf
         self._dtype = np.uint8 if inf.obs_dtype == 1 else np.float32
         self._dtype_code = inf.obs_dtype
+        self._np_dtype = np.dtype(self._dtype)
         # act()'s outputs, written by the C call and copied out: actions, values, logits
         self._out = (np.empty(inf.max_batch, np.int32), np.empty(inf.max_batch, np.float32),
                      np.empty((inf.max_batch, inf.num_actions), np.float32))
@@ -82,8 +66,8 @@ class Policy:
             except ValueError:
                 raise ValueError("device=%r: write cuda:N with N a GPU index" % (device,))
             device = "cuda"
-        opt.device, opt.device_index = _device_code(device), index
-        opt.precision = _precision_code(precision)
+        opt.device, opt.device_index = _lib.device_code(device, "device"), index
+        opt.precision = _lib.precision_code(precision, "precision")
         if not isinstance(max_batch, int) or isinstance(max_batch, bool):
             raise ValueError("max_batch=%r must be an int from 1 to 65536" % (max_batch,))
         opt.max_batch = max_batch
@@ -101,7 +85,7 @@ class Policy:
                 "obs_dim": i.obs_dim, "num_actions": i.num_actions,
                 "has_values": bool(i.has_values), "device": _DEVICE_NAMES[i.device],
                 "device_index": i.device_index, "max_batch": i.max_batch,
-                "network": i.network.decode(), "precision": _PRECISIONS[i.precision],
+                "network": i.network.decode(), "precision": _lib.PRECISIONS[i.precision],
                 "host_bytes": i.host_bytes, "device_bytes": i.device_bytes}
 
     def act(self, obs, values=False, logits=False):
@@ -109,19 +93,35 @@ class Policy:
         of the policy's dtype (float32 features, uint8 pixels). Returns int32 actions (n,) (one
         int32 for one row), and with values=True / logits=True a tuple (actions, values (n,),
         logits (n, actions))."""
-        i = self._info
         a = obs
         if type(a) is not np.ndarray and hasattr(a, "__dlpack__"):
-            return self._act_dlpack(a, values, logits)
+            with _dlpack.View(a) as v:
+                if not v.contiguous:
+                    raise ValueError("obs is not contiguous; pass a contiguous array "
+                                     "(.contiguous())")
+                if v.device != "cpu" and self._info.device != 2:
+                    raise ValueError("obs is on %s and this policy runs on the CPU; move it to "
+                                     "the host or load the policy with device='cuda'" % v.device)
+                one, n = self._rows(v.shape, v.dtype or "another dtype", values)
+                return self._act(v.ptr, n, one, values, logits)
         if type(a) is not np.ndarray or not a.flags.c_contiguous:
             a = np.ascontiguousarray(a)
-        one = a.ndim == 1
-        if a.ndim not in (1, 2) or a.shape[-1] != i.obs_dim:
+        one, n = self._rows(a.shape, a.dtype, values)
+        # the address of obs: through the buffer protocol where it is writable (a third of the
+        # cost of .ctypes.data), else .ctypes.data
+        ptr = ctypes.byref(ctypes.c_char.from_buffer(a)) if a.flags.writeable else a.ctypes.data
+        return self._act(ptr, n, one, values, logits)
+
+    def _rows(self, shape, dtype, values):
+        """(one row?, rows) of an obs of `shape` and `dtype`, or ValueError naming the fix."""
+        i = self._info
+        if len(shape) not in (1, 2) or shape[-1] != i.obs_dim:
             raise ValueError("obs has shape %s; this policy takes (n, %d) (or (%d,) for one row)"
-                             % (np.shape(obs), i.obs_dim, i.obs_dim))
-        if a.dtype != self._dtype:
-            raise ValueError("obs is %s; this policy takes %s" % (a.dtype, np.dtype(self._dtype)))
-        n = 1 if one else a.shape[0]
+                             % (tuple(shape), i.obs_dim, i.obs_dim))
+        if self._np_dtype != dtype:  # a numpy dtype, or DLPack's name ("float32")
+            raise ValueError("obs is %s; this policy takes %s" % (dtype, self._np_dtype))
+        one = len(shape) == 1
+        n = 1 if one else shape[0]
         if not 1 <= n <= i.max_batch:
             raise ValueError("obs has %d rows; act() takes 1 to max_batch=%d (load with a larger "
                              "max_batch)" % (n, i.max_batch))
@@ -129,9 +129,10 @@ class Policy:
             raise ValueError("act() on a closed Policy")
         if values and not i.has_values:
             raise ValueError("values=True: a %s policy has no value head" % i.algo.decode())
-        # the address of obs: through the buffer protocol where it is writable (a third of the
-        # cost of .ctypes.data), else .ctypes.data
-        ptr = ctypes.byref(ctypes.c_char.from_buffer(a)) if a.flags.writeable else a.ctypes.data
+        return one, n
+
+    def _act(self, ptr, n, one, values, logits):
+        """The C call on n rows at `ptr`, and its outputs copied out of the policy's buffers."""
         _check(_lib.policy_act(self._h, ptr, self._dtype_code, n, self._out_p[0],
                                self._out_p[1] if values else None,
                                self._out_p[2] if logits else None))
@@ -146,42 +147,6 @@ class Policy:
             return act
         out = (act,) + ((self._out[1][:n].copy(),) if values else ())
         return out + ((self._out[2][:n].copy(),) if logits else ())
-
-    def _act_dlpack(self, obj, values, logits):
-        """act() on a DLPack array (torch, JAX, CuPy; on the GPU without a copy): its memory is
-        passed to the C call where it lies, host or device."""
-        i = self._info
-        with _dlpack.View(obj) as v:
-            if len(v.shape) not in (1, 2) or v.shape[-1] != i.obs_dim:
-                raise ValueError("obs has shape %s; this policy takes (n, %d) (or (%d,) for one "
-                                 "row)" % (v.shape, i.obs_dim, i.obs_dim))
-            want = "uint8" if self._dtype is np.uint8 else "float32"
-            if v.dtype != want:
-                raise ValueError("obs is %s; this policy takes %s" % (v.dtype or "another dtype",
-                                                                      want))
-            if not v.contiguous:
-                raise ValueError("obs is not contiguous; pass a contiguous array (.contiguous())")
-            if v.device != "cpu" and i.device != 2:
-                raise ValueError("obs is on %s and this policy runs on the CPU; move it to the "
-                                 "host or load the policy with device='cuda'" % v.device)
-            one = len(v.shape) == 1
-            n = 1 if one else v.shape[0]
-            if not 1 <= n <= i.max_batch:
-                raise ValueError("obs has %d rows; act() takes 1 to max_batch=%d" %
-                                 (n, i.max_batch))
-            if self._h is None:
-                raise ValueError("act() on a closed Policy")
-            if values and not i.has_values:
-                raise ValueError("values=True: a %s policy has no value head" % i.algo.decode())
-            check(_lib.policy_act(self._h, v.ptr, self._dtype_code, n, self._out_p[0],
-                                  self._out_p[1] if values else None,
-                                  self._out_p[2] if logits else None))
-        act = self._out[0][:n].copy()
-        out = (act,) + ((self._out[1][:n].copy(),) if values else ()) + \
-            ((self._out[2][:n].copy(),) if logits else ())
-        if one:
-            out = tuple(o[0] for o in out)
-        return out[0] if not values and not logits else out
 
     def latency(self):
         """act()'s latency so far: count, p50_us, p99_us, max_us, deadline_us, deadline_misses."""

@@ -73,14 +73,36 @@ policy_get_info = _proto("cudarl_policy_get_info", None, c_void_p, ctypes.POINTE
 policy_latency = _proto("cudarl_policy_latency", c_int, c_void_p, ctypes.POINTER(LatencyStats))
 policy_free = _proto("cudarl_policy_free", None, c_void_p)
 
-for _mirror, _name in ((PolicyOptions, b"cudarl_policy_options"),
-                       (PolicyInfo, b"cudarl_policy_info"),
-                       (LatencyStats, b"cudarl_latency_stats")):
-    if ctypes.sizeof(_mirror) != sizeof(_name):
+def check_mirror(mirror, name):
+    """ImportError unless the ctypes mirror `mirror` has the size of the library's struct."""
+    if ctypes.sizeof(mirror) != sizeof(name.encode()):
         raise ImportError("cudarl: the Python mirror of %s is %d bytes and the library's struct "
                           "%d: the package and libcudarl.so come from different versions; "
-                          "reinstall the package" % (_name.decode(), ctypes.sizeof(_mirror),
-                                                     sizeof(_name)))
+                          "reinstall the package" % (name, ctypes.sizeof(mirror),
+                                                     sizeof(name.encode())))
+
+
+def device_code(value, what):
+    """The cudarl_device_kind of "auto", "cpu" or "cuda"; ValueError naming `what` else."""
+    if value not in DEVICES:
+        raise ValueError("%s %r is not a device; use 'cpu', 'cuda' or 'auto'" % (what, value))
+    return DEVICES[value]
+
+
+def precision_code(value, what):
+    """The cudarl_precision of "fp32", "tf32", "bf16" or "fp16"; ValueError naming `what` else."""
+    code = ctypes.c_int()
+    if not isinstance(value, str) or precision_parse(value.encode(), ctypes.byref(code)) != 0:
+        raise ValueError("%s %r is not a precision; use %s" % (what, value, ", ".join(PRECISIONS)))
+    return code.value
+
+
+DEVICES = {"auto": 0, "cpu": 1, "cuda": 2}  # cudarl_device_kind
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # cudarl_precision, in its order
+
+check_mirror(PolicyOptions, "cudarl_policy_options")
+check_mirror(PolicyInfo, "cudarl_policy_info")
+check_mirror(LatencyStats, "cudarl_latency_stats")
 
 
 # ---- training ---------------------------------------------------------------------------
@@ -173,13 +195,9 @@ dqn_config_validate = _proto("cudarl_dqn_config_validate", c_int, ctypes.POINTER
 dqn_train = _proto("cudarl_dqn_train", c_int, c_void_p, ctypes.POINTER(DQNConfig),
                    ctypes.POINTER(TrainSummary))
 
-for _mirror, _name in ((PPOConfig, b"cudarl_ppo_config"), (DQNConfig, b"cudarl_dqn_config"),
-                       (TrainSummary, b"cudarl_train_summary")):
-    if ctypes.sizeof(_mirror) != sizeof(_name):
-        raise ImportError("cudarl: the Python mirror of %s is %d bytes and the library's struct "
-                          "%d: the package and libcudarl.so come from different versions; "
-                          "reinstall the package" % (_name.decode(), ctypes.sizeof(_mirror),
-                                                     sizeof(_name)))
+check_mirror(PPOConfig, "cudarl_ppo_config")
+check_mirror(DQNConfig, "cudarl_dqn_config")
+check_mirror(TrainSummary, "cudarl_train_summary")
 
 
 # ---- environments -----------------------------------------------------------------------
@@ -202,10 +220,7 @@ class EnvDef(ctypes.Structure):
 env_register = _proto("cudarl_env_register", c_int, ctypes.POINTER(EnvDef))
 env_find = _proto("cudarl_env_find", c_void_p, c_char_p)
 
-if ctypes.sizeof(EnvDef) != sizeof(b"cudarl_env_def"):
-    raise ImportError("cudarl: the Python mirror of cudarl_env_def is %d bytes and the library's "
-                      "struct %d: the package and libcudarl.so come from different versions; "
-                      "reinstall the package" % (ctypes.sizeof(EnvDef), sizeof(b"cudarl_env_def")))
+check_mirror(EnvDef, "cudarl_env_def")
 
 
 # ---- env batches (cudarl.make_vec) ---------------------------------------------------------
@@ -223,6 +238,4 @@ vec_reset = _proto("cudarl_vec_reset", c_int, c_void_p, ctypes.c_uint64)
 vec_step = _proto("cudarl_vec_step", c_int, c_void_p)
 vec_free = _proto("cudarl_vec_free", None, c_void_p)
 
-if ctypes.sizeof(VecBuffers) != sizeof(b"cudarl_vec_buffers"):
-    raise ImportError("cudarl: the Python mirror of cudarl_vec_buffers does not match the "
-                      "library's struct: reinstall the package")
+check_mirror(VecBuffers, "cudarl_vec_buffers")

@@ -17,8 +17,6 @@ import threading
 from . import _lib, gym_env
 from ._errors import check
 
-_DEVICES = {"auto": 0, "cpu": 1, "cuda": 2}
-
 # Flags a resumed run may change (the CLI's list); the others come from the checkpoint.
 _RESUME_OVERRIDABLE = {"total_timesteps", "device", "threads", "quiet", "profile",
                        "checkpoint_every", "env_device", "env_threads", "env_groups",
@@ -85,16 +83,9 @@ def _set(cfg, name, ctype, kind, value):
                                                               ctypes.sizeof(ctype) - 1))
         value = raw
     elif kind == "device":
-        if value not in _DEVICES:
-            raise ValueError("%s %r is not a device; use 'cpu', 'cuda' or 'auto'" % (flag, value))
-        value = _DEVICES[value]
+        value = _lib.device_code(value, flag)
     elif kind == "precision":
-        code = ctypes.c_int()
-        if not isinstance(value, str) or \
-                _lib.precision_parse(value.encode(), ctypes.byref(code)) != 0:
-            raise ValueError("%s %r is not a precision; use fp32, tf32, bf16 or fp16" %
-                             (flag, value))
-        value = code.value
+        value = _lib.precision_code(value, flag)
     elif kind == "bytes":
         value = _bytes(flag, value)
     setattr(cfg, name, value)
@@ -261,5 +252,5 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
         return Run(summary, history)
     finally:
         _lib.ctx_free(ctx)
-        if made:
-            adapter.vec.close() if adapter is not None else None
+        if made and adapter is not None:
+            adapter.vec.close()

@@ -15,8 +15,6 @@ import numpy as np
 from . import _lib
 from ._errors import check
 
-_DEVICES = {"cpu": 1, "cuda": 2}
-
 
 class _DLPackArray:
     """A (device or host) buffer as a DLPack producer: shape, dtype, the memory it points to.
@@ -54,14 +52,14 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
         metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}
 
         def __init__(self):
-            if device not in _DEVICES:
+            if device not in ("cpu", "cuda"):
                 raise ValueError("device=%r: use 'cpu' or 'cuda'" % (device,))
             if array not in ("numpy", "dlpack"):
                 raise ValueError("array=%r: use 'numpy' or 'dlpack'" % (array,))
             if not isinstance(num_envs, int) or isinstance(num_envs, bool):
                 raise ValueError("num_envs=%r must be an int, 1 .. 1048576" % (num_envs,))
             self._ctx, self._h = ctypes.c_void_p(), ctypes.c_void_p()
-            check(_lib.ctx_init(ctypes.byref(self._ctx), _DEVICES[device], 0))
+            check(_lib.ctx_init(ctypes.byref(self._ctx), _lib.DEVICES[device], 0))
             try:
                 check(_lib.vec_create(self._ctx, str(env_id).encode(), num_envs, threads,
                                       ctypes.byref(self._h)))
