@@ -61,6 +61,12 @@ def test_refusals():
         cudarl.make_vec("Nope-v0", 2)
     with pytest.raises(ValueError, match="num_envs"):
         cudarl.make_vec("CartPole-v1", 0)
+    with pytest.raises(ValueError, match="device='tpu': use 'cpu' or 'cuda'"):
+        cudarl.make_vec("CartPole-v1", 2, device="tpu")
+    with pytest.raises(ValueError, match="array='list': use 'numpy' or 'dlpack'"):
+        cudarl.make_vec("CartPole-v1", 2, array="list")
+    with pytest.raises(ValueError, match="threads is 2000"):
+        cudarl.make_vec("CartPole-v1", 2, threads=2000)
     e = cudarl.make_vec("CartPole-v1", 2)
     e.reset()
     with pytest.raises(ValueError, match="outside 0 .. 1"):

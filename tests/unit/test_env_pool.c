@@ -567,6 +567,115 @@ static void test_register_errors(void) {
     CHECK(!cr_env_def_find("Good-v0") && !names_contain("Good-v0") && !names_contain("Img-v0"));
 }
 
+/* ---- vector envs (cudarl_env_def.vec_*: a batch that steps itself) ------------------------ */
+
+#define VEC_N 3
+static struct { int resets, steps, hooks; uint64_t seed; } vec_calls;
+
+/* obs of env i: (i, its step in the episode); an episode ends after 3 steps (terminated), reward
+ * the action + 1. */
+static int vec_t[VEC_N];
+static void vec_reset(void *user, int n, uint64_t seed, void *obs) {
+    CHECK(user == &vec_calls && n == VEC_N);
+    vec_calls.resets++, vec_calls.seed = seed;
+    float *o = obs;
+    for (int i = 0; i < n; i++) vec_t[i] = 0, o[2 * i] = (float)i, o[2 * i + 1] = 0.0f;
+}
+static void vec_step(void *user, int n, const int32_t *actions, void *obs, float *reward,
+                     uint8_t *terminated, uint8_t *truncated, void *final_obs) {
+    CHECK(user == &vec_calls && n == VEC_N && vec_calls.hooks == vec_calls.steps + 1);
+    vec_calls.steps++;
+    float *o = obs, *f = final_obs;
+    for (int i = 0; i < n; i++) {
+        reward[i] = (float)actions[i] + 1.0f;
+        truncated[i] = 0;
+        terminated[i] = ++vec_t[i] == 3;
+        if (terminated[i]) f[2 * i] = (float)i, f[2 * i + 1] = 3.0f, vec_t[i] = 0;
+        o[2 * i] = (float)i, o[2 * i + 1] = (float)vec_t[i];
+    }
+}
+static void vec_hook(void *arg, int group) {
+    CHECK(arg == &vec_calls && group == 0);
+    vec_calls.hooks++;
+}
+
+static const cudarl_env_def vec_def = {
+    .id = "Vec-v0", .obs_rank = 1, .obs_shape = {2, 1, 1}, .obs_dtype = CUDARL_OBS_F32,
+    .num_actions = 2, .solved_return = 1.0, .vec_reset = vec_reset, .vec_step = vec_step,
+    .vec_user = &vec_calls, .vec_num_envs = VEC_N,
+};
+
+/* A vector env: its fields checked at registration, registered again (replaced), stepped whole by
+ * the pool on the calling thread after the group's hook, and refused for another batch shape. */
+static void test_vec_env(void) {
+    struct { const char *what, *want; cudarl_env_def def; } bad[6];
+    for (int k = 0; k < 6; k++) bad[k].def = vec_def;
+    bad[0].what = "no vec_reset", bad[0].def.vec_reset = NULL;
+    bad[0].want = "needs both vec_reset and vec_step";
+    bad[1].what = "a seed too", bad[1].def.seed = probe_def.seed;
+    bad[1].want = "leave seed, reset, step NULL and state_bytes 0";
+    bad[2].what = "state bytes", bad[2].def.state_bytes = 8;
+    bad[2].want = "leave seed, reset, step NULL and state_bytes 0";
+    bad[3].what = "no envs", bad[3].def.vec_num_envs = 0;
+    bad[3].want = "vec_num_envs is 0";
+    bad[4].what = "a time limit", bad[4].def.max_episode_steps = 10;
+    bad[4].want = "keeps its own time limit";
+    bad[5].what = "a frame stack", bad[5].def.frame_stack = 2;
+    bad[5].want = "frame_stack is 2";
+    for (int k = 0; k < 6; k++) {
+        cudarl_status s = cudarl_env_register(&bad[k].def);
+        CHECK_MSG(s == CUDARL_ERR_INVALID_ARG && strstr(cudarl_last_error(), bad[k].want),
+                  "%s: expected INVALID_ARG with '%s', got %s: %s", bad[k].what, bad[k].want,
+                  cudarl_status_name(s), cudarl_last_error());
+    }
+    cudarl_env_def first = vec_def;
+    first.num_actions = 5;
+    CHECK_OK(cudarl_env_register(&first));
+    CHECK(cr_env_def_find("Vec-v0")->num_actions == 5);
+    CHECK_OK(cudarl_env_register(&vec_def)); /* a vector env's id: replaced */
+    const cudarl_env_def *d = cr_env_def_find("Vec-v0");
+    CHECK(d && d->num_actions == 2 && d->vec_step == vec_step && !strcmp(d->id, "Vec-v0"));
+    cudarl_env_def plain = probe_def; /* a plain env does not replace a vector env's id */
+    plain.id = "Vec-v0";
+    CHECK(cudarl_env_register(&plain) == CUDARL_ERR_INVALID_ARG &&
+          strstr(cudarl_last_error(), "already registered"));
+
+    CHECK_OK(cr_env_check_run(d, VEC_N, 0));
+    CHECK(cr_env_check_run(d, 4, 0) == CUDARL_ERR_INVALID_ARG &&
+          strstr(cudarl_last_error(), "--num-envs 4: Vec-v0 is a vector env of 3 envs; use "
+                 "--num-envs 3"));
+    CHECK(cr_env_check_run(d, VEC_N, 2) == CUDARL_ERR_INVALID_ARG &&
+          strstr(cudarl_last_error(), "--env-groups 2"));
+    cr_env_pool pool;
+    CHECK(cr_env_pool_init(&pool, d, &(cr_env_pool_config){4, 1, 1, NULL, 0, 0, 0}, NULL) ==
+              CUDARL_ERR_INVALID_ARG &&
+          strstr(cudarl_last_error(), "a vector env of 3 envs steps as one batch"));
+    CHECK(cr_env_pool_init(&pool, d, &(cr_env_pool_config){VEC_N, 1, 2, NULL, 0, 0, 0}, NULL) ==
+          CUDARL_ERR_INVALID_ARG);
+
+    /* 4 threads asked for, caller idle: the pool steps it on the calling thread alone */
+    CHECK_OK(cr_env_pool_init(&pool, d, &(cr_env_pool_config){VEC_N, 4, 1, NULL, 1, 0, 0}, NULL));
+    CHECK(pool.num_threads == 1 && !pool.caller_idle);
+    float obs[2 * VEC_N], final_obs[2 * VEC_N], reward[VEC_N];
+    uint8_t term[VEC_N], trunc[VEC_N];
+    cr_env_pool_set_outputs(&pool, &(cr_env_pool_outputs){obs, reward, term, trunc, final_obs});
+    cr_env_pool_set_hook(&pool, 0, vec_hook, &vec_calls);
+    cr_env_pool_reset(&pool, 42);
+    CHECK(vec_calls.resets == 1 && vec_calls.seed == 42 && vec_calls.hooks == 0);
+    const int32_t actions[VEC_N] = {0, 1, 1};
+    for (int t = 1; t <= 3; t++) {
+        cr_env_pool_step_begin(&pool, 0, actions);
+        CHECK(vec_calls.steps == t - 1); /* stepped in step_wait, on this thread */
+        cr_env_pool_step_wait(&pool, 0);
+        CHECK(vec_calls.steps == t && vec_calls.hooks == t);
+        for (int i = 0; i < VEC_N; i++)
+            CHECK(reward[i] == (float)actions[i] + 1.0f && term[i] == (t == 3) && !trunc[i] &&
+                  obs[2 * i] == (float)i && obs[2 * i + 1] == (float)(t % 3));
+    }
+    for (int i = 0; i < VEC_N; i++) CHECK(final_obs[2 * i + 1] == 3.0f);
+    cr_env_pool_free(&pool);
+}
+
 /* A registered env is a copy (the caller's struct and id may go), found by id and listed, not
  * offered to the batch trainers; a second one with its id is refused; the registry fills up. */
 static void test_register(void) {
@@ -619,6 +728,7 @@ int main(void) {
     test_cartpole_equivalence();
     test_bad_action();
     test_register_errors();
+    test_vec_env();
     test_register(); /* last: fills the registry */
     printf("test_env_pool: ok\n");
     return 0;
