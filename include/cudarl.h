@@ -147,12 +147,14 @@ typedef enum cudarl_obs_dtype {
  * allocation, no locks), and draw randomness only from an RNG kept inside `state` that `seed`
  * initialises; then N envs may be stepped by any number of threads and a run is reproducible.
  * Observations are written in the layout obs_shape (channels first for images), obs_dtype. */
+#define CUDARL_ACTION_DIM_MAX 32 /* floats of one continuous (Box) action, at most */
+
 typedef struct cudarl_env_def {
     const char *id;             /* "CartPole-v1"; unique among registered envs */
     int obs_rank;               /* 1 (features) or 3 (C, H, W) */
     int obs_shape[3];           /* dims; unused trailing dims are 1 */
     cudarl_obs_dtype obs_dtype;
-    int num_actions;            /* discrete actions 0 .. num_actions-1 */
+    int num_actions;            /* discrete actions 0 .. num_actions-1; 0 with action_dim */
     int max_episode_steps;      /* truncation by the batch; 0: the env never truncates */
     double solved_return;       /* mean return over 100 episodes that counts as solved */
     size_t state_bytes;         /* bytes of one env's state (the batch aligns each to 64) */
@@ -186,10 +188,22 @@ typedef struct cudarl_env_def {
      * cudarl_request_stop(). A vector env's id may be registered again: the new def replaces
      * the old (not while a run on it is going). */
     void (*vec_reset)(void *user, int n, uint64_t seed, void *obs);
-    void (*vec_step)(void *user, int n, const int32_t *actions, void *obs, float *reward,
+    /* actions: int32 (n) for discrete actions, float (n, action_dim) clipped into the box for
+     * continuous ones */
+    void (*vec_step)(void *user, int n, const void *actions, void *obs, float *reward,
                      uint8_t *terminated, uint8_t *truncated, void *final_obs);
     void *vec_user;             /* their first argument */
     int vec_num_envs;           /* envs in the vector env, >= 1 */
+    /* Continuous (Box) actions instead of discrete ones: action_dim (1 .. CUDARL_ACTION_DIM_MAX)
+     * floats per action, the k-th within [action_low[k], action_high[k]] (finite, low < high);
+     * num_actions is then 0, step NULL, and step_box takes the action. The pool and the batch
+     * clip every action into the box before step_box (or vec_step) sees it, as Gymnasium's
+     * ClipAction does: a Gaussian policy samples outside it, and learns from what it sampled.
+     * 0 (a zero-filled def): the actions are discrete. */
+    int action_dim;
+    float action_low[CUDARL_ACTION_DIM_MAX], action_high[CUDARL_ACTION_DIM_MAX];
+    void (*step_box)(void *state, const float *action, void *obs, float *reward,
+                     uint8_t *terminated);
 } cudarl_env_def;
 
 #define CUDARL_ENV_ID_MAX 64   /* bytes of an id, with its terminating NUL */
@@ -227,7 +241,7 @@ typedef struct cudarl_vec_buffers {
     uint8_t *terminated;  /* (N) 0 or 1 */
     uint8_t *truncated;   /* (N) 0 or 1 */
     void *final_obs;      /* (N, obs elems): rows of the envs that ended in the last step */
-    int32_t *actions;     /* (N) */
+    void *actions;        /* int32 (N), or float (N, action_dim) for a continuous env */
     int device;           /* -1: host memory; else the index of the GPU they are on */
 } cudarl_vec_buffers;
 

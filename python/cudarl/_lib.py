@@ -207,6 +207,9 @@ VecStepFn = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_void_p, c_void_p, c_void_p
                              c_void_p, c_void_p)
 
 
+ACTION_DIM_MAX = 32  # CUDARL_ACTION_DIM_MAX
+
+
 class EnvDef(ctypes.Structure):
     _fields_ = [("id", c_char_p), ("obs_rank", c_int), ("obs_shape", c_int * 3),
                 ("obs_dtype", c_int), ("num_actions", c_int), ("max_episode_steps", c_int),
@@ -214,7 +217,9 @@ class EnvDef(ctypes.Structure):
                 ("reset", c_void_p), ("step", c_void_p), ("frame_stack", c_int),
                 ("state_check", c_void_p),
                 ("vec_reset", VecResetFn), ("vec_step", VecStepFn), ("vec_user", c_void_p),
-                ("vec_num_envs", c_int)]
+                ("vec_num_envs", c_int), ("action_dim", c_int),
+                ("action_low", ctypes.c_float * ACTION_DIM_MAX),
+                ("action_high", ctypes.c_float * ACTION_DIM_MAX), ("step_box", c_void_p)]
 
 
 env_register = _proto("cudarl_env_register", c_int, ctypes.POINTER(EnvDef))

@@ -82,7 +82,8 @@ static void registry_append(const cudarl_env_def *def, int caps) {
     e->def.id = e->id;
     for (int k = def->obs_rank; k < 3; k++) e->def.obs_shape[k] = 1; /* 0 was allowed */
     e->info = (cr_env_info){e->id, (int)cr_env_def_obs_elems(def), def->num_actions,
-                            def->max_episode_steps, def->solved_return, &e->def, caps};
+                            def->max_episode_steps, def->solved_return, &e->def, caps,
+                            def->action_dim};
     registry_names[n] = e->id;
     atomic_store_explicit(&registry_count, n + 1, memory_order_release);
 }
@@ -168,12 +169,41 @@ static cudarl_status check_obs(const cudarl_env_def *d) {
     return CUDARL_OK;
 }
 
+/* num_actions for discrete actions, or action_dim, the box and step_box for continuous ones. */
+static cudarl_status check_actions(const cudarl_env_def *d) {
+    if (d->action_dim == 0) {
+        CR_REQUIRE(d->num_actions >= 1, "env '%s': num_actions is %d; a discrete env needs at "
+                   "least 1 action (actions are 0 .. num_actions-1), a continuous one action_dim "
+                   ">= 1", d->id, d->num_actions);
+        CR_REQUIRE(!d->step_box, "env '%s': step_box is set but action_dim is 0; set action_dim "
+                   "(floats per action) for a continuous env, or leave step_box NULL", d->id);
+        return CUDARL_OK;
+    }
+    CR_REQUIRE(d->action_dim >= 1 && d->action_dim <= CUDARL_ACTION_DIM_MAX, "env '%s': "
+               "action_dim is %d; use 1 .. %d floats per action", d->id, d->action_dim,
+               CUDARL_ACTION_DIM_MAX);
+    CR_REQUIRE(d->num_actions == 0, "env '%s': num_actions is %d with action_dim %d; a continuous "
+               "env has no discrete actions: set num_actions 0", d->id, d->num_actions,
+               d->action_dim);
+    for (int k = 0; k < d->action_dim; k++)
+        CR_REQUIRE(isfinite(d->action_low[k]) && isfinite(d->action_high[k]) &&
+                   d->action_low[k] < d->action_high[k], "env '%s': action bounds [%g, %g] of "
+                   "dim %d; give finite bounds with low < high", d->id, d->action_low[k],
+                   d->action_high[k], k);
+    if (d->vec_step || d->vec_reset) return CUDARL_OK;
+    CR_REQUIRE(d->step_box && !d->step, "env '%s': a continuous env (action_dim %d) steps with "
+               "step_box(state, const float *action, ...); set step_box and leave step NULL",
+               d->id, d->action_dim);
+    return CUDARL_OK;
+}
+
 /* A vector env's fields (cudarl_env_def: vec_*). */
 static cudarl_status check_vec(const cudarl_env_def *d) {
     CR_REQUIRE(d->vec_reset && d->vec_step, "env '%s': a vector env needs both vec_reset and "
                "vec_step", d->id);
-    CR_REQUIRE(!d->seed && !d->reset && !d->step && d->state_bytes == 0, "env '%s': a vector env "
-               "(vec_step set) steps as a whole; leave seed, reset, step NULL and state_bytes 0",
+    CR_REQUIRE(!d->seed && !d->reset && !d->step && !d->step_box && d->state_bytes == 0,
+               "env '%s': a vector env (vec_step set) steps as a whole; leave seed, reset, step, "
+               "step_box NULL and state_bytes 0",
                d->id);
     CR_REQUIRE(d->vec_num_envs >= 1 && d->vec_num_envs <= (1 << 20), "env '%s': vec_num_envs is "
                "%d; give the vector env's size, 1 .. 1048576", d->id, d->vec_num_envs);
@@ -188,8 +218,7 @@ cudarl_status cr_env_def_check(const cudarl_env_def *d) {
     CR_REQUIRE(d, "the def is NULL; pass a filled cudarl_env_def");
     CR_TRY(check_id(d->id));
     CR_TRY(check_obs(d));
-    CR_REQUIRE(d->num_actions >= 1, "env '%s': num_actions is %d; a discrete env needs at least 1 "
-               "action (actions are 0 .. num_actions-1)", d->id, d->num_actions);
+    CR_TRY(check_actions(d));
     CR_REQUIRE(d->max_episode_steps >= 0, "env '%s': max_episode_steps is %d; use the time limit "
                "in steps, or 0 for none", d->id, d->max_episode_steps);
     CR_REQUIRE(isfinite(d->solved_return), "env '%s': solved_return is not finite; use the mean "
@@ -203,8 +232,8 @@ cudarl_status cr_env_def_check(const cudarl_env_def *d) {
                "env's state", d->id);
     CR_REQUIRE(d->reset, "env '%s': reset is NULL; give a function that starts an episode and "
                "writes its first observation", d->id);
-    CR_REQUIRE(d->step, "env '%s': step is NULL; give a function that takes an action and writes "
-               "the next observation, reward and terminated", d->id);
+    CR_REQUIRE(d->step || d->action_dim > 0, "env '%s': step is NULL; give a function that "
+               "takes an action and writes the next observation, reward and terminated", d->id);
     CR_REQUIRE(d->frame_stack >= 0 && d->frame_stack <= 16, "env '%s': frame_stack is %d; use 0 "
                "(not a frame stack) or the frames per observation, at most 16", d->id,
                d->frame_stack);

@@ -36,7 +36,22 @@ typedef struct cr_env_info {
     double solved_return;    /* the conventional "solved" threshold of the mean return */
     const cudarl_env_def *def; /* the registered def it was derived from */
     int caps;                /* CR_ENV_* bits */
+    int action_dim;          /* floats per continuous action; 0: discrete (num_actions) */
 } cr_env_info;
+
+/* Bytes of one action of `def`: an int32, or action_dim floats. */
+static inline size_t cr_env_def_action_bytes(const cudarl_env_def *def) {
+    return def->action_dim > 0 ? (size_t)def->action_dim * sizeof(float) : sizeof(int32_t);
+}
+
+/* Clips a continuous action of `def` into its box: out[k] = min(max(a[k], low[k]), high[k]).
+ * A NaN stays NaN. */
+static inline void cr_env_clip_action(const cudarl_env_def *def, const float *a, float *out) {
+    for (int k = 0; k < def->action_dim; k++) {
+        float x = a[k], lo = def->action_low[k], hi = def->action_high[k];
+        out[k] = x < lo ? lo : x > hi ? hi : x;
+    }
+}
 
 /* The env named `id` that cr_env_batch can run (caps CR_ENV_BATCH), or NULL. Registered envs
  * without a batch twin are found by cr_env_info_find. */

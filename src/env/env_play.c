@@ -20,8 +20,15 @@ static cudarl_status play(cr_env_pool *pool, const cudarl_env_def *d, uint64_t s
     int episodes = 0;
     for (int t = 0; t < steps; t++) {
         if (t > 0) {
-            int32_t action = (int32_t)(cr_philox_next_u32(&policy) % (uint32_t)d->num_actions);
-            cr_env_pool_step(pool, &action);
+            int32_t action = 0;
+            float box[CUDARL_ACTION_DIM_MAX]; /* continuous: uniform in the box */
+            for (int k = 0; k < d->action_dim; k++) {
+                float u = (float)(cr_philox_next_u32(&policy) >> 8) * 0x1p-24f;
+                box[k] = d->action_low[k] + u * (d->action_high[k] - d->action_low[k]);
+            }
+            if (d->action_dim == 0)
+                action = (int32_t)(cr_philox_next_u32(&policy) % (uint32_t)d->num_actions);
+            cr_env_pool_step(pool, d->action_dim > 0 ? (const void *)box : (const void *)&action);
             episodes += *terminated | *truncated;
         }
         CR_TRY(fn(user, t, obs, episodes));

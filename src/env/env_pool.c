@@ -49,7 +49,7 @@ typedef struct cr_env_pool_group {
     void *before_arg;
     /* written by the caller before dispatch, read by the lanes */
     int job;
-    const int32_t *actions; /* (N) */
+    const void *actions;    /* (N) int32, or (N, action_dim) floats */
     uint64_t seed;          /* JOB_RESET */
     uint64_t seq;           /* dispatch order */
     _Alignas(CR_ARENA_ALIGN) atomic_uint remaining; /* lanes still stepping */
@@ -157,17 +157,25 @@ static void shard_range(const cr_env_pool *p, const pool_group *g, int lane, int
 static void shard_step(cr_env_pool *p, const pool_group *g, int begin, int end) {
     const cudarl_env_def *d = p->def;
     const int32_t *actions = g->actions;
+    const float *box = g->actions; /* continuous: (N, action_dim) */
     const cr_env_pool_outputs *out = &p->out;
     size_t ob = p->obs_bytes, stride = p->state_stride;
     int32_t max_steps = d->max_episode_steps;
+    const int K = d->action_dim;
+    float clipped[CUDARL_ACTION_DIM_MAX];
     for (int i = begin; i < end; i++) {
-        int32_t a = actions[i];
-        if (a < 0 || a >= d->num_actions) bad_action(p, i, a);
         void *state = p->states + (size_t)i * stride;
         unsigned char *obs = (unsigned char *)out->obs + (size_t)i * ob;
         float reward = 0.0f;
         uint8_t term = 0;
-        d->step(state, a, obs, &reward, &term);
+        if (K > 0) {
+            cr_env_clip_action(d, box + (size_t)i * K, clipped);
+            d->step_box(state, clipped, obs, &reward, &term);
+        } else {
+            int32_t a = actions[i];
+            if (a < 0 || a >= d->num_actions) bad_action(p, i, a);
+            d->step(state, a, obs, &reward, &term);
+        }
         int32_t elapsed = p->elapsed[i] < INT32_MAX ? p->elapsed[i] + 1 : INT32_MAX;
         uint8_t trunc = max_steps > 0 && elapsed >= max_steps;
         term = term != 0;
@@ -261,14 +269,24 @@ static void group_finish(cr_env_pool *p, int gi) {
 static void vec_step(cr_env_pool *p) {
     pool_group *g = &p->groups[0];
     const cudarl_env_def *d = p->def;
-    for (int i = 0; i < p->num_envs; i++)
-        if (g->actions[i] < 0 || g->actions[i] >= d->num_actions) bad_action(p, i, g->actions[i]);
+    const void *actions = g->actions;
+    if (d->action_dim > 0) { /* clipped into the pool's copy; the caller's stays as sampled */
+        const float *a = g->actions;
+        for (int i = 0; i < p->num_envs; i++)
+            cr_env_clip_action(d, a + (size_t)i * d->action_dim,
+                               p->vec_actions + (size_t)i * d->action_dim);
+        actions = p->vec_actions;
+    } else {
+        const int32_t *a = g->actions;
+        for (int i = 0; i < p->num_envs; i++)
+            if (a[i] < 0 || a[i] >= d->num_actions) bad_action(p, i, a[i]);
+    }
     if (g->before) g->before(g->before_arg, 0);
-    d->vec_step(d->vec_user, p->num_envs, g->actions, p->out.obs, p->out.reward,
+    d->vec_step(d->vec_user, p->num_envs, actions, p->out.obs, p->out.reward,
                 p->out.terminated, p->out.truncated, p->out.final_obs);
 }
 
-void cr_env_pool_step_begin(cr_env_pool *p, int group, const int32_t *actions) {
+void cr_env_pool_step_begin(cr_env_pool *p, int group, const void *actions) {
     CUDARL_ASSERT(group >= 0 && group < p->num_groups && actions && p->out.obs);
     pool_group *g = &p->groups[group];
     g->job = JOB_STEP;
@@ -290,7 +308,7 @@ void cr_env_pool_step_wait(cr_env_pool *p, int group) {
     group_finish(p, group);
 }
 
-void cr_env_pool_step(cr_env_pool *p, const int32_t *actions) {
+void cr_env_pool_step(cr_env_pool *p, const void *actions) {
     for (int gi = 0; gi < p->num_groups; gi++) cr_env_pool_step_begin(p, gi, actions);
     for (int gi = 0; gi < p->num_groups; gi++) cr_env_pool_step_wait(p, gi);
 }
@@ -359,6 +377,8 @@ static void pool_plan(cr_plan *p, const cudarl_env_def *def, const cr_env_pool_c
     cr_plan_add(p, "env_pool.elapsed", n * sizeof(int32_t));
     cr_plan_add(p, "env_pool.lanes", (size_t)c->num_threads * sizeof(pool_lane));
     cr_plan_add(p, "env_pool.groups", (size_t)config_groups(c) * sizeof(pool_group));
+    cr_plan_add(p, "env_pool.vec_actions", /* a continuous vector env's clipped actions */
+                def->vec_step && def->action_dim > 0 ? n * cr_env_def_action_bytes(def) : 0);
 }
 
 cudarl_status cr_env_pool_plan(const cudarl_env_def *def, const cr_env_pool_config *cfg,
@@ -466,6 +486,7 @@ cudarl_status cr_env_pool_init(cr_env_pool *p, const cudarl_env_def *def,
     p->elapsed = (int32_t *)(base + plan.offsets[1]);
     p->lanes = (pool_lane *)(base + plan.offsets[2]);
     p->groups = (pool_group *)(base + plan.offsets[3]);
+    p->vec_actions = plan.sizes[4] ? (float *)(base + plan.offsets[4]) : NULL;
     memset(p->states, 0, plan.sizes[0]);
     memset(p->elapsed, 0, plan.sizes[1]);
     groups_init(p, cfg);

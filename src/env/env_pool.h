@@ -91,6 +91,7 @@ typedef struct cr_env_pool {
     int threads_started;   /* spawned threads running */
     uint64_t next_seq;     /* dispatch order, so threads take groups oldest first */
     cr_env_pool_outputs out;
+    float *vec_actions;    /* (N, action_dim) a continuous vector env's clipped actions */
     cr_arena arena;        /* the pool's block, when it allocated it itself */
 } cr_env_pool;
 
@@ -122,14 +123,15 @@ int cr_env_pool_check_state(const cr_env_pool *pool, int *bad, char *why, size_t
 /* Seeds env i with (seed, i), starts its first episode, writes obs (N) rows; step counts 0.
  * Runs on the threads and returns when done. No hooks are called. */
 void cr_env_pool_reset(cr_env_pool *pool, uint64_t seed);
-/* Hands `group` to the threads and returns: they step each env i of the group with actions[i]
- * (actions (N) host, of which the group's rows are read; each must be in 0 .. num_actions-1:
- * another value is a bug in the policy and aborts with a message). */
-void cr_env_pool_step_begin(cr_env_pool *pool, int group, const int32_t *actions);
+/* Hands `group` to the threads and returns: they step each env i of the group with action i
+ * of `actions` (host, N rows of which the group's are read): an int32 in 0 .. num_actions-1
+ * (another value is a bug in the policy and aborts with a message), or for a continuous env
+ * action_dim floats, clipped into the def's box before its step_box sees them. */
+void cr_env_pool_step_begin(cr_env_pool *pool, int group, const void *actions);
 /* Returns when `group`, begun before, has been stepped and its outputs written (the caller
  * steps its own shard here unless caller_idle). */
 void cr_env_pool_step_wait(cr_env_pool *pool, int group);
 /* Steps every group with actions (N) and returns when all are done. */
-void cr_env_pool_step(cr_env_pool *pool, const int32_t *actions);
+void cr_env_pool_step(cr_env_pool *pool, const void *actions);
 
 #endif

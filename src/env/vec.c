@@ -68,7 +68,8 @@ static cudarl_status init_pool(cudarl_vec *v, int threads) {
     cr_env_pool_config pc = {.num_envs = v->n, .num_threads = threads, .num_groups = 1};
     CR_TRY(cr_env_pool_init(&v->pool, def, &pc, NULL));
     v->pool_ready = 1;
-    const size_t bytes[7] = {n * ob, n * sizeof(float), n, n, n * ob, n * sizeof(int32_t), n};
+    const size_t bytes[7] = {n * ob, n * sizeof(float), n, n, n * ob,
+                             n * cr_env_def_action_bytes(def), n};
     for (int i = 0; i < 7; i++) {
         CR_TRY(cr_host_buffer_alloc(v->ctx, &v->host[i], bytes[i]));
         memset(v->host[i], 0, bytes[i]);
@@ -127,10 +128,19 @@ cudarl_status cudarl_vec_step(cudarl_vec *v) {
         v->ctx->ops->sync(v->ctx);
         return CUDARL_OK;
     }
-    const int32_t *a = v->b.actions;
-    for (int i = 0; i < v->n; i++)
-        CR_REQUIRE(a[i] >= 0 && a[i] < v->info->num_actions, "cudarl_vec_step: action %d of env "
-                   "%d is outside 0 .. %d", (int)a[i], i, v->info->num_actions - 1);
-    cr_env_pool_step(&v->pool, a);
+    const int K = v->info->action_dim;
+    if (K > 0) { /* clipped into the box by the pool; a NaN has no place in it */
+        const float *a = v->b.actions;
+        for (size_t i = 0; i < (size_t)v->n * (size_t)K; i++)
+            CR_REQUIRE(a[i] == a[i], "cudarl_vec_step: dim %zu of env %zu's action is NaN; "
+                       "write numbers (they are clipped into the env's box)", i % (size_t)K,
+                       i / (size_t)K);
+    } else {
+        const int32_t *a = v->b.actions;
+        for (int i = 0; i < v->n; i++)
+            CR_REQUIRE(a[i] >= 0 && a[i] < v->info->num_actions, "cudarl_vec_step: action %d of "
+                       "env %d is outside 0 .. %d", (int)a[i], i, v->info->num_actions - 1);
+    }
+    cr_env_pool_step(&v->pool, v->b.actions);
     return CUDARL_OK;
 }

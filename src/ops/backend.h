@@ -121,6 +121,25 @@ struct cr_backend {
                      const float *old_logp, const float *adv, const float *value,
                      const float *old_value, const float *returns, const cr_ppo_loss_params *p,
                      float *dlogits, float *dvalue, cr_ppo_stats_acc *acc, int B, int A);
+    /* continuous actions (ops/cpu/ops_cpu.h's cr_cpu_gaussian_sample and
+     * cr_cpu_ppo_loss_gaussian, K <= CR_GAUSSIAN_MAX_K; the loss adds its stats into acc as
+     * ppo_loss does; dlogstd (K) is overwritten) */
+    void (*gaussian_sample)(cudarl_ctx *ctx, const float *mean, const float *logstd,
+                            const float *u, float *action, float *logp, int B, int K);
+    void (*ppo_loss_gaussian)(cudarl_ctx *ctx, const float *mean, const float *logstd,
+                              const float *action, const float *old_logp, const float *adv,
+                              const float *value, const float *old_value, const float *returns,
+                              const cr_ppo_loss_params *p, float *dmean, float *dlogstd,
+                              float *dvalue, cr_ppo_stats_acc *acc, int B, int K);
+    /* running normalization (cr_cpu_running_stats_update, cr_cpu_normalize_obs,
+     * cr_cpu_normalize_reward), every array in backend memory */
+    void (*running_stats_update)(cudarl_ctx *ctx, double *mean, double *var, double *count,
+                                 const float *x, int B, int D);
+    void (*normalize_obs)(cudarl_ctx *ctx, const double *mean, const double *var,
+                          const float *x, float *y, int B, int D, float clip);
+    void (*normalize_reward)(cudarl_ctx *ctx, double *mean, double *var, double *count,
+                             double *ret, const float *reward, const uint8_t *terminated,
+                             float *out, int N, float gamma, float clip);
     /* torch's clip_grad_norm_ of g (n); the norm is added to *norm_sum (backend memory) */
     void (*clip_grad_norm)(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
                            double *norm_sum);

@@ -112,6 +112,14 @@ static void cpu_gather_rows_many(cudarl_ctx *ctx, const int32_t *idx, int rows, 
         cpu_gather_rows(ctx, items[k].src, idx, items[k].dst, rows, items[k].row_bytes);
 }
 
+static void add_stats(cr_ppo_stats_acc *acc, const cr_ppo_loss_stats *s) {
+    acc->sum[0] += s->loss, acc->sum[1] += s->pg_loss, acc->sum[2] += s->v_loss;
+    acc->sum[3] += s->entropy, acc->sum[4] += s->old_approx_kl, acc->sum[5] += s->approx_kl;
+    acc->sum[6] += s->clipfrac;
+    acc->count += 1;
+    acc->last_approx_kl = s->approx_kl;
+}
+
 static void cpu_ppo_loss(cudarl_ctx *ctx, const float *logits, const int32_t *action,
                          const float *old_logp, const float *adv, const float *value,
                          const float *old_value, const float *returns,
@@ -120,11 +128,46 @@ static void cpu_ppo_loss(cudarl_ctx *ctx, const float *logits, const int32_t *ac
     cr_ppo_loss_stats s;
     cr_cpu_ppo_loss(logits, action, old_logp, adv, value, old_value, returns, p, dlogits, dvalue,
                     &s, B, A);
-    acc->sum[0] += s.loss, acc->sum[1] += s.pg_loss, acc->sum[2] += s.v_loss;
-    acc->sum[3] += s.entropy, acc->sum[4] += s.old_approx_kl, acc->sum[5] += s.approx_kl;
-    acc->sum[6] += s.clipfrac;
-    acc->count += 1;
-    acc->last_approx_kl = s.approx_kl;
+    add_stats(acc, &s);
+}
+
+
+static void cpu_gaussian_sample(cudarl_ctx *ctx, const float *mean, const float *logstd,
+                                const float *u, float *action, float *logp, int B, int K) {
+    (void)ctx;
+    cr_cpu_gaussian_sample(mean, logstd, u, action, logp, B, K);
+}
+
+static void cpu_ppo_loss_gaussian(cudarl_ctx *ctx, const float *mean, const float *logstd,
+                                  const float *action, const float *old_logp, const float *adv,
+                                  const float *value, const float *old_value,
+                                  const float *returns, const cr_ppo_loss_params *p,
+                                  float *dmean, float *dlogstd, float *dvalue,
+                                  cr_ppo_stats_acc *acc, int B, int K) {
+    (void)ctx;
+    cr_ppo_loss_stats s;
+    cr_cpu_ppo_loss_gaussian(mean, logstd, action, old_logp, adv, value, old_value, returns, p,
+                             dmean, dlogstd, dvalue, &s, B, K);
+    add_stats(acc, &s);
+}
+
+static void cpu_running_stats_update(cudarl_ctx *ctx, double *mean, double *var, double *count,
+                                     const float *x, int B, int D) {
+    (void)ctx;
+    cr_cpu_running_stats_update(mean, var, count, x, B, D);
+}
+
+static void cpu_normalize_obs(cudarl_ctx *ctx, const double *mean, const double *var,
+                              const float *x, float *y, int B, int D, float clip) {
+    (void)ctx;
+    cr_cpu_normalize_obs(mean, var, x, y, B, D, clip);
+}
+
+static void cpu_normalize_reward(cudarl_ctx *ctx, double *mean, double *var, double *count,
+                                 double *ret, const float *reward, const uint8_t *terminated,
+                                 float *out, int N, float gamma, float clip) {
+    (void)ctx;
+    cr_cpu_normalize_reward(mean, var, count, ret, reward, terminated, out, N, gamma, clip);
 }
 
 static void cpu_clip_grad_norm(cudarl_ctx *ctx, float *g, size_t n, double max_norm,
@@ -262,6 +305,11 @@ const cr_backend cr_backend_cpu = {
     .gather_rows = cpu_gather_rows,
     .gather_rows_many = cpu_gather_rows_many,
     .ppo_loss = cpu_ppo_loss,
+    .gaussian_sample = cpu_gaussian_sample,
+    .ppo_loss_gaussian = cpu_ppo_loss_gaussian,
+    .running_stats_update = cpu_running_stats_update,
+    .normalize_obs = cpu_normalize_obs,
+    .normalize_reward = cpu_normalize_reward,
     .clip_grad_norm = cpu_clip_grad_norm,
     .adam_step = cpu_adam_step,
     .loss_scale_apply = cpu_loss_scale_apply,

@@ -581,10 +581,11 @@ static void vec_reset(void *user, int n, uint64_t seed, void *obs) {
     float *o = obs;
     for (int i = 0; i < n; i++) vec_t[i] = 0, o[2 * i] = (float)i, o[2 * i + 1] = 0.0f;
 }
-static void vec_step(void *user, int n, const int32_t *actions, void *obs, float *reward,
+static void vec_step(void *user, int n, const void *actions_v, void *obs, float *reward,
                      uint8_t *terminated, uint8_t *truncated, void *final_obs) {
     CHECK(user == &vec_calls && n == VEC_N && vec_calls.hooks == vec_calls.steps + 1);
     vec_calls.steps++;
+    const int32_t *actions = actions_v;
     float *o = obs, *f = final_obs;
     for (int i = 0; i < n; i++) {
         reward[i] = (float)actions[i] + 1.0f;
@@ -613,9 +614,9 @@ static void test_vec_env(void) {
     bad[0].what = "no vec_reset", bad[0].def.vec_reset = NULL;
     bad[0].want = "needs both vec_reset and vec_step";
     bad[1].what = "a seed too", bad[1].def.seed = probe_def.seed;
-    bad[1].want = "leave seed, reset, step NULL and state_bytes 0";
+    bad[1].want = "leave seed, reset, step, step_box NULL and state_bytes 0";
     bad[2].what = "state bytes", bad[2].def.state_bytes = 8;
-    bad[2].want = "leave seed, reset, step NULL and state_bytes 0";
+    bad[2].want = "leave seed, reset, step, step_box NULL and state_bytes 0";
     bad[3].what = "no envs", bad[3].def.vec_num_envs = 0;
     bad[3].want = "vec_num_envs is 0";
     bad[4].what = "a time limit", bad[4].def.max_episode_steps = 10;

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 
 #include "core/core.h"
 
@@ -83,6 +84,47 @@ void cr_cpu_ppo_loss(const float *logits, const int32_t *action, const float *ol
                      const float *adv, const float *value, const float *old_value,
                      const float *returns, const cr_ppo_loss_params *p, float *dlogits,
                      float *dvalue, cr_ppo_loss_stats *stats, int B, int A);
+
+/* Continuous actions (CleanRL's ppo_continuous_action.py): a Gaussian policy N(mean, exp(logstd))
+ * with a state-independent log-std (K), K <= CR_GAUSSIAN_MAX_K. */
+#define CR_GAUSSIAN_MAX_K 32
+
+/* A standard normal from two uniforms in [0, 1) (Box-Muller, cosine branch):
+ * sqrt(-2 log(1 - u1)) cos(2 pi u2); 1 - u1 is in (0, 1], so the log is finite. */
+static inline float cr_box_muller(float u1, float u2) {
+    return sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.2831853071795865f * u2);
+}
+
+/* action (B, K) = mean + exp(logstd) z, z (B, K) = cr_box_muller(u[2j], u[2j + 1]) for element
+ * j of the (B, K) array (u: 2 B K uniforms); logp (B) = sum over k of the normal log density of
+ * the action (torch.distributions.Normal(mean, exp(logstd)).log_prob(action).sum(1)). */
+void cr_cpu_gaussian_sample(const float *mean, const float *logstd, const float *u,
+                            float *action, float *logp, int B, int K);
+/* cr_cpu_ppo_loss for the Gaussian policy: the new log-prob of action (B, K) under
+ * N(mean (B, K), exp(logstd (K))), its entropy (the same for every row), and the gradient:
+ * dmean (B, K), dlogstd (K) (summed over the rows in row order, in double; the entropy bonus
+ * included), dvalue (B). The stats as cr_cpu_ppo_loss reports them. */
+void cr_cpu_ppo_loss_gaussian(const float *mean, const float *logstd, const float *action,
+                              const float *old_logp, const float *adv, const float *value,
+                              const float *old_value, const float *returns,
+                              const cr_ppo_loss_params *p, float *dmean, float *dlogstd,
+                              float *dvalue, cr_ppo_loss_stats *stats, int B, int K);
+
+/* Gymnasium's running normalization (RunningMeanStd, NormalizeObservation, NormalizeReward):
+ * the statistics in double, mean (D), var (D) and count (1), which start at 0, 1 and 1e-4.
+ * update: the batch x (B, D)'s mean and population variance merged into them (Chan et al.'s
+ * parallel rule, as RunningMeanStd.update_from_moments). */
+void cr_cpu_running_stats_update(double *mean, double *var, double *count, const float *x,
+                                 int B, int D);
+/* y (B, D) = clip((x - mean) / sqrt(var + 1e-8), -clip, clip) (y may be x). */
+void cr_cpu_normalize_obs(const double *mean, const double *var, const float *x, float *y, int B,
+                          int D, float clip);
+/* NormalizeReward, then the clip of CleanRL's TransformReward: per env i,
+ * ret[i] = ret[i] gamma (1 - terminated[i]) + reward[i] (the discounted return, double); the
+ * statistics (D = 1) updated with ret (N); out[i] = clip(reward[i] / sqrt(var + 1e-8), +-clip). */
+void cr_cpu_normalize_reward(double *mean, double *var, double *count, double *ret,
+                             const float *reward, const uint8_t *terminated, float *out, int N,
+                             float gamma, float clip);
 
 /* Sum of squares of g (n), accumulated in double in index order. */
 double cr_cpu_sum_squares(const float *g, size_t n);

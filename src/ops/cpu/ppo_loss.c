@@ -95,3 +95,80 @@ void cr_cpu_ppo_loss(const float *logits, const int32_t *action, const float *ol
     stats->clipfrac = clip_sum / B;
     stats->loss = stats->pg_loss - p->ent_coef * stats->entropy + p->vf_coef * stats->v_loss;
 }
+
+/* ---- continuous actions: CleanRL's ppo_continuous_action.py ----------------------------- */
+
+#define CR_LOG_SQRT_2PI 0.91893853320467274f /* log(sqrt(2 pi)), torch.distributions.Normal's */
+
+void cr_cpu_gaussian_sample(const float *mean, const float *logstd, const float *u,
+                            float *action, float *logp, int B, int K) {
+    for (int b = 0; b < B; b++) {
+        const float *m = mean + (size_t)b * K, *ub = u + (size_t)2 * b * K;
+        float *a = action + (size_t)b * K, lp = 0.0f;
+        for (int k = 0; k < K; k++) {
+            float z = cr_box_muller(ub[2 * k], ub[2 * k + 1]);
+            float sd = expf(logstd[k]);
+            a[k] = m[k] + sd * z;
+            float d = a[k] - m[k];
+            lp += -(d * d) / (2.0f * sd * sd) - logstd[k] - CR_LOG_SQRT_2PI;
+        }
+        logp[b] = lp;
+    }
+}
+
+void cr_cpu_ppo_loss_gaussian(const float *mean, const float *logstd, const float *action,
+                              const float *old_logp, const float *adv, const float *value,
+                              const float *old_value, const float *returns,
+                              const cr_ppo_loss_params *p, float *dmean, float *dlogstd,
+                              float *dvalue, cr_ppo_loss_stats *stats, int B, int K) {
+    const float clip = p->clip_coef;
+    double adv_mean = 0.0, adv_denom = 1.0;
+    if (p->norm_adv) adv_stats(adv, B, &adv_mean, &adv_denom);
+    double pg_sum = 0, v_sum = 0, okl_sum = 0, kl_sum = 0, clip_sum = 0;
+    double dls[CR_GAUSSIAN_MAX_K] = {0};
+    const float inv_b = 1.0f / (float)B;
+    /* every row has the same entropy: sum over k of 0.5 + log(sqrt(2 pi)) + logstd */
+    float ent = 0.0f;
+    for (int k = 0; k < K; k++) ent += 0.5f + CR_LOG_SQRT_2PI + logstd[k];
+
+    for (int b = 0; b < B; b++) {
+        const float *m = mean + (size_t)b * K, *a = action + (size_t)b * K;
+        float logp = 0.0f;
+        for (int k = 0; k < K; k++) {
+            float sd = expf(logstd[k]), d = a[k] - m[k];
+            logp += -(d * d) / (2.0f * sd * sd) - logstd[k] - CR_LOG_SQRT_2PI;
+        }
+        float logratio = logp - old_logp[b], ratio = expf(logratio);
+        float an = p->norm_adv ? (float)(((double)adv[b] - adv_mean) / adv_denom) : adv[b];
+        float rc = ratio < 1.0f - clip ? 1.0f - clip : ratio > 1.0f + clip ? 1.0f + clip : ratio;
+        float pg1 = -an * ratio, pg2 = -an * rc;
+        float pass = (ratio >= 1.0f - clip && ratio <= 1.0f + clip) ? 1.0f : 0.0f;
+        float dratio = dmax_da(pg1, pg2) * -an + dmax_da(pg2, pg1) * -an * pass;
+        /* d logp / d mean_k = d / var; d logp / d logstd_k = d^2 / var - 1 */
+        float g_logp = dratio * ratio * inv_b;
+        float *dm = dmean + (size_t)b * K;
+        for (int k = 0; k < K; k++) {
+            float sd = expf(logstd[k]), var = sd * sd, d = a[k] - m[k];
+            dm[k] = g_logp * d / var;
+            dls[k] += (double)(g_logp * (d * d / var - 1.0f));
+        }
+        float dv;
+        float vl = value_term(value[b], old_value[b], returns[b], clip, p->clip_vloss, &dv);
+        dvalue[b] = p->vf_coef * 0.5f * dv * inv_b;
+
+        pg_sum += pg1 > pg2 ? pg1 : pg2;
+        v_sum += vl;
+        okl_sum += -logratio;
+        kl_sum += (ratio - 1.0f) - logratio;
+        clip_sum += fabsf(ratio - 1.0f) > clip;
+    }
+    /* - ent_coef * mean(entropy): d / d logstd_k = -ent_coef */
+    for (int k = 0; k < K; k++) dlogstd[k] = (float)(dls[k] - (double)p->ent_coef);
+    stats->pg_loss = pg_sum / B;
+    stats->v_loss = 0.5 * v_sum / B;
+    stats->entropy = ent;
+    stats->old_approx_kl = okl_sum / B;
+    stats->approx_kl = kl_sum / B;
+    stats->clipfrac = clip_sum / B;
+    stats->loss = stats->pg_loss - p->ent_coef * stats->entropy + p->vf_coef * stats->v_loss;
+}
