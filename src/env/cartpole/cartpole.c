@@ -6,7 +6,7 @@
 
 /* Gymnasium's numpy code never fuses a*b+c; neither may we. GCC does not contract in ISO C mode
  * (-std=c11) and rejects this pragma, clang contracts by default and honours it. The inline
- * dynamics above carry the same pragma in each body (CR_NO_CONTRACT in cartpole_step.h). */
+ * dynamics above carry the same pragma in each body (CR_NO_CONTRACT, env_fp.h). */
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
 #endif

@@ -5,13 +5,8 @@
  *
  * No fused multiply-add: Gymnasium's numpy code never fuses a*b+c, and a fused step drifts from
  * it within one long episode. Every double operation that could pair into an FMA goes through
- * CR_DMUL/CR_DADD/CR_DSUB/CR_DDIV. On the device they are the __dmul_rn/__dadd_rn/__dsub_rn/
- * __ddiv_rn intrinsics, which nvcc documents as never merged into an FMA, so the result does not
- * depend on -fmad or on how a build compiles cartpole.cu. On the host they are the plain
- * operators: GCC does not contract in ISO C mode (-std=c11), and for clang CR_NO_CONTRACT opens
- * each function that does arithmetic with `#pragma STDC FP_CONTRACT OFF` (scoped to that body).
- * The host copies are meant for C translation units; nvcc's host pass (g++ in GNU mode may
- * contract on aarch64) is not used for them. */
+ * env_fp.h's CR_DMUL/CR_DADD/CR_DSUB/CR_DDIV, and each function that does arithmetic opens with
+ * CR_NO_CONTRACT (env_fp.h says why that suffices on the host and on the device). */
 #ifndef CUDARL_CARTPOLE_STEP_H
 #define CUDARL_CARTPOLE_STEP_H
 
@@ -20,24 +15,7 @@
 
 #include "core/philox.h"
 #include "env/cartpole/cartpole.h"
-
-#ifdef __CUDA_ARCH__
-#define CR_DADD(a, b) __dadd_rn((a), (b))
-#define CR_DSUB(a, b) __dsub_rn((a), (b))
-#define CR_DMUL(a, b) __dmul_rn((a), (b))
-#define CR_DDIV(a, b) __ddiv_rn((a), (b))
-#else
-#define CR_DADD(a, b) ((a) + (b))
-#define CR_DSUB(a, b) ((a) - (b))
-#define CR_DMUL(a, b) ((a) * (b))
-#define CR_DDIV(a, b) ((a) / (b))
-#endif
-
-#if defined(__clang__) && !defined(__CUDACC__)
-#define CR_NO_CONTRACT _Pragma("STDC FP_CONTRACT OFF")
-#else
-#define CR_NO_CONTRACT
-#endif
+#include "env/env_fp.h"
 
 /* Constants of gymnasium/envs/classic_control/cartpole.py, derived ones computed as it does
  * (folded at compile time, exactly as Python computes them at run time). */
