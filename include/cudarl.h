@@ -227,7 +227,8 @@ const cudarl_env_def *cudarl_env_find(const char *id);
 
 /* N envs of one registered env stepped as a batch for a learner that is not cudarl's (the
  * Python package's cudarl.make_vec). On a CUDA context an env with a CUDA batch twin
- * (CartPole-v1) steps on the GPU with every buffer in device memory; any other env, or a CPU
+ * (CartPole-v1, Acrobot-v1, MountainCar-v0, Pendulum-v1, MountainCarContinuous-v0) steps on the
+ * GPU with every buffer in device memory; any other env, or a CPU
  * context, steps on `threads` CPU threads (0: all cores) into host memory (pinned on a CUDA
  * context). Same-step autoreset, as cudarl's own trainers see the env: an env whose episode
  * ended has the next episode's first observation in obs and the last one in final_obs. */
@@ -253,9 +254,11 @@ void cudarl_vec_get_buffers(const cudarl_vec *vec, cudarl_vec_buffers *buffers);
 /* Seeds env i with stream i of `seed` and starts every episode (obs written). */
 cudarl_status cudarl_vec_reset(cudarl_vec *vec, uint64_t seed);
 /* Steps every env with the actions in its buffer and returns once the outputs are written (on a
- * GPU: the context's stream synchronised). On the CPU an action outside 0 .. num_actions-1 is
- * CUDARL_ERR_INVALID_ARG naming the env; on the GPU it is not checked (CartPole's twin takes
- * any action other than 1 as 0). */
+ * GPU: the context's stream synchronised). Continuous actions are clipped into the env's box.
+ * On the CPU an action outside 0 .. num_actions-1, or a NaN in a continuous one, is
+ * CUDARL_ERR_INVALID_ARG naming the env; on the GPU they are not checked first: an action out of
+ * range stops the kernel with an error that the next CUDA call reports, and a NaN goes into the
+ * env's dynamics as it would in Gymnasium. */
 cudarl_status cudarl_vec_step(cudarl_vec *vec);
 /* Releases the batch (NULL is fine). */
 void cudarl_vec_free(cudarl_vec *vec);

@@ -1,7 +1,8 @@
-"""Train PPO on a Gymnasium env cudarl does not have (Acrobot-v1): the envs step in Python,
-the policy and the learner run in cudarl (on the GPU where there is one), and print the curve.
+"""Train PPO on a Gymnasium env stepped in Python (Gymnasium's own Acrobot-v1, "gym:Acrobot-v1":
+cudarl has a C Acrobot-v1 of its own): the envs step in Python, the policy and the learner run
+in cudarl (on the GPU where there is one), and print the curve.
 
-    python3 examples/python/train_gym_env.py [--env Acrobot-v1] [--steps 500000] [--seed 1]"""
+    python3 examples/python/train_gym_env.py [--env gym:Acrobot-v1] [--steps 500000] [--seed 1]"""
 import argparse
 
 import cudarl
@@ -9,7 +10,7 @@ import cudarl
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--env", default="Acrobot-v1")
+    ap.add_argument("--env", default="gym:Acrobot-v1")
     ap.add_argument("--steps", type=int, default=500_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs-dir", default="runs")

@@ -153,7 +153,7 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
     hyperparameters; only the flags the CLI lets a resume change may be given). Ctrl-C stops the
     run with its checkpoint. Returns a Run.
 
-    env may also be a Gymnasium env: an id ("Acrobot-v1"; "gym:CartPole-v1" for Gymnasium's
+    env may also be a Gymnasium env: an id ("LunarLander-v3"; "gym:Acrobot-v1" for Gymnasium's
     own where cudarl has an env of that id), a callable that makes a
     gymnasium.Env, or a gymnasium.vector.VectorEnv made with autoreset_mode SAME_STEP (Box
     observations, Discrete actions). Its envs step in Python (vectorization "sync", or "async":

@@ -1,9 +1,9 @@
 """cudarl.make_vec: cudarl's own envs as a gymnasium.vector.VectorEnv for a learner of your own
-(torch, JAX, numpy). The batch is the C library's (cudarl_vec_*): on a GPU an env with a CUDA
-twin (CartPole-v1) steps in device memory, any other env on CPU threads. Observations, rewards
-and flags come back as numpy arrays, or, with array="dlpack", as objects any DLPack consumer
-takes without a copy (torch.from_dlpack, jax.dlpack.from_dlpack): views of the batch's own
-buffers, which the next step overwrites (copy what must be kept).
+(torch, JAX, numpy). The batch is the C library's (cudarl_vec_*): on a GPU an env with a CUDA twin
+(CartPole-v1, Acrobot-v1, MountainCar-v0) steps in device memory, any other env on CPU threads.
+Observations, rewards and flags come back as numpy arrays, or, with array="dlpack", as objects any
+DLPack consumer takes without a copy (torch.from_dlpack, jax.dlpack.from_dlpack): views of the
+batch's own buffers, which the next step overwrites (copy what must be kept).
 
 Autoreset: same-step, as cudarl's trainers see the envs (Gymnasium's AutoresetMode.SAME_STEP):
 an env whose episode ended has the next episode's first observation in obs and the last one in
@@ -44,7 +44,8 @@ def _gym():
 def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
     """A gymnasium.vector.VectorEnv of `num_envs` envs of cudarl's `env_id` ("CartPole-v1",
     "MinAtar/Breakout-v1", ...): device "cpu" (CPU threads; `threads`, 0: all cores) or "cuda"
-    (the env's CUDA twin where it has one: CartPole-v1; else CPU threads with pinned buffers);
+    (the env's CUDA twin where it has one: CartPole-v1, Acrobot-v1, MountainCar-v0; else CPU
+    threads with pinned buffers); discrete actions only for now;
     array "numpy" (host copies) or "dlpack" (zero-copy views, device memory on the GPU)."""
     gymnasium = _gym()
 
@@ -58,6 +59,10 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
                 raise ValueError("array=%r: use 'numpy' or 'dlpack'" % (array,))
             if not isinstance(num_envs, int) or isinstance(num_envs, bool):
                 raise ValueError("num_envs=%r must be an int, 1 .. 1048576" % (num_envs,))
+            found = _lib.env_find(str(env_id).encode())
+            if found and ctypes.cast(found, ctypes.POINTER(_lib.EnvDef)).contents.action_dim:
+                raise ValueError("make_vec: %s takes continuous actions, which make_vec does "
+                                 "not pass yet; step it from C (cudarl_vec_*)" % (env_id,))
             self._ctx, self._h = ctypes.c_void_p(), ctypes.c_void_p()
             check(_lib.ctx_init(ctypes.byref(self._ctx), _lib.DEVICES[device], 0))
             try:

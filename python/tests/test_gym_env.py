@@ -1,4 +1,4 @@
-"""Training on Gymnasium envs stepped in Python: Acrobot-v1 (not a cudarl env) reaches its
+"""Training on Gymnasium envs stepped in Python: Gymnasium's own Acrobot-v1 reaches its
 reward threshold, a gymnasium.Env class of the test's own trains through a callable, a
 VectorEnv in same-step autoreset is taken as it is and one in Gymnasium's default mode refused,
 spaces cudarl cannot train refused, and an exception inside the env's step stops the run and is
@@ -30,7 +30,7 @@ class Corridor(gymnasium.Env):
 
 
 def test_acrobot_reaches_its_threshold(tmp_path):
-    run = cudarl.train(env="Acrobot-v1", device="cpu", quiet=True, seed=1,
+    run = cudarl.train(env="gym:Acrobot-v1", device="cpu", quiet=True, seed=1,
                        runs_dir=str(tmp_path))
     assert run.final["mean_return_100"] >= -100, run.final
     assert run.final["global_step"] >= 500_000 - 512
@@ -59,7 +59,7 @@ def test_vector_env_modes(tmp_path):
 
 def test_spaces_refused(tmp_path):
     with pytest.raises(ValueError, match="Discrete actions"):
-        cudarl.train(env="Pendulum-v1", device="cpu", runs_dir=str(tmp_path))
+        cudarl.train(env="gym:Pendulum-v1", device="cpu", runs_dir=str(tmp_path))
     with pytest.raises(ValueError, match="neither a cudarl env"):
         cudarl.train(env="NoSuchEnv-v9", device="cpu", runs_dir=str(tmp_path))
 

@@ -14,24 +14,30 @@
 #include "env/env.h"
 
 /* The built-in envs and their twins (env.h's CR_ENV_* bits), one line each: an env's folder
- * defines its cudarl_env_def, and its line here declares and registers it. Every env also steps
- * on CPU threads (env_pool.h). */
-#define CR_BUILTIN_ENVS(X)                              \
-    X(cr_cartpole_def, CR_ENV_BATCH)                    \
-    X(cr_cartpole_pixels_def, CR_ENV_IMAGE_TWIN)        \
-    X(cr_minatar_breakout_def, CR_ENV_IMAGE_TWIN)       \
-    X(cr_minatar_asterix_def, CR_ENV_IMAGE_TWIN)        \
-    X(cr_minatar_freeway_def, CR_ENV_IMAGE_TWIN)        \
-    X(cr_minatar_seaquest_def, CR_ENV_IMAGE_TWIN)       \
-    X(cr_minatar_space_invaders_def, CR_ENV_IMAGE_TWIN)
+ * defines its cudarl_env_def, and its line here declares and registers it, with the batch twin
+ * that runs it when it has CR_ENV_BATCH (env_batch.c). Every env also steps on CPU threads
+ * (env_pool.h). */
+#define CR_BUILTIN_ENVS(X)                                                      \
+    X(cr_cartpole_def, CR_ENV_BATCH, &cr_cartpole_batch)                        \
+    X(cr_cartpole_pixels_def, CR_ENV_IMAGE_TWIN, NULL)                          \
+    X(cr_minatar_breakout_def, CR_ENV_IMAGE_TWIN, NULL)                         \
+    X(cr_minatar_asterix_def, CR_ENV_IMAGE_TWIN, NULL)                          \
+    X(cr_minatar_freeway_def, CR_ENV_IMAGE_TWIN, NULL)                          \
+    X(cr_minatar_seaquest_def, CR_ENV_IMAGE_TWIN, NULL)                         \
+    X(cr_minatar_space_invaders_def, CR_ENV_IMAGE_TWIN, NULL)                   \
+    X(cr_acrobot_def, CR_ENV_BATCH, &cr_classic_batch)                          \
+    X(cr_mountain_car_def, CR_ENV_BATCH, &cr_classic_batch)                     \
+    X(cr_pendulum_def, CR_ENV_BATCH, &cr_classic_batch)                         \
+    X(cr_mountain_car_continuous_def, CR_ENV_BATCH, &cr_classic_batch)
 
-#define CR_DECLARE_BUILTIN(def, caps) extern const cudarl_env_def def;
+#define CR_DECLARE_BUILTIN(def, caps, batch) extern const cudarl_env_def def;
 CR_BUILTIN_ENVS(CR_DECLARE_BUILTIN)
 
-#define CR_LIST_BUILTIN(def, caps) {&def, caps},
+#define CR_LIST_BUILTIN(def, caps, batch) {&def, caps, batch},
 static const struct {
     const cudarl_env_def *def;
     int caps;
+    const cr_env_batch_twin *batch;
 } builtins[] = {CR_BUILTIN_ENVS(CR_LIST_BUILTIN)};
 #define NUM_BUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
@@ -74,16 +80,23 @@ int cr_env_check_state(const cudarl_env_def *def, const void *state, int32_t ela
 
 /* Fills the next entry from a def already checked, and publishes it. The caller holds the lock
  * (or runs the one-time init). */
-static void registry_append(const cudarl_env_def *def, int caps) {
+static void registry_append(const cudarl_env_def *def, int caps,
+                            const cr_env_batch_twin *batch) {
     int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
     env_entry *e = &registry[n];
     e->def = *def;
     snprintf(e->id, sizeof e->id, "%s", def->id);
     e->def.id = e->id;
     for (int k = def->obs_rank; k < 3; k++) e->def.obs_shape[k] = 1; /* 0 was allowed */
-    e->info = (cr_env_info){e->id, (int)cr_env_def_obs_elems(def), def->num_actions,
-                            def->max_episode_steps, def->solved_return, &e->def, caps,
-                            def->action_dim};
+    e->info = (cr_env_info){.id = e->id,
+                            .obs_dim = (int)cr_env_def_obs_elems(def),
+                            .num_actions = def->num_actions,
+                            .max_episode_steps = def->max_episode_steps,
+                            .solved_return = def->solved_return,
+                            .def = &e->def,
+                            .caps = caps,
+                            .action_dim = def->action_dim,
+                            .batch = batch};
     registry_names[n] = e->id;
     atomic_store_explicit(&registry_count, n + 1, memory_order_release);
 }
@@ -91,7 +104,9 @@ static void registry_append(const cudarl_env_def *def, int caps) {
 static void registry_init(void) {
     for (int i = 0; i < NUM_BUILTINS; i++) {
         CUDARL_ASSERT(cr_env_def_check(builtins[i].def) == CUDARL_OK); /* a built-in is valid */
-        registry_append(builtins[i].def, builtins[i].caps);
+        /* a line with CR_ENV_BATCH names its batch twin, and only such a line */
+        CUDARL_ASSERT(!(builtins[i].caps & CR_ENV_BATCH) == !builtins[i].batch);
+        registry_append(builtins[i].def, builtins[i].caps, builtins[i].batch);
     }
 }
 
@@ -277,7 +292,7 @@ cudarl_status cudarl_env_register(const cudarl_env_def *def) {
                     "full (%d envs, CUDARL_ENV_MAX); register fewer envs", def->id,
                     CUDARL_ENV_MAX);
     else
-        registry_append(def, 0);
+        registry_append(def, 0, NULL);
     pthread_mutex_unlock(&registry_lock);
     return s;
 }

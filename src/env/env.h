@@ -7,8 +7,8 @@
  *
  * The registry (env.c) holds every env as a cudarl_env_def (cudarl.h): the built-ins, then the
  * envs users add with cudarl_env_register. Any def can be stepped on CPU threads by the pool
- * (env_pool.h). The batch below (cr_env_batch, with its CUDA twin) steps CartPole only, so
- * cr_env_find answers only for the envs it can run. */
+ * (env_pool.h). The batch below (cr_env_batch, with its CUDA twin) steps the envs whose
+ * registry line names a batch twin (CR_ENV_BATCH), and cr_env_find answers only for those. */
 #ifndef CUDARL_ENV_H
 #define CUDARL_ENV_H
 
@@ -16,16 +16,20 @@
 
 #include "core/core.h"
 #include "env/cartpole/cartpole.h"
+#include "env/classic/classic.h"
 #include "ops/backend.h"
 
 /* What an env has besides its def, as the registry records it (cr_env_info.caps):
  *   CR_ENV_BATCH       cr_env_batch steps it (on the CPU, or by its CUDA twin on a CUDA
- *                      context): CartPole-v1
+ *                      context): CartPole-v1 and the classic-control envs (Acrobot-v1,
+ *                      MountainCar-v0, Pendulum-v1, MountainCarContinuous-v0)
  *   CR_ENV_IMAGE_TWIN  an image twin (image_twin.h) steps it on a CUDA context: the MinAtar
  *                      games and CartPolePixels-v1
  * An env with neither (every env a user registers) steps on CPU threads (env_pool.h). */
 enum { CR_ENV_BATCH = 1 << 0, CR_ENV_IMAGE_TWIN = 1 << 1 };
 #define CR_ENV_CUDA_TWIN (CR_ENV_BATCH | CR_ENV_IMAGE_TWIN)
+
+typedef struct cr_env_batch_twin cr_env_batch_twin;
 
 /* What the trainers need to know of an env: derived from its def by the registry. */
 typedef struct cr_env_info {
@@ -37,6 +41,7 @@ typedef struct cr_env_info {
     const cudarl_env_def *def; /* the registered def it was derived from */
     int caps;                /* CR_ENV_* bits */
     int action_dim;          /* floats per continuous action; 0: discrete (num_actions) */
+    const cr_env_batch_twin *batch; /* how cr_env_batch steps it: set with CR_ENV_BATCH */
 } cr_env_info;
 
 /* Bytes of one action of `def`: an int32, or action_dim floats. */
@@ -85,24 +90,59 @@ int cr_env_check_state(const cudarl_env_def *def, const void *state, int32_t ela
 extern const cudarl_env_def cr_cartpole_def;
 
 /* A batch of N envs whose state lives in the context's backend memory (device memory on
- * CUDA), stepped on the CPU or by the CUDA twin accordingly. */
+ * CUDA), stepped on the CPU or by the CUDA twin accordingly. All of its state is one block (mem,
+ * bytes), the same bytes on either side: a copy of it is a checkpoint of the envs, which
+ * cr_env_batch_check_state checks. */
 typedef struct cr_env_batch {
     const cr_env_info *info;
     int num_envs;
-    cr_cartpole cartpole;
+    void *mem;            /* the block (cr_env_batch_bytes of backend memory) */
+    size_t bytes;
+    cr_cartpole cartpole; /* CartPole-v1: its arrays in the block (PPO's fused rollout steps
+                           * them); zero for other envs */
+    cr_classic classic;   /* the classic-control envs: their arrays in the block */
 } cr_env_batch;
 
-/* Backend-memory bytes for n envs of `info`. */
+/* How the batch runs one env (env_batch.c defines one per family of envs, and the registry's
+ * line of each CR_ENV_BATCH env names it): the block's bytes and carving, reset and step on the
+ * CPU and on a CUDA context (NULL in a build without CUDA), and the check of env i's state and
+ * step count in a host copy of the block (0, or 1 or 2 as cr_env_check_state). */
+struct cr_env_batch_twin {
+    size_t (*bytes)(const cr_env_info *info, int n);
+    void (*init)(cr_env_batch *b, void *mem);
+    void (*reset)(cr_env_batch *b, uint64_t seed, float *obs);
+    void (*step)(cr_env_batch *b, const void *actions, float *obs, float *reward,
+                 uint8_t *terminated, uint8_t *truncated, uint8_t *done, float *final_obs);
+    void (*cuda_reset)(cudarl_ctx *ctx, cr_env_batch *b, uint64_t seed, float *obs);
+    void (*cuda_step)(cudarl_ctx *ctx, cr_env_batch *b, const void *actions, float *obs,
+                      float *reward, uint8_t *terminated, uint8_t *truncated, uint8_t *done,
+                      float *final_obs);
+    int (*check_env)(const cr_env_batch *b, const void *block, int i, char *why, size_t cap);
+};
+
+/* The batch twins of env_batch.c: CartPole-v1's, and the classic-control envs' (one for all). */
+extern const cr_env_batch_twin cr_cartpole_batch;
+extern const cr_env_batch_twin cr_classic_batch;
+
+/* Backend-memory bytes for n envs of `info` (an env with CR_ENV_BATCH). */
 size_t cr_env_batch_bytes(const cr_env_info *info, int n);
 /* Carves the batch out of `mem` (cr_env_batch_bytes, 64-byte aligned, backend memory). */
 void cr_env_batch_init(cr_env_batch *b, const cr_env_info *info, int n, void *mem);
 /* Seeds env i with stream i of `seed` and resets every env; obs (N, D) in backend memory. */
 void cr_env_batch_reset(cudarl_ctx *ctx, cr_env_batch *b, uint64_t seed, float *obs);
-/* Steps every env; all arrays in backend memory: actions (N), obs (N, D), reward (N),
- * terminated, truncated, done = terminated | truncated (N), final_obs (N, D) (rows of envs that
- * ended; others untouched). */
-void cr_env_batch_step(cudarl_ctx *ctx, cr_env_batch *b, const int32_t *actions, float *obs,
+/* Steps every env; all arrays in backend memory: actions int32 (N) for a discrete env, float
+ * (N, action_dim) for a continuous one (clipped into the def's box before the env sees them, as
+ * the pool does; the caller's array is not changed), obs (N, D), reward (N), terminated,
+ * truncated, done = terminated | truncated (N), final_obs (N, D) (rows of envs that ended;
+ * others untouched). A discrete action out of range is a bug in the policy: the CPU aborts
+ * saying so, the CUDA twin traps. */
+void cr_env_batch_step(cudarl_ctx *ctx, cr_env_batch *b, const void *actions, float *obs,
                        float *reward, uint8_t *terminated, uint8_t *truncated, uint8_t *done,
                        float *final_obs);
+/* Checks every env's state and step count in `block`, a host copy of the batch's block
+ * (b->bytes, as a checkpoint holds it): -1 when all pass; else the first bad env, with *bad = 1
+ * (its state) or 2 (its step count) and what is wrong in why (cap bytes). Any build. */
+int cr_env_batch_check_state(const cr_env_batch *b, const void *block, int *bad, char *why,
+                             size_t cap);
 
 #endif

@@ -1,6 +1,6 @@
-/* cudarl_vec (cudarl.h): a batch for an outside learner. The env batch (CartPole on a CUDA
- * context, its twin stepping device memory) where the env has one and the context is a GPU's;
- * else the env pool on CPU threads into host buffers of the context. */
+/* cudarl_vec (cudarl.h): a batch for an outside learner. The env batch (its CUDA twin stepping
+ * device memory) where the env has one (CR_ENV_BATCH) and the context is a GPU's; else the env
+ * pool on CPU threads into host buffers of the context. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,7 +41,7 @@ static cudarl_status init_device(cudarl_vec *v) {
     cr_plan_add(&p, "vec.obs", n * D * sizeof(float));
     cr_plan_add(&p, "vec.final_obs", n * D * sizeof(float));
     cr_plan_add(&p, "vec.reward", n * sizeof(float));
-    cr_plan_add(&p, "vec.actions", n * sizeof(int32_t));
+    cr_plan_add(&p, "vec.actions", n * cr_env_def_action_bytes(v->info->def));
     cr_plan_add(&p, "vec.terminated", n);
     cr_plan_add(&p, "vec.truncated", n);
     cr_plan_add(&p, "vec.done", n);
