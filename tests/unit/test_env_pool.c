@@ -2,8 +2,9 @@
  * action across shard and group boundaries (N not divisible by T, N < T, uneven groups),
  * same-step autoreset, truncation (with and without termination), final_obs rows, begin/wait of
  * groups in any order with hooks, CartPole through the pool bit for bit equal to the batch for
- * any thread and group count, a bad action aborting with a message, and cudarl_env_register
- * refusing each bad field with its message. */
+ * any thread and group count, a bad action aborting with a message, cudarl_env_register
+ * refusing each bad field with its message (a continuous env's action_dim, box and step
+ * functions too), and a continuous env's actions clipped into its box. */
 #define _POSIX_C_SOURCE 200809L
 #include <sched.h>
 #include <signal.h>
@@ -567,6 +568,95 @@ static void test_register_errors(void) {
     CHECK(!cr_env_def_find("Good-v0") && !names_contain("Good-v0") && !names_contain("Img-v0"));
 }
 
+/* ---- continuous (Box) actions ----------------------------------------------------------- */
+
+/* ProbeBox-v0: Probe-v0 whose step takes 2 floats, written to obs[2..3] as the env saw them. */
+static void probe_step_box(void *state, const float *action, void *obs, float *reward,
+                           uint8_t *terminated) {
+    probe *p = state;
+    float *o = obs;
+    p->t++;
+    o[0] = (float)p->index, o[1] = (float)p->episode, o[2] = action[0], o[3] = action[1];
+    *reward = 0.0f;
+    *terminated = 0;
+}
+
+static const cudarl_env_def probe_box_def = {
+    .id = "ProbeBox-v0", .obs_rank = 1, .obs_shape = {4, 1, 1}, .obs_dtype = CUDARL_OBS_F32,
+    .max_episode_steps = PROBE_MAX_STEPS, .solved_return = 1.0, .state_bytes = sizeof(probe),
+    .seed = probe_seed, .reset = probe_reset, .action_dim = 2, .action_low = {-1.0f, 0.0f},
+    .action_high = {1.0f, 0.5f}, .step_box = probe_step_box,
+};
+
+/* Each bad field of a continuous env refused with INVALID_ARG and a message naming the fix. */
+static void test_register_box_errors(void) {
+    bad_case cases[16];
+    int n = 0;
+#define BAD(field_assign, message)                  \
+    do {                                            \
+        cases[n].what = #field_assign;              \
+        cases[n].def = probe_box_def;               \
+        cases[n].def.field_assign;                  \
+        cases[n++].want = message;                  \
+    } while (0)
+    BAD(action_dim = -1, "action_dim is -1; use 1 .. 32 floats per action");
+    BAD(action_dim = CUDARL_ACTION_DIM_MAX + 1, "action_dim is 33; use 1 .. 32 floats per action");
+    BAD(num_actions = 2, "num_actions is 2 with action_dim 2; a continuous env has no discrete "
+        "actions: set num_actions 0");
+    BAD(action_low[1] = NAN, "action bounds [nan, 0.5] of dim 1; give finite bounds with low < "
+        "high");
+    BAD(action_high[0] = INFINITY, "action bounds [-1, inf] of dim 0");
+    BAD(action_low[0] = 1.0f, "action bounds [1, 1] of dim 0; give finite bounds with low < high");
+    BAD(action_high[1] = -0.5f, "action bounds [0, -0.5] of dim 1");
+    BAD(step_box = NULL, "steps with step_box(state, const float *action, ...); set step_box and "
+        "leave step NULL");
+    BAD(step = probe_step, "set step_box and leave step NULL");
+    BAD(action_dim = 0, "num_actions is 0; a discrete env needs at least 1 action");
+#undef BAD
+    cases[n].what = "step_box on a discrete env";
+    cases[n].def = probe_def;
+    cases[n].def.id = "ProbeBox-v0";
+    cases[n].def.step_box = probe_step_box;
+    cases[n++].want = "step_box is set but action_dim is 0; set action_dim";
+    for (int k = 0; k < n; k++) {
+        cudarl_status s = cudarl_env_register(&cases[k].def);
+        CHECK_MSG(s == CUDARL_ERR_INVALID_ARG && strstr(cudarl_last_error(), cases[k].want),
+                  "%s: expected INVALID_ARG with '%s', got %s: %s", cases[k].what, cases[k].want,
+                  cudarl_status_name(s), cudarl_last_error());
+    }
+    CHECK(!cr_env_def_find("ProbeBox-v0"));
+}
+
+/* A registered continuous env: found with its action_dim, offered to no batch trainer, and its
+ * actions clipped into the box (a NaN stays NaN) before its step sees them, the caller's left
+ * as they were. */
+static void test_box_actions(void) {
+    CHECK_OK(cudarl_env_register(&probe_box_def));
+    const cr_env_info *info = cr_env_info_find("ProbeBox-v0");
+    CHECK(info && info->action_dim == 2 && info->num_actions == 0 && !info->batch &&
+          !cr_env_find("ProbeBox-v0"));
+    CHECK(cr_env_def_action_bytes(info->def) == 2 * sizeof(float));
+    cr_env_pool pool;
+    CHECK_OK(cr_env_pool_init(&pool, info->def, &(cr_env_pool_config){3, 2, 1, NULL, 0, 0, 0},
+                              NULL));
+    float obs[3 * 4], final_obs[3 * 4], reward[3];
+    uint8_t term[3], trunc[3];
+    cr_env_pool_set_outputs(&pool, &(cr_env_pool_outputs){obs, reward, term, trunc, final_obs});
+    cr_env_pool_reset(&pool, 1);
+    float actions[3 * 2] = {-3.0f, 0.25f, 0.5f, 9.0f, NAN, -2.0f};
+    const float want[3 * 2] = {-1.0f, 0.25f, 0.5f, 0.5f, NAN, 0.0f};
+    float copy[3 * 2];
+    memcpy(copy, actions, sizeof copy);
+    cr_env_pool_step(&pool, actions);
+    for (int k = 0; k < 6; k++) {
+        float got = obs[(k / 2) * 4 + 2 + k % 2];
+        CHECK_MSG(isnan(want[k]) ? isnan(got) : got == want[k], "env %d dim %d: the env saw "
+                  "%g, expected %g", k / 2, k % 2, got, want[k]);
+    }
+    CHECK(!memcmp(copy, actions, sizeof copy));
+    cr_env_pool_free(&pool);
+}
+
 /* ---- vector envs (cudarl_env_def.vec_*: a batch that steps itself) ------------------------ */
 
 #define VEC_N 3
@@ -729,6 +819,8 @@ int main(void) {
     test_cartpole_equivalence();
     test_bad_action();
     test_register_errors();
+    test_register_box_errors();
+    test_box_actions();
     test_vec_env();
     test_register(); /* last: fills the registry */
     printf("test_env_pool: ok\n");
