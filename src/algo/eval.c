@@ -1,13 +1,12 @@
 /* Evaluation of a checkpoint: mean and std of the greedy policy's return over whole episodes,
- * the MLPs on the CPU (CartPole's with the env batch, any other env's through the policy runtime
- * with an env pool), convolutional policies through the policy runtime on the context's device
- * with an env pool. */
+ * the MLPs on the CPU (an env batch env's with the env batch, any other env's through the policy
+ * runtime with an env pool), convolutional policies through the policy runtime on the context's
+ * device with an env pool. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "env/cartpole/cartpole.h"
 #include "env/env.h"
 #include "env/env_pool.h"
 #include "nn/actor_critic.h"
@@ -17,7 +16,7 @@
 #include "runtime/policy.h"
 
 enum { E_ENV, E_OBS, E_FINAL_OBS, E_REWARD, E_LOGITS, E_CACHE, E_TERM, E_TRUNC, E_LIVE,
-       E_ACTIONS, E_COUNT };
+       E_ACTIONS, E_DONE, E_COUNT };
 
 /* The greedy policy of a checkpoint: the PPO actor's logits or the DQN Q-values, argmax'ed. */
 typedef struct eval_policy {
@@ -25,6 +24,7 @@ typedef struct eval_policy {
     int ntensors;
     size_t num_params;
     int obs_dim, num_actions, widest;
+    const cr_env_info *env; /* the env batch's env it plays */
     cr_ac_layout ac;
     cr_qnet_layout q;
     int is_dqn;
@@ -38,7 +38,7 @@ static cr_mlp_view eval_view(const eval_policy *e, float *params) {
 static void plan_eval(cr_plan *pl, const eval_policy *l, int n) {
     size_t N = (size_t)n, F = sizeof(float);
     cr_plan_init(pl);
-    cr_plan_add(pl, "env", cr_cartpole_bytes(n));
+    cr_plan_add(pl, "env", cr_env_batch_bytes(l->env, n));
     cr_plan_add(pl, "obs", N * (size_t)l->obs_dim * F);
     cr_plan_add(pl, "final_obs", N * (size_t)l->obs_dim * F);
     cr_plan_add(pl, "reward", N * F);
@@ -48,26 +48,29 @@ static void plan_eval(cr_plan *pl, const eval_policy *l, int n) {
     cr_plan_add(pl, "truncated", N);
     cr_plan_add(pl, "live", N);
     cr_plan_add(pl, "actions", N * sizeof(int32_t));
+    cr_plan_add(pl, "done", N);
 }
 
-/* Plays one episode in each of n envs with the greedy (argmax) policy; writes each return. */
+/* Plays one episode in each of n envs of the env batch (on ctx, the CPU) with the greedy
+ * (argmax) policy; writes each return. */
 static void eval_batch(cudarl_ctx *ctx, const eval_policy *l, float *params, const cr_arena *a,
                        int n, uint64_t seed, double *returns) {
-    cr_cartpole env;
+    cr_env_batch env;
     float *obs = cr_arena_get(a, E_OBS), *final_obs = cr_arena_get(a, E_FINAL_OBS);
     float *reward = cr_arena_get(a, E_REWARD), *logits = cr_arena_get(a, E_LOGITS);
     uint8_t *term = cr_arena_get(a, E_TERM), *trunc = cr_arena_get(a, E_TRUNC);
     uint8_t *live = cr_arena_get(a, E_LIVE);
     int32_t *actions = cr_arena_get(a, E_ACTIONS);
+    uint8_t *done = cr_arena_get(a, E_DONE);
     cr_mlp_cache cache = cr_mlp_cache_carve(cr_arena_get(a, E_CACHE), n, l->widest);
     cr_mlp_view actor = eval_view(l, params);
-    cr_cartpole_init(&env, n, cr_arena_get(a, E_ENV));
-    cr_cartpole_reset(&env, seed, obs);
+    cr_env_batch_init(&env, l->env, n, cr_arena_get(a, E_ENV));
+    cr_env_batch_reset(ctx, &env, seed, obs);
     for (int i = 0; i < n; i++) returns[i] = 0, live[i] = 1;
     for (int remaining = n; remaining > 0;) {
         cr_mlp_forward(ctx, &actor, obs, logits, &cache, n);
         ctx->ops->categorical_argmax(ctx, logits, actions, n, l->num_actions);
-        cr_cartpole_step(&env, actions, obs, reward, term, trunc, final_obs);
+        cr_env_batch_step(ctx, &env, actions, obs, reward, term, trunc, done, final_obs);
         for (int i = 0; i < n; i++) {
             if (!live[i]) continue;
             returns[i] += reward[i];
@@ -147,7 +150,7 @@ static cudarl_status eval_policy_load(const char *path, eval_policy *e) {
     }
     cr_st_close(f);
     CR_TRY(s);
-    e->obs_dim = info->obs_dim, e->num_actions = info->num_actions;
+    e->obs_dim = info->obs_dim, e->num_actions = info->num_actions, e->env = info;
     if (e->is_dqn) {
         cr_qnet_layout_init(&e->q, info->obs_dim, (int)h1, (int)h2, info->num_actions);
         e->t = e->q.t, e->ntensors = CR_QNET_NUM_TENSORS, e->num_params = e->q.num_params;
@@ -231,7 +234,7 @@ static void mean_std(const double *returns, int n, double *mean, double *std) {
 }
 
 /* Where the checkpoint at path is played: *conv, a conv policy (its layer list); *batch, an MLP
- * of an env the env batch steps (CartPole-v1), played by eval_batch; an MLP of any other
+ * of an env the env batch steps (CR_ENV_BATCH), played by eval_batch; an MLP of any other
  * registered env (DQN's on MinAtar, a user's env) goes through the policy runtime with CPU
  * envs, as a conv policy does. A file that cannot be read fails with the reader's message
  * (which names it), not as "an MLP". */

@@ -2,7 +2,8 @@
 """Resume property test: no damaged training state crashes `cudarl train --resume`.
 
 Trains small checkpoints with the built `cudarl` (PPO's MLP on CartPole-v1 with its envs in the
-env batch and on CPU threads, PPO's minatar-cnn on a MinAtar game, DQN's MLP and minatar-cnn),
+env batch and on CPU threads, on Acrobot-v1 in the env batch (its block saved whole), PPO's
+minatar-cnn on a MinAtar game, DQN's MLP and minatar-cnn),
 then corrupts every `state.*` tensor of each PPO checkpoint in several ways (NaN, inf, negative
 and huge values, integers out of range, random and flipped bytes) and resumes each copy. Every
 resume must end cleanly: either refused (exit code 1, one line on stderr naming the checkpoint
@@ -145,7 +146,7 @@ def corruptions(name, x, rng, full, num_envs):
                 (f"word {i} flipped", with_flat(lambda y: y.__setitem__(i, y[i] ^ 0xFFFF)),
                  False)]
     elif x.dtype == np.uint8:
-        is_state = name in ("state.pool_states", "state.twin")
+        is_state = name in ("state.pool_states", "state.twin", "state.env_batch")
         out += [("random bytes", rng.integers(0, 256, x.shape, dtype=np.uint16)
                  .astype(np.uint8), is_state),
                 ("all 0xff", np.full_like(x, 0xFF), is_state)]
@@ -261,13 +262,15 @@ def test(work, full, seed):
                   "MinAtar/SpaceInvaders-v1"]
     pool = ["--env-device", "cpu", "--env-threads", "1"]  # envs on CPU threads
     runs = {"ppo_mlp_batch": train(work, "ppo_mlp_batch", PPO_SMALL),
-            "ppo_mlp_pool": train(work, "ppo_mlp_pool", PPO_SMALL + pool)}
+            "ppo_mlp_pool": train(work, "ppo_mlp_pool", PPO_SMALL + pool),
+            "ppo_mlp_acrobot": train(work, "ppo_mlp_acrobot",
+                                     PPO_SMALL + ["--env-id", "Acrobot-v1"])}
     if full:  # 84x84 frames in a 28 KiB state per env
         runs["ppo_cnn_pixels"] = train(work, "ppo_cnn_pixels", [
             "--env-id", "CartPolePixels-v1", "--policy", "nature-cnn", *pool, "--num-envs", "2",
             "--num-steps", "16", "--num-minibatches", "2", "--update-epochs", "1",
             "--total-timesteps", "32"])
-    where = {"ppo_mlp_batch": []}
+    where = {"ppo_mlp_batch": [], "ppo_mlp_acrobot": []}
     for g in games:
         label = "ppo_cnn_" + g.split("/")[1].split("-")[0].lower()
         runs[label] = train(work, label, conv_small(g))

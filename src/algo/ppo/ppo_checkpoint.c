@@ -5,6 +5,9 @@
  * actor.*, critic.*), Adam's moments as optimizer.exp_avg.<name> / optimizer.exp_avg_sq.<name>,
  * and state.* (env states, RNG streams, episode statistics, counters; the current observations
  * as float32, or uint8 for a conv policy) so a resumed run continues exactly where it stopped.
+ * The env states are CartPole's arrays (state.env, state.env_elapsed, state.env_rng), the env
+ * batch's block byte for byte for its other envs (state.env_batch), the pool's states, or the
+ * image twin's device state.
  * __metadata__ holds the format, its version, the model shape, every hyperparameter as
  * strings, the policy's name and, for a conv policy, the network's spec text under "network"
  * (cr_convnet_spec_parse rebuilds the net from it). A resume checks every number of state.*
@@ -61,14 +64,21 @@ static cudarl_status host_state_alloc(host_state *h, const cr_ppo *p) {
     return CUDARL_OK;
 }
 
+/* Whether the envs step in the env batch as one block saved whole (state.env_batch): every batch
+ * env but CartPole-v1, whose arrays have tensors of their own. */
+static int batch_block(const cr_ppo *p) {
+    return !p->pool && !p->twin_envs && p->env_info->batch != &cr_cartpole_batch;
+}
+
 /* Moves every piece of state between backend memory and `h` (to_host: 1 = save, 0 = load). */
 static void host_state_transfer(host_state *h, cr_ppo *p, int to_host) {
     cudarl_ctx *ctx = p->ctx;
     size_t P = p->num_params * 4, N = (size_t)p->N;
     const cr_cartpole *e = &p->env.cartpole;
     void *cur_obs = p->conv ? (void *)p->cnn.cur_obs : (void *)p->cur_obs;
-    /* envs on CPU threads keep their state in the pool, an image twin in its own block */
-    size_t batch = p->pool || p->twin_envs ? 0 : N;
+    /* envs on CPU threads keep their state in the pool, an image twin and the batch of another
+     * env than CartPole in their own blocks */
+    size_t batch = p->pool || p->twin_envs || batch_block(p) ? 0 : N;
     struct { void *dev; void *host; size_t bytes; } t[] = {
         {p->params, h->params, P}, {p->adam_m, h->m, P}, {p->adam_v, h->v, P},
         {cur_obs, h->obs, obs_bytes(p)}, {e->state, h->env, batch * 4 * 8},
@@ -101,15 +111,26 @@ static const char *where_of(const cr_ppo *p) {
     return p->pool ? "cpu" : p->twin_envs ? "cuda-twin" : "cuda-batch";
 }
 
-/* The image twin's device state as bytes (host, malloc'd; NULL and 0 without a twin). */
-static void *twin_state_to_host(cr_ppo *p, size_t *bytes) {
+/* The envs' state kept as one block of backend memory, the image twin's or the env batch's
+ * (batch_block), and its tensor's name; 0 when the envs' state is not such a block. */
+static size_t env_block(const cr_ppo *p, void **mem, const char **name) {
+    if (p->twin_envs) return *mem = p->twin.mem, *name = "state.twin", p->twin.bytes;
+    if (batch_block(p)) return *mem = p->env.mem, *name = "state.env_batch", p->env.bytes;
+    return *mem = NULL, *name = NULL, 0;
+}
+
+/* env_block's bytes on the host (malloc'd; NULL and 0 without such a block). */
+static void *env_block_to_host(cr_ppo *p, size_t *bytes) {
+    void *mem;
+    const char *name;
     *bytes = 0;
-    if (!p->twin_envs) return NULL;
-    void *h = malloc(p->twin.bytes);
+    size_t n = env_block(p, &mem, &name);
+    if (!n) return NULL;
+    void *h = malloc(n);
     if (!h) return NULL;
-    p->ctx->ops->copy_to_host(p->ctx, h, p->twin.mem, p->twin.bytes);
+    p->ctx->ops->copy_to_host(p->ctx, h, mem, n);
     p->ctx->ops->sync(p->ctx);
-    *bytes = p->twin.bytes;
+    *bytes = n;
     return h;
 }
 
@@ -223,14 +244,16 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     if (p->pool) cr_ppo_pool_state(p, &pool_states, &pool_bytes, &pool_elapsed);
     int64_t s_pool[1] = {(int64_t)pool_bytes};
     size_t twin_bytes = 0;
-    void *twin_state = twin_state_to_host(p, &twin_bytes);
-    if (p->twin_envs && !twin_state) {
+    void *twin_state = env_block_to_host(p, &twin_bytes), *block_mem;
+    const char *block_name;
+    if (env_block(p, &block_mem, &block_name) && !twin_state) {
         free(w);
         cr_arena_free(&h.arena);
         return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the envs' state");
     }
     int64_t s_twin[1] = {(int64_t)twin_bytes};
-    if (!p->pool && !p->twin_envs) cr_st_add_tensor(w, "state.env", CR_ST_F64, 2, s_n4, h.env);
+    const int arrays = !p->pool && !p->twin_envs && !batch_block(p); /* CartPole's */
+    if (arrays) cr_st_add_tensor(w, "state.env", CR_ST_F64, 2, s_n4, h.env);
     cr_st_add_tensor(w, "state.episode_return", CR_ST_F64, 1, s_n, h.ep_return);
     cr_st_add_tensor(w, "state.episode_length", CR_ST_I64, 1, s_n, h.ep_length);
     cr_st_add_tensor(w, "state.recent_returns", CR_ST_F64, 1, s_rec, h.log.recent);
@@ -251,7 +274,7 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     if (p->pool) { /* the pool's env states, byte for byte (a def's state has no pointers) */
         cr_st_add_tensor(w, "state.pool_elapsed", CR_ST_I32, 1, s_n, pool_elapsed);
         cr_st_add_tensor(w, "state.pool_states", CR_ST_U8, 1, s_pool, pool_states);
-    } else if (!p->twin_envs) {
+    } else if (arrays) {
         cr_st_add_tensor(w, "state.env_elapsed", CR_ST_I32, 1, s_n, h.elapsed);
         cr_st_add_tensor(w, "state.env_rng", CR_ST_U32, 2, s_rng, h.env_rng);
     }
@@ -259,8 +282,8 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     cudarl_status s = cr_st_add_tensor(w, "state.rng_shuffle", CR_ST_U32, 1, s_st, &h.shuffler);
     if (s == CUDARL_OK && p->conv) /* bytes, so last */
         s = cr_st_add_tensor(w, "state.obs", CR_ST_U8, 2, s_obs, h.obs);
-    if (s == CUDARL_OK && p->twin_envs) /* the twin's device state, byte for byte */
-        s = cr_st_add_tensor(w, "state.twin", CR_ST_U8, 1, s_twin, twin_state);
+    if (s == CUDARL_OK && twin_state) /* the twin's or the batch's block, byte for byte */
+        s = cr_st_add_tensor(w, block_name, CR_ST_U8, 1, s_twin, twin_state);
     cr_loss_scale_state scaler; /* fp16: the loss scaler's state, byte for byte */
     int64_t s_scaler[1] = {(int64_t)sizeof scaler};
     if (s == CUDARL_OK && p->amp.scaling) {
@@ -372,8 +395,9 @@ static cudarl_status check_episodes(const cr_ppo *p, const char *path, const hos
     return CUDARL_OK;
 }
 
-/* Every env's state and step count, where the envs step: the env batch (CartPole's own ranges),
- * the pool or the image twin (the env def's state check). */
+/* Every env's state and step count, where the envs step: CartPole's arrays in the env batch (its
+ * own ranges), the batch's block of another env, the pool or the image twin (the env def's state
+ * check). */
 static cudarl_status check_envs(const cr_ppo *p, const char *path, const host_state *h,
                                 const void *twin_state) {
     char why[256];
@@ -387,6 +411,11 @@ static cudarl_status check_envs(const cr_ppo *p, const char *path, const host_st
     if (p->twin_envs) {
         if ((i = cr_image_twin_check_state(&p->twin, twin_state, &bad, why, sizeof why)) >= 0)
             return bad_state(path, "state.twin", "env %d: %s", i, why);
+        return CUDARL_OK;
+    }
+    if (batch_block(p)) {
+        if ((i = cr_env_batch_check_state(&p->env, twin_state, &bad, why, sizeof why)) >= 0)
+            return bad_state(path, "state.env_batch", "env %d: %s", i, why);
         return CUDARL_OK;
     }
     for (i = 0; i < p->N; i++) {
@@ -472,11 +501,12 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     int32_t *pool_elapsed = NULL;
     size_t pool_bytes = 0;
     if (p->pool) cr_ppo_pool_state(p, &pool_states, &pool_bytes, &pool_elapsed);
-    size_t batch = p->pool || p->twin_envs ? 0 : N;
-    size_t twin_bytes = 0;
+    size_t batch = p->pool || p->twin_envs || batch_block(p) ? 0 : N;
+    void *block_mem;
+    const char *block_name;
+    size_t twin_bytes = env_block(p, &block_mem, &block_name);
     void *twin_state = NULL;
-    if (p->twin_envs) {
-        twin_bytes = p->twin.bytes;
+    if (twin_bytes) {
         twin_state = malloc(twin_bytes);
         if (!twin_state && s == CUDARL_OK)
             s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the envs' state");
@@ -487,8 +517,8 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
         {p->pool ? "state.pool_states" : "state.env", p->pool ? CR_ST_U8 : CR_ST_F64,
          p->pool ? pool_states : h.env, p->pool ? pool_bytes : batch * 4 * 8},
         {p->pool ? "state.pool_elapsed" : "state.env_elapsed", CR_ST_I32,
-         p->pool ? (void *)pool_elapsed : (void *)h.elapsed, p->twin_envs ? 0 : N * 4},
-        {"state.twin", CR_ST_U8, twin_state, twin_bytes},
+         p->pool ? (void *)pool_elapsed : (void *)h.elapsed, p->pool || batch ? N * 4 : 0},
+        {twin_bytes ? block_name : "state.twin", CR_ST_U8, twin_state, twin_bytes},
         {"state.env_rng", CR_ST_U32, h.env_rng, batch * sizeof(cr_philox_state)},
         {"state.obs", p->conv ? CR_ST_U8 : CR_ST_F32, h.obs, obs_bytes(p)},
         {"state.episode_return", CR_ST_F64, h.ep_return, N * 8},
@@ -503,8 +533,8 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
         if (t[i].bytes) s = read_raw(f, path, t[i].name, t[i].dtype, t[i].dst, t[i].bytes);
     if (s == CUDARL_OK) s = check_state(p, path, &h, ep_sums, &scaler, twin_state);
     if (s == CUDARL_OK && p->pool) cr_ppo_pool_set_obs(p, h.obs);
-    if (s == CUDARL_OK && p->twin_envs)
-        p->ctx->ops->copy_from_host(p->ctx, p->twin.mem, twin_state, twin_bytes);
+    if (s == CUDARL_OK && twin_bytes)
+        p->ctx->ops->copy_from_host(p->ctx, block_mem, twin_state, twin_bytes);
     free(twin_state);
     if (s == CUDARL_OK && p->amp.scaling)
         p->ctx->ops->copy_from_host(p->ctx, p->amp.state, &scaler, sizeof scaler);
