@@ -414,6 +414,14 @@ typedef struct cudarl_ppo_config {
     cudarl_precision precision;
     cudarl_metrics_fn on_metrics; /* NULL, or called with each metrics row (not saved) */
     void *on_metrics_user;        /* its second argument */
+    /* Gymnasium's NormalizeObservation and NormalizeReward (with the clip at 10 of CleanRL's
+     * ppo_continuous_action.py) over the whole batch of envs, on the context's device: running
+     * statistics of the observations (updated with every step's N observations) and of the
+     * discounted returns, saved in the checkpoint; eval, the runtime and the ONNX export apply
+     * the observations' (frozen). Episode returns in the metrics stay the env's own. MLP
+     * policies over float observations only. */
+    int norm_obs;
+    int norm_reward;
 } cudarl_ppo_config;
 
 /* Fills `cfg` with cudarl's tuned defaults for `env_id` (CartPole-v1 if NULL). */
@@ -430,6 +438,12 @@ void cudarl_ppo_config_for_device(cudarl_ppo_config *cfg, cudarl_device_kind kin
  * over on a shared one, where OpenMP's workers spin for cores the env threads need). A NULL
  * policy keeps cfg->policy; "mlp" changes nothing else. */
 void cudarl_ppo_config_for_policy(cudarl_ppo_config *cfg, const char *policy);
+/* Sets cfg->env_id to `env_id` (NULL keeps it) and, for an env with continuous actions (its def's
+ * action_dim > 0), CleanRL ppo_continuous_action.py's defaults over what the calls above set:
+ * lr 3e-4 annealed, 32 minibatches, 10 epochs, ent-coef 0, gamma 0.99, GAE 0.95, a batch of
+ * 2048 (16 envs x 128 steps instead of its 1 x 2048, so that env threads have work), 1M steps,
+ * observations and rewards normalized. Discrete envs: only the id changes. */
+void cudarl_ppo_config_for_env(cudarl_ppo_config *cfg, const char *env_id);
 /* Checks every field; the message names the field and the accepted range. */
 cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *cfg);
 

@@ -39,6 +39,8 @@ static const arg_spec train_specs[] = {
     {"max-grad-norm", ARG_F64, CFG(max_grad_norm), 0, LIB_RANGE, "global gradient norm clip"},
     {"target-kl", ARG_F64, CFG(target_kl), 0, LIB_RANGE, "stop an update's epochs above this KL (0: off)"},
     {"hidden", ARG_INT, CFG(hidden), 0, LIB_RANGE, "hidden width of actor and critic MLPs"},
+    {"norm-obs", ARG_BOOL, CFG(norm_obs), 0, 0, 1, "normalize observations by running statistics (Gymnasium's NormalizeObservation, clip 10)"},
+    {"norm-reward", ARG_BOOL, CFG(norm_reward), 0, 0, 1, "normalize rewards by the running std of the discounted return (NormalizeReward, clip 10)"},
     {"policy", ARG_STR, CFG(policy), 16, 0, 0, "actor-critic: mlp, or for image envs minatar-cnn / nature-cnn"},
     {"separate-critic", ARG_BOOL, CFG(separate_critic), 0, 0, 1, "conv policies: the critic on a trunk of its own (twice the network's work), not a head on the actor's"},
     {"device", ARG_DEVICE, CFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
@@ -255,6 +257,10 @@ int cmd_train(int argc, char **argv) {
         printf("With --policy minatar-cnn or nature-cnn (any device) they are CleanRL "
                "ppo_atari.py's instead:\nnum-envs 8, num-steps 128, learning-rate 0.00025, "
                "clip-coef 0.1, ent-coef 0.01,\ntotal-timesteps 10000000.\n");
+        printf("With an env of continuous actions (Pendulum-v1, the MuJoCo robots) they are "
+               "CleanRL\nppo_continuous_action.py's: learning-rate 0.0003, num-minibatches 32, "
+               "update-epochs 10,\nent-coef 0, num-envs 16 x num-steps 128 (its batch of 2048), "
+               "total-timesteps 1000000,\nnorm-obs 1, norm-reward 1.\n");
         return 0;
     }
     arg_result r;
@@ -271,11 +277,14 @@ int cmd_train(int argc, char **argv) {
     if (cudarl_ctx_init(&ctx, o.cfg.device, actor) != CUDARL_OK) return cmd_fail("no device");
     if (!o.resume[0]) {
         /* the device's batch shape, then the user's flags over it */
-        char policy[sizeof o.cfg.policy]; /* --policy picks a preset too */
+        char policy[sizeof o.cfg.policy]; /* --policy and --env-id pick presets too */
+        char env_id[sizeof o.cfg.env_id];
         memcpy(policy, o.cfg.policy, sizeof policy);
+        memcpy(env_id, o.cfg.env_id, sizeof env_id);
         cudarl_ppo_config_default(&o.cfg, NULL);
         cudarl_ppo_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));
         cudarl_ppo_config_for_policy(&o.cfg, policy);
+        cudarl_ppo_config_for_env(&o.cfg, env_id);
         args_parse(train_specs, N_TRAIN_SPECS, &o, argc, argv, "train", CUDARL_FLAGS_PPO, 0,
                    &r);
     } else {

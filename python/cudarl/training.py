@@ -216,6 +216,8 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
             _lib.ppo_config_for_device(cfg, _lib.ctx_kind(ctx))
             policy = flags.get("policy", "mlp")
             _lib.ppo_config_for_policy(cfg, policy.encode() if isinstance(policy, str) else b"")
+            env_id = flags.get("env_id")
+            _lib.ppo_config_for_env(cfg, env_id.encode() if isinstance(env_id, str) else None)
         else:
             _lib.dqn_config_default(cfg, None)
             _lib.dqn_config_for_device(cfg, _lib.ctx_kind(ctx))
