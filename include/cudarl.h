@@ -661,7 +661,11 @@ cudarl_status cudarl_policy_load(const char *checkpoint, const cudarl_policy_opt
                                  cudarl_policy **out);
 
 /* The greedy actions of n observations: actions[i] = argmax of the actor's logits (PPO) or of
- * the Q-values (DQN) of row i, as cudarl eval plays them. obs (n, obs_dim) of `dtype`, which must
+ * the Q-values (DQN) of row i, as cudarl eval plays them: int32 (n). A Gaussian policy (PPO on
+ * an env of continuous actions: cudarl_policy_info.action_dim > 0) writes its mean action
+ * clipped into the env's box instead, float (n, action_dim), and its logits are the means.
+ * A checkpoint trained with --norm-obs normalizes the observations by its frozen statistics
+ * first, as in training. obs (n, obs_dim) of `dtype`, which must
  * be what the policy was trained on (cudarl_policy_get_info): float32 features, or uint8 for an
  * env whose observations are uint8, converted as in training: cast value for value where the
  * checkpoint says so (obs_input metadata: MinAtar's 0/1 channels), else scaled by 1/255 (pixels).
@@ -677,7 +681,7 @@ cudarl_status cudarl_policy_load(const char *checkpoint, const cudarl_policy_opt
  * Each successful call's duration (CLOCK_MONOTONIC, entry to return) goes to the latency ring;
  * refused calls are not counted. */
 cudarl_status cudarl_policy_act(cudarl_policy *policy, const void *obs, cudarl_obs_dtype dtype,
-                                int n, int32_t *actions, float *values, float *logits);
+                                int n, void *actions, float *values, float *logits);
 
 /* A buffer of the policy's own for observations, so that act() need not copy them: *buffer
  * (host memory, pinned; on an integrated GPU mapped, so the graphs read it in place) holds
@@ -707,6 +711,9 @@ typedef struct cudarl_policy_info {
     cudarl_precision precision;   /* what it computes in */
     size_t context_bytes;         /* device memory of the policy's own context beside
                                      device_bytes: cuBLAS workspace and scratch (0 on the CPU) */
+    int action_dim;               /* a Gaussian policy's floats per action (num_actions = the
+                                     same); 0: discrete actions */
+    float action_low[CUDARL_ACTION_DIM_MAX], action_high[CUDARL_ACTION_DIM_MAX]; /* its box */
 } cudarl_policy_info;
 
 /* Fills *info (host) for `policy`; all zeros for NULL. */

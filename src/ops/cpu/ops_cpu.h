@@ -110,6 +110,15 @@ void cr_cpu_ppo_loss_gaussian(const float *mean, const float *logstd, const floa
                               const cr_ppo_loss_params *p, float *dmean, float *dlogstd,
                               float *dvalue, cr_ppo_loss_stats *stats, int B, int K);
 
+/* A continuous action space's box: K floats, the k-th within [lo[k], hi[k]]. */
+typedef struct cr_action_box {
+    int K;
+    float lo[CR_GAUSSIAN_MAX_K], hi[CR_GAUSSIAN_MAX_K];
+} cr_action_box;
+
+/* y (B, K) = min(max(x, lo), hi) per column (a NaN stays NaN); y may be x. */
+void cr_cpu_clip_box(const float *x, const cr_action_box *box, float *y, int B);
+
 /* Gymnasium's running normalization (RunningMeanStd, NormalizeObservation, NormalizeReward):
  * the statistics in double, mean (D), var (D) and count (1), which start at 0, 1 and 1e-4.
  * update: the batch x (B, D)'s mean and population variance merged into them (Chan et al.'s

@@ -116,6 +116,15 @@ void cr_cpu_gaussian_sample(const float *mean, const float *logstd, const float 
     }
 }
 
+void cr_cpu_clip_box(const float *x, const cr_action_box *box, float *y, int B) {
+    const int K = box->K;
+    for (int b = 0; b < B; b++)
+        for (int k = 0; k < K; k++) {
+            float v = x[(size_t)b * K + k];
+            y[(size_t)b * K + k] = v < box->lo[k] ? box->lo[k] : v > box->hi[k] ? box->hi[k] : v;
+        }
+}
+
 void cr_cpu_ppo_loss_gaussian(const float *mean, const float *logstd, const float *action,
                               const float *old_logp, const float *adv, const float *value,
                               const float *old_value, const float *returns,

@@ -326,6 +326,7 @@ extern "C" const cr_backend cr_backend_cuda = {
     .permutation = cr_cuda_permutation,
     .categorical_sample = cr_cuda_categorical_sample,
     .categorical_argmax = cr_cuda_categorical_argmax,
+    .clip_box = cr_cuda_clip_box,
     .episodes_record = cr_cuda_episodes_record,
     .bootstrap_values = cr_cuda_bootstrap_values,
     .gae = cr_cuda_gae,

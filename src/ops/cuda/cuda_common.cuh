@@ -207,6 +207,9 @@ void cr_cuda_categorical_sample(cudarl_ctx *ctx, const float *logits, const floa
                                 int32_t *action, float *logp, int B, int A);
 void cr_cuda_categorical_argmax(cudarl_ctx *ctx, const float *logits, int32_t *action, int B,
                                 int A);
+// clip_box.cu
+void cr_cuda_clip_box(cudarl_ctx *ctx, const float *x, const cr_action_box *box, float *y,
+                      int B);
 // episodes.cu
 void cr_cuda_episodes_record(cudarl_ctx *ctx, const float *reward, const uint8_t *done,
                              double *ep_return, int64_t *ep_length, cr_episode_log *log, int N);
