@@ -41,7 +41,8 @@ class PolicyInfo(ctypes.Structure):
                 ("max_batch", c_int), ("graph_batches", c_int), ("host_bytes", c_size_t),
                 ("device_bytes", c_size_t), ("pinned_bytes", c_size_t),
                 ("network", ctypes.c_char * 32), ("precision", c_int),
-                ("context_bytes", c_size_t)]
+                ("context_bytes", c_size_t), ("action_dim", c_int),
+                ("action_low", ctypes.c_float * 32), ("action_high", ctypes.c_float * 32)]
 
 
 class LatencyStats(ctypes.Structure):

@@ -166,11 +166,16 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
         if resume is not None:
             raise ValueError("resume= with a Gymnasium env: not supported yet; resume runs on "
                              "cudarl's own envs")
-        if algo == "ppo":
+        box = gym_env.has_box_actions(env)
+        # Discrete: CleanRL ppo.py's 4 envs; Box: ppo_continuous_action.py's one env of 2048
+        # steps (its other settings are cudarl's continuous preset, applied in C)
+        n = flags.get("num_envs", getattr(env, "num_envs", 1 if box else 4))
+        if algo == "ppo" and not box:
             for k, v in _PPO_PYTHON_ENV.items():
                 if k != "num_envs" or not hasattr(env, "num_envs"):
                     flags.setdefault(k, v)
-        n = flags.get("num_envs", getattr(env, "num_envs", 1))
+        if algo == "ppo" and box and isinstance(n, int) and n >= 1 and 2048 % n == 0:
+            flags.setdefault("num_steps", 2048 // n)
         vec, made = gym_env.make_vec(env, n, vectorization)
         label = (env[4:] if isinstance(env, str) and env.startswith("gym:") else
                  env if isinstance(env, str) else

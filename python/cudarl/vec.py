@@ -73,7 +73,13 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
             self.num_envs = num_envs
             self.single_observation_space = gymnasium.spaces.Box(
                 0 if u8 else -np.inf, 255 if u8 else np.inf, shape, np.uint8 if u8 else np.float32)
-            self.single_action_space = gymnasium.spaces.Discrete(d.num_actions)
+            K = d.action_dim
+            self.single_action_space = (
+                gymnasium.spaces.Box(np.array(d.action_low[:K], np.float32),
+                                     np.array(d.action_high[:K], np.float32), (K,), np.float32)
+                if K else gymnasium.spaces.Discrete(d.num_actions))
+            act_shape, act_ct, act_dt = (((num_envs, K), ctypes.c_float, "float32") if K
+                                         else ((num_envs,), ctypes.c_int32, "int32"))
             self.observation_space = gymnasium.vector.utils.batch_space(
                 self.single_observation_space, num_envs)
             self.action_space = gymnasium.vector.utils.batch_space(
@@ -94,7 +100,7 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
                               "reward": view(b.reward, ctypes.c_float, (n,)),
                               "terminated": view(b.terminated, ctypes.c_uint8, (n,)),
                               "truncated": view(b.truncated, ctypes.c_uint8, (n,)),
-                              "actions": view(b.actions, ctypes.c_int32, (n,))}
+                              "actions": view(b.actions, act_ct, act_shape)}
             else:
                 self._host = None
             dev = b.device
@@ -104,7 +110,7 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
                         "reward": _DLPackArray(b.reward, (n,), "float32", dev, self),
                         "terminated": _DLPackArray(b.terminated, (n,), "bool", dev, self),
                         "truncated": _DLPackArray(b.truncated, (n,), "bool", dev, self),
-                        "actions": _DLPackArray(b.actions, (n,), "int32", dev, self)}
+                        "actions": _DLPackArray(b.actions, act_shape, act_dt, dev, self)}
 
         @property
         def actions_buffer(self):
@@ -139,9 +145,9 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
                     torch.from_dlpack(self._dl["actions"]).copy_(torch.as_tensor(actions))
             else:
                 a = np.asarray(actions)
-                if a.shape != (self.num_envs,):
-                    raise ValueError("actions has shape %s; give (%d,)" % (a.shape,
-                                                                           self.num_envs))
+                want = self._host["actions"].shape
+                if a.shape != want:
+                    raise ValueError("actions has shape %s; give %s" % (a.shape, want))
                 self._host["actions"][:] = a
             check(_lib.vec_step(self._h))
             info = {}
