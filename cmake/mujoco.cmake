@@ -27,14 +27,23 @@ set(CUDARL_MUJOCO_SRC ${PROJECT_SOURCE_DIR}/src/env/mujoco)
 
 # Sets MUJOCO_INCLUDE_DIR and MUJOCO_LIBRARY, or CUDARL_MUJOCO_WHY to what was not found.
 function(cudarl_find_mujoco pkg_dir)
+  # A new place to look (another MUJOCO_DIR, or the package moved) forgets what was found.
+  set(key "${MUJOCO_DIR}|${pkg_dir}")
+  if(DEFINED CUDARL_MUJOCO_SEARCHED AND NOT key STREQUAL "${CUDARL_MUJOCO_SEARCHED}")
+    unset(MUJOCO_INCLUDE_DIR CACHE)
+    unset(MUJOCO_LIBRARY CACHE)
+  endif()
+  set(CUDARL_MUJOCO_SEARCHED "${key}" CACHE INTERNAL "where MuJoCo was looked for")
+  set(only "")
   if(MUJOCO_DIR)
     set(hints ${MUJOCO_DIR}/include ${MUJOCO_DIR})
     set(lib_hints ${MUJOCO_DIR}/lib ${MUJOCO_DIR}/lib64 ${MUJOCO_DIR})
+    set(only NO_DEFAULT_PATH) # the install named, and nothing else
   elseif(pkg_dir)
     set(hints ${pkg_dir}/include)
     set(lib_hints ${pkg_dir})
   endif()
-  find_path(MUJOCO_INCLUDE_DIR mujoco/mujoco.h HINTS ${hints})
+  find_path(MUJOCO_INCLUDE_DIR mujoco/mujoco.h HINTS ${hints} ${only})
   # The Python package ships libmujoco.so.<version> only, which find_library does not match.
   set(versioned "")
   foreach(dir ${lib_hints})
@@ -46,12 +55,19 @@ function(cudarl_find_mujoco pkg_dir)
     list(GET versioned 0 first)
     set(MUJOCO_LIBRARY ${first} CACHE FILEPATH "libmujoco" FORCE)
   endif()
-  find_library(MUJOCO_LIBRARY mujoco HINTS ${lib_hints})
-  if(NOT MUJOCO_INCLUDE_DIR OR NOT MUJOCO_LIBRARY)
-    set(CUDARL_MUJOCO_WHY "MuJoCo not found (mujoco/mujoco.h: ${MUJOCO_INCLUDE_DIR}, libmujoco: "
-        "${MUJOCO_LIBRARY}); pip install mujoco (python3 -m pip install mujoco), or pass "
-        "-DMUJOCO_DIR=<a MuJoCo install with include/ and lib/>" PARENT_SCOPE)
+  find_library(MUJOCO_LIBRARY mujoco HINTS ${lib_hints} ${only})
+  if(MUJOCO_INCLUDE_DIR AND MUJOCO_LIBRARY)
+    return()
+  elseif(MUJOCO_DIR)
+    string(CONCAT why "MuJoCo not found under MUJOCO_DIR=${MUJOCO_DIR} (it needs "
+           "include/mujoco/mujoco.h and lib/libmujoco.so*); fix MUJOCO_DIR, or empty it to use "
+           "the mujoco Python package (python3 -m pip install mujoco)")
+  else()
+    string(CONCAT why "MuJoCo not found (no mujoco/mujoco.h and libmujoco.so in the mujoco "
+           "Python package or the system); python3 -m pip install mujoco, or pass "
+           "-DMUJOCO_DIR=<a MuJoCo install with include/ and lib/>")
   endif()
+  set(CUDARL_MUJOCO_WHY "${why}" PARENT_SCOPE)
 endfunction()
 
 # Writes the generated source with each XML of CUDARL_MUJOCO_XML in `assets` as bytes.
@@ -101,9 +117,9 @@ if(NOT CUDARL_MUJOCO STREQUAL "OFF")
   if(NOT CUDARL_MUJOCO_WHY)
     foreach(xml ${CUDARL_MUJOCO_XML})
       if(NOT EXISTS "${assets}/${xml}")
-        set(CUDARL_MUJOCO_WHY "Gymnasium's ${xml} not found in '${assets}'; pip install "
-            "gymnasium (1.x, with the v5 MuJoCo tasks), or pass -DCUDARL_MUJOCO_ASSETS=<folder of "
-            "its envs/mujoco/assets/*.xml>")
+        string(CONCAT CUDARL_MUJOCO_WHY "Gymnasium's ${xml} not found in '${assets}'; "
+               "python3 -m pip install gymnasium (1.x, with the v5 MuJoCo tasks), or pass "
+               "-DCUDARL_MUJOCO_ASSETS=<the folder of its envs/mujoco/assets/*.xml>")
         break()
       endif()
     endforeach()
