@@ -78,6 +78,7 @@ static void eval_batch(cudarl_ctx *ctx, const eval_policy *l, float *params, con
 
 /* The refusal of a checkpoint whose env `env` is not registered in this process. */
 static cudarl_status env_not_registered(const char *path, const char *env) {
+    CR_TRY(cr_env_check_built(env, "the checkpoint's env "));
     return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' names env '%s', which is not registered "
                    "in this process (cudarl info lists those that are); evaluate it in the program "
                    "that registers '%s' (cudarl_env_register), or check that the file is a "

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "env/env.h"
+#include "env/mujoco/mujoco_env.h"
 
 /* The built-in envs and their twins (env.h's CR_ENV_* bits), one line each: an env's folder
  * defines its cudarl_env_def, and its line here declares and registers it. Every env also steps
@@ -93,6 +94,10 @@ static void registry_init(void) {
         CUDARL_ASSERT(cr_env_def_check(builtins[i].def) == CUDARL_OK); /* a built-in is valid */
         registry_append(builtins[i].def, builtins[i].caps);
     }
+    for (const cudarl_env_def *const *d = cr_mujoco_defs; *d; d++) { /* those this build has */
+        CUDARL_ASSERT(cr_env_def_check(*d) == CUDARL_OK);
+        registry_append(*d, 0);
+    }
 }
 
 static int registry_size(void) {
@@ -121,6 +126,13 @@ const cr_env_info *cr_env_info_find(const char *id) {
 const cudarl_env_def *cr_env_def_find(const char *id) {
     const env_entry *e = registry_lookup(id);
     return e ? &e->def : NULL;
+}
+
+cudarl_status cr_env_check_built(const char *id, const char *what) {
+    if (!id || !cr_mujoco_left_out(id) || cr_env_def_find(id)) return CUDARL_OK;
+    return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s'%s' needs MuJoCo, which this build of cudarl was "
+                   "made without: pip install mujoco gymnasium, then reconfigure with "
+                   "-DCUDARL_MUJOCO=ON and rebuild (docs/mujoco.md)", what, id);
 }
 
 const char *const *cudarl_env_names(void) {
