@@ -113,7 +113,7 @@ void cr_cpu_ppo_loss_gaussian(const float *mean, const float *logstd, const floa
 /* Gymnasium's running normalization (RunningMeanStd, NormalizeObservation, NormalizeReward):
  * the statistics in double, mean (D), var (D) and count (1), which start at 0, 1 and 1e-4.
  * update: the batch x (B, D)'s mean and population variance merged into them (Chan et al.'s
- * parallel rule, as RunningMeanStd.update_from_moments). */
+ * parallel rule, as RunningMeanStd.update_from_moments); B = 0 changes nothing. */
 void cr_cpu_running_stats_update(double *mean, double *var, double *count, const float *x,
                                  int B, int D);
 /* y (B, D) = clip((x - mean) / sqrt(var + 1e-8), -clip, clip) (y may be x). */
@@ -121,7 +121,8 @@ void cr_cpu_normalize_obs(const double *mean, const double *var, const float *x,
                           int D, float clip);
 /* NormalizeReward, then the clip of CleanRL's TransformReward: per env i,
  * ret[i] = ret[i] gamma (1 - terminated[i]) + reward[i] (the discounted return, double); the
- * statistics (D = 1) updated with ret (N); out[i] = clip(reward[i] / sqrt(var + 1e-8), +-clip). */
+ * statistics (D = 1) updated with ret (N); out[i] = clip(reward[i] / sqrt(var + 1e-8), +-clip).
+ * N = 0 changes nothing. */
 void cr_cpu_normalize_reward(double *mean, double *var, double *count, double *ret,
                              const float *reward, const uint8_t *terminated, float *out, int N,
                              float gamma, float clip);
