@@ -90,8 +90,10 @@ void cr_cpu_ppo_loss(const float *logits, const int32_t *action, const float *ol
 #define CR_GAUSSIAN_MAX_K 32
 
 /* A standard normal from two uniforms in [0, 1) (Box-Muller, cosine branch):
- * sqrt(-2 log(1 - u1)) cos(2 pi u2); 1 - u1 is in (0, 1], so the log is finite. */
-static inline float cr_box_muller(float u1, float u2) {
+ * sqrt(-2 log(1 - u1)) cos(2 pi u2); 1 - u1 is in (0, 1], so the log is finite. One definition
+ * for the CPU and the CUDA twin (gaussian.cu): it has no a * b + c for nvcc to fuse, so the two
+ * differ only where CUDA's logf and cosf differ from the C library's (an ulp or two). */
+CR_HD static inline float cr_box_muller(float u1, float u2) {
     return sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.2831853071795865f * u2);
 }
 
