@@ -130,6 +130,7 @@ void cr_cpu_ppo_loss_gaussian(const float *mean, const float *logstd, const floa
                               const float *old_value, const float *returns,
                               const cr_ppo_loss_params *p, float *dmean, float *dlogstd,
                               float *dvalue, cr_ppo_loss_stats *stats, int B, int K) {
+    CUDARL_ASSERT(K >= 1 && K <= CR_GAUSSIAN_MAX_K); /* dls below holds K sums */
     const float clip = p->clip_coef;
     double adv_mean = 0.0, adv_denom = 1.0;
     if (p->norm_adv) adv_stats(adv, B, &adv_mean, &adv_denom);
