@@ -305,7 +305,7 @@ static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 69 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 70 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
