@@ -166,6 +166,12 @@ class Adapter:
             else:
                 actions = self._view(act_p, ctypes.c_int32, (n,)).astype(np.int64)
             obs, rew, term, trunc, info = self.vec.step(actions)
+            if not (np.isfinite(obs).all() and np.isfinite(rew).all()):
+                bad = "observation" if not np.isfinite(obs).all() else "reward"
+                raise ValueError("env %s returned a non-finite %s (NaN or inf) for the actions "
+                                 "%s; cudarl learns from finite numbers only: fix the env (or "
+                                 "wrap it to clip or replace them)" %
+                                 (self.cudarl_id[3:], bad, np.array2string(actions[:4])))
             self._view(obs_p, ctypes.c_float, (n, self.obs_dim))[:] = obs.reshape(n, -1)
             self._view(rew_p, ctypes.c_float, (n,))[:] = rew
             self._view(term_p, ctypes.c_uint8, (n,))[:] = term

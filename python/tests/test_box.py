@@ -45,6 +45,18 @@ def test_box_env_trains_and_serves(tmp_path):
     assert one.shape == (2,) and np.array_equal(one, act[0])
 
 
+class NaNReach(Reach):
+    def step(self, action):
+        obs, r, term, trunc, info = super().step(action)
+        return obs, (float("nan") if self.t == 3 else r), term, trunc, info
+
+
+def test_nan_from_user_env_refused(tmp_path):
+    with pytest.raises(ValueError, match="non-finite reward"):
+        cudarl.train(env=NaNReach, device="cpu", total_timesteps=4096, num_envs=2,
+                     runs_dir=str(tmp_path), quiet=True)
+
+
 def test_bad_box_refused():
     class Wide(Reach):
         action_space = gymnasium.spaces.Box(-np.inf, np.inf, (2,), np.float32)

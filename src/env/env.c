@@ -75,9 +75,8 @@ int cr_env_check_state(const cudarl_env_def *def, const void *state, int32_t ela
 
 /* Fills the next entry from a def already checked, and publishes it. The caller holds the lock
  * (or runs the one-time init). */
-static void registry_append(const cudarl_env_def *def, int caps) {
-    int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
-    env_entry *e = &registry[n];
+/* Fills entry e from a def already checked: its copy of the def and the info derived from it. */
+static void entry_fill(env_entry *e, const cudarl_env_def *def, int caps) {
     e->def = *def;
     snprintf(e->id, sizeof e->id, "%s", def->id);
     e->def.id = e->id;
@@ -85,6 +84,12 @@ static void registry_append(const cudarl_env_def *def, int caps) {
     e->info = (cr_env_info){e->id, (int)cr_env_def_obs_elems(def), def->num_actions,
                             def->max_episode_steps, def->solved_return, &e->def, caps,
                             def->action_dim};
+}
+
+static void registry_append(const cudarl_env_def *def, int caps) {
+    int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
+    env_entry *e = &registry[n];
+    entry_fill(e, def, caps);
     registry_names[n] = e->id;
     atomic_store_explicit(&registry_count, n + 1, memory_order_release);
 }
@@ -277,10 +282,9 @@ cudarl_status cudarl_env_register(const cudarl_env_def *def) {
     pthread_mutex_lock(&registry_lock);
     int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
     env_entry *old = (env_entry *)registry_lookup(def->id); /* under the lock: ours to write */
-    if (old && old->def.vec_step && def->vec_step) { /* a vector env's id: replaced */
-        old->def = *def;
-        old->def.id = old->id;
-    } else if (old)
+    if (old && old->def.vec_step && def->vec_step) /* a vector env's id: replaced, info too */
+        entry_fill(old, def, old->info.caps);
+    else if (old)
         s = cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_env_register: an env named '%s' is already "
                     "registered; give this one another id (e.g. a new version suffix, -v1)",
                     def->id);

@@ -12,7 +12,9 @@
  *     std 1) to above -3 within 100k steps, with --norm-obs and --norm-reward (the preset) and
  *     without them; evaluation of the checkpoint (the mean action, on the policy runtime) scores
  *     above -1.5, and the runtime's actions are the clipped means of the actor over the
- *     normalized observations. */
+ *     normalized observations.
+ *  5. A checkpoint whose env changed its kind of actions since (a vector env registered again,
+ *     discrete now) is refused by eval and by resume, naming the mismatch. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,6 +229,77 @@ static void check_learns(cudarl_ctx *ctx, int norm) {
     cudarl_policy_free(pol);
 }
 
+/* 5. VecReach-v0: Reach as a vector env of 4, registered continuous, then discrete. */
+static float vec_target[4][2];
+
+static void vec_reset(void *user, int n, uint64_t seed, void *obs) {
+    (void)user;
+    float *o = obs;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) o[2 * i + k] = vec_target[i][k] = (float)((seed + i + k) % 3) - 1;
+}
+
+static void vec_step(void *user, int n, const void *actions, void *obs, float *reward,
+                     uint8_t *terminated, uint8_t *truncated, void *final_obs) {
+    int box = user != NULL;
+    float *o = obs;
+    for (int i = 0; i < n; i++) {
+        float r = 0;
+        for (int k = 0; k < 2; k++) {
+            float a = box ? ((const float *)actions)[2 * i + k]
+                          : (float)((const int32_t *)actions)[i];
+            r -= (a - vec_target[i][k]) * (a - vec_target[i][k]);
+            o[2 * i + k] = vec_target[i][k];
+        }
+        reward[i] = r, terminated[i] = 0, truncated[i] = 0;
+    }
+    (void)final_obs;
+}
+
+static void register_vec(int box) {
+    cudarl_env_def d;
+    memset(&d, 0, sizeof d);
+    d.id = "VecReach-v0", d.obs_rank = 1, d.obs_shape[0] = 2, d.obs_dtype = CUDARL_OBS_F32;
+    d.solved_return = 0, d.vec_reset = vec_reset, d.vec_step = vec_step, d.vec_num_envs = 4;
+    d.vec_user = box ? (void *)&d : NULL; /* only its being non-NULL is read */
+    if (box) {
+        d.action_dim = 2;
+        for (int k = 0; k < 2; k++) d.action_low[k] = -2, d.action_high[k] = 2;
+    } else {
+        d.num_actions = 2;
+    }
+    CHECK_OK(cudarl_env_register(&d));
+}
+
+static void check_action_space_mismatch(cudarl_ctx *ctx) {
+    register_vec(1);
+    cudarl_ppo_config c;
+    config(&c, 9);
+    snprintf(c.env_id, sizeof c.env_id, "VecReach-v0");
+    c.num_envs = 4, c.num_steps = 32, c.num_minibatches = 4, c.total_timesteps = 256;
+    c.env_device = CUDARL_DEVICE_CPU;
+    cudarl_train_summary s;
+    CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &s));
+    char path[700];
+    snprintf(path, sizeof path, "%s/model.safetensors", s.run_dir);
+    register_vec(0);
+    cudarl_ctx *cpu;
+    CHECK_OK(cudarl_ctx_init(&cpu, CUDARL_DEVICE_CPU, 0));
+    double mean, sd;
+    CHECK(cudarl_policy_eval(cpu, path, 4, 1, &mean, &sd) == CUDARL_ERR_MISMATCH);
+    CHECK_MSG(strstr(cudarl_last_error(), "continuous actions") &&
+                  strstr(cudarl_last_error(), "discrete actions"),
+              "%s", cudarl_last_error());
+    cudarl_ppo_config r;
+    CHECK(cudarl_ppo_config_load(path, &r) == CUDARL_OK); /* the file is fine... */
+    r.total_timesteps = 512, r.quiet = 1, r.env_device = CUDARL_DEVICE_CPU;
+    CHECK(cudarl_ppo_train(cpu, &r, path, &s) != CUDARL_OK); /* ...its env is not */
+    CHECK_MSG(strstr(cudarl_last_error(), "action_dim") || strstr(cudarl_last_error(), "actions"),
+              "%s", cudarl_last_error());
+    printf("action-space mismatch refused: %s\n", cudarl_last_error());
+    cudarl_ctx_free(cpu);
+}
+
 int main(int argc, char **argv) {
     const char *kind = argc > 1 ? argv[1] : "cpu";
     cudarl_ctx *ctx;
@@ -238,6 +311,7 @@ int main(int argc, char **argv) {
     check_resume(ctx);
     check_learns(ctx, 1);
     check_learns(ctx, 0);
+    check_action_space_mismatch(ctx);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf /tmp/test_ppo_continuous_%d", (int)getpid());
     CHECK(system(cmd) == 0);
