@@ -417,6 +417,14 @@ typedef struct cudarl_ppo_config {
     cudarl_precision precision;
     cudarl_metrics_fn on_metrics; /* NULL, or called with each metrics row (not saved) */
     void *on_metrics_user;        /* its second argument */
+    /* Gymnasium's NormalizeObservation and NormalizeReward (with the clip at 10 of CleanRL's
+     * ppo_continuous_action.py) over the whole batch of envs, on the context's device: running
+     * statistics of the observations (updated with every step's N observations) and of the
+     * discounted returns, saved in the checkpoint; eval, the runtime and the ONNX export apply
+     * the observations' (frozen). Episode returns in the metrics stay the env's own. MLP
+     * policies over float observations only. */
+    int norm_obs;
+    int norm_reward;
 } cudarl_ppo_config;
 
 /* Fills `cfg` with cudarl's tuned defaults for `env_id` (CartPole-v1 if NULL). */
@@ -433,6 +441,12 @@ void cudarl_ppo_config_for_device(cudarl_ppo_config *cfg, cudarl_device_kind kin
  * over on a shared one, where OpenMP's workers spin for cores the env threads need). A NULL
  * policy keeps cfg->policy; "mlp" changes nothing else. */
 void cudarl_ppo_config_for_policy(cudarl_ppo_config *cfg, const char *policy);
+/* Sets cfg->env_id to `env_id` (NULL keeps it) and, for an env with continuous actions (its def's
+ * action_dim > 0), CleanRL ppo_continuous_action.py's defaults over what the calls above set:
+ * lr 3e-4 annealed, 32 minibatches, 10 epochs, ent-coef 0, gamma 0.99, GAE 0.95, a batch of
+ * 2048 (16 envs x 128 steps instead of its 1 x 2048, so that env threads have work), 1M steps,
+ * observations and rewards normalized. Discrete envs: only the id changes. */
+void cudarl_ppo_config_for_env(cudarl_ppo_config *cfg, const char *env_id);
 /* Checks every field; the message names the field and the accepted range. */
 cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *cfg);
 
@@ -650,7 +664,11 @@ cudarl_status cudarl_policy_load(const char *checkpoint, const cudarl_policy_opt
                                  cudarl_policy **out);
 
 /* The greedy actions of n observations: actions[i] = argmax of the actor's logits (PPO) or of
- * the Q-values (DQN) of row i, as cudarl eval plays them. obs (n, obs_dim) of `dtype`, which must
+ * the Q-values (DQN) of row i, as cudarl eval plays them: int32 (n). A Gaussian policy (PPO on
+ * an env of continuous actions: cudarl_policy_info.action_dim > 0) writes its mean action
+ * clipped into the env's box instead, float (n, action_dim), and its logits are the means.
+ * A checkpoint trained with --norm-obs normalizes the observations by its frozen statistics
+ * first, as in training. obs (n, obs_dim) of `dtype`, which must
  * be what the policy was trained on (cudarl_policy_get_info): float32 features, or uint8 for an
  * env whose observations are uint8, converted as in training: cast value for value where the
  * checkpoint says so (obs_input metadata: MinAtar's 0/1 channels), else scaled by 1/255 (pixels).
@@ -666,7 +684,7 @@ cudarl_status cudarl_policy_load(const char *checkpoint, const cudarl_policy_opt
  * Each successful call's duration (CLOCK_MONOTONIC, entry to return) goes to the latency ring;
  * refused calls are not counted. */
 cudarl_status cudarl_policy_act(cudarl_policy *policy, const void *obs, cudarl_obs_dtype dtype,
-                                int n, int32_t *actions, float *values, float *logits);
+                                int n, void *actions, float *values, float *logits);
 
 /* A buffer of the policy's own for observations, so that act() need not copy them: *buffer
  * (host memory, pinned; on an integrated GPU mapped, so the graphs read it in place) holds
@@ -696,6 +714,9 @@ typedef struct cudarl_policy_info {
     cudarl_precision precision;   /* what it computes in */
     size_t context_bytes;         /* device memory of the policy's own context beside
                                      device_bytes: cuBLAS workspace and scratch (0 on the CPU) */
+    int action_dim;               /* a Gaussian policy's floats per action (num_actions = the
+                                     same); 0: discrete actions */
+    float action_low[CUDARL_ACTION_DIM_MAX], action_high[CUDARL_ACTION_DIM_MAX]; /* its box */
 } cudarl_policy_info;
 
 /* Fills *info (host) for `policy`; all zeros for NULL. */

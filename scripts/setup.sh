@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what cudarl needs to build and test on Debian/Ubuntu: a C compiler, CMake, cJSON,
-# clang with OpenMP for the fuzz harnesses, Python with gymnasium, safetensors and numpy.
+# clang with OpenMP for the fuzz harnesses, Python with gymnasium, safetensors and numpy, and
+# MuJoCo (its pip wheel: the library and headers the MuJoCo tasks build on, and, with imageio,
+# Gymnasium's MuJoCo envs that their test compares with).
 # Idempotent; quiet when everything is there.
 set -euo pipefail
 
@@ -23,10 +25,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if [ "${CUDARL_SKIP_PYTHON:-0}" != 1 ] &&
-   ! python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime' 2>/dev/null; then
-  echo "setup: installing gymnasium safetensors numpy tensorboard minatar onnx onnxruntime (pip)" >&2
+   ! python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime, mujoco, imageio' 2>/dev/null; then
+  echo "setup: installing gymnasium safetensors numpy tensorboard minatar onnx onnxruntime mujoco imageio (pip)" >&2
   python3 -m pip install -q gymnasium safetensors numpy tensorboard minatar==1.0.15 onnx \
-    onnxruntime 2>&1 |
+    onnxruntime mujoco imageio 2>&1 |
     grep -v -i "warning" >&2 || true
-  python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime'
+  python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime, mujoco, imageio'
 fi

@@ -39,6 +39,8 @@ static const arg_spec train_specs[] = {
     {"max-grad-norm", ARG_F64, CFG(max_grad_norm), 0, LIB_RANGE, "global gradient norm clip"},
     {"target-kl", ARG_F64, CFG(target_kl), 0, LIB_RANGE, "stop an update's epochs above this KL (0: off)"},
     {"hidden", ARG_INT, CFG(hidden), 0, LIB_RANGE, "hidden width of actor and critic MLPs"},
+    {"norm-obs", ARG_BOOL, CFG(norm_obs), 0, 0, 1, "normalize observations by running statistics (Gymnasium's NormalizeObservation, clip 10)"},
+    {"norm-reward", ARG_BOOL, CFG(norm_reward), 0, 0, 1, "normalize rewards by the running std of the discounted return (NormalizeReward, clip 10)"},
     {"policy", ARG_STR, CFG(policy), 16, 0, 0, "actor-critic: mlp, or for image envs minatar-cnn / nature-cnn"},
     {"separate-critic", ARG_BOOL, CFG(separate_critic), 0, 0, 1, "conv policies: the critic on a trunk of its own (twice the network's work), not a head on the actor's"},
     {"device", ARG_DEVICE, CFG(device), 0, 0, 0, "cpu, cuda or auto (GPU if present)"},
@@ -240,6 +242,15 @@ static const char *algo_of(int argc, char **argv) {
     return "ppo";
 }
 
+/* Whether the run's env (the checkpoint's, when resuming) has continuous actions. */
+static int continuous_env(const train_opts *o) {
+    cudarl_ppo_config saved;
+    const char *id = o->cfg.env_id;
+    if (o->resume[0] && cudarl_ppo_config_load(o->resume, &saved) == CUDARL_OK) id = saved.env_id;
+    const cudarl_env_def *d = cudarl_env_find(id);
+    return d && d->action_dim > 0;
+}
+
 int cmd_train(int argc, char **argv) {
     if (!strcmp(algo_of(argc, argv), "dqn")) return train_dqn(argc, argv);
     train_opts o;
@@ -255,6 +266,10 @@ int cmd_train(int argc, char **argv) {
         printf("With --policy minatar-cnn or nature-cnn (any device) they are CleanRL "
                "ppo_atari.py's instead:\nnum-envs 8, num-steps 128, learning-rate 0.00025, "
                "clip-coef 0.1, ent-coef 0.01,\ntotal-timesteps 10000000.\n");
+        printf("With an env of continuous actions (Pendulum-v1, the MuJoCo robots) they are "
+               "CleanRL\nppo_continuous_action.py's: learning-rate 0.0003, num-minibatches 32, "
+               "update-epochs 10,\nent-coef 0, num-envs 16 x num-steps 128 (its batch of 2048), "
+               "total-timesteps 1000000,\nnorm-obs 1, norm-reward 1.\n");
         return 0;
     }
     arg_result r;
@@ -268,14 +283,23 @@ int cmd_train(int argc, char **argv) {
     cudarl_ctx *ctx;
     /* the run's context on the actor's GPU (flags are parsed over the defaults: -1 is unset) */
     const int actor = o.cfg.actor_device > 0 ? o.cfg.actor_device : 0;
-    if (cudarl_ctx_init(&ctx, o.cfg.device, actor) != CUDARL_OK) return cmd_fail("no device");
+    cudarl_device_kind device = o.cfg.device;
+    if (device == CUDARL_DEVICE_AUTO && continuous_env(&o)) {
+        fprintf(stderr, "cudarl: continuous actions train on the CPU unless --device cuda: their "
+                        "GPU path is not yet checked on a GPU\n");
+        device = CUDARL_DEVICE_CPU;
+    }
+    if (cudarl_ctx_init(&ctx, device, actor) != CUDARL_OK) return cmd_fail("no device");
     if (!o.resume[0]) {
         /* the device's batch shape, then the user's flags over it */
-        char policy[sizeof o.cfg.policy]; /* --policy picks a preset too */
+        char policy[sizeof o.cfg.policy]; /* --policy and --env-id pick presets too */
+        char env_id[sizeof o.cfg.env_id];
         memcpy(policy, o.cfg.policy, sizeof policy);
+        memcpy(env_id, o.cfg.env_id, sizeof env_id);
         cudarl_ppo_config_default(&o.cfg, NULL);
         cudarl_ppo_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));
         cudarl_ppo_config_for_policy(&o.cfg, policy);
+        cudarl_ppo_config_for_env(&o.cfg, env_id);
         args_parse(train_specs, N_TRAIN_SPECS, &o, argc, argv, "train", CUDARL_FLAGS_PPO, 0,
                    &r);
     } else {

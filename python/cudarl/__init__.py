@@ -47,7 +47,10 @@ class Policy:
         self._dtype_code = inf.obs_dtype
         self._np_dtype = np.dtype(self._dtype)
         # act()'s outputs, written by the C call and copied out: actions, values, logits
-        self._out = (np.empty(inf.max_batch, np.int32), np.empty(inf.max_batch, np.float32),
+        # a Gaussian policy's actions are float (n, action_dim): its mean in the env's box
+        acts = (np.empty((inf.max_batch, inf.action_dim), np.float32) if inf.action_dim
+                else np.empty(inf.max_batch, np.int32))
+        self._out = (acts, np.empty(inf.max_batch, np.float32),
                      np.empty((inf.max_batch, inf.num_actions), np.float32))
         self._out_p = tuple(ctypes.c_void_p(o.ctypes.data) for o in self._out)
 
@@ -86,13 +89,18 @@ class Policy:
                 "has_values": bool(i.has_values), "device": _DEVICE_NAMES[i.device],
                 "device_index": i.device_index, "max_batch": i.max_batch,
                 "network": i.network.decode(), "precision": _lib.PRECISIONS[i.precision],
-                "host_bytes": i.host_bytes, "device_bytes": i.device_bytes}
+                "host_bytes": i.host_bytes, "device_bytes": i.device_bytes,
+                "action_dim": i.action_dim,
+                "action_low": [i.action_low[k] for k in range(i.action_dim)],
+                "action_high": [i.action_high[k] for k in range(i.action_dim)]}
 
     def act(self, obs, values=False, logits=False):
         """The greedy actions of `obs`: a numpy array (n, obs_dim), or (obs_dim,) for one row,
         of the policy's dtype (float32 features, uint8 pixels). Returns int32 actions (n,) (one
         int32 for one row), and with values=True / logits=True a tuple (actions, values (n,),
-        logits (n, actions))."""
+        logits (n, actions)). A Gaussian policy (info["action_dim"] > 0) returns its mean action
+        clipped into the env's box, float32 (n, action_dim) (one row: (action_dim,)), and its
+        logits are the unclipped means."""
         a = obs
         if type(a) is not np.ndarray and hasattr(a, "__dlpack__"):
             with _dlpack.View(a) as v:
@@ -138,6 +146,8 @@ class Policy:
                                self._out_p[2] if logits else None))
         if one:
             act = self._out[0][0]
+            if self._info.action_dim:
+                act = act.copy()
             if not values and not logits:
                 return act
             out = (act,) + ((self._out[1][0],) if values else ())

@@ -41,7 +41,8 @@ class PolicyInfo(ctypes.Structure):
                 ("max_batch", c_int), ("graph_batches", c_int), ("host_bytes", c_size_t),
                 ("device_bytes", c_size_t), ("pinned_bytes", c_size_t),
                 ("network", ctypes.c_char * 32), ("precision", c_int),
-                ("context_bytes", c_size_t)]
+                ("context_bytes", c_size_t), ("action_dim", c_int),
+                ("action_low", ctypes.c_float * 32), ("action_high", ctypes.c_float * 32)]
 
 
 class LatencyStats(ctypes.Structure):
@@ -133,7 +134,8 @@ PPO_FIELDS = [
     ("actor_device", c_int, "int"), ("learner_device", c_int, "int"),
     ("checkpoint_every", c_int, "int"), ("quiet", c_int, "bool"), ("profile", c_int, "bool"),
     ("precision", c_int, "precision"), ("on_metrics", MetricsFn, None),
-    ("on_metrics_user", c_void_p, None),
+    ("on_metrics_user", c_void_p, None), ("norm_obs", c_int, "bool"),
+    ("norm_reward", c_int, "bool"),
 ]
 DQN_FIELDS = [
     ("env_id", ctypes.c_char * 64, "str"), ("run_name", ctypes.c_char * 128, "str"),
@@ -183,6 +185,8 @@ ppo_config_for_device = _proto("cudarl_ppo_config_for_device", None, ctypes.POIN
                                c_int)
 ppo_config_for_policy = _proto("cudarl_ppo_config_for_policy", None, ctypes.POINTER(PPOConfig),
                                c_char_p)
+ppo_config_for_env = _proto("cudarl_ppo_config_for_env", None, ctypes.POINTER(PPOConfig),
+                            c_char_p)
 ppo_config_validate = _proto("cudarl_ppo_config_validate", c_int, ctypes.POINTER(PPOConfig))
 ppo_config_load = _proto("cudarl_ppo_config_load", c_int, c_char_p, ctypes.POINTER(PPOConfig))
 ppo_train = _proto("cudarl_ppo_train", c_int, c_void_p, ctypes.POINTER(PPOConfig), c_char_p,

@@ -73,6 +73,24 @@ def make_vec(env, num_envs, vectorization):
                      "gymnasium.Env, or a gymnasium.vector.VectorEnv" % (env,))
 
 
+def has_box_actions(env):
+    """Whether env's actions are a Box (continuous): a vector env's single_action_space, or the
+    action_space of the env an id or a callable makes (made once here, then closed)."""
+    gymnasium = _gym()
+    space = getattr(env, "single_action_space", None)
+    if space is None:
+        try:  # an env that cannot be made is make_vec's to refuse, with its message
+            one = gymnasium.make(env[4:] if env.startswith("gym:") else env) \
+                if isinstance(env, str) else env()
+        except Exception:
+            return False
+        try:
+            space = one.action_space
+        finally:
+            one.close()
+    return isinstance(space, gymnasium.spaces.Box)
+
+
 class Adapter:
     """The vector env as a cudarl vector env: register() puts it in cudarl's registry under
     `cudarl_id` for the run; failure holds an exception raised by a step (the run is then asked
@@ -81,16 +99,26 @@ class Adapter:
     def __init__(self, vec, label):
         gymnasium = _gym()
         obs_space, act_space = vec.single_observation_space, vec.single_action_space
-        if not isinstance(act_space, gymnasium.spaces.Discrete) or act_space.start != 0:
+        box = isinstance(act_space, gymnasium.spaces.Box)
+        if box and (len(act_space.shape) != 1 or not 1 <= act_space.shape[0] <= 32 or
+                    not np.all(np.isfinite(act_space.low)) or
+                    not np.all(np.isfinite(act_space.high))):
+            raise ValueError("env %s: its action space is %s; cudarl takes a Box of 1 to 32 "
+                             "actions with finite bounds" % (label, act_space))
+        if not box and (not isinstance(act_space, gymnasium.spaces.Discrete) or
+                        act_space.start != 0):
             raise ValueError("env %s: its action space is %s; cudarl trains Discrete actions "
-                             "from 0 for now" % (label, act_space))
+                             "from 0 or a Box of floats" % (label, act_space))
         if not isinstance(obs_space, gymnasium.spaces.Box):
             raise ValueError("env %s: its observation space is %s; cudarl takes Box "
                              "observations" % (label, obs_space))
         self.vec = vec
         self.n = vec.num_envs
         self.obs_dim = int(np.prod(obs_space.shape))
-        self.num_actions = int(act_space.n)
+        self.action_dim = int(act_space.shape[0]) if box else 0
+        self.num_actions = 0 if box else int(act_space.n)
+        self.low = np.asarray(act_space.low, np.float32).reshape(-1) if box else None
+        self.high = np.asarray(act_space.high, np.float32).reshape(-1) if box else None
         spec = getattr(vec, "spec", None)
         threshold = getattr(spec, "reward_threshold", None) if spec is not None else None
         self.solved = float(threshold) if threshold is not None else 1e300
@@ -107,6 +135,9 @@ class Adapter:
         d.obs_shape[0], d.obs_shape[1], d.obs_shape[2] = self.obs_dim, 1, 1
         d.obs_dtype = 0
         d.num_actions = self.num_actions
+        d.action_dim = self.action_dim
+        for k in range(self.action_dim):
+            d.action_low[k], d.action_high[k] = float(self.low[k]), float(self.high[k])
         d.solved_return = self.solved if math.isfinite(self.solved) else 1e300
         d.vec_reset, d.vec_step = self._reset_fn, self._step_fn
         d.vec_num_envs = self.n
@@ -130,8 +161,17 @@ class Adapter:
 
     def _step(self, user, n, act_p, obs_p, rew_p, term_p, trunc_p, final_p):
         try:
-            actions = self._view(act_p, ctypes.c_int32, (n,)).astype(np.int64)
+            if self.action_dim:  # float (n, K), clipped into the box by cudarl
+                actions = self._view(act_p, ctypes.c_float, (n, self.action_dim)).copy()
+            else:
+                actions = self._view(act_p, ctypes.c_int32, (n,)).astype(np.int64)
             obs, rew, term, trunc, info = self.vec.step(actions)
+            if not (np.isfinite(obs).all() and np.isfinite(rew).all()):
+                bad = "observation" if not np.isfinite(obs).all() else "reward"
+                raise ValueError("env %s returned a non-finite %s (NaN or inf) for the actions "
+                                 "%s; cudarl learns from finite numbers only: fix the env (or "
+                                 "wrap it to clip or replace them)" %
+                                 (self.cudarl_id[3:], bad, np.array2string(actions[:4])))
             self._view(obs_p, ctypes.c_float, (n, self.obs_dim))[:] = obs.reshape(n, -1)
             self._view(rew_p, ctypes.c_float, (n,))[:] = rew
             self._view(term_p, ctypes.c_uint8, (n,))[:] = term

@@ -166,11 +166,16 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
         if resume is not None:
             raise ValueError("resume= with a Gymnasium env: not supported yet; resume runs on "
                              "cudarl's own envs")
-        if algo == "ppo":
+        box = gym_env.has_box_actions(env)
+        # Discrete: CleanRL ppo.py's 4 envs; Box: ppo_continuous_action.py's one env of 2048
+        # steps (its other settings are cudarl's continuous preset, applied in C)
+        n = flags.get("num_envs", getattr(env, "num_envs", 1 if box else 4))
+        if algo == "ppo" and not box:
             for k, v in _PPO_PYTHON_ENV.items():
                 if k != "num_envs" or not hasattr(env, "num_envs"):
                     flags.setdefault(k, v)
-        n = flags.get("num_envs", getattr(env, "num_envs", 1))
+        if algo == "ppo" and box and isinstance(n, int) and n >= 1 and 2048 % n == 0:
+            flags.setdefault("num_steps", 2048 // n)
         vec, made = gym_env.make_vec(env, n, vectorization)
         label = (env[4:] if isinstance(env, str) and env.startswith("gym:") else
                  env if isinstance(env, str) else
@@ -198,8 +203,18 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
         if key in flags:
             _apply(probe, algo, {key: flags[key]})
     actor = max(getattr(probe, "actor_device", 0), 0)
+    device = probe.device
+    env_id = flags.get("env_id")
+    if resume is not None:
+        saved = _lib.PPOConfig()
+        if _lib.ppo_config_load(os.fsencode(resume), saved) == 0:
+            env_id = saved.env_id.decode()
+    found = _lib.env_find(env_id.encode()) if isinstance(env_id, str) else None
+    if device == _lib.DEVICES["auto"] and found and ctypes.cast(
+            found, ctypes.POINTER(_lib.EnvDef)).contents.action_dim > 0:
+        device = _lib.DEVICES["cpu"]  # continuous actions: their GPU path is not yet checked
     ctx = ctypes.c_void_p()
-    check(_lib.ctx_init(ctypes.byref(ctx), probe.device, actor))
+    check(_lib.ctx_init(ctypes.byref(ctx), device, actor))
     try:
         if resume is not None:
             bad = sorted(set(flags) - _RESUME_OVERRIDABLE)
@@ -216,6 +231,8 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
             _lib.ppo_config_for_device(cfg, _lib.ctx_kind(ctx))
             policy = flags.get("policy", "mlp")
             _lib.ppo_config_for_policy(cfg, policy.encode() if isinstance(policy, str) else b"")
+            env_id = flags.get("env_id")
+            _lib.ppo_config_for_env(cfg, env_id.encode() if isinstance(env_id, str) else None)
         else:
             _lib.dqn_config_default(cfg, None)
             _lib.dqn_config_for_device(cfg, _lib.ctx_kind(ctx))

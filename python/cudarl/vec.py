@@ -1,6 +1,6 @@
 """cudarl.make_vec: cudarl's own envs as a gymnasium.vector.VectorEnv for a learner of your own
 (torch, JAX, numpy). The batch is the C library's (cudarl_vec_*): on a GPU an env with a CUDA twin
-(CartPole-v1, Acrobot-v1, MountainCar-v0) steps in device memory, any other env on CPU threads.
+(CartPole-v1 and the classic-control envs) steps in device memory, any other env on CPU threads.
 Observations, rewards and flags come back as numpy arrays, or, with array="dlpack", as objects any
 DLPack consumer takes without a copy (torch.from_dlpack, jax.dlpack.from_dlpack): views of the
 batch's own buffers, which the next step overwrites (copy what must be kept).
@@ -44,9 +44,9 @@ def _gym():
 def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
     """A gymnasium.vector.VectorEnv of `num_envs` envs of cudarl's `env_id` ("CartPole-v1",
     "MinAtar/Breakout-v1", ...): device "cpu" (CPU threads; `threads`, 0: all cores) or "cuda"
-    (the env's CUDA twin where it has one: CartPole-v1, Acrobot-v1, MountainCar-v0; else CPU
-    threads with pinned buffers); discrete actions only for now;
-    array "numpy" (host copies) or "dlpack" (zero-copy views, device memory on the GPU)."""
+    (the env's CUDA twin where it has one: CartPole-v1 and the classic-control envs; else CPU
+    threads with pinned buffers); array "numpy" (host copies) or "dlpack" (zero-copy views,
+    device memory on the GPU)."""
     gymnasium = _gym()
 
     class CudarlVecEnv(gymnasium.vector.VectorEnv):
@@ -59,10 +59,6 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
                 raise ValueError("array=%r: use 'numpy' or 'dlpack'" % (array,))
             if not isinstance(num_envs, int) or isinstance(num_envs, bool):
                 raise ValueError("num_envs=%r must be an int, 1 .. 1048576" % (num_envs,))
-            found = _lib.env_find(str(env_id).encode())
-            if found and ctypes.cast(found, ctypes.POINTER(_lib.EnvDef)).contents.action_dim:
-                raise ValueError("make_vec: %s takes continuous actions, which make_vec does "
-                                 "not pass yet; step it from C (cudarl_vec_*)" % (env_id,))
             self._ctx, self._h = ctypes.c_void_p(), ctypes.c_void_p()
             check(_lib.ctx_init(ctypes.byref(self._ctx), _lib.DEVICES[device], 0))
             try:
@@ -78,7 +74,13 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
             self.num_envs = num_envs
             self.single_observation_space = gymnasium.spaces.Box(
                 0 if u8 else -np.inf, 255 if u8 else np.inf, shape, np.uint8 if u8 else np.float32)
-            self.single_action_space = gymnasium.spaces.Discrete(d.num_actions)
+            K = d.action_dim
+            self.single_action_space = (
+                gymnasium.spaces.Box(np.array(d.action_low[:K], np.float32),
+                                     np.array(d.action_high[:K], np.float32), (K,), np.float32)
+                if K else gymnasium.spaces.Discrete(d.num_actions))
+            act_shape, act_ct, act_dt = (((num_envs, K), ctypes.c_float, "float32") if K
+                                         else ((num_envs,), ctypes.c_int32, "int32"))
             self.observation_space = gymnasium.vector.utils.batch_space(
                 self.single_observation_space, num_envs)
             self.action_space = gymnasium.vector.utils.batch_space(
@@ -99,7 +101,7 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
                               "reward": view(b.reward, ctypes.c_float, (n,)),
                               "terminated": view(b.terminated, ctypes.c_uint8, (n,)),
                               "truncated": view(b.truncated, ctypes.c_uint8, (n,)),
-                              "actions": view(b.actions, ctypes.c_int32, (n,))}
+                              "actions": view(b.actions, act_ct, act_shape)}
             else:
                 self._host = None
             dev = b.device
@@ -109,7 +111,7 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
                         "reward": _DLPackArray(b.reward, (n,), "float32", dev, self),
                         "terminated": _DLPackArray(b.terminated, (n,), "bool", dev, self),
                         "truncated": _DLPackArray(b.truncated, (n,), "bool", dev, self),
-                        "actions": _DLPackArray(b.actions, (n,), "int32", dev, self)}
+                        "actions": _DLPackArray(b.actions, act_shape, act_dt, dev, self)}
 
         @property
         def actions_buffer(self):
@@ -144,9 +146,9 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
                     torch.from_dlpack(self._dl["actions"]).copy_(torch.as_tensor(actions))
             else:
                 a = np.asarray(actions)
-                if a.shape != (self.num_envs,):
-                    raise ValueError("actions has shape %s; give (%d,)" % (a.shape,
-                                                                           self.num_envs))
+                want = self._host["actions"].shape
+                if a.shape != want:
+                    raise ValueError("actions has shape %s; give %s" % (a.shape, want))
                 self._host["actions"][:] = a
             check(_lib.vec_step(self._h))
             info = {}

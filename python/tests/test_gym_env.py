@@ -57,9 +57,13 @@ def test_vector_env_modes(tmp_path):
         cudarl.train(env=same, device="cpu", runs_dir=str(tmp_path), num_envs=4)
 
 
+class MultiCorridor(Corridor):
+    action_space = gymnasium.spaces.MultiDiscrete([2, 2])
+
+
 def test_spaces_refused(tmp_path):
     with pytest.raises(ValueError, match="Discrete actions"):
-        cudarl.train(env="gym:Pendulum-v1", device="cpu", runs_dir=str(tmp_path))
+        cudarl.train(env=MultiCorridor, device="cpu", runs_dir=str(tmp_path))
     with pytest.raises(ValueError, match="neither a cudarl env"):
         cudarl.train(env="NoSuchEnv-v9", device="cpu", runs_dir=str(tmp_path))
 

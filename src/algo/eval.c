@@ -81,6 +81,7 @@ static void eval_batch(cudarl_ctx *ctx, const eval_policy *l, float *params, con
 
 /* The refusal of a checkpoint whose env `env` is not registered in this process. */
 static cudarl_status env_not_registered(const char *path, const char *env) {
+    CR_TRY(cr_env_check_built(env, "the checkpoint's env "));
     return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' names env '%s', which is not registered "
                    "in this process (cudarl info lists those that are); evaluate it in the program "
                    "that registers '%s' (cudarl_env_register), or check that the file is a "
@@ -92,8 +93,16 @@ static cudarl_status env_not_registered(const char *path, const char *env) {
  * actions, and uint8 input (obs_input) exactly for an env of uint8 observations. The policy
  * runtime reads a network from its file alone; this is where the env is known. */
 static cudarl_status check_mlp_env(const char *path, const cudarl_env_def *def, int obs_dim,
-                                   int num_actions, const char *obs_input) {
-    if (cr_env_def_obs_elems(def) != (size_t)obs_dim || def->num_actions != num_actions)
+                                   int num_actions, int action_dim, const char *obs_input) {
+    if (def->action_dim != action_dim)
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is for env '%s' with %s, but the "
+                       "registered '%s' has %s; load it in a process where '%s' is the env it "
+                       "was trained on", path, def->id, action_dim ? "continuous actions" :
+                       "discrete actions", def->id, def->action_dim ? "continuous actions" :
+                       "discrete actions", def->id);
+    if (action_dim) num_actions = 0; /* a Gaussian's outputs are its means, the def has none */
+    if (cr_env_def_obs_elems(def) != (size_t)obs_dim || def->num_actions != num_actions ||
+        (action_dim && action_dim != def->action_dim))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is for env '%s' with obs_dim %d and "
                        "%d actions, but the registered '%s' has %zu and %d; load it in a process "
                        "where '%s' is the env it was trained on", path, def->id, obs_dim,
@@ -143,7 +152,7 @@ static cudarl_status eval_policy_load(const char *path, eval_policy *e) {
     if (s == CUDARL_OK) s = cr_checkpoint_meta_int(f, path, "obs_dim", &obs_dim);
     if (s == CUDARL_OK) s = cr_checkpoint_meta_int(f, path, "num_actions", &num_actions);
     if (s == CUDARL_OK)
-        s = check_mlp_env(path, info->def, obs_dim, num_actions, cr_st_meta(f, "obs_input"));
+        s = check_mlp_env(path, info->def, obs_dim, num_actions, 0, cr_st_meta(f, "obs_input"));
     if (s == CUDARL_OK && e->is_dqn) {
         s = cr_checkpoint_meta_ll(f, path, "hidden1", &h1);
         if (s == CUDARL_OK) s = cr_checkpoint_meta_ll(f, path, "hidden2", &h2);
@@ -187,14 +196,14 @@ static cudarl_status eval_runtime(const char *path, cudarl_device_kind device,
     cudarl_status s =
         !def          ? env_not_registered(path, info.env_id)
         : net->is_conv ? check_conv_env(path, def, &net->cnn.spec)
-                       : check_mlp_env(path, def, net->obs_dim, net->num_actions,
+                       : check_mlp_env(path, def, net->obs_dim, net->num_actions, net->box.K,
                                        net->obs_dtype == CUDARL_OBS_U8 ? u8_input : NULL);
     const size_t ob = def ? cr_env_def_obs_bytes(def) : 0;
     uint8_t *obs = malloc((size_t)chunk * ob + 1), *fin = malloc((size_t)chunk * ob + 1);
     float *rew = malloc((size_t)chunk * sizeof(float));
     uint8_t *term = malloc((size_t)chunk), *trunc = malloc((size_t)chunk);
     uint8_t *live = malloc((size_t)chunk);
-    int32_t *act = malloc((size_t)chunk * sizeof(int32_t));
+    void *act = malloc((size_t)chunk * cr_policy_action_bytes(pol));
     if (s == CUDARL_OK && !(obs && fin && rew && term && trunc && live && act))
         s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for evaluation");
     for (int done = 0; s == CUDARL_OK && done < episodes; done += chunk) {
@@ -243,7 +252,10 @@ static cudarl_status eval_route(const char *path, int *conv, int *batch) {
     CR_TRY(cr_st_open(&f, path));
     const char *env = cr_st_meta(f, "env_id");
     *conv = cr_st_meta(f, CR_CONVNET_META_KEY) != NULL;
-    *batch = !*conv && !(env && !cr_env_find(env) && cr_env_def_find(env));
+    /* a Gaussian policy, or one that normalizes its observations, plays on the runtime */
+    const char *norm = cr_st_meta(f, "norm_obs");
+    *batch = !*conv && !(env && !cr_env_find(env) && cr_env_def_find(env)) &&
+             !cr_st_meta(f, "action_dim") && !(norm && strcmp(norm, "0"));
     cr_st_close(f);
     return CUDARL_OK;
 }

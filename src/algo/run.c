@@ -174,6 +174,7 @@ void cr_run_metrics_callback(cudarl_metrics_fn fn, void *user, int64_t step, int
 cudarl_status cr_run_find_env(const char *env_id, const cudarl_env_def **def) {
     *def = cr_env_def_find(env_id);
     if (*def) return CUDARL_OK;
+    CR_TRY(cr_env_check_built(env_id, "--env-id "));
     char list[512] = "";
     for (const char *const *n = cudarl_env_names(); *n; n++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "env/env.h"
+#include "env/mujoco/mujoco_env.h"
 
 /* The built-in envs and their twins (env.h's CR_ENV_* bits), one line each: an env's folder
  * defines its cudarl_env_def, and its line here declares and registers it, with the batch twin
@@ -78,12 +79,10 @@ int cr_env_check_state(const cudarl_env_def *def, const void *state, int32_t ela
     return 1;
 }
 
-/* Fills the next entry from a def already checked, and publishes it. The caller holds the lock
- * (or runs the one-time init). */
-static void registry_append(const cudarl_env_def *def, int caps,
-                            const cr_env_batch_twin *batch) {
-    int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
-    env_entry *e = &registry[n];
+/* Fills entry e from a def already checked: its copy of the def and the info derived from it,
+ * with the batch twin that runs it (NULL: none). */
+static void entry_fill(env_entry *e, const cudarl_env_def *def, int caps,
+                       const cr_env_batch_twin *batch) {
     e->def = *def;
     snprintf(e->id, sizeof e->id, "%s", def->id);
     e->def.id = e->id;
@@ -97,6 +96,15 @@ static void registry_append(const cudarl_env_def *def, int caps,
                             .caps = caps,
                             .action_dim = def->action_dim,
                             .batch = batch};
+}
+
+/* Fills the next entry from a def already checked, and publishes it. The caller holds the lock
+ * (or runs the one-time init). */
+static void registry_append(const cudarl_env_def *def, int caps,
+                            const cr_env_batch_twin *batch) {
+    int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
+    env_entry *e = &registry[n];
+    entry_fill(e, def, caps, batch);
     registry_names[n] = e->id;
     atomic_store_explicit(&registry_count, n + 1, memory_order_release);
 }
@@ -107,6 +115,10 @@ static void registry_init(void) {
         /* a line with CR_ENV_BATCH names its batch twin, and only such a line */
         CUDARL_ASSERT(!(builtins[i].caps & CR_ENV_BATCH) == !builtins[i].batch);
         registry_append(builtins[i].def, builtins[i].caps, builtins[i].batch);
+    }
+    for (const cudarl_env_def *const *d = cr_mujoco_defs; *d; d++) { /* those this build has */
+        CUDARL_ASSERT(cr_env_def_check(*d) == CUDARL_OK);
+        registry_append(*d, 0, NULL);
     }
 }
 
@@ -136,6 +148,13 @@ const cr_env_info *cr_env_info_find(const char *id) {
 const cudarl_env_def *cr_env_def_find(const char *id) {
     const env_entry *e = registry_lookup(id);
     return e ? &e->def : NULL;
+}
+
+cudarl_status cr_env_check_built(const char *id, const char *what) {
+    if (!id || !cr_mujoco_left_out(id) || cr_env_def_find(id)) return CUDARL_OK;
+    return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s'%s' needs MuJoCo, which this build of cudarl was "
+                   "made without: pip install mujoco gymnasium, then reconfigure with "
+                   "-DCUDARL_MUJOCO=ON and rebuild (docs/mujoco.md)", what, id);
 }
 
 const char *const *cudarl_env_names(void) {
@@ -280,10 +299,9 @@ cudarl_status cudarl_env_register(const cudarl_env_def *def) {
     pthread_mutex_lock(&registry_lock);
     int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
     env_entry *old = (env_entry *)registry_lookup(def->id); /* under the lock: ours to write */
-    if (old && old->def.vec_step && def->vec_step) { /* a vector env's id: replaced */
-        old->def = *def;
-        old->def.id = old->id;
-    } else if (old)
+    if (old && old->def.vec_step && def->vec_step) /* a vector env's id: replaced, info too */
+        entry_fill(old, def, old->info.caps, old->info.batch);
+    else if (old)
         s = cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_env_register: an env named '%s' is already "
                     "registered; give this one another id (e.g. a new version suffix, -v1)",
                     def->id);

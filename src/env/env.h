@@ -67,6 +67,11 @@ const cr_env_info *cr_env_info_find(const char *id);
 /* The registered env named `id` (built-in or added by cudarl_env_register), or NULL. The def
  * lives in the registry's static storage for the life of the process. */
 const cudarl_env_def *cr_env_def_find(const char *id);
+/* CUDARL_ERR_UNSUPPORTED when `id` names a built-in env that this build was made without (one
+ * of MuJoCo's tasks, without MuJoCo) and nothing registered it: the message, after `what`
+ * ("--env-id "), says how to build it in. CUDARL_OK otherwise, registered or not: a lookup that
+ * finds no env calls it before its own "unknown env" refusal. */
+cudarl_status cr_env_check_built(const char *id, const char *what);
 /* Checks every field of `def` as cudarl_env_register does (not the uniqueness of its id); the
  * message names the first bad field and the fix. */
 cudarl_status cr_env_def_check(const cudarl_env_def *def);

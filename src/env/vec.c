@@ -88,6 +88,7 @@ cudarl_status cudarl_vec_create(cudarl_ctx *ctx, const char *id, int num_envs, i
     CR_REQUIRE(ctx && out, "cudarl_vec_create: ctx and out must not be NULL");
     *out = NULL;
     const cr_env_info *info = id ? cr_env_info_find(id) : NULL;
+    CR_TRY(cr_env_check_built(id, "cudarl_vec_create: "));
     CR_REQUIRE(info, "cudarl_vec_create: no env '%.64s' is registered; `cudarl info` lists them",
                id ? id : "(null)");
     CR_REQUIRE(!info->def->vec_step, "cudarl_vec_create: '%s' is a vector env, which steps "

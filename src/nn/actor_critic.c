@@ -18,18 +18,41 @@ static void add_tensor(cr_ac_layout *l, int *k, const char *net, int layer, int 
     l->num_params += b->count;
 }
 
+static void layout_mlps(cr_ac_layout *l, int obs_dim, int hidden, int num_actions);
+
 void cr_ac_layout_init(cr_ac_layout *l, int obs_dim, int hidden, int num_actions) {
     memset(l, 0, sizeof *l);
+    layout_mlps(l, obs_dim, hidden, num_actions);
+}
+
+static void layout_mlps(cr_ac_layout *l, int obs_dim, int hidden, int num_actions) {
     l->obs_dim = obs_dim, l->hidden = hidden, l->num_actions = num_actions;
     int k = 0;
     const double s2 = sqrt(2.0);
     add_tensor(l, &k, "critic", 0, hidden, obs_dim, s2);
     add_tensor(l, &k, "critic", 2, hidden, hidden, s2);
     add_tensor(l, &k, "critic", 4, 1, hidden, 1.0);
-    add_tensor(l, &k, "actor", 0, hidden, obs_dim, s2);
-    add_tensor(l, &k, "actor", 2, hidden, hidden, s2);
-    add_tensor(l, &k, "actor", 4, num_actions, hidden, 0.01);
+    const char *actor = l->gaussian ? "actor_mean" : "actor";
+    add_tensor(l, &k, actor, 0, hidden, obs_dim, s2);
+    add_tensor(l, &k, actor, 2, hidden, hidden, s2);
+    add_tensor(l, &k, actor, 4, num_actions, hidden, 0.01);
     CUDARL_ASSERT(k == CR_AC_NUM_TENSORS);
+    l->num_tensors = k;
+}
+
+void cr_ac_layout_init_gaussian(cr_ac_layout *l, int obs_dim, int hidden, int action_dim) {
+    memset(l, 0, sizeof *l);
+    l->gaussian = 1;
+    layout_mlps(l, obs_dim, hidden, action_dim);
+    cr_param_tensor *t = &l->t[l->num_tensors++];
+    snprintf(t->name, sizeof t->name, "actor_logstd");
+    t->ndim = 2, t->shape[0] = 1, t->shape[1] = action_dim;
+    t->offset = l->num_params, t->count = (size_t)action_dim, t->init_gain = 0;
+    l->num_params += t->count;
+}
+
+float *cr_ac_logstd(const cr_ac_layout *l, float *buf) {
+    return l->gaussian ? buf + l->t[CR_AC_NUM_TENSORS].offset : NULL;
 }
 
 static cr_mlp_view view_at(const cr_ac_layout *l, float *buf, int first, int out) {
@@ -49,9 +72,9 @@ cr_mlp_view cr_ac_actor(const cr_ac_layout *l, float *buf) {
 }
 
 void cr_ac_init_params(const cr_ac_layout *l, float *params, cr_philox_state *rng) {
-    for (int i = 0; i < CR_AC_NUM_TENSORS; i++) {
+    for (int i = 0; i < l->num_tensors; i++) {
         const cr_param_tensor *t = &l->t[i];
-        if (t->ndim == 2)
+        if (t->init_gain != 0)
             cr_cpu_orthogonal_init(params + t->offset, t->shape[0], t->shape[1], t->init_gain, rng);
         else
             memset(params + t->offset, 0, t->count * sizeof(float));

@@ -131,6 +131,8 @@ struct cr_backend {
                               const float *value, const float *old_value, const float *returns,
                               const cr_ppo_loss_params *p, float *dmean, float *dlogstd,
                               float *dvalue, cr_ppo_stats_acc *acc, int B, int K);
+    /* cr_cpu_clip_box: the box passed by value (a captured graph keeps it) */
+    void (*clip_box)(cudarl_ctx *ctx, const float *x, const cr_action_box *box, float *y, int B);
     /* running normalization (cr_cpu_running_stats_update, cr_cpu_normalize_obs,
      * cr_cpu_normalize_reward), every array in backend memory */
     void (*running_stats_update)(cudarl_ctx *ctx, double *mean, double *var, double *count,

@@ -151,6 +151,12 @@ static void cpu_ppo_loss_gaussian(cudarl_ctx *ctx, const float *mean, const floa
     add_stats(acc, &s);
 }
 
+static void cpu_clip_box(cudarl_ctx *ctx, const float *x, const cr_action_box *box, float *y,
+                         int B) {
+    (void)ctx;
+    cr_cpu_clip_box(x, box, y, B);
+}
+
 static void cpu_running_stats_update(cudarl_ctx *ctx, double *mean, double *var, double *count,
                                      const float *x, int B, int D) {
     (void)ctx;
@@ -307,6 +313,7 @@ const cr_backend cr_backend_cpu = {
     .ppo_loss = cpu_ppo_loss,
     .gaussian_sample = cpu_gaussian_sample,
     .ppo_loss_gaussian = cpu_ppo_loss_gaussian,
+    .clip_box = cpu_clip_box,
     .running_stats_update = cpu_running_stats_update,
     .normalize_obs = cpu_normalize_obs,
     .normalize_reward = cpu_normalize_reward,

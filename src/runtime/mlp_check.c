@@ -9,7 +9,8 @@
 #include "runtime/mlp_check.h"
 
 /* The parameter tensors the file's own metadata describes: the PPO actor-critic (obs_dim,
- * hidden, num_actions) or the DQN Q-network (obs_dim, hidden1, hidden2, num_actions). */
+ * hidden, num_actions; with action_dim a Gaussian's: num_actions means and the log-std) or the
+ * DQN Q-network (obs_dim, hidden1, hidden2, num_actions). */
 static cudarl_status expected_tensors(const cr_st_file *f, const char *path, int dqn,
                                       cr_param_tensor *out, int *n, char *desc, size_t cap) {
     long long obs = 0, h1 = 0, h2 = 0, actions = 0;
@@ -30,9 +31,19 @@ static cudarl_status expected_tensors(const cr_st_file *f, const char *path, int
         *n = CR_QNET_NUM_TENSORS;
     } else {
         cr_ac_layout l;
-        cr_ac_layout_init(&l, (int)obs, (int)h1, (int)actions);
+        long long k = 0;
+        if (cr_st_meta(f, "action_dim")) {
+            CR_TRY(cr_checkpoint_meta_ll(f, path, "action_dim", &k));
+            if (k != actions || k > CUDARL_ACTION_DIM_MAX)
+                return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': action_dim %lld with "
+                               "num_actions %lld; a Gaussian policy's are equal and at most %d: "
+                               "the file is damaged", path, k, actions, CUDARL_ACTION_DIM_MAX);
+            cr_ac_layout_init_gaussian(&l, (int)obs, (int)h1, (int)k);
+        } else {
+            cr_ac_layout_init(&l, (int)obs, (int)h1, (int)actions);
+        }
         memcpy(out, l.t, sizeof l.t);
-        *n = CR_AC_NUM_TENSORS;
+        *n = l.num_tensors;
     }
     return CUDARL_OK;
 }
@@ -41,7 +52,7 @@ static cudarl_status expected_tensors(const cr_st_file *f, const char *path, int
  * one the file's own metadata describes: a transposed or resized weight must not load just
  * because its element count happens to fit. */
 static cudarl_status check_model_tensors(const cr_st_file *f, const char *path, int dqn) {
-    cr_param_tensor want_t[CR_AC_NUM_TENSORS];
+    cr_param_tensor want_t[CR_AC_MAX_TENSORS];
     int n = 0;
     char desc[128];
     CR_TRY(expected_tensors(f, path, dqn, want_t, &n, desc, sizeof desc));

@@ -3,6 +3,7 @@
  * written atomically. */
 #include "runtime/onnx_export.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,33 @@ typedef struct onnx_policy {
     cr_ac_layout ac;  /* PPO MLP: critic.* then actor.*, 6 tensors each */
     cr_qnet_layout q; /* DQN MLP: network.*, 6 tensors */
     cr_convnet cnn;   /* conv: the planned spec, checked against the file as cudarl eval does */
+    cr_action_box box; /* a Gaussian policy's (box.K floats per action), K 0 otherwise */
+    float *norm;      /* --norm-obs: the statistics as the graph's initializers, mean (obs_dim)
+                         then sqrt(var + 1e-8) (obs_dim) (malloc'd); NULL without */
 } onnx_policy;
+
+/* A Gaussian policy's box from the checkpoint, as the policy runtime reads it. */
+static cudarl_status box_and_norm_read(const cr_st_file *f, const char *path, onnx_policy *p) {
+    cudarl_policy_options o;
+    cudarl_policy_options_default(&o);
+    o.device = CUDARL_DEVICE_CPU;
+    cudarl_policy *pol;
+    CR_TRY(cudarl_policy_load(path, &o, &pol));
+    p->box = pol->net.box;
+    cudarl_status s = CUDARL_OK;
+    if (pol->net.norm_obs) {
+        const size_t D = (size_t)p->obs_dim;
+        p->norm = malloc(2 * D * sizeof(float));
+        if (!p->norm) s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
+        for (size_t d = 0; p->norm && d < D; d++) {
+            p->norm[d] = (float)pol->rms_host[d];
+            p->norm[D + d] = (float)sqrt(pol->rms_host[D + d] + 1e-8);
+        }
+    }
+    cudarl_policy_free(pol);
+    (void)f;
+    return s;
+}
 
 /* The MLP: tensors checked against the metadata (cr_checkpoint_check_format), and its
  * observations as the policy runtime reads them: uint8 where obs_input says they were cast
@@ -60,7 +87,12 @@ static cudarl_status mlp_read(const cr_st_file *f, const char *path, onnx_policy
                        CR_POLICY_U8_SCALED);
     p->u8_cast = in && !strcmp(in, CR_POLICY_U8_CAST);
     p->takes_u8 = in != NULL;
-    if (p->is_dqn) cr_qnet_layout_init(&p->q, p->obs_dim, p->h1, p->h2, p->num_actions);
+    if (p->is_dqn) {
+        cr_qnet_layout_init(&p->q, p->obs_dim, p->h1, p->h2, p->num_actions);
+        return CUDARL_OK;
+    }
+    CR_TRY(box_and_norm_read(f, path, p));
+    if (p->box.K > 0) cr_ac_layout_init_gaussian(&p->ac, p->obs_dim, p->h1, p->box.K);
     else cr_ac_layout_init(&p->ac, p->obs_dim, p->h1, p->num_actions);
     return CUDARL_OK;
 }
@@ -107,8 +139,8 @@ static cudarl_status policy_read(const cr_st_file *f, const char *path, onnx_pol
  * Initializers: the divisor and every tensor of a conv net. Attributes: at most 3 per Conv or
  * Gemm, 2 for ArgMax, 1 for Cast and Flatten. Names: 3 inputs and 1 output per node. Values:
  * the input and 3 outputs, of up to 4 dims. Overflow is a bug here. */
-enum { G_NODES = CR_CONVNET_MAX_LAYERS + 8, G_ATTRS = 3 * CR_CONVNET_MAX_LAYERS + 16,
-       G_NAMES = 4 * G_NODES, G_INITS = CR_CONVNET_MAX_TENSORS + 1, G_VALUES = 4, G_DIMS = 4,
+enum { G_NODES = CR_CONVNET_MAX_LAYERS + 13, G_ATTRS = 3 * CR_CONVNET_MAX_LAYERS + 16,
+       G_NAMES = 4 * G_NODES, G_INITS = CR_CONVNET_MAX_TENSORS + 8, G_VALUES = 5, G_DIMS = 4,
        G_META = 4, G_STRINGS = 8192 };
 
 /* Every message of one model, in one struct (no allocation but the packed bytes). Strings point
@@ -495,11 +527,21 @@ static const char *g_doc(onnx_graph *g, const cr_st_file *f, const onnx_policy *
                      "Input obs %s: %s. The greedy action is argmax(q_values)%s.", head,
                      p->obs_dim, p->h1, p->h2, p->num_actions, batch, p->num_actions, obs, input,
                      action);
+    const char *norm = p->norm ? " The observations are normalized first by the training run's "
+                                 "statistics ((obs - obs_rms.mean) / obs_rms.std, clipped to "
+                                 "+-10)." : "";
+    if (p->box.K > 0)
+        return g_str(g, "%s: CleanRL's ppo_continuous_action.py Agent, a tanh MLP %d-%d-%d-%d "
+                     "actor_mean giving action_mean [%s, %d], the Gaussian's mean (its "
+                     "state-independent log-std is not part of the graph), action [%s, %d] that "
+                     "mean clipped into the env's box (the deterministic policy), and a tanh MLP "
+                     "critic giving value [%s, 1]. Input obs %s: %s.%s", head, p->obs_dim, p->h1,
+                     p->h1, p->box.K, batch, p->box.K, batch, p->box.K, batch, obs, input, norm);
     return g_str(g, "%s: CleanRL's actor-critic, a tanh MLP %d-%d-%d-%d actor giving logits [%s, "
                  "%d] and a tanh MLP %d-%d-%d-1 critic giving value [%s, 1]. Input obs %s: %s. "
                  "The greedy action is argmax(logits)%s; sampling softmax(logits) gives the "
-                 "stochastic policy.", head, p->obs_dim, p->h1, p->h1, p->num_actions, batch,
-                 p->num_actions, p->obs_dim, p->h1, p->h1, batch, obs, input, action);
+                 "stochastic policy.%s", head, p->obs_dim, p->h1, p->h1, p->num_actions, batch,
+                 p->num_actions, p->obs_dim, p->h1, p->h1, batch, obs, input, action, norm);
 }
 
 /* The model around the graph: IR version, opset, producer, doc string and metadata. */
@@ -527,6 +569,43 @@ static void g_model(onnx_graph *g, const cr_st_file *f, const onnx_policy *p,
     g->model.graph = &g->graph;
 }
 
+/* --norm-obs baked in: (x - mean) / sqrt(var + 1e-8), clipped to [-10, 10], as the training run
+ * and the policy runtime normalize. Returns the normalized observations' name. */
+static const char *g_normalize(onnx_graph *g, const onnx_policy *p, const char *x) {
+    const int D = p->obs_dim;
+    g_init_tensor(g, "obs_rms.mean", 1, &D, p->norm, (size_t)D * sizeof(float));
+    g_init_tensor(g, "obs_rms.std", 1, &D, p->norm + D, (size_t)D * sizeof(float));
+    g_init_scalar(g, "obs_rms.clip_lo", -10.0f);
+    g_init_scalar(g, "obs_rms.clip_hi", 10.0f);
+    g_node(g, "Sub", "obs_rms.sub", "obs.centered", 2, (const char *const[]){x, "obs_rms.mean"});
+    g_node(g, "Div", "obs_rms.div", "obs.whitened", 2,
+           (const char *const[]){"obs.centered", "obs_rms.std"});
+    g_node(g, "Clip", "obs_rms.clip", "obs.normalized", 3,
+           (const char *const[]){"obs.whitened", "obs_rms.clip_lo", "obs_rms.clip_hi"});
+    return "obs.normalized";
+}
+
+/* A Gaussian policy (ppo_continuous_action.py's Agent): actor_mean giving action_mean [batch, K],
+ * its deterministic action clipped into the env's box (Max then Min against the bounds) as
+ * `action`, and the critic's value. */
+static cudarl_status gaussian_build(onnx_graph *g, const cr_st_file *f, const onnx_policy *p,
+                                    const cudarl_onnx_options *opt, const char *x) {
+    const int K = p->box.K;
+    CR_TRY(g_mlp(g, f, p->ac.t + 6, "actor_mean", "Tanh", x, CR_ONNX_MEAN));
+    CR_TRY(g_mlp(g, f, p->ac.t, "critic", "Tanh", x, CR_ONNX_VALUE));
+    g_init_tensor(g, "action.low", 1, &K, p->box.lo, (size_t)K * sizeof(float));
+    g_init_tensor(g, "action.high", 1, &K, p->box.hi, (size_t)K * sizeof(float));
+    g_node(g, "Max", "action.max", "action.above_low", 2,
+           (const char *const[]){CR_ONNX_MEAN, "action.low"});
+    g_node(g, "Min", "action.min", CR_ONNX_ACTION, 2,
+           (const char *const[]){"action.above_low", "action.high"});
+    g_output(g, CR_ONNX_ACTION, opt->batch, K);
+    g_output(g, CR_ONNX_MEAN, opt->batch, K);
+    g_output(g, CR_ONNX_VALUE, opt->batch, 1);
+    g_model(g, f, p, opt);
+    return CUDARL_OK;
+}
+
 /* Builds every message of the policy's model into *g. */
 static cudarl_status graph_build(onnx_graph *g, const cr_st_file *f, const onnx_policy *p,
                                  const cudarl_onnx_options *opt) {
@@ -537,6 +616,8 @@ static cudarl_status graph_build(onnx_graph *g, const cr_st_file *f, const onnx_
     g->graph.input = g->inputs, g->graph.output = g->outputs;
     g->graph.name = (char *)(p->is_dqn ? "cudarl_dqn_policy" : "cudarl_ppo_policy");
     const char *x = g_input(g, p, opt);
+    if (p->norm) x = g_normalize(g, p, x);
+    if (p->box.K > 0) return gaussian_build(g, f, p, opt, x);
     if (p->is_conv) CR_TRY(g_convnet(g, f, &p->cnn, x, p->no_value));
     else if (p->is_dqn) CR_TRY(g_mlp(g, f, p->q.t, "network", "Relu", x, CR_ONNX_Q_VALUES));
     else {
@@ -586,6 +667,7 @@ cudarl_status cr_onnx_model_pack(const char *checkpoint, const cudarl_onnx_optio
     CR_TRY(cr_st_open(&f, checkpoint));
     onnx_policy p;
     onnx_graph g;
+    p.norm = NULL;
     cudarl_status s = policy_read(f, checkpoint, &p);
     if (s == CUDARL_OK) s = graph_build(&g, f, &p, opt);
     if (s == CUDARL_OK) {
@@ -602,6 +684,7 @@ cudarl_status cr_onnx_model_pack(const char *checkpoint, const cudarl_onnx_optio
         }
     }
     cr_st_close(f); /* the initializers point into it: only after packing */
+    free(p.norm);
     return s;
 }
 

@@ -51,6 +51,7 @@
 #define CR_ONNX_VALUE "value"
 #define CR_ONNX_Q_VALUES "q_values"
 #define CR_ONNX_ACTION "action"
+#define CR_ONNX_MEAN "action_mean" /* a Gaussian policy's unclipped mean */
 #define CR_ONNX_BATCH_PARAM "batch" /* the symbolic dim of a dynamic batch */
 
 /* Serialises the ONNX model of the policy in `checkpoint` (checked as cudarl eval checks it)

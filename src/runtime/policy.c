@@ -64,6 +64,45 @@ static cudarl_status obs_kind(const cr_st_file *f, const char *path, cr_policy_n
     return CUDARL_OK;
 }
 
+/* One comma-separated list of k floats of metadata `key` into v. */
+static cudarl_status floats_read(const cr_st_file *f, const char *path, const char *key, int k,
+                                 float *v) {
+    const char *s = cr_st_meta(f, key);
+    if (!s)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' has action_dim but no \"%s\"; the "
+                       "file is damaged: use a model.safetensors written by cudarl train", path,
+                       key);
+    for (int i = 0; i < k; i++) {
+        char *end;
+        double x = strtod(s, &end);
+        if (end == s || !isfinite(x) || (i < k - 1 ? *end != ',' : *end != 0))
+            return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': metadata \"%s\" is not %d "
+                           "comma-separated numbers; the file is damaged", path, key, k);
+        v[i] = (float)x;
+        s = end + (*end == ',');
+    }
+    return CUDARL_OK;
+}
+
+/* A Gaussian policy's box (metadata action_dim, action_low, action_high); K 0 without. */
+static cudarl_status box_read(const cr_st_file *f, const char *path, cr_policy_net *net) {
+    if (!cr_st_meta(f, "action_dim")) return CUDARL_OK;
+    int k = 0;
+    CR_TRY(cr_checkpoint_meta_int(f, path, "action_dim", &k));
+    if (k < 1 || k > CR_GAUSSIAN_MAX_K || k != net->num_actions)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': action_dim %d with num_actions %d; a "
+                       "Gaussian policy's are equal, 1 .. %d: the file is damaged", path, k,
+                       net->num_actions, CR_GAUSSIAN_MAX_K);
+    net->box.K = k;
+    CR_TRY(floats_read(f, path, "action_low", k, net->box.lo));
+    CR_TRY(floats_read(f, path, "action_high", k, net->box.hi));
+    for (int i = 0; i < k; i++)
+        if (!(net->box.lo[i] < net->box.hi[i]))
+            return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s': action box [%g, %g] of dim %d is "
+                           "empty; the file is damaged", path, net->box.lo[i], net->box.hi[i], i);
+    return CUDARL_OK;
+}
+
 /* The MLP and its observations. */
 static cudarl_status mlp_read(const cr_st_file *f, const char *path, cr_policy_net *net) {
     int h1 = 0, h2 = 0;
@@ -78,9 +117,12 @@ static cudarl_status mlp_read(const cr_st_file *f, const char *path, cr_policy_n
         net->t = net->q.t, net->ntensors = CR_QNET_NUM_TENSORS;
         net->num_params = net->q.num_params, net->widest = cr_qnet_widest(&net->q);
     } else {
-        cr_ac_layout_init(&net->ac, net->obs_dim, h1, net->num_actions);
-        net->t = net->ac.t, net->ntensors = CR_AC_NUM_TENSORS;
+        CR_TRY(box_read(f, path, net));
+        if (net->box.K > 0) cr_ac_layout_init_gaussian(&net->ac, net->obs_dim, h1, net->box.K);
+        else cr_ac_layout_init(&net->ac, net->obs_dim, h1, net->num_actions);
+        net->t = net->ac.t, net->ntensors = net->ac.num_tensors;
         net->num_params = net->ac.num_params, net->widest = h1;
+        net->norm_obs = cr_st_meta(f, "norm_obs") && strcmp(cr_st_meta(f, "norm_obs"), "0");
     }
     return CUDARL_OK;
 }
@@ -259,7 +301,15 @@ static cudarl_status ctx_open(const cudarl_policy_options *o, const cr_policy_ne
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_policy_load: precision %s runs on CUDA "
                        "only (%s): load '%s' with precision FP32 on the CPU", prec,
                        gpu_only_why(o->precision), path);
-    CR_TRY(cudarl_ctx_init(out, o->device, o->device_index));
+    cudarl_device_kind device = o->device;
+    if (device == CUDARL_DEVICE_AUTO && !gpu_only && (net->box.K > 0 || net->norm_obs)) {
+        /* its GPU tests (clip_box, the graph with normalization) have not run on a GPU yet */
+        CR_INFO("policy: '%s' (%s) runs on the CPU unless loaded with device CUDA, whose path "
+                "for it is not yet checked on a GPU", path,
+                net->box.K > 0 ? "a Gaussian policy" : "normalized observations");
+        device = CUDARL_DEVICE_CPU;
+    }
+    CR_TRY(cudarl_ctx_init(out, device, o->device_index));
     const char *why = backend_lacks(*out, net);
     if (gpu_only && !why && (*out)->kind == CUDARL_DEVICE_CPU)
         why = "no usable GPU was found";
@@ -280,20 +330,26 @@ static cudarl_status ctx_open(const cudarl_policy_options *o, const cr_policy_ne
 
 /* ---- the plan ---------------------------------------------------------------------------- */
 
-enum { H_SELF, H_RING, H_PARAMS, H_COUNT };
-enum { B_PARAMS, B_OBS_U8, B_OBS, B_CACHE, B_WORKSPACE, B_WEIGHTS, B_OUT, B_COUNT };
+enum { H_SELF, H_RING, H_PARAMS, H_RMS, H_COUNT };
+enum { B_PARAMS, B_OBS_U8, B_OBS, B_CACHE, B_WORKSPACE, B_WEIGHTS, B_OUT, B_RMS, B_COUNT };
 
 size_t cr_policy_out_bytes(const cudarl_policy *p, int rows) {
-    return (size_t)rows * (sizeof(int32_t) + sizeof(float) +
+    return (size_t)rows * (cr_policy_action_bytes(p) + sizeof(float) +
                            (size_t)p->net.num_actions * sizeof(float));
 }
 
 void cr_policy_out_layout(const cudarl_policy *p, void *base, int rows, int32_t **actions,
                           float **values, float **logits) {
     unsigned char *b = base;
+    const size_t ab = cr_policy_action_bytes(p);
     *actions = (int32_t *)b;
-    *values = (float *)(b + (size_t)rows * sizeof(int32_t));
-    *logits = (float *)(b + (size_t)rows * (sizeof(int32_t) + sizeof(float)));
+    *values = (float *)(b + (size_t)rows * ab);
+    *logits = (float *)(b + (size_t)rows * (ab + sizeof(float)));
+}
+
+/* Bytes of the observation statistics (obs_rms mean and var, doubles), 0 without. */
+static size_t rms_bytes(const cr_policy_net *n) {
+    return n->norm_obs ? 2 * (size_t)n->obs_dim * sizeof(double) : 0;
 }
 
 /* Whether the policy runs its conv net's half-precision forward (BF16, FP16 on CUDA). */
@@ -352,6 +408,7 @@ static void plan_backend(cr_plan *pl, const cudarl_policy *p, int on_device, int
     idx[B_WORKSPACE] = cr_plan_add(pl, "workspace", workspace);
     idx[B_WEIGHTS] = cr_plan_add(pl, "weights (converted)", weights);
     idx[B_OUT] = cr_plan_add(pl, "out", cr_policy_out_bytes(p, p->rows));
+    idx[B_RMS] = cr_plan_add(pl, "obs_rms", on_device ? rms_bytes(n) : 0);
 }
 
 static void point_backend(cudarl_policy *p, const cr_arena *a, int on_device,
@@ -364,6 +421,7 @@ static void point_backend(cudarl_policy *p, const cr_arena *a, int on_device,
     p->obs = a->plan.sizes[idx[B_OBS]] ? cr_arena_get(a, idx[B_OBS]) : NULL;
     void *cache = cr_arena_get(a, idx[B_CACHE]);
     p->out = cr_arena_get(a, idx[B_OUT]);
+    p->rms = !n->norm_obs ? NULL : on_device ? cr_arena_get(a, idx[B_RMS]) : p->rms_host;
     if (!n->is_conv) {
         p->cache = cr_mlp_cache_carve(cache, p->rows, n->widest);
         return;
@@ -403,6 +461,7 @@ static cudarl_status policy_alloc(cudarl_ctx *ctx, const cr_policy_net *net,
     cr_plan_add(&pl, "policy", sizeof(cudarl_policy));
     cr_plan_add(&pl, "latency ring", (size_t)CUDARL_LATENCY_WINDOW * sizeof(uint32_t));
     cr_plan_add(&pl, "params (host)", net->num_params * sizeof(float));
+    cr_plan_add(&pl, "obs_rms (host)", rms_bytes(net));
     if (on_cpu) plan_backend(&pl, &tmp, 0, idx);
     cr_arena a;
     CR_TRY(cr_arena_alloc(&a, &pl, CR_MEM_HOST));
@@ -414,6 +473,7 @@ static cudarl_status policy_alloc(cudarl_ctx *ctx, const cr_policy_net *net,
     p->opt = *o;
     p->ring_ns = cr_arena_get(&a, H_RING);
     p->params_host = cr_arena_get(&a, H_PARAMS);
+    p->rms_host = net->norm_obs ? cr_arena_get(&a, H_RMS) : NULL;
     p->obs_row_bytes = (size_t)net->obs_dim * (net->obs_dtype == CUDARL_OBS_U8 ? 1 : sizeof(float));
     p->deadline_ns = (uint64_t)llround(o->deadline_us * 1e3);
     if (on_cpu) point_backend(p, &a, 0, idx);
@@ -428,6 +488,22 @@ static cudarl_status params_read(const cr_st_file *f, cudarl_policy *p) {
         size_t at = n->is_conv ? n->cnn.t[i].offset : n->t[i].offset;
         size_t count = n->is_conv ? n->cnn.t[i].count : n->t[i].count;
         CR_TRY(cr_st_read_f32(f, name, p->params_host + at, count));
+    }
+    if (!n->norm_obs) return CUDARL_OK;
+    static const char *const rms[2] = {"obs_rms.mean", "obs_rms.var"};
+    for (int k = 0; k < 2; k++) {
+        cr_st_tensor t;
+        CR_TRY(cr_st_find(f, rms[k], &t));
+        double *dst = p->rms_host + (size_t)k * (size_t)n->obs_dim;
+        if (t.dtype != CR_ST_F64 || t.nbytes != (size_t)n->obs_dim * sizeof(double))
+            return cr_fail(CUDARL_ERR_FORMAT, "checkpoint: tensor '%s' is %s with %zu bytes, "
+                           "expected F64 of %d elements (obs_dim); the file is damaged", rms[k],
+                           cr_st_dtype_name(t.dtype), t.nbytes, n->obs_dim);
+        memcpy(dst, t.data, t.nbytes);
+        for (int d = 0; d < n->obs_dim; d++)
+            if (!isfinite(dst[d]) || (k == 1 && dst[d] < 0))
+                return cr_fail(CUDARL_ERR_FORMAT, "checkpoint: element %d of '%s' is %g; the "
+                               "file is damaged", d, rms[k], dst[d]);
     }
     return CUDARL_OK;
 }
@@ -479,6 +555,7 @@ static cudarl_status cuda_net_init(cudarl_policy *p) {
  * buffer freed before returning) so that no float copy is ever on the device. */
 static cudarl_status weights_upload(cudarl_policy *p, void *converted) {
     cudarl_ctx *ctx = p->ctx;
+    if (p->rms) ctx->ops->copy_from_host(ctx, p->rms, p->rms_host, rms_bytes(&p->net));
     if (!runs_half(p, 1)) {
         ctx->ops->copy_from_host(ctx, p->params, p->params_host,
                                  p->net.num_params * sizeof(float));
@@ -626,6 +703,9 @@ void cudarl_policy_get_info(const cudarl_policy *p, cudarl_policy_info *info) {
     info->pinned_bytes = p->cuda.pinned_bytes;
     snprintf(info->network, sizeof info->network, "%s", p->net.name);
     info->precision = p->opt.precision;
+    info->action_dim = p->net.box.K;
+    for (int k = 0; k < p->net.box.K; k++)
+        info->action_low[k] = p->net.box.lo[k], info->action_high[k] = p->net.box.hi[k];
 #ifdef CUDARL_WITH_CUDA
     if (p->ctx->kind == CUDARL_DEVICE_CUDA) info->context_bytes = cr_policy_cuda_context_bytes(p);
 #endif
@@ -662,9 +742,17 @@ void cr_policy_forward(cudarl_policy *p, const void *x, int rows, int with_value
         ctx->ops->categorical_argmax(ctx, logits, actions, rows, n->num_actions);
         return;
     }
+    if (n->norm_obs) { /* the training run's --norm-obs, its statistics frozen */
+        ctx->ops->normalize_obs(ctx, p->rms, p->rms + n->obs_dim, x, p->obs, rows, n->obs_dim,
+                                10.0f);
+        x = p->obs;
+    }
     cr_mlp_view m = n->is_dqn ? cr_qnet_view(&n->q, p->params) : cr_ac_actor(&n->ac, p->params);
     cr_mlp_forward(ctx, &m, x, logits, &p->cache, rows);
-    ctx->ops->categorical_argmax(ctx, logits, actions, rows, n->num_actions);
+    if (n->box.K > 0) /* the Gaussian's mean, in its box */
+        ctx->ops->clip_box(ctx, logits, &n->box, (float *)actions, rows);
+    else
+        ctx->ops->categorical_argmax(ctx, logits, actions, rows, n->num_actions);
     if (!n->is_dqn && with_values) {
         cr_mlp_view c = cr_ac_critic(&n->ac, p->params);
         cr_mlp_forward(ctx, &c, x, values, &p->cache, rows);
@@ -687,7 +775,7 @@ static const char *dtype_text(cudarl_obs_dtype d) {
 
 /* Every argument of act() that does not depend on where its memory lives (CUDA checks that). */
 static cudarl_status act_check(const cudarl_policy *p, const void *obs, cudarl_obs_dtype dtype,
-                               int n, const int32_t *actions, const float *values,
+                               int n, const void *actions, const float *values,
                                const float *logits) {
     if (!p)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_act: policy is NULL; load one with "
@@ -702,7 +790,7 @@ static cudarl_status act_check(const cudarl_policy *p, const void *obs, cudarl_o
                        "observations of %d elements each", net->obs_dim);
     if (!actions)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_act: actions is NULL; pass room "
-                       "for n int32 actions");
+                       "for n actions (%s)", net->box.K > 0 ? "action_dim floats each" : "int32");
     if (dtype != CUDARL_OBS_F32 && dtype != CUDARL_OBS_U8)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_act: dtype %d is not CUDARL_OBS_F32 "
                        "or CUDARL_OBS_U8", (int)dtype);
@@ -742,7 +830,7 @@ static cudarl_status act_check(const cudarl_policy *p, const void *obs, cudarl_o
     return CUDARL_OK;
 }
 
-static cudarl_status cpu_act(cudarl_policy *p, const void *obs, int n, int32_t *actions,
+static cudarl_status cpu_act(cudarl_policy *p, const void *obs, int n, void *actions,
                              float *values, float *logits) {
     const void *x = obs;
     if (p->net.obs_dtype == CUDARL_OBS_F32) {
@@ -759,7 +847,7 @@ static cudarl_status cpu_act(cudarl_policy *p, const void *obs, int n, int32_t *
     int32_t *a;
     float *v, *l;
     cr_policy_out_layout(p, p->out, n, &a, &v, &l);
-    memcpy(actions, a, (size_t)n * sizeof *a);
+    memcpy(actions, a, (size_t)n * cr_policy_action_bytes(p));
     if (values) memcpy(values, v, (size_t)n * sizeof *v);
     if (logits) memcpy(logits, l, (size_t)n * (size_t)p->net.num_actions * sizeof *l);
     return CUDARL_OK;
@@ -789,7 +877,7 @@ static uint64_t now_ns(void) {
 }
 
 cudarl_status cudarl_policy_act(cudarl_policy *p, const void *obs, cudarl_obs_dtype dtype, int n,
-                                int32_t *actions, float *values, float *logits) {
+                                void *actions, float *values, float *logits) {
     uint64_t t0 = now_ns();
     CR_TRY(act_check(p, obs, dtype, n, actions, values, logits));
 #ifdef CUDARL_WITH_CUDA

@@ -62,7 +62,12 @@ typedef struct cr_policy_net {
     int u8_scaled;                    /* uint8 observations: 1 = x / 255 (pixels), 0 = cast value
                                          for value (checkpoints with obs_input CR_POLICY_U8_CAST,
                                          conv specs with scale none) */
-    cr_ac_layout ac;                  /* PPO MLP: critic.* then actor.* */
+    cr_ac_layout ac;                  /* PPO MLP: critic.* then actor.* (or actor_mean.* and
+                                         actor_logstd: a Gaussian policy) */
+    cr_action_box box;                /* Gaussian: box.K = action_dim floats per action, the
+                                         mean clipped into [lo, hi]; K 0 for discrete actions */
+    int norm_obs;                     /* observations normalized by obs_rms (the checkpoint's
+                                         --norm-obs statistics) before the network */
     cr_qnet_layout q;                 /* DQN MLP: network.* */
     cr_convnet cnn;                   /* conv: the planned spec (its tensors in cnn.t) */
     const cr_param_tensor *t;         /* MLP: the tensors of whichever layout is in use */
@@ -94,6 +99,8 @@ struct cudarl_policy {
     cr_arena host;            /* this handle lives in it */
     cr_arena dev;             /* CUDA: the device arena (base NULL on the CPU) */
     float *params_host;       /* (host) num_params, the checkpoint's weights */
+    double *rms_host;         /* (host) norm_obs: obs_rms mean (obs_dim), var (obs_dim) */
+    double *rms;              /* backend: the same (the host copy on the CPU) */
     /* backend memory (host on the CPU, device on CUDA) */
     float *params;            /* num_params (NULL on CUDA at BF16 / FP16: converted weights only) */
     uint8_t *obs_u8;          /* (rows, obs_dim) uint8 input; NULL unless the env is uint8 (and
@@ -115,6 +122,11 @@ struct cudarl_policy {
                                  (an integrated GPU, cr_policy_cuda_maps_obs) */
     cr_policy_cuda cuda;
 };
+
+/* Bytes of one action act() writes: an int32, or box.K floats for a Gaussian policy. */
+static inline size_t cr_policy_action_bytes(const cudarl_policy *p) {
+    return p->net.box.K > 0 ? (size_t)p->net.box.K * sizeof(float) : sizeof(int32_t);
+}
 
 /* Points *actions, *values, *logits at the parts of an out block at `base` for `rows` rows. */
 void cr_policy_out_layout(const cudarl_policy *p, void *base, int rows, int32_t **actions,
@@ -154,7 +166,7 @@ int cr_policy_cuda_maps_obs(const cudarl_ctx *ctx);
 cudarl_status cr_policy_cuda_init(cudarl_policy *p);
 void cr_policy_cuda_free(cudarl_policy *p);
 /* act() on CUDA, arguments already checked but for where the pointers live. */
-cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, int n, int32_t *actions,
+cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, int n, void *actions,
                                  float *values, float *logits);
 /* GPU time of the forward act() runs for n rows (1 <= n <= max_batch), for benchmarks: `iters`
  * launches of its forward-only graph on what the device input holds (the latest act()'s

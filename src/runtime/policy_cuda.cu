@@ -165,7 +165,7 @@ extern "C" cudarl_status cr_policy_cuda_init(cudarl_policy *p) {
 }
 
 extern "C" cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, int n,
-                                            int32_t *actions, float *values, float *logits) {
+                                            void *actions, float *values, float *logits) {
     cudarl_ctx *ctx = p->ctx;
     cr_policy_cuda *c = &p->cuda;
     // where each pointer lives: device (or managed) memory of this GPU, or host memory
@@ -213,7 +213,8 @@ extern "C" cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, i
         e = cudaMemcpyAsync(c->stage_out, p->out, cr_policy_out_bytes(p, b),
                             cudaMemcpyDeviceToHost, st);
     if (e == cudaSuccess && on_dev[1])
-        e = cudaMemcpyAsync(actions, da, (size_t)n * sizeof *da, cudaMemcpyDefault, st);
+        e = cudaMemcpyAsync(actions, da, (size_t)n * cr_policy_action_bytes(p),
+                            cudaMemcpyDefault, st);
     if (e == cudaSuccess && on_dev[2])
         e = cudaMemcpyAsync(values, dv, (size_t)n * sizeof *dv, cudaMemcpyDefault, st);
     if (e == cudaSuccess && on_dev[3])
@@ -226,7 +227,7 @@ extern "C" cudarl_status cr_policy_cuda_act(cudarl_policy *p, const void *obs, i
         return s;
     }
     ctx->host_syncs++;
-    if (!on_dev[1]) memcpy(actions, ha, (size_t)n * sizeof *ha);
+    if (!on_dev[1]) memcpy(actions, ha, (size_t)n * cr_policy_action_bytes(p));
     if (values && !on_dev[2]) memcpy(values, hv, (size_t)n * sizeof *hv);
     if (logits && !on_dev[3]) memcpy(logits, hl, (size_t)n * A * sizeof *hl);
     return CUDARL_OK;

@@ -15,3 +15,7 @@ target_include_directories(test_convnet_golden PRIVATE ${CJSON_INCLUDE_DIR})
 # One minatar-cnn PPO update through the trainer (golden_ppo_conv.py).
 cudarl_test(test_ppo_conv_golden SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ppo_conv_golden.c
             LABELS cpu)
+# The PPO loss of CleanRL's ppo_continuous_action.py (Gaussian policy) with its gradients, and
+# Box-Muller sampling (golden_ppo_gaussian.py).
+cudarl_test(test_ppo_gaussian_golden SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ppo_gaussian_golden.c
+            LABELS cpu)

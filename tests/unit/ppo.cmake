@@ -7,3 +7,10 @@ if(CUDARL_HAVE_CUDA)
   add_test(NAME test_ppo_pool_cuda COMMAND test_ppo_pool cuda)
   set_tests_properties(test_ppo_pool_cuda PROPERTIES LABELS gpu)
 endif()
+# Continuous actions: the Gaussian policy's rollout, resume and learning, CPU and GPU.
+cudarl_test(test_ppo_continuous SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ppo_continuous.c LABELS cpu
+            ARGS cpu)
+if(CUDARL_HAVE_CUDA)
+  add_test(NAME test_ppo_continuous_cuda COMMAND test_ppo_continuous cuda)
+  set_tests_properties(test_ppo_continuous_cuda PROPERTIES LABELS gpu)
+endif()

@@ -103,6 +103,9 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
     const cudarl_env_def *def;
     CR_TRY(cr_run_find_env(c->env_id, &def));
     CR_TRY(cr_env_check_run(def, c->num_envs, 1));
+    CR_REQUIRE(def->action_dim == 0, "--algo dqn: %s has continuous actions (%d floats), and DQN "
+               "picks one of a discrete set; train it with --algo ppo (a Gaussian policy)",
+               c->env_id, def->action_dim);
     CR_REQUIRE(c->env_device == CUDARL_DEVICE_AUTO || c->env_device == CUDARL_DEVICE_CPU ||
                c->env_device == CUDARL_DEVICE_CUDA,
                "--env-device must be cpu, cuda or auto");

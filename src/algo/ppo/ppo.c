@@ -31,7 +31,13 @@ enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_ADAM_T, M_LR, M_ENV, M_OBS, M_FI
        M_EP_LENGTH, M_FUSED_SCRATCH, M_FIN_RETURN, M_FIN_LENGTH, M_ACT_PARAMS, M_ALT_OBS,
        M_ALT_FINAL_OBS, M_ALT_ACTIONS, M_ALT_LOGP, M_ALT_REWARDS, M_ALT_VALUES,
        M_ALT_FINAL_VALUES, M_ALT_NEXT_VALUES, M_ALT_ADV, M_ALT_RETURNS, M_ALT_TERM, M_ALT_TRUNC,
-       M_ALT_DONE, M_COUNT };
+       M_ALT_DONE, M_NORM, M_COUNT };
+
+/* Doubles of the normalization statistics (cr_ppo's obs_* and ret_*, in that order). */
+static size_t norm_doubles(const cr_ppo *p) {
+    return (p->cfg.norm_obs ? 2 * (size_t)p->D + 1 : 0) +
+           (p->cfg.norm_reward ? 3 + (size_t)p->N : 0);
+}
 
 /* Views with the MLPs' shapes only (no buffer), for the shape checks of the fused kernels. */
 static void shape_views(const cr_ppo *p, cr_mlp_view *a, cr_mlp_view *c) {
@@ -48,8 +54,8 @@ static void shape_views(const cr_ppo *p, cr_mlp_view *a, cr_mlp_view *c) {
  * the backend has it (the CUDA backend unless CUDARL_FUSED=0) and the MLPs' shapes are its. */
 static int fused_update(const cr_ppo *p, const cudarl_ctx *ctx) {
     /* the fused kernels compute in fp32 (tf32 leaves them so); bf16 and fp16 run op by op,
-     * their products through cuBLAS in the format */
-    if (p->conv || p->cfg.precision == CUDARL_PRECISION_BF16 ||
+     * their products through cuBLAS in the format; they know discrete actions only */
+    if (p->conv || p->K > 0 || p->cfg.precision == CUDARL_PRECISION_BF16 ||
         p->cfg.precision == CUDARL_PRECISION_FP16)
         return 0;
     cr_mlp_view a, c;
@@ -61,7 +67,8 @@ static int fused_update(const cr_ppo *p, const cudarl_ctx *ctx) {
  * the fused rollout's shapes (4 float observations, 2 actions, the 64-wide tanh MLPs), and
  * CUDARL_FUSED not 0 (the same switch as the fused update). */
 static int fused_policy_steps(const cr_ppo *p, const cudarl_ctx *ctx) {
-    if (p->conv || ctx->kind != CUDARL_DEVICE_CUDA || !fused_update(p, ctx) ||
+    if (p->conv || p->cfg.norm_obs || p->cfg.norm_reward || ctx->kind != CUDARL_DEVICE_CUDA ||
+        !fused_update(p, ctx) ||
         p->env_info->def->obs_dtype != CUDARL_OBS_F32)
         return 0;
     cr_mlp_view a, c;
@@ -88,6 +95,7 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
     size_t N = (size_t)p->N, D = (size_t)p->D, A = (size_t)p->A, mb = (size_t)p->mb;
     size_t cache = cr_mlp_cache_floats(p->mb > p->N ? p->mb : p->N, p->layout.hidden) * F;
     size_t A2 = p->cfg.async ? 1 : 0; /* the --async items' sizes are 0 otherwise */
+    const size_t AB = p->act_bytes, U = p->K > 0 ? 2 * (size_t)p->K : 1; /* uniforms per env */
     const int cv = p->conv;
     const size_t OB = cv ? 1 : F; /* bytes of an observation element as stored */
     const struct { const char *name; size_t bytes; } items[M_COUNT] = {
@@ -98,14 +106,14 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
                                       : cr_env_batch_bytes(p->env_info, p->N)},
         {"rollout.obs", TN * D * OB}, {"rollout.final_obs", (cv ? N : TN) * D * OB},
         {"obs", N * D * OB},
-        {"rollout.actions", TN * 4}, {"rollout.logp", TN * F}, {"rollout.rewards", TN * F},
+        {"rollout.actions", TN * AB}, {"rollout.logp", TN * F}, {"rollout.rewards", TN * F},
         {"rollout.values", TN * F}, {"rollout.final_values", TN * F},
         {"rollout.next_values", TN * F}, {"rollout.adv", TN * F}, {"rollout.returns", TN * F},
         {"rollout.terminated", TN}, {"rollout.truncated", TN}, {"rollout.done", TN},
-        {"last_values", N * F}, {"logits", N * A * F}, {"u", N * F}, {"mb.idx", TN * 4},
+        {"last_values", N * F}, {"logits", N * A * F}, {"u", N * U * F}, {"mb.idx", TN * 4},
         {"mb.obs", mb * D * OB},
         {"mb.logp", mb * F}, {"mb.adv", mb * F}, {"mb.ret", mb * F}, {"mb.val", mb * F},
-        {"mb.act", mb * 4}, {"mb.logits", mb * A * F}, {"mb.value", mb * F},
+        {"mb.act", mb * AB}, {"mb.logits", mb * A * F}, {"mb.value", mb * F},
         {"mb.dlogits", mb * A * F}, {"mb.dvalue", mb * F},
         {cv ? "conv.cache" : "cache.actor", cv ? cr_ppo_conv_cache_bytes(p) : cache},
         {cv ? "conv.workspace" : "cache.critic", cv ? cr_ppo_conv_workspace_bytes(p) : cache},
@@ -118,12 +126,13 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
         {"rollout.fin_length", fused_rollout(p, ctx) || fused_pool(p, ctx) ? TN * 4 : 0},
         /* --async: the actor's weights and a second set of rollout buffers */
         {"async.act_params", A2 * P * F}, {"async.obs", A2 * TN * D * F},
-        {"async.final_obs", A2 * TN * D * F}, {"async.actions", A2 * TN * 4},
+        {"async.final_obs", A2 * TN * D * F}, {"async.actions", A2 * TN * AB},
         {"async.logp", A2 * TN * F}, {"async.rewards", A2 * TN * F},
         {"async.values", A2 * TN * F}, {"async.final_values", A2 * TN * F},
         {"async.next_values", A2 * TN * F}, {"async.adv", A2 * TN * F},
         {"async.returns", A2 * TN * F}, {"async.terminated", A2 * TN},
         {"async.truncated", A2 * TN}, {"async.done", A2 * TN},
+        {"norm.stats", norm_doubles(p) * 8},
     };
     cr_plan_init(pl);
     for (int i = 0; i < M_COUNT; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
@@ -151,6 +160,14 @@ static void carve_memory(cr_ppo *p) {
         p->cur_obs = cr_arena_get(a, M_CUR_OBS);
     }
     p->actions = cr_arena_get(a, M_ACTIONS);
+    if (p->K > 0) p->act_f = cr_arena_get(a, M_ACTIONS), p->mb_act_f = cr_arena_get(a, M_MB_ACT);
+    double *ns = cr_arena_get(a, M_NORM);
+    if (p->cfg.norm_obs) {
+        p->obs_mean = ns, p->obs_var = ns + p->D, p->obs_count = ns + 2 * p->D;
+        ns += 2 * (size_t)p->D + 1;
+    }
+    if (p->cfg.norm_reward)
+        p->ret_mean = ns, p->ret_var = ns + 1, p->ret_count = ns + 2, p->ret_acc = ns + 3;
     p->logp = cr_arena_get(a, M_LOGP), p->rewards = cr_arena_get(a, M_REWARDS);
     p->values = cr_arena_get(a, M_VALUES), p->final_values = cr_arena_get(a, M_FINAL_VALUES);
     p->next_values = cr_arena_get(a, M_NEXT_VALUES), p->adv = cr_arena_get(a, M_ADV);
@@ -205,6 +222,48 @@ static void swap_rollout_bufs(cr_ppo *p) {
 #undef SWAP_FIELD
 }
 
+/* ---- normalization (--norm-obs, --norm-reward) ------------------------------------------ */
+
+#define CR_NORM_CLIP 10.0f /* CleanRL's TransformObservation / TransformReward clip */
+
+void cr_ppo_norm_obs_take(cr_ppo *p, float *obs, int n) {
+    if (!p->cfg.norm_obs) return;
+    cudarl_ctx *ctx = p->ctx;
+    ctx->ops->running_stats_update(ctx, p->obs_mean, p->obs_var, p->obs_count, obs, n, p->D);
+    ctx->ops->normalize_obs(ctx, p->obs_mean, p->obs_var, obs, obs, n, p->D, CR_NORM_CLIP);
+}
+
+void cr_ppo_norm_obs_apply(cr_ppo *p, float *obs, int n) {
+    if (!p->cfg.norm_obs) return;
+    cudarl_ctx *ctx = p->ctx;
+    ctx->ops->normalize_obs(ctx, p->obs_mean, p->obs_var, obs, obs, n, p->D, CR_NORM_CLIP);
+}
+
+void cr_ppo_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated, int b, int n) {
+    if (!p->cfg.norm_reward) return;
+    cudarl_ctx *ctx = p->ctx;
+    ctx->ops->normalize_reward(ctx, p->ret_mean, p->ret_var, p->ret_count, p->ret_acc + b, reward,
+                               terminated, reward, n, (float)p->cfg.gamma, CR_NORM_CLIP);
+}
+
+/* The statistics' start (RunningMeanStd(epsilon=1e-4): mean 0, var 1, count 1e-4) and every
+ * env's discounted return 0. */
+static cudarl_status norm_init(cr_ppo *p) {
+    size_t n = norm_doubles(p);
+    if (n == 0) return CUDARL_OK;
+    double *h = calloc(n, sizeof *h), *at = h;
+    if (!h) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (p->cfg.norm_obs) {
+        for (int d = 0; d < p->D; d++) at[p->D + d] = 1.0;
+        at[2 * p->D] = 1e-4;
+        at += 2 * (size_t)p->D + 1;
+    }
+    if (p->cfg.norm_reward) at[1] = 1.0, at[2] = 1e-4;
+    p->ctx->ops->copy_from_host(p->ctx, p->obs_mean ? p->obs_mean : p->ret_mean, h, n * 8);
+    free(h);
+    return CUDARL_OK;
+}
+
 /* ---- setup ------------------------------------------------------------------------------ */
 
 /* Weights, env states and RNG streams, all from the seed; written into backend memory. */
@@ -225,9 +284,15 @@ static cudarl_status seed_state(cr_ppo *p) {
     ctx->ops->copy_from_host(ctx, p->shuffler, &shuffler, sizeof shuffler);
     if (p->act_params != p->params)
         ctx->ops->copy(ctx, p->act_params, p->params, p->num_params * sizeof(float));
-    if (p->pool) cr_ppo_pool_reset(p);
-    else if (p->twin_envs) cr_image_twin_reset(ctx, &p->twin, p->cfg.seed, p->cnn.cur_obs);
-    else cr_env_batch_reset(ctx, &p->env, p->cfg.seed, p->cur_obs);
+    CR_TRY(norm_init(p));
+    if (p->pool) {
+        cr_ppo_pool_reset(p); /* its observations are taken in as the first step acts */
+    } else if (p->twin_envs) {
+        cr_image_twin_reset(ctx, &p->twin, p->cfg.seed, p->cnn.cur_obs);
+    } else {
+        cr_env_batch_reset(ctx, &p->env, p->cfg.seed, p->cur_obs);
+        cr_ppo_norm_obs_take(p, p->cur_obs, p->N);
+    }
     ctx->ops->sync(ctx);
     return CUDARL_OK;
 }
@@ -284,7 +349,9 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
                        "actor's (cuda:%d), which needs --async; add --async --env-device cpu",
                        cfg->learner_device, ctx->device_index);
     p->T = cfg->num_steps, p->N = cfg->num_envs;
-    p->D = p->env_info->obs_dim, p->A = p->env_info->num_actions;
+    p->D = p->env_info->obs_dim, p->K = p->env_info->action_dim;
+    p->A = p->K > 0 ? p->K : p->env_info->num_actions;
+    p->act_bytes = cr_env_def_action_bytes(p->env_info->def);
     p->batch = p->T * p->N;
     p->mb = p->batch / cfg->num_minibatches;
     p->num_iterations = cfg->total_timesteps / p->batch;
@@ -299,7 +366,8 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *c
             return s;
         }
     } else {
-        cr_ac_layout_init(&p->layout, p->D, cfg->hidden, p->A);
+        if (p->K > 0) cr_ac_layout_init_gaussian(&p->layout, p->D, cfg->hidden, p->K);
+        else cr_ac_layout_init(&p->layout, p->D, cfg->hidden, p->A);
         p->num_params = p->layout.num_params;
     }
 
@@ -372,6 +440,24 @@ static void rollout_steps_fused(cr_ppo *p) {
     cr_ppo_rollout_cuda(p->ctx, &a);
 }
 
+const void *cr_ppo_sample(cr_ppo *p, int b, int n, size_t row) {
+    cudarl_ctx *ctx = p->ctx;
+    const cr_backend *o = ctx->ops;
+    const size_t A = (size_t)p->A;
+    if (p->K == 0) {
+        o->uniform(ctx, p->sampler, p->u + b, n);
+        o->categorical_sample(ctx, p->logits + (size_t)b * A, p->u + b, p->actions + row,
+                              p->logp + row, n, p->A);
+        return p->actions + row;
+    }
+    const size_t K = (size_t)p->K;
+    float *u = p->u + 2 * K * (size_t)b, *a = p->act_f + row * K;
+    o->uniform(ctx, p->sampler, u, 2 * p->K * n);
+    o->gaussian_sample(ctx, p->logits + (size_t)b * A, cr_ac_logstd(&p->layout, p->act_params), u,
+                       a, p->logp + row, n, p->K);
+    return a;
+}
+
 /* The T steps with the backend's ops, one op at a time: the reference of the fused kernel.
  * The MLP policy only (a conv policy's envs step in the pool). */
 static void rollout_steps(cr_ppo *p) {
@@ -387,14 +473,16 @@ static void rollout_steps(cr_ppo *p) {
         o->copy(ctx, obs_t, p->cur_obs, N * D * sizeof(float));
         cr_mlp_forward(ctx, &actor, obs_t, p->logits, &p->cache_actor, p->N);
         cr_mlp_forward(ctx, &critic, obs_t, p->values + row, &p->cache_critic, p->N);
-        o->uniform(ctx, p->sampler, p->u, p->N);
-        o->categorical_sample(ctx, p->logits, p->u, p->actions + row, p->logp + row, p->N, p->A);
-        cr_env_batch_step(ctx, &p->env, p->actions + row, p->cur_obs, p->rewards + row,
+        const void *act = cr_ppo_sample(p, 0, p->N, row);
+        cr_env_batch_step(ctx, &p->env, act, p->cur_obs, p->rewards + row,
                           p->terminated + row, p->truncated + row, p->done + row, final_t);
+        cr_ppo_norm_obs_take(p, p->cur_obs, p->N);
+        cr_ppo_norm_obs_apply(p, final_t, p->N);
         /* V(final obs) bootstraps truncated episodes; rows of envs that did not end are masked */
         cr_mlp_forward(ctx, &critic, final_t, p->final_values + row, &p->cache_critic, p->N);
         o->episodes_record(ctx, p->rewards + row, p->done + row, p->ep_return, p->ep_length,
-                           p->log, p->N);
+                           p->log, p->N); /* the env's rewards, before their normalization */
+        cr_ppo_norm_reward(p, p->rewards + row, p->terminated + row, 0, p->N);
     }
     cr_mlp_forward(ctx, &critic, p->cur_obs, p->last_values, &p->cache_critic, p->N);
 }
@@ -431,7 +519,7 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
     const cr_backend *o = ctx->ops;
     int mb = p->mb;
     const cr_gather_item rows[6] = {
-        {p->obs, p->mb_obs, (size_t)p->D * sizeof(float)}, {p->actions, p->mb_act, sizeof(int32_t)},
+        {p->obs, p->mb_obs, (size_t)p->D * sizeof(float)}, {p->actions, p->mb_act, p->act_bytes},
         {p->logp, p->mb_logp, sizeof(float)},               {p->adv, p->mb_adv, sizeof(float)},
         {p->returns, p->mb_ret, sizeof(float)},             {p->values, p->mb_val, sizeof(float)},
     };
@@ -451,8 +539,17 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
     } else {
         cr_mlp_forward(ctx, &actor, p->mb_obs, p->mb_logits, &p->cache_actor, mb);
         cr_mlp_forward(ctx, &critic, p->mb_obs, p->mb_value, &p->cache_critic, mb);
-        o->ppo_loss(ctx, p->mb_logits, p->mb_act, p->mb_logp, p->mb_adv, p->mb_value, p->mb_val,
-                    p->mb_ret, &lp, p->mb_dlogits, p->mb_dvalue, p->acc, mb, p->A);
+        if (p->K > 0) { /* the Gaussian's means and log-std; its gradient straight into grads */
+            float *g_logstd = cr_ac_logstd(&p->layout, p->grads);
+            o->ppo_loss_gaussian(ctx, p->mb_logits, cr_ac_logstd(&p->layout, p->params),
+                                 p->mb_act_f, p->mb_logp, p->mb_adv, p->mb_value, p->mb_val,
+                                 p->mb_ret, &lp, p->mb_dlogits, g_logstd, p->mb_dvalue, p->acc,
+                                 mb, p->K);
+            cr_amp_scale(ctx, &p->amp, g_logstd, (size_t)p->K);
+        } else {
+            o->ppo_loss(ctx, p->mb_logits, p->mb_act, p->mb_logp, p->mb_adv, p->mb_value,
+                        p->mb_val, p->mb_ret, &lp, p->mb_dlogits, p->mb_dvalue, p->acc, mb, p->A);
+        }
         cr_amp_scale(ctx, &p->amp, p->mb_dlogits, (size_t)mb * p->A); /* fp16: times the scale */
         cr_amp_scale(ctx, &p->amp, p->mb_dvalue, (size_t)mb);
         cr_mlp_backward(ctx, &actor, &g_actor, p->mb_obs, p->mb_dlogits, &p->cache_actor, mb);

@@ -168,7 +168,67 @@ static void add_config_meta(cr_st_writer *w, const cr_ppo *p) {
     meta_num(w, "target_kl", c->target_kl);
     meta_int(w, "global_step", p->global_step);
     meta_int(w, "iteration", p->iteration);
+    meta_int(w, "norm_obs", c->norm_obs);
+    meta_int(w, "norm_reward", c->norm_reward);
+    if (p->K > 0) { /* a Gaussian policy: its actions' box, which eval and the runtime clip to */
+        const cudarl_env_def *d = p->env_info->def;
+        char lo[CUDARL_ACTION_DIM_MAX * 18], hi[sizeof lo];
+        size_t nl = 0, nh = 0;
+        for (int k = 0; k < p->K; k++) {
+            nl += (size_t)snprintf(lo + nl, sizeof lo - nl, "%s%.9g", k ? "," : "",
+                                   (double)d->action_low[k]);
+            nh += (size_t)snprintf(hi + nh, sizeof hi - nh, "%s%.9g", k ? "," : "",
+                                   (double)d->action_high[k]);
+        }
+        meta_int(w, "action_dim", p->K);
+        cr_st_add_meta(w, "action_low", lo);
+        cr_st_add_meta(w, "action_high", hi);
+    }
 }
+
+/* --norm-obs / --norm-reward: the statistics as the checkpoint holds them (host, doubles):
+ * obs_rms.mean (D), obs_rms.var (D), obs_rms.count (1) (read by eval and the runtime), and the
+ * returns' state.return_rms (mean, var, count) and state.return_acc (N). */
+typedef struct norm_host {
+    double *all;        /* the arena item's doubles, in its order */
+    size_t n;
+} norm_host;
+
+static size_t norm_count(const cr_ppo *p) {
+    return (p->cfg.norm_obs ? 2 * (size_t)p->D + 1 : 0) +
+           (p->cfg.norm_reward ? 3 + (size_t)p->N : 0);
+}
+
+static double *norm_base(const cr_ppo *p) { return p->obs_mean ? p->obs_mean : p->ret_mean; }
+
+static cudarl_status norm_to_host(cr_ppo *p, norm_host *h) {
+    h->n = norm_count(p);
+    h->all = NULL;
+    if (!h->n) return CUDARL_OK;
+    h->all = malloc(h->n * 8);
+    if (!h->all) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
+    p->ctx->ops->copy_to_host(p->ctx, h->all, norm_base(p), h->n * 8);
+    return CUDARL_OK;
+}
+
+static cudarl_status norm_add_tensors(cr_st_writer *w, const cr_ppo *p, const norm_host *h) {
+    const double *at = h->all;
+    int64_t s_d[1] = {p->D}, s_1[1] = {1}, s_3[1] = {3}, s_n[1] = {p->N};
+    cudarl_status s = CUDARL_OK;
+    if (p->cfg.norm_obs) {
+        s = cr_st_add_tensor(w, "obs_rms.mean", CR_ST_F64, 1, s_d, at);
+        if (s == CUDARL_OK) s = cr_st_add_tensor(w, "obs_rms.var", CR_ST_F64, 1, s_d, at + p->D);
+        if (s == CUDARL_OK)
+            s = cr_st_add_tensor(w, "obs_rms.count", CR_ST_F64, 1, s_1, at + 2 * p->D);
+        at += 2 * (size_t)p->D + 1;
+    }
+    if (p->cfg.norm_reward && s == CUDARL_OK) {
+        s = cr_st_add_tensor(w, "state.return_rms", CR_ST_F64, 1, s_3, at);
+        if (s == CUDARL_OK) s = cr_st_add_tensor(w, "state.return_acc", CR_ST_F64, 1, s_n, at + 3);
+    }
+    return s;
+}
+
 
 /* One parameter tensor, as the checkpoint names and shapes it. */
 typedef struct param_desc {
@@ -187,7 +247,7 @@ typedef struct param_desc {
 
 /* The policy's tensors in state_dict order into t (PPO_MAX_TENSORS); their count. */
 static int param_tensors(const cr_ppo *p, param_desc *t) {
-    const int per = p->conv ? p->cnn.net.ntensors : CR_AC_NUM_TENSORS;
+    const int per = p->conv ? p->cnn.net.ntensors : p->layout.num_tensors;
     const int n = p->conv && p->cnn.separate ? 2 * per : per;
     for (int i = 0; i < n; i++) {
         memset(&t[i], 0, sizeof t[i]);
@@ -221,6 +281,9 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
         return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
     }
     host_state_transfer(&h, p, 1);
+    /* CPU envs: the observations the next step takes (the pool's, which --norm-obs has not
+     * normalized; the same as cur_obs otherwise) */
+    if (p->pool) cr_ppo_pool_get_obs(p, h.obs);
     h.counters[C_ITERATION] = p->iteration, h.counters[C_GLOBAL_STEP] = p->global_step;
     h.counters[C_SOLVED_STEP] = p->solved_step;
 
@@ -259,6 +322,14 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     cr_st_add_tensor(w, "state.recent_returns", CR_ST_F64, 1, s_rec, h.log.recent);
     cr_st_add_tensor(w, "state.episode_sums", CR_ST_F64, 1, s_ep, ep_sums);
     cr_st_add_tensor(w, "state.counters", CR_ST_I64, 1, s_cnt, h.counters);
+    norm_host nh;
+    cudarl_status ns = norm_to_host(p, &nh);
+    if (ns == CUDARL_OK) ns = norm_add_tensors(w, p, &nh);
+    if (ns != CUDARL_OK) {
+        free(nh.all), free(twin_state), free(w);
+        cr_arena_free(&h.arena);
+        return ns;
+    }
     param_desc pt[PPO_MAX_TENSORS];
     const int ntensors = param_tensors(p, pt);
     for (int i = 0; i < ntensors; i++) {
@@ -291,6 +362,7 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
         s = cr_st_add_tensor(w, "state.loss_scale", CR_ST_U8, 1, s_scaler, &scaler);
     }
     if (s == CUDARL_OK) s = cr_st_write_atomic(w, path);
+    free(nh.all);
     free(twin_state);
     free(w);
     cr_arena_free(&h.arena);
@@ -478,6 +550,43 @@ static cudarl_status check_state(const cr_ppo *p, const char *path, const host_s
     return CUDARL_OK;
 }
 
+typedef struct norm_item {
+    const char *name;
+    size_t n;
+} norm_item;
+
+/* Reads the statistics into h (norm_count doubles) and checks them: finite, variances >= 0,
+ * counts > 0. */
+static cudarl_status norm_read(const cr_st_file *f, const char *path, const cr_ppo *p,
+                               double *all) {
+    double *at = all;
+    norm_item t[5];
+    int k = 0;
+    if (p->cfg.norm_obs) {
+        t[k++] = (norm_item){"obs_rms.mean", (size_t)p->D};
+        t[k++] = (norm_item){"obs_rms.var", (size_t)p->D};
+        t[k++] = (norm_item){"obs_rms.count", 1};
+    }
+    if (p->cfg.norm_reward) {
+        t[k++] = (norm_item){"state.return_rms", 3};
+        t[k++] = (norm_item){"state.return_acc", (size_t)p->N};
+    }
+    for (int i = 0; i < k; i++) {
+        CR_TRY(read_raw(f, path, t[i].name, CR_ST_F64, at, t[i].n * 8));
+        for (size_t j = 0; j < t[i].n; j++) {
+            int var = !strcmp(t[i].name, "obs_rms.var") ||
+                      (!strcmp(t[i].name, "state.return_rms") && j == 1);
+            int count = !strcmp(t[i].name, "obs_rms.count") ||
+                        (!strcmp(t[i].name, "state.return_rms") && j == 2);
+            if (!isfinite(at[j]) || (var && at[j] < 0) || (count && at[j] <= 0))
+                return bad_state(path, t[i].name, "element %zu is %g, expected a finite %s", j,
+                                 at[j], var ? "variance >= 0" : count ? "count > 0" : "number");
+        }
+        at += t[i].n;
+    }
+    return CUDARL_OK;
+}
+
 static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path) {
     host_state h;
     CR_TRY(host_state_alloc(&h, p));
@@ -532,6 +641,15 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     for (size_t i = 0; i < sizeof t / sizeof t[0] && s == CUDARL_OK; i++)
         if (t[i].bytes) s = read_raw(f, path, t[i].name, t[i].dtype, t[i].dst, t[i].bytes);
     if (s == CUDARL_OK) s = check_state(p, path, &h, ep_sums, &scaler, twin_state);
+    double *norm = NULL;
+    const size_t nn = norm_count(p);
+    if (s == CUDARL_OK && nn) {
+        norm = malloc(nn * 8);
+        s = norm ? norm_read(f, path, p, norm)
+                 : cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
+        if (s == CUDARL_OK) p->ctx->ops->copy_from_host(p->ctx, norm_base(p), norm, nn * 8);
+    }
+    free(norm);
     if (s == CUDARL_OK && p->pool) cr_ppo_pool_set_obs(p, h.obs);
     if (s == CUDARL_OK && twin_bytes)
         p->ctx->ops->copy_from_host(p->ctx, block_mem, twin_state, twin_bytes);
@@ -642,10 +760,15 @@ static cudarl_status check_shape(const cr_ppo *p, const cr_st_file *f, const cha
     struct { const char *key; long long want; const char *flag; } k[] = {
         {"obs_dim", p->D, "--env-id"}, {"num_actions", p->A, "--env-id"},
         {"hidden", p->cfg.hidden, "--hidden"}, {"num_envs", p->cfg.num_envs, "--num-envs"},
-        {"num_steps", p->cfg.num_steps, "--num-steps"}};
+        {"num_steps", p->cfg.num_steps, "--num-steps"}, {"action_dim", p->K, "--env-id"},
+        {"norm_obs", p->cfg.norm_obs, "--norm-obs"},
+        {"norm_reward", p->cfg.norm_reward, "--norm-reward"}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         if (p->conv && !strcmp(k[i].key, "hidden")) continue; /* the MLP's width */
         const char *v = cr_st_meta(f, k[i].key);
+        /* absent from files of before continuous actions and normalization: 0 */
+        int zero_ok = !strcmp(k[i].key, "action_dim") || !strncmp(k[i].key, "norm_", 5);
+        if (!v && zero_ok && k[i].want == 0) continue;
         if (!v || strtoll(v, NULL, 10) != k[i].want)
             return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' has %s = %s but this run has %lld; "
                            "a resumed run must keep the checkpoint's %s", path, k[i].key,

@@ -62,6 +62,23 @@ void cudarl_ppo_config_for_policy(cudarl_ppo_config *c, const char *policy) {
     c->total_timesteps = 10000000;
 }
 
+void cudarl_ppo_config_for_env(cudarl_ppo_config *c, const char *env_id) {
+    if (env_id) snprintf(c->env_id, sizeof c->env_id, "%s", env_id);
+    const cr_env_info *info = cr_env_info_find(c->env_id);
+    if (!info || info->action_dim == 0) return;
+    c->num_envs = 16;
+    c->num_steps = 128;
+    c->learning_rate = 3e-4;
+    c->anneal_lr = 1;
+    c->num_minibatches = 32;
+    c->update_epochs = 10;
+    c->gamma = 0.99;
+    c->gae_lambda = 0.95;
+    c->ent_coef = 0.0;
+    c->clip_coef = 0.2;
+    c->total_timesteps = 1000000;
+    c->norm_obs = c->norm_reward = 1;
+}
 
 /* The convolutional policy that suits an image env of (c, h, w): MinAtar's 10x10 channels get
  * minatar-cnn, anything else (84x84 frames) nature-cnn. (static storage) */
@@ -76,6 +93,8 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
     const int *s = def->obs_shape;
     const int image = def->obs_rank == 3 && def->obs_dtype == CUDARL_OBS_U8;
     if (!strcmp(c->policy, "mlp")) {
+        CR_REQUIRE(def->action_dim == 0 || !c->async, "--async is for discrete actions for now; "
+                   "%s's are continuous: drop --async", c->env_id);
         CR_REQUIRE(def->obs_dtype == CUDARL_OBS_F32,
                    "--env-id %s has uint8 image observations of %dx%dx%d, which --policy mlp (an "
                    "MLP over float features) does not read; use --policy %s (a convolutional "
@@ -88,6 +107,11 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
     CR_REQUIRE(!strcmp(c->policy, "minatar-cnn") || !strcmp(c->policy, "nature-cnn"),
                "--policy '%.32s' is not a known policy; choose one of: mlp, minatar-cnn, "
                "nature-cnn", c->policy);
+    CR_REQUIRE(def->action_dim == 0, "--policy %s: %s has continuous actions (%d floats), "
+               "which the conv policies do not take yet; use --policy mlp", c->policy, c->env_id,
+               def->action_dim);
+    CR_REQUIRE(!c->norm_obs && !c->norm_reward, "--norm-obs / --norm-reward are for --policy "
+               "mlp; drop them with --policy %s (its frames are scaled by the network)", c->policy);
     CR_REQUIRE(image, "--policy %s is a convolutional network for uint8 image observations (C, H, "
                "W), and %s gives %s; use --policy mlp", c->policy, c->env_id,
                def->obs_dtype == CUDARL_OBS_F32 ? "float features" : "no (C, H, W) image");
@@ -155,6 +179,8 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
     CR_REQUIRE(c->total_timesteps >= batch,
                "--total-timesteps %lld is less than one iteration (--num-envs x --num-steps = "
                "%lld); raise it", (long long)c->total_timesteps, (long long)batch);
+    CR_REQUIRE((c->norm_obs == 0 || c->norm_obs == 1) && (c->norm_reward == 0 ||
+               c->norm_reward == 1), "--norm-obs and --norm-reward are 0 or 1");
     CR_REQUIRE(c->runs_dir[0], "--runs-dir must not be empty");
     if (c->run_name[0]) CR_TRY(cr_run_check_name(c->run_name));
     return CUDARL_OK;
@@ -190,6 +216,13 @@ static cudarl_status config_from_file(const cr_st_file *f, const char *path,
     c->num_steps = (int)ns, c->anneal_lr = (int)al, c->num_minibatches = (int)nm;
     c->update_epochs = (int)ue, c->norm_adv = (int)na, c->clip_vloss = (int)cv;
     c->hidden = (int)hid;
+    const char *keys[2] = {"norm_obs", "norm_reward"}; /* absent before they existed: 0 */
+    int *fields[2] = {&c->norm_obs, &c->norm_reward};
+    for (int k = 0; k < 2; k++) {
+        long long v = 0;
+        if (cr_st_meta(f, keys[k])) CR_TRY(cr_checkpoint_meta_ll(f, path, keys[k], &v));
+        *fields[k] = v != 0;
+    }
     const char *sc = cr_st_meta(f, "separate_critic"); /* absent before it existed: shared */
     if (sc) {
         long long v = 0;

@@ -90,7 +90,10 @@ typedef struct cr_ppo {
     int conv;              /* the policy is the convolutional network `cnn`, not the MLPs */
     cr_ppo_conv cnn;
     size_t num_params;     /* P: floats of the parameters, whichever the policy */
-    int T, N, D, A;        /* steps, envs, obs elements, actions */
+    int T, N, D, A;        /* steps, envs, obs elements, actions (the actor's outputs: the K
+                            * means of a continuous env's Gaussian) */
+    int K;                 /* floats per continuous action; 0: discrete actions */
+    size_t act_bytes;      /* bytes of one stored action: an int32, or K floats */
     int batch, mb;         /* T*N, rows per minibatch */
     int64_t num_iterations, iteration, global_step;
     int64_t start_iteration; /* iteration this process started at (resume) */
@@ -110,11 +113,17 @@ typedef struct cr_ppo {
     cr_env_batch env;                             /* env states and their RNG streams */
     float *obs, *final_obs;                       /* (T, N, D) */
     float *cur_obs;                               /* (N, D) */
-    int32_t *actions;                             /* (T, N) */
+    int32_t *actions;                             /* (T, N), or (T, N, K) floats: act_f */
+    float *act_f, *mb_act_f;                      /* continuous: actions, mb_act as floats */
     float *logp, *rewards, *values, *final_values, *next_values, *adv, *returns; /* (T, N) */
     uint8_t *terminated, *truncated, *done;       /* (T, N) */
     float *last_values;                           /* (N) */
-    float *logits, *u;                            /* (N, A), (N) */
+    float *logits, *u;                            /* (N, A), (N) or (N, 2K) */
+    /* --norm-obs, --norm-reward (backend memory; NULL without): the running statistics of the
+     * observations (D) and of the discounted returns (1) as mean, var, count, and each env's
+     * discounted return */
+    double *obs_mean, *obs_var, *obs_count;
+    double *ret_mean, *ret_var, *ret_count, *ret_acc;
     int32_t *mb_idx;                              /* (batch) a permutation of the rows */
     float *mb_obs, *mb_logp, *mb_adv, *mb_ret, *mb_val; /* (mb, D), (mb) ... */
     int32_t *mb_act;                              /* (mb) */
@@ -183,6 +192,8 @@ int cr_ppo_pool_groups(const cr_ppo *p);
 /* Sets the current observations (N, D) of the env's dtype the next step starts from (a resumed
  * checkpoint's). */
 void cr_ppo_pool_set_obs(cr_ppo *p, const void *obs);
+/* The current observations as the envs wrote them (before --norm-obs), for a checkpoint. */
+void cr_ppo_pool_get_obs(const cr_ppo *p, void *obs);
 /* How many groups the pool splits the envs into for cfg on p->ctx (what cr_ppo_pool_init
  * uses; known before the pool exists). */
 int cr_ppo_pool_group_count(const cr_ppo *p);
@@ -191,6 +202,19 @@ void cr_ppo_pool_free(cr_ppo *p);
 void cr_ppo_pool_state(cr_ppo *p, void **states, size_t *bytes, int32_t **elapsed);
 /* cr_env_pool_check_state of the pool's envs (after a checkpoint was read into them). */
 int cr_ppo_pool_check_state(const cr_ppo *p, int *bad, char *why, size_t cap);
+
+/* Samples the actions of envs [b, b + n) from the policy's outputs in p->logits rows b.. (the
+ * categorical's logits, or the Gaussian's means with the log-std of act_params) into rollout row
+ * `row` onwards of actions and logp; returns where the actions are (int32 or float rows). */
+const void *cr_ppo_sample(cr_ppo *p, int b, int n, size_t row);
+/* --norm-obs: obs (n, D, backend memory) are new observations: the statistics take them in, then
+ * they are normalized in place (no-op without the flag). _apply only normalizes (final
+ * observations, which the statistics took in as they came). */
+void cr_ppo_norm_obs_take(cr_ppo *p, float *obs, int n);
+void cr_ppo_norm_obs_apply(cr_ppo *p, float *obs, int n);
+/* --norm-reward: the rewards (n) of envs [b, b + n) with their terminated flags, normalized in
+ * place (after the episode sums have read them). */
+void cr_ppo_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated, int b, int n);
 
 /* One minibatch step on rollout rows idx (mb of them, backend memory): gather, forward, loss,
  * backward, clip, Adam at the learning rate in p->lr. Stats accumulate into p->acc. */

@@ -50,7 +50,7 @@ typedef struct cr_ppo_pool {
                                       * uint8, read through obs_u8() */
     float *reward;                   /* (N) */
     uint8_t *terminated, *truncated, *done; /* (N) */
-    int32_t *actions;                /* (N) */
+    void *actions;                   /* (N) int32, or (N, K) floats */
     void *event[CR_ENV_POOL_MAX_GROUPS]; /* the group's actions are on the host (NULL: no events) */
     /* --profile, fused steps: timing events around a group's step kernel; busy[g] when a pair
      * is recorded and not yet added to prof.gpu_busy */
@@ -130,7 +130,7 @@ cudarl_status cr_ppo_pool_init(cr_ppo *p) {
     if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->terminated, N);
     if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->truncated, N);
     if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->done, N);
-    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->actions, N * sizeof(int32_t));
+    if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, &pp->actions, N * p->act_bytes);
     pp->hook_arg.pp = pp, pp->hook_arg.ctx = ctx;
     for (int g = 0; g < pp->groups && s == CUDARL_OK && gpu; g++) {
         s = ctx->ops->event_create(ctx, &pp->event[g]);
@@ -172,6 +172,10 @@ void cr_ppo_pool_reset(cr_ppo *p) {
 
 void cr_ppo_pool_set_obs(cr_ppo *p, const void *obs) {
     memcpy(p->pool->obs, obs, (size_t)p->N * p->pool->pool.obs_bytes);
+}
+
+void cr_ppo_pool_get_obs(const cr_ppo *p, void *obs) {
+    memcpy(obs, p->pool->obs, (size_t)p->N * p->pool->pool.obs_bytes);
 }
 
 int cr_ppo_pool_threads(const cr_ppo *p) { return p->pool->pool.num_threads; }
@@ -237,12 +241,14 @@ static void absorb(cr_ppo *p, int t, int b, int n) {
     } else {
         o->copy_from_host(ctx, p->final_obs + r * D, pp->final_obs + (size_t)b * D,
                           (size_t)n * D * sizeof(float));
+        cr_ppo_norm_obs_apply(p, p->final_obs + r * D, n);
         cr_mlp_view critic = cr_ac_critic(&p->layout, p->act_params);
         cr_mlp_forward(ctx, &critic, p->final_obs + r * D, p->final_values + r,
                        &p->cache_critic, n);
     }
     o->episodes_record(ctx, p->rewards + r, p->done + r, p->ep_return + b, p->ep_length + b,
-                       p->log, n);
+                       p->log, n); /* the env's rewards, before their normalization */
+    cr_ppo_norm_reward(p, p->rewards + r, p->terminated + r, b, n);
 }
 
 /* Queues the policy of step t for envs [b, b + n) and the copy of their actions to the host. */
@@ -258,19 +264,16 @@ static void act(cr_ppo *p, int t, int b, int n) {
     } else {
         float *obs = p->obs + r * D;
         o->copy_from_host(ctx, obs, pp->obs + (size_t)b * D, (size_t)n * D * sizeof(float));
+        cr_ppo_norm_obs_take(p, obs, n);
         cr_mlp_view actor = cr_ac_actor(&p->layout, p->act_params);
         cr_mlp_view critic = cr_ac_critic(&p->layout, p->act_params);
         cr_mlp_forward(ctx, &actor, obs, p->logits + (size_t)b * A, &p->cache_actor, n);
         cr_mlp_forward(ctx, &critic, obs, p->values + r, &p->cache_critic, n);
     }
-    o->uniform(ctx, p->sampler, p->u + b, n);
-    o->categorical_sample(ctx, p->logits + (size_t)b * A, p->u + b, p->actions + r,
-                          p->logp + r, n, p->A);
-    if (o->copy_to_host_async) {
-        o->copy_to_host_async(ctx, pp->actions + b, p->actions + r, (size_t)n * sizeof(int32_t));
-    } else {
-        o->copy_to_host(ctx, pp->actions + b, p->actions + r, (size_t)n * sizeof(int32_t));
-    }
+    const void *a = cr_ppo_sample(p, b, n, r);
+    void *h = (unsigned char *)pp->actions + (size_t)b * p->act_bytes;
+    if (o->copy_to_host_async) o->copy_to_host_async(ctx, h, a, (size_t)n * p->act_bytes);
+    else o->copy_to_host(ctx, h, a, (size_t)n * p->act_bytes);
 }
 
 /* The fused pool step (ppo_fused_cartpole.h) of envs [b, b + n): the outputs of step t_absorb
@@ -340,6 +343,8 @@ void cr_ppo_pool_rollout_steps(cr_ppo *p) {
         return;
     }
     ctx->ops->copy_from_host(ctx, p->cur_obs, pp->obs, (size_t)p->N * (size_t)p->D * sizeof(float));
+    /* normalized, not taken in: the next rollout's first step takes them in */
+    cr_ppo_norm_obs_apply(p, p->cur_obs, p->N);
     cr_mlp_view critic = cr_ac_critic(&p->layout, p->act_params);
     cr_mlp_forward(ctx, &critic, p->cur_obs, p->last_values, &p->cache_critic, p->N);
 }

@@ -15,6 +15,7 @@ static void merge(double *mean, double *var, double count, double bm, double bv,
 
 void cr_cpu_running_stats_update(double *mean, double *var, double *count, const float *x,
                                  int B, int D) {
+    if (B <= 0) return; /* no batch: 0 / 0 would turn every statistic NaN for good */
     for (int d = 0; d < D; d++) {
         double s = 0.0;
         for (int b = 0; b < B; b++) s += x[(size_t)b * D + d];
@@ -42,6 +43,7 @@ void cr_cpu_normalize_obs(const double *mean, const double *var, const float *x,
 void cr_cpu_normalize_reward(double *mean, double *var, double *count, double *ret,
                              const float *reward, const uint8_t *terminated, float *out, int N,
                              float gamma, float clip) {
+    if (N <= 0) return;
     double s = 0.0;
     for (int i = 0; i < N; i++) {
         ret[i] = ret[i] * gamma * (1.0 - terminated[i]) + reward[i];

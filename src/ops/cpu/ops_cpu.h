@@ -90,8 +90,10 @@ void cr_cpu_ppo_loss(const float *logits, const int32_t *action, const float *ol
 #define CR_GAUSSIAN_MAX_K 32
 
 /* A standard normal from two uniforms in [0, 1) (Box-Muller, cosine branch):
- * sqrt(-2 log(1 - u1)) cos(2 pi u2); 1 - u1 is in (0, 1], so the log is finite. */
-static inline float cr_box_muller(float u1, float u2) {
+ * sqrt(-2 log(1 - u1)) cos(2 pi u2); 1 - u1 is in (0, 1], so the log is finite. One definition
+ * for the CPU and the CUDA twin (gaussian.cu): it has no a * b + c for nvcc to fuse, so the two
+ * differ only where CUDA's logf and cosf differ from the C library's (an ulp or two). */
+CR_HD static inline float cr_box_muller(float u1, float u2) {
     return sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.2831853071795865f * u2);
 }
 
@@ -110,10 +112,19 @@ void cr_cpu_ppo_loss_gaussian(const float *mean, const float *logstd, const floa
                               const cr_ppo_loss_params *p, float *dmean, float *dlogstd,
                               float *dvalue, cr_ppo_loss_stats *stats, int B, int K);
 
+/* A continuous action space's box: K floats, the k-th within [lo[k], hi[k]]. */
+typedef struct cr_action_box {
+    int K;
+    float lo[CR_GAUSSIAN_MAX_K], hi[CR_GAUSSIAN_MAX_K];
+} cr_action_box;
+
+/* y (B, K) = min(max(x, lo), hi) per column (a NaN stays NaN); y may be x. */
+void cr_cpu_clip_box(const float *x, const cr_action_box *box, float *y, int B);
+
 /* Gymnasium's running normalization (RunningMeanStd, NormalizeObservation, NormalizeReward):
  * the statistics in double, mean (D), var (D) and count (1), which start at 0, 1 and 1e-4.
  * update: the batch x (B, D)'s mean and population variance merged into them (Chan et al.'s
- * parallel rule, as RunningMeanStd.update_from_moments). */
+ * parallel rule, as RunningMeanStd.update_from_moments); B = 0 changes nothing. */
 void cr_cpu_running_stats_update(double *mean, double *var, double *count, const float *x,
                                  int B, int D);
 /* y (B, D) = clip((x - mean) / sqrt(var + 1e-8), -clip, clip) (y may be x). */
@@ -121,7 +132,8 @@ void cr_cpu_normalize_obs(const double *mean, const double *var, const float *x,
                           int D, float clip);
 /* NormalizeReward, then the clip of CleanRL's TransformReward: per env i,
  * ret[i] = ret[i] gamma (1 - terminated[i]) + reward[i] (the discounted return, double); the
- * statistics (D = 1) updated with ret (N); out[i] = clip(reward[i] / sqrt(var + 1e-8), +-clip). */
+ * statistics (D = 1) updated with ret (N); out[i] = clip(reward[i] / sqrt(var + 1e-8), +-clip).
+ * N = 0 changes nothing. */
 void cr_cpu_normalize_reward(double *mean, double *var, double *count, double *ret,
                              const float *reward, const uint8_t *terminated, float *out, int N,
                              float gamma, float clip);

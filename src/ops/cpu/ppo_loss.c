@@ -116,11 +116,21 @@ void cr_cpu_gaussian_sample(const float *mean, const float *logstd, const float 
     }
 }
 
+void cr_cpu_clip_box(const float *x, const cr_action_box *box, float *y, int B) {
+    const int K = box->K;
+    for (int b = 0; b < B; b++)
+        for (int k = 0; k < K; k++) {
+            float v = x[(size_t)b * K + k];
+            y[(size_t)b * K + k] = v < box->lo[k] ? box->lo[k] : v > box->hi[k] ? box->hi[k] : v;
+        }
+}
+
 void cr_cpu_ppo_loss_gaussian(const float *mean, const float *logstd, const float *action,
                               const float *old_logp, const float *adv, const float *value,
                               const float *old_value, const float *returns,
                               const cr_ppo_loss_params *p, float *dmean, float *dlogstd,
                               float *dvalue, cr_ppo_loss_stats *stats, int B, int K) {
+    CUDARL_ASSERT(K >= 1 && K <= CR_GAUSSIAN_MAX_K); /* dls below holds K sums */
     const float clip = p->clip_coef;
     double adv_mean = 0.0, adv_denom = 1.0;
     if (p->norm_adv) adv_stats(adv, B, &adv_mean, &adv_denom);

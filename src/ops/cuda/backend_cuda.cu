@@ -305,7 +305,7 @@ static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 64 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 70 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -326,6 +326,7 @@ extern "C" const cr_backend cr_backend_cuda = {
     .permutation = cr_cuda_permutation,
     .categorical_sample = cr_cuda_categorical_sample,
     .categorical_argmax = cr_cuda_categorical_argmax,
+    .clip_box = cr_cuda_clip_box,
     .episodes_record = cr_cuda_episodes_record,
     .bootstrap_values = cr_cuda_bootstrap_values,
     .gae = cr_cuda_gae,
@@ -333,6 +334,11 @@ extern "C" const cr_backend cr_backend_cuda = {
     .gather_rows = cr_cuda_gather_rows,
     .gather_rows_many = cr_cuda_gather_rows_many,
     .ppo_loss = cr_cuda_ppo_loss,
+    .gaussian_sample = cr_cuda_gaussian_sample,
+    .ppo_loss_gaussian = cr_cuda_ppo_loss_gaussian,
+    .running_stats_update = cr_cuda_running_stats_update,
+    .normalize_obs = cr_cuda_normalize_obs,
+    .normalize_reward = cr_cuda_normalize_reward,
     .clip_grad_norm = cr_cuda_clip_grad_norm,
     .adam_step = cr_cuda_adam_step,
     .loss_scale_apply = cr_cuda_loss_scale_apply,

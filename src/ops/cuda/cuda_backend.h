@@ -3,9 +3,9 @@
  *
  * A CUDA context owns one non-blocking stream, a cuBLAS handle bound to it with a preallocated
  * workspace (so GEMMs can be captured into a CUDA graph), and a small scratch block of device
- * memory for the reductions of ppo_loss, clip_grad_norm and adam_step. Every op is asynchronous,
- * allocates nothing and never waits on the host, so any sequence of ops can be captured into a
- * graph. Ops that share one context share its scratch: launch them (and its graphs) on its
+ * memory for the reductions of ppo_loss, ppo_loss_gaussian, running_stats_update,
+ * normalize_reward, clip_grad_norm and adam_step. Every op is asynchronous, allocates nothing
+ * and never waits on the host, so any sequence of ops can be captured into a graph. Ops that share one context share its scratch: launch them (and its graphs) on its
  * stream only. CUDARL_SYNC_DEBUG=1 (read at context init) waits for and checks every launch.
  * CUDARL_FUSED=0 (read at context init) leaves out the fused PPO minibatch op
  * (ppo_minibatch_grads, ppo_fused.cu): ctx->ops then points at a copy of the table without it,

@@ -46,6 +46,9 @@ void cr_cuda_after_launch(cudarl_ctx *ctx, const char *file, int line);
 // Partial sums of multi-block reductions: at most this many blocks, this many values each.
 #define CR_CUDA_MAX_PARTIALS 1024
 #define CR_CUDA_PARTIAL_WIDTH 8
+// Partial sums of reductions with many values per block (a column per value): the Gaussian
+// loss's dlogstd (K per block) and the running statistics (two per column and row chunk).
+#define CR_CUDA_WIDE_PARTIALS (1 << 16)
 
 // Device scratch of one context: what one op hands from one of its kernels to the next. Ops on
 // one stream run one after another, so they share it.
@@ -56,6 +59,7 @@ struct cr_cuda_scratch {
     float adam_step;            // adam_step: lr / (1 - b1^t)
     float adam_bc2_sqrt;        // adam_step: sqrt(1 - b2^t)
     unsigned adam_blocks_done;  // adam_step: blocks finished (0 between launches)
+    double wide[CR_CUDA_WIDE_PARTIALS]; // gaussian.cu, normalize.cu: partials, many per block
 };
 
 struct cr_cuda_impl {
@@ -165,6 +169,14 @@ __device__ void cr_block_sum(double (&v)[K], double *sh) {
     __syncthreads(); // sh may be reused by the caller
 }
 
+// Sums v over the 32 lanes of a warp by a fixed butterfly: every lane gets the total, the same
+// bits on every run (IEEE addition is commutative, so lanes i and i ^ o add the same pair).
+// Every lane of the warp must call it.
+__device__ __forceinline__ double cr_warp_sum(double v) {
+    for (int o = 16; o > 0; o >>= 1) v = __dadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
 // ---- the ops (backend table in backend_cuda.cu) --------------------------------------------
 
 // memory.cu
@@ -207,6 +219,9 @@ void cr_cuda_categorical_sample(cudarl_ctx *ctx, const float *logits, const floa
                                 int32_t *action, float *logp, int B, int A);
 void cr_cuda_categorical_argmax(cudarl_ctx *ctx, const float *logits, int32_t *action, int B,
                                 int A);
+// clip_box.cu
+void cr_cuda_clip_box(cudarl_ctx *ctx, const float *x, const cr_action_box *box, float *y,
+                      int B);
 // episodes.cu
 void cr_cuda_episodes_record(cudarl_ctx *ctx, const float *reward, const uint8_t *done,
                              double *ep_return, int64_t *ep_length, cr_episode_log *log, int N);
@@ -232,6 +247,22 @@ void cr_cuda_ppo_loss(cudarl_ctx *ctx, const float *logits, const int32_t *actio
                       float *dlogits, float *dvalue, cr_ppo_stats_acc *acc, int B, int A);
 // scratch->adv_mean, adv_denom = mean and unbiased std + 1e-8 of adv (B) (ppo_loss's first pass)
 void cr_cuda_ppo_adv_stats(cudarl_ctx *ctx, const float *adv, int B);
+// gaussian.cu
+void cr_cuda_gaussian_sample(cudarl_ctx *ctx, const float *mean, const float *logstd,
+                             const float *u, float *action, float *logp, int B, int K);
+void cr_cuda_ppo_loss_gaussian(cudarl_ctx *ctx, const float *mean, const float *logstd,
+                               const float *action, const float *old_logp, const float *adv,
+                               const float *value, const float *old_value, const float *returns,
+                               const cr_ppo_loss_params *p, float *dmean, float *dlogstd,
+                               float *dvalue, cr_ppo_stats_acc *acc, int B, int K);
+// normalize.cu
+void cr_cuda_running_stats_update(cudarl_ctx *ctx, double *mean, double *var, double *count,
+                                  const float *x, int B, int D);
+void cr_cuda_normalize_obs(cudarl_ctx *ctx, const double *mean, const double *var,
+                           const float *x, float *y, int B, int D, float clip);
+void cr_cuda_normalize_reward(cudarl_ctx *ctx, double *mean, double *var, double *count,
+                              double *ret, const float *reward, const uint8_t *terminated,
+                              float *out, int N, float gamma, float clip);
 // ppo_fused.cu
 // Sets the fused kernels' shared memory limits and grid caps (im->fused_grid_cap) for a device
 // of `sms` SMs; returns 0 when they cannot run there (then the op must not be offered).

@@ -40,13 +40,31 @@ __device__ __forceinline__ float cr_ppo_norm_adv(float adv, int norm_adv, double
     return norm_adv ? (float)(((double)adv - mean) / denom) : adv;
 }
 
+// The clipped surrogate of one row, from its new and old log-probs and its (normalised)
+// advantage a: returns d loss / d logp (dratio * ratio / B) and sets
+// st = {max(pg1, pg2), -logratio, (ratio - 1) - logratio, clipped ? 1 : 0}.
+__device__ __forceinline__ float cr_ppo_surrogate(float logp, float old_logp, float a,
+                                                  float clip, float inv_b, float st[4]) {
+    const float lo = 1.0f - clip, hi = 1.0f + clip;
+    float logratio = logp - old_logp, ratio = expf(logratio);
+    float rc = ratio < lo ? lo : ratio > hi ? hi : ratio;
+    float pg1 = __fmul_rn(-a, ratio), pg2 = __fmul_rn(-a, rc);
+    float pass = (ratio >= lo && ratio <= hi) ? 1.0f : 0.0f;
+    float dratio = __fadd_rn(__fmul_rn(cr_dmax_da(pg1, pg2), -a),
+                             __fmul_rn(__fmul_rn(cr_dmax_da(pg2, pg1), -a), pass));
+    st[0] = pg1 > pg2 ? pg1 : pg2;
+    st[1] = -logratio;
+    st[2] = (ratio - 1.0f) - logratio;
+    st[3] = fabsf(ratio - 1.0f) > clip ? 1.0f : 0.0f;
+    return __fmul_rn(__fmul_rn(dratio, ratio), inv_b);
+}
+
 // The policy part of one row: logits l (A), the action act, old log p, the (normalised)
 // advantage a; writes dl (A) = d loss / d logits (including the entropy bonus, both / B) and
 // st = {max(pg1, pg2), entropy, -logratio, (ratio - 1) - logratio, clipped ? 1 : 0}.
 __device__ __forceinline__ void cr_ppo_policy_row(const float *l, int A, int act, float old_logp,
                                                   float a, float clip, float ent_coef,
                                                   float inv_b, float *dl, float st[5]) {
-    const float lo = 1.0f - clip, hi = 1.0f + clip;
     // log-softmax and entropy as the CPU computes them; s is cr_row_sum_exp's sum
     float m = cr_row_max(l, A);
     float s = 0.0f, el = 0.0f;
@@ -58,13 +76,8 @@ __device__ __forceinline__ void cr_ppo_policy_row(const float *l, int A, int act
     float log_s = logf(s), ent = __fsub_rn(log_s, __fdiv_rn(el, s));
     float logp = cr_row_logp(l, act, m, s);
 
-    float logratio = logp - old_logp, ratio = expf(logratio);
-    float rc = ratio < lo ? lo : ratio > hi ? hi : ratio;
-    float pg1 = __fmul_rn(-a, ratio), pg2 = __fmul_rn(-a, rc);
-    float pass = (ratio >= lo && ratio <= hi) ? 1.0f : 0.0f;
-    float dratio = __fadd_rn(__fmul_rn(cr_dmax_da(pg1, pg2), -a),
-                             __fmul_rn(__fmul_rn(cr_dmax_da(pg2, pg1), -a), pass));
-    float g_logp = __fmul_rn(__fmul_rn(dratio, ratio), inv_b);
+    float sur[4];
+    float g_logp = cr_ppo_surrogate(logp, old_logp, a, clip, inv_b, sur);
     float g_ent = __fmul_rn(ent_coef, inv_b);
     for (int j = 0; j < A; j++) {
         float lp = (l[j] - m) - log_s, pj = expf(lp);
@@ -72,19 +85,22 @@ __device__ __forceinline__ void cr_ppo_policy_row(const float *l, int A, int act
         dl[j] = __fadd_rn(__fmul_rn(g_logp, __fsub_rn(onehot, pj)),
                           __fmul_rn(__fmul_rn(g_ent, pj), __fadd_rn(lp, ent)));
     }
-    st[0] = pg1 > pg2 ? pg1 : pg2;
+    st[0] = sur[0];
     st[1] = ent;
-    st[2] = -logratio;
-    st[3] = (ratio - 1.0f) - logratio;
-    st[4] = fabsf(ratio - 1.0f) > clip ? 1.0f : 0.0f;
+    st[2] = sur[1];
+    st[3] = sur[2];
+    st[4] = sur[3];
 }
 
-// Turns the minibatch's sums {pg, v, entropy, -logratio, kl, clipfrac} of B rows into the means
-// and adds them to acc (sum[], count, last_approx_kl), as the CPU backend's wrapper does.
-__device__ __forceinline__ void cr_ppo_acc_add(const double sums[6], float ent_coef,
-                                               float vf_coef, cr_ppo_stats_acc *acc, int B) {
-    double pg_loss = sums[0] / B, v_loss = __dmul_rn(0.5, sums[1]) / B, entropy = sums[2] / B;
-    double old_approx_kl = sums[3] / B, approx_kl = sums[4] / B, clipfrac = sums[5] / B;
+// Adds one minibatch's statistics to acc (sum[], count, last_approx_kl) as the CPU backend's
+// wrapper does: the means of the B rows' sums {pg, v, -logratio, kl, clipfrac} (v_loss is
+// 0.5 sum / B), the mean entropy as given, and the loss formed from them as cr_cpu_ppo_loss
+// forms it.
+__device__ __forceinline__ void cr_ppo_acc_add_entropy(const double sums[5], double entropy,
+                                                       float ent_coef, float vf_coef,
+                                                       cr_ppo_stats_acc *acc, int B) {
+    double pg_loss = sums[0] / B, v_loss = __dmul_rn(0.5, sums[1]) / B;
+    double old_approx_kl = sums[2] / B, approx_kl = sums[3] / B, clipfrac = sums[4] / B;
     double loss = __dadd_rn(__dsub_rn(pg_loss, __dmul_rn((double)ent_coef, entropy)),
                             __dmul_rn((double)vf_coef, v_loss));
     acc->sum[0] += loss, acc->sum[1] += pg_loss, acc->sum[2] += v_loss;
@@ -92,6 +108,13 @@ __device__ __forceinline__ void cr_ppo_acc_add(const double sums[6], float ent_c
     acc->sum[6] += clipfrac;
     acc->count += 1;
     acc->last_approx_kl = approx_kl;
+}
+
+// cr_ppo_acc_add_entropy from the sums {pg, v, entropy, -logratio, kl, clipfrac} of B rows.
+__device__ __forceinline__ void cr_ppo_acc_add(const double sums[6], float ent_coef,
+                                               float vf_coef, cr_ppo_stats_acc *acc, int B) {
+    const double rest[5] = {sums[0], sums[1], sums[3], sums[4], sums[5]};
+    cr_ppo_acc_add_entropy(rest, sums[2] / B, ent_coef, vf_coef, acc, B);
 }
 
 #endif
