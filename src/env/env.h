@@ -20,14 +20,17 @@
 #include "ops/backend.h"
 
 /* What an env has besides its def, as the registry records it (cr_env_info.caps):
- *   CR_ENV_BATCH       cr_env_batch steps it (on the CPU, or by its CUDA twin on a CUDA
- *                      context): CartPole-v1 and the classic-control envs (Acrobot-v1,
- *                      MountainCar-v0, Pendulum-v1, MountainCarContinuous-v0)
+ *   CR_ENV_BATCH       cr_env_batch steps it on the CPU: CartPole-v1 and the classic-control
+ *                      envs (Acrobot-v1, MountainCar-v0, Pendulum-v1, MountainCarContinuous-v0)
+ *   CR_ENV_BATCH_CUDA  ... and on a CUDA context, by the batch's CUDA twin: CartPole-v1, and the
+ *                      classic-control envs in a build configured with CUDARL_CLASSIC_CUDA=ON
+ *                      (their twins wait for their GPU tests; off, they step on CPU threads
+ *                      beside a GPU policy)
  *   CR_ENV_IMAGE_TWIN  an image twin (image_twin.h) steps it on a CUDA context: the MinAtar
  *                      games and CartPolePixels-v1
  * An env with neither (every env a user registers) steps on CPU threads (env_pool.h). */
-enum { CR_ENV_BATCH = 1 << 0, CR_ENV_IMAGE_TWIN = 1 << 1 };
-#define CR_ENV_CUDA_TWIN (CR_ENV_BATCH | CR_ENV_IMAGE_TWIN)
+enum { CR_ENV_BATCH = 1 << 0, CR_ENV_IMAGE_TWIN = 1 << 1, CR_ENV_BATCH_CUDA = 1 << 2 };
+#define CR_ENV_CUDA_TWIN (CR_ENV_BATCH_CUDA | CR_ENV_IMAGE_TWIN)
 
 typedef struct cr_env_batch_twin cr_env_batch_twin;
 

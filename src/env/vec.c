@@ -100,7 +100,7 @@ cudarl_status cudarl_vec_create(cudarl_ctx *ctx, const char *id, int num_envs, i
     cudarl_vec *v = calloc(1, sizeof *v);
     if (!v) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "cudarl_vec_create: out of host memory");
     v->ctx = ctx, v->info = info, v->n = num_envs;
-    v->on_device = ctx->kind == CUDARL_DEVICE_CUDA && (info->caps & CR_ENV_BATCH);
+    v->on_device = ctx->kind == CUDARL_DEVICE_CUDA && (info->caps & CR_ENV_BATCH_CUDA);
     cudarl_status s = v->on_device ? init_device(v) : init_pool(v, threads);
     if (s != CUDARL_OK) {
         cudarl_vec_free(v);

@@ -623,8 +623,9 @@ static cudarl_status policy_make(const cr_policy_net *net, const cudarl_policy_o
     if (s == CUDARL_OK) s = policy_alloc(ctx, net, o, &p);
     if (s == CUDARL_OK) {
         p->conv_engine = engine;
+        CUDARL_ASSERT(f || params); /* the weights come from one of them */
         if (f) s = params_read(f, p);
-        else memcpy(p->params_host, params, net->num_params * sizeof(float));
+        else if (params) memcpy(p->params_host, params, net->num_params * sizeof(float));
     }
     if (s == CUDARL_OK) {
         p->check_device_ptrs = 0;

@@ -53,7 +53,8 @@ typedef enum { ENVS_BATCH, ENVS_TWIN, ENVS_POOL } envs_where;
 static cudarl_status envs_place(const cudarl_dqn_config *c, const cudarl_ctx *ctx,
                                 envs_where *w) {
     const int caps = cr_env_info_find(c->env_id)->caps;
-    const int batch = (caps & CR_ENV_BATCH) != 0;
+    const int batch =
+        (caps & (ctx->kind == CUDARL_DEVICE_CUDA ? CR_ENV_BATCH_CUDA : CR_ENV_BATCH)) != 0;
     const int twin = ctx->kind == CUDARL_DEVICE_CUDA && (caps & CR_ENV_IMAGE_TWIN);
     *w = c->env_device == CUDARL_DEVICE_CPU ? ENVS_POOL
          : batch                            ? ENVS_BATCH

@@ -79,7 +79,7 @@ static int fused_policy_steps(const cr_ppo *p, const cudarl_ctx *ctx) {
 /* Whether the whole rollout is one kernel (env included: CartPole's batch on the device). */
 static int fused_rollout(const cr_ppo *p, const cudarl_ctx *ctx) {
     return fused_policy_steps(p, ctx) && !cr_ppo_pool_wanted(p) &&
-           (p->env_info->caps & CR_ENV_BATCH);
+           p->env_info->batch == &cr_cartpole_batch; /* the kernel steps CartPole itself */
 }
 
 /* Whether the CPU-env pool's steps run as one kernel each (ppo_fused_cartpole.cu's pool step). */

@@ -147,7 +147,7 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
                c->env_device == CUDARL_DEVICE_CUDA,
                "--env-device must be cpu, cuda or auto");
     const int caps = cr_env_info_find(c->env_id)->caps;
-    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || (caps & CR_ENV_BATCH) ||
+    CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || (caps & CR_ENV_BATCH_CUDA) ||
                    (strcmp(c->policy, "mlp") && (caps & CR_ENV_IMAGE_TWIN)),
                "--env-device cuda: %s has no CUDA twin (only CartPole-v1 does); use --env-device "
                "cpu, which steps it on CPU threads", c->env_id);

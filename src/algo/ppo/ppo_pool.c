@@ -80,7 +80,7 @@ int cr_ppo_pool_wanted(const cr_ppo *p) {
     /* auto: the batch (and its CUDA twin) if it has one; a conv policy on the GPU steps an image
      * env's CUDA twin (MinAtar's games, CartPolePixels-v1); any other env steps on threads */
     const int caps = cr_env_info_find(c->env_id)->caps;
-    if (caps & CR_ENV_BATCH) return 0;
+    if (caps & (p->ctx->kind == CUDARL_DEVICE_CUDA ? CR_ENV_BATCH_CUDA : CR_ENV_BATCH)) return 0;
     return !(p->conv && p->ctx->kind == CUDARL_DEVICE_CUDA && (caps & CR_ENV_IMAGE_TWIN));
 }
 
