@@ -13,7 +13,7 @@ if(Python3_EXECUTABLE)
 else()
   set(CUDARL_ONNX_PYTHON python3) # never skip silently: fail, saying so, without python3
 endif()
-foreach(group ppo dqn conv bad_input)
+foreach(group ppo dqn conv bad_input gaussian)
   add_test(NAME onnx_export_${group}
            COMMAND ${CUDARL_ONNX_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_onnx_export.py
                    --cudarl $<TARGET_FILE:cudarl_cli> --forward $<TARGET_FILE:onnx_policy_forward>

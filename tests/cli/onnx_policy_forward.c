@@ -16,6 +16,10 @@
  *         network's input after the conversion, run through the same net and weights with the
  *         spec reading float32 unscaled; U8 for a float32 spec is scaled by cr_cpu_scale_u8
  *         first (what the export's uint8 input does for such a policy).
+ *   Gaussian (a checkpoint with metadata action_dim, PPO on continuous actions): the policy
+ *         runtime on the CPU, which normalizes the observations by the checkpoint's statistics
+ *         where it has them; OUT gets `action` (N, K) F32 (the mean clipped into the box),
+ *         `action_mean` (N, K) and `value` (N, 1).
  * Exits 1 on the first failure. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -146,6 +150,34 @@ static void conv_run(const char *path, const cr_st_tensor *obs, fwd_out *o) {
     free(x);
 }
 
+/* A Gaussian policy's outputs on obs (N, obs_dim) F32 by the policy runtime, written to out. */
+static void gaussian_run(const char *path, const cr_st_tensor *obs, const char *out) {
+    cudarl_policy_options opt;
+    cudarl_policy_options_default(&opt);
+    opt.device = CUDARL_DEVICE_CPU;
+    opt.max_batch = (int)obs->shape[0];
+    cudarl_policy *pol;
+    CHECK_OK(cudarl_policy_load(path, &opt, &pol));
+    cudarl_policy_info info;
+    cudarl_policy_get_info(pol, &info);
+    const int N = (int)obs->shape[0], K = info.action_dim;
+    CHECK_MSG(obs->dtype == CR_ST_F32 && obs->ndim == 2 && obs->shape[1] == info.obs_dim,
+              "obs must be F32 (N, %d)", info.obs_dim);
+    float *x = alloc_or_die(obs->nbytes), *act = alloc_or_die((size_t)N * K * sizeof(float));
+    float *mean = alloc_or_die((size_t)N * K * sizeof(float));
+    float *value = alloc_or_die((size_t)N * sizeof(float));
+    memcpy(x, obs->data, obs->nbytes);
+    CHECK_OK(cudarl_policy_act(pol, x, CUDARL_OBS_F32, N, act, value, mean));
+    cr_st_writer *w = alloc_or_die(sizeof *w);
+    cr_st_writer_init(w);
+    cr_st_add_tensor(w, "action", CR_ST_F32, 2, (int64_t[]){N, K}, act);
+    cr_st_add_tensor(w, "action_mean", CR_ST_F32, 2, (int64_t[]){N, K}, mean);
+    cr_st_add_tensor(w, "value", CR_ST_F32, 2, (int64_t[]){N, 1}, value);
+    CHECK_OK(cr_st_write_atomic(w, out));
+    free(w), free(x), free(act), free(mean), free(value);
+    cudarl_policy_free(pol);
+}
+
 int main(int argc, char **argv) {
     CHECK_MSG(argc == 4, "usage: onnx_policy_forward CHECKPOINT IN.safetensors OUT.safetensors");
     cr_st_file *ck, *in;
@@ -157,6 +189,12 @@ int main(int argc, char **argv) {
     CHECK_OK(cr_st_find(in, "obs", &obs));
     CHECK_MSG(obs.ndim >= 2 && obs.shape[0] >= 1 && (obs.dtype == CR_ST_F32 || obs.dtype == CR_ST_U8),
               "obs must be F32 or U8 with rows first");
+    if (cr_st_meta(ck, "action_dim")) {
+        gaussian_run(argv[1], &obs, argv[3]);
+        cr_st_close(in);
+        cr_st_close(ck);
+        return 0;
+    }
     fwd_out o = {.N = (int)obs.shape[0], .A = meta_int(ck, "num_actions"),
                  .dqn = !strcmp(algo, "dqn")};
     size_t n = (size_t)o.N;

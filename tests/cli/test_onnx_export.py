@@ -218,7 +218,9 @@ def check_outputs(work, path, ckpt, obs, names):
     label = f"{os.path.basename(path)}, {obs.dtype} batch {len(obs)}"
     check(f"{label}: onnxruntime's {', '.join(names)} match cudarl's forward")
     for n in names:
-        if n == "action":
+        if n == "action" and got[n].dtype == np.float32:  # a Gaussian's: clipped means
+            compare(f"{label}: {n}", got[n], ref[n])
+        elif n == "action":
             compare_actions(f"{label}: action", got[n], got.get("logits", got.get("q_values")),
                             ref)
         else:
@@ -499,7 +501,33 @@ def test_bad_input(work):
         fail("cudarl --help names export", "'cudarl export' in stdout", r.describe())
 
 
-GROUPS = {"ppo": test_ppo, "dqn": test_dqn, "conv": test_conv, "bad_input": test_bad_input}
+def test_gaussian(work):
+    """A Gaussian policy (PPO on Pendulum-v1, observations normalized): action_mean, action (the
+    mean clipped into the box) and value against the policy runtime's, the normalization and
+    the clip in the graph."""
+    check("train a Gaussian PPO policy on Pendulum-v1 (--norm-obs)")
+    run_ok("train gaussian", ["train", "--env-id", "Pendulum-v1", "--total-timesteps", "4096",
+                              "--device", "cpu", "--runs-dir", "runs", "--run-name", "gauss",
+                              "--quiet"], work)
+    ckpt = os.path.join(work, "runs", "gauss", "model.safetensors")
+    path = export(work, ckpt, "gauss.onnx")
+    m = onnx.load(path)
+    onnx.checker.check_model(m, full_check=True)
+    ops = [n.op_type for n in m.graph.node]
+    check("gauss.onnx: normalization (Sub, Div, Clip) first, Max and Min on the mean last")
+    if ops[:3] != ["Sub", "Div", "Clip"] or ops[-2:] != ["Max", "Min"]:
+        fail("the Gaussian graph's nodes", "Sub Div Clip ... Max Min", f"  got: {ops}")
+    outs = [o.name for o in m.graph.output]
+    if outs != ["action", "action_mean", "value"]:
+        fail("the Gaussian graph's outputs", "action, action_mean, value", f"  got: {outs}")
+    rng = np.random.default_rng(11)
+    for n in (1, 37):  # wide observations: some means fall outside the box [-2, 2]
+        obs = (rng.standard_normal((n, 3)) * np.array([1.0, 1.0, 8.0])).astype(np.float32)
+        check_outputs(work, path, ckpt, obs, ["action_mean", "value", "action"])
+
+
+GROUPS = {"ppo": test_ppo, "dqn": test_dqn, "conv": test_conv, "bad_input": test_bad_input,
+          "gaussian": test_gaussian}
 
 
 def main():
