@@ -74,3 +74,23 @@ def test_refusals():
     with pytest.raises(ValueError, match="shape"):
         e.step(np.zeros(3, np.int32))
     e.close()
+
+
+def test_continuous_env_box_actions():
+    env = cudarl.make_vec("Pendulum-v1", num_envs=3, device="cpu")
+    try:
+        assert isinstance(env.single_action_space, gymnasium.spaces.Box)
+        assert env.single_action_space.shape == (1,)
+        assert env.single_action_space.low[0] == -2.0 and env.single_action_space.high[0] == 2.0
+        obs, _ = env.reset(seed=5)
+        assert obs.shape == (3, 3)
+        obs, rew, term, trunc, _ = env.step(np.array([[0.5], [-7.0], [2.0]], np.float32))
+        # -7 is clipped to -2 before the env sees it: Pendulum's reward counts 0.001 u^2 of the
+        # clipped torque, so the reward stays within Pendulum's range
+        assert rew.shape == (3,) and np.all(rew <= 0) and np.all(rew >= -16.3)
+        with pytest.raises(ValueError, match="shape"):
+            env.step(np.zeros(3, np.float32))
+        with pytest.raises(ValueError, match="NaN"):
+            env.step(np.array([[0.0], [np.nan], [0.0]], np.float32))
+    finally:
+        env.close()
