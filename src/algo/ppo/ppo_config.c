@@ -149,8 +149,8 @@ cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
     const int caps = cr_env_info_find(c->env_id)->caps;
     CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || (caps & CR_ENV_BATCH_CUDA) ||
                    (strcmp(c->policy, "mlp") && (caps & CR_ENV_IMAGE_TWIN)),
-               "--env-device cuda: %s has no CUDA twin (only CartPole-v1 does); use --env-device "
-               "cpu, which steps it on CPU threads", c->env_id);
+               "--env-device cuda: %s has no CUDA twin in this build (docs/envs.md lists the "
+               "envs that have one); use --env-device cpu, which steps it on CPU threads", c->env_id);
     CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA || c->device != CUDARL_DEVICE_CPU,
                "--env-device cuda needs the GPU: use --device cuda (or auto) with it");
     CR_REQUIRE(!c->async || c->env_device == CUDARL_DEVICE_CPU,
