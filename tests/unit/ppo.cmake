@@ -10,9 +10,13 @@ endif()
 # Continuous actions: the Gaussian policy's rollout, resume and learning, CPU and GPU.
 cudarl_test(test_ppo_continuous SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ppo_continuous.c LABELS cpu
             ARGS cpu)
+add_test(NAME test_ppo_continuous_learn COMMAND test_ppo_continuous cpu learn)
+set_tests_properties(test_ppo_continuous_learn PROPERTIES LABELS "cpu;slow")
 if(CUDARL_HAVE_CUDA)
   add_test(NAME test_ppo_continuous_cuda COMMAND test_ppo_continuous cuda)
-  set_tests_properties(test_ppo_continuous_cuda PROPERTIES LABELS gpu)
+  add_test(NAME test_ppo_continuous_learn_cuda COMMAND test_ppo_continuous cuda learn)
+  set_tests_properties(test_ppo_continuous_cuda test_ppo_continuous_learn_cuda
+                       PROPERTIES LABELS gpu)
 endif()
 # Pendulum-v1 to a mean of -200, 3 seeds, on the CPU (issue 24's acceptance in CI: the Release
 # pass runs `slow` tests, the sanitizer pass, 10 to 20 times slower here, leaves them out).

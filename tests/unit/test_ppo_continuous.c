@@ -1,5 +1,7 @@
 /* PPO with continuous actions (CleanRL's ppo_continuous_action.py) on the context argv[1] names
- * (cpu, or cuda for the gpu label), over a small C env registered here, Reach-v0: two float
+ * (cpu, or cuda for the gpu label); argv[2] "learn" runs part 4 only (ctest's
+ * test_ppo_continuous_learn, label slow), else parts 1-3 and 5. Over a small C env registered here,
+ * Reach-v0: two float
  * observations, targets drawn in [-1, 1] at reset, an action of two floats in [-2, 2] (the box),
  * reward -(sum over k of (a_k - target_k)^2) each of the 8 steps of an episode; the targets stay.
  *  1. The config: the preset of a continuous env (cudarl_ppo_config_for_env), and the refusals
@@ -306,12 +308,15 @@ int main(int argc, char **argv) {
     CHECK_OK(cudarl_ctx_init(&ctx, strcmp(kind, "cuda") ? CUDARL_DEVICE_CPU : CUDARL_DEVICE_CUDA,
                              0));
     register_reach();
-    check_config();
-    check_rollout(ctx);
-    check_resume(ctx);
-    check_learns(ctx, 1);
-    check_learns(ctx, 0);
-    check_action_space_mismatch(ctx);
+    if (argc > 2 && !strcmp(argv[2], "learn")) {
+        check_learns(ctx, 1);
+        check_learns(ctx, 0);
+    } else {
+        check_config();
+        check_rollout(ctx);
+        check_resume(ctx);
+        check_action_space_mismatch(ctx);
+    }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf /tmp/test_ppo_continuous_%d", (int)getpid());
     CHECK(system(cmd) == 0);
