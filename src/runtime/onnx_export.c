@@ -47,7 +47,7 @@ typedef struct onnx_policy {
 } onnx_policy;
 
 /* A Gaussian policy's box from the checkpoint, as the policy runtime reads it. */
-static cudarl_status box_and_norm_read(const cr_st_file *f, const char *path, onnx_policy *p) {
+static cudarl_status box_and_norm_read(const char *path, onnx_policy *p) {
     cudarl_policy_options o;
     cudarl_policy_options_default(&o);
     o.device = CUDARL_DEVICE_CPU;
@@ -65,7 +65,6 @@ static cudarl_status box_and_norm_read(const cr_st_file *f, const char *path, on
         }
     }
     cudarl_policy_free(pol);
-    (void)f;
     return s;
 }
 
@@ -91,7 +90,7 @@ static cudarl_status mlp_read(const cr_st_file *f, const char *path, onnx_policy
         cr_qnet_layout_init(&p->q, p->obs_dim, p->h1, p->h2, p->num_actions);
         return CUDARL_OK;
     }
-    CR_TRY(box_and_norm_read(f, path, p));
+    CR_TRY(box_and_norm_read(path, p));
     if (p->box.K > 0) cr_ac_layout_init_gaussian(&p->ac, p->obs_dim, p->h1, p->box.K);
     else cr_ac_layout_init(&p->ac, p->obs_dim, p->h1, p->num_actions);
     return CUDARL_OK;

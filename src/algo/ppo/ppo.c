@@ -33,8 +33,7 @@ enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_ADAM_T, M_LR, M_ENV, M_OBS, M_FI
        M_ALT_FINAL_VALUES, M_ALT_NEXT_VALUES, M_ALT_ADV, M_ALT_RETURNS, M_ALT_TERM, M_ALT_TRUNC,
        M_ALT_DONE, M_NORM, M_COUNT };
 
-/* Doubles of the normalization statistics (cr_ppo's obs_* and ret_*, in that order). */
-static size_t norm_doubles(const cr_ppo *p) {
+size_t cr_ppo_norm_doubles(const cr_ppo *p) {
     return (p->cfg.norm_obs ? 2 * (size_t)p->D + 1 : 0) +
            (p->cfg.norm_reward ? 3 + (size_t)p->N : 0);
 }
@@ -132,7 +131,7 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
         {"async.next_values", A2 * TN * F}, {"async.adv", A2 * TN * F},
         {"async.returns", A2 * TN * F}, {"async.terminated", A2 * TN},
         {"async.truncated", A2 * TN}, {"async.done", A2 * TN},
-        {"norm.stats", norm_doubles(p) * 8},
+        {"norm.stats", cr_ppo_norm_doubles(p) * 8},
     };
     cr_plan_init(pl);
     for (int i = 0; i < M_COUNT; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
@@ -162,6 +161,7 @@ static void carve_memory(cr_ppo *p) {
     p->actions = cr_arena_get(a, M_ACTIONS);
     if (p->K > 0) p->act_f = cr_arena_get(a, M_ACTIONS), p->mb_act_f = cr_arena_get(a, M_MB_ACT);
     double *ns = cr_arena_get(a, M_NORM);
+    p->norm = cr_ppo_norm_doubles(p) ? ns : NULL;
     if (p->cfg.norm_obs) {
         p->obs_mean = ns, p->obs_var = ns + p->D, p->obs_count = ns + 2 * p->D;
         ns += 2 * (size_t)p->D + 1;
@@ -249,7 +249,7 @@ void cr_ppo_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated, int
 /* The statistics' start (RunningMeanStd(epsilon=1e-4): mean 0, var 1, count 1e-4) and every
  * env's discounted return 0. */
 static cudarl_status norm_init(cr_ppo *p) {
-    size_t n = norm_doubles(p);
+    size_t n = cr_ppo_norm_doubles(p);
     if (n == 0) return CUDARL_OK;
     double *h = calloc(n, sizeof *h), *at = h;
     if (!h) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -259,7 +259,7 @@ static cudarl_status norm_init(cr_ppo *p) {
         at += 2 * (size_t)p->D + 1;
     }
     if (p->cfg.norm_reward) at[1] = 1.0, at[2] = 1e-4;
-    p->ctx->ops->copy_from_host(p->ctx, p->obs_mean ? p->obs_mean : p->ret_mean, h, n * 8);
+    p->ctx->ops->copy_from_host(p->ctx, p->norm, h, n * 8);
     free(h);
     return CUDARL_OK;
 }

@@ -194,20 +194,13 @@ typedef struct norm_host {
     size_t n;
 } norm_host;
 
-static size_t norm_count(const cr_ppo *p) {
-    return (p->cfg.norm_obs ? 2 * (size_t)p->D + 1 : 0) +
-           (p->cfg.norm_reward ? 3 + (size_t)p->N : 0);
-}
-
-static double *norm_base(const cr_ppo *p) { return p->obs_mean ? p->obs_mean : p->ret_mean; }
-
 static cudarl_status norm_to_host(cr_ppo *p, norm_host *h) {
-    h->n = norm_count(p);
+    h->n = cr_ppo_norm_doubles(p);
     h->all = NULL;
     if (!h->n) return CUDARL_OK;
     h->all = malloc(h->n * 8);
     if (!h->all) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
-    p->ctx->ops->copy_to_host(p->ctx, h->all, norm_base(p), h->n * 8);
+    p->ctx->ops->copy_to_host(p->ctx, h->all, p->norm, h->n * 8);
     return CUDARL_OK;
 }
 
@@ -555,7 +548,7 @@ typedef struct norm_item {
     size_t n;
 } norm_item;
 
-/* Reads the statistics into h (norm_count doubles) and checks them: finite, variances >= 0,
+/* Reads the statistics into h (cr_ppo_norm_doubles doubles) and checks them: finite, variances >= 0,
  * counts > 0. */
 static cudarl_status norm_read(const cr_st_file *f, const char *path, const cr_ppo *p,
                                double *all) {
@@ -642,12 +635,12 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
         if (t[i].bytes) s = read_raw(f, path, t[i].name, t[i].dtype, t[i].dst, t[i].bytes);
     if (s == CUDARL_OK) s = check_state(p, path, &h, ep_sums, &scaler, twin_state);
     double *norm = NULL;
-    const size_t nn = norm_count(p);
+    const size_t nn = cr_ppo_norm_doubles(p);
     if (s == CUDARL_OK && nn) {
         norm = malloc(nn * 8);
         s = norm ? norm_read(f, path, p, norm)
                  : cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
-        if (s == CUDARL_OK) p->ctx->ops->copy_from_host(p->ctx, norm_base(p), norm, nn * 8);
+        if (s == CUDARL_OK) p->ctx->ops->copy_from_host(p->ctx, p->norm, norm, nn * 8);
     }
     free(norm);
     if (s == CUDARL_OK && p->pool) cr_ppo_pool_set_obs(p, h.obs);

@@ -122,6 +122,7 @@ typedef struct cr_ppo {
     /* --norm-obs, --norm-reward (backend memory; NULL without): the running statistics of the
      * observations (D) and of the discounted returns (1) as mean, var, count, and each env's
      * discounted return */
+    double *norm;          /* the statistics' block: the fields below point into it */
     double *obs_mean, *obs_var, *obs_count;
     double *ret_mean, *ret_var, *ret_count, *ret_acc;
     int32_t *mb_idx;                              /* (batch) a permutation of the rows */
@@ -207,6 +208,8 @@ int cr_ppo_pool_check_state(const cr_ppo *p, int *bad, char *why, size_t cap);
  * categorical's logits, or the Gaussian's means with the log-std of act_params) into rollout row
  * `row` onwards of actions and logp; returns where the actions are (int32 or float rows). */
 const void *cr_ppo_sample(cr_ppo *p, int b, int n, size_t row);
+/* Doubles of the normalization statistics (p->norm: obs_* then ret_*), 0 without the flags. */
+size_t cr_ppo_norm_doubles(const cr_ppo *p);
 /* --norm-obs: obs (n, D, backend memory) are new observations: the statistics take them in, then
  * they are normalized in place (no-op without the flag). _apply only normalizes (final
  * observations, which the statistics took in as they came). */
