@@ -285,8 +285,9 @@ int cmd_train(int argc, char **argv) {
     const int actor = o.cfg.actor_device > 0 ? o.cfg.actor_device : 0;
     cudarl_device_kind device = o.cfg.device;
     if (device == CUDARL_DEVICE_AUTO && continuous_env(&o)) {
-        fprintf(stderr, "cudarl: continuous actions train on the CPU unless --device cuda: their "
-                        "GPU path is not yet checked on a GPU\n");
+        if (!o.cfg.quiet)
+            fprintf(stderr, "cudarl: continuous actions train on the CPU unless --device cuda: "
+                            "their GPU path is not yet checked on a GPU\n");
         device = CUDARL_DEVICE_CPU;
     }
     if (cudarl_ctx_init(&ctx, device, actor) != CUDARL_OK) return cmd_fail("no device");

@@ -1048,10 +1048,45 @@ def test_limits(work):
             fail(f"plan --mem-budget {text}", f"a plan against {shown}", r.describe())
 
 
+# ---- continuous actions: what a Gaussian run and its checkpoint refuse ---------------------
+
+def test_continuous(work):
+    U, R = 2, 1
+    expect_error("DQN refuses an env of continuous actions, naming PPO",
+                 ["train", "--algo", "dqn", "--env-id", "Pendulum-v1", "--device", "cpu"], work,
+                 U, ["Pendulum-v1 has continuous actions", "--algo ppo"])
+    check("a Gaussian PPO run on Pendulum-v1 with its preset (--norm-obs) writes a checkpoint")
+    run_ok("train pendulum", ["train", "--env-id", "Pendulum-v1", "--total-timesteps", "4096",
+                              "--runs-dir", "runs", "--run-name", "pend", "--quiet"], work)
+    ckpt = os.path.join(work, "runs", "pend", "model.safetensors")
+    tensors, meta = load_file(ckpt), checkpoint_metadata(ckpt)
+    for k in ("action_dim", "action_low", "action_high", "norm_obs", "norm_reward"):
+        if k not in meta:
+            fail("the Gaussian checkpoint's metadata", k, f"  got: {sorted(meta)}")
+    bad_var = dict(tensors)
+    bad_var["obs_rms.var"] = tensors["obs_rms.var"].copy()
+    bad_var["obs_rms.var"][1] = -1.0
+    path = os.path.join(work, "bad_var.safetensors")
+    save_file(bad_var, path, metadata=meta)
+    expect_error("eval refuses a negative observation variance", ["eval", path, "--episodes",
+                 "2", "--device", "cpu"], work, R, ["obs_rms.var", "damaged"])
+    bad_box = dict(meta, action_low="-2,x")
+    path = os.path.join(work, "bad_box.safetensors")
+    save_file(tensors, path, metadata=bad_box)
+    expect_error("eval refuses an unreadable action box", ["eval", path, "--episodes", "2",
+                 "--device", "cpu"], work, R, ["action_low", "comma-separated numbers"])
+    os.makedirs(os.path.join(work, "runs", "resumed"), exist_ok=True)
+    path = os.path.join(work, "runs", "resumed", "model.safetensors")
+    save_file(bad_var, path, metadata=meta)
+    expect_error("resume refuses a negative observation variance",
+                 ["train", "--resume", path, "--total-timesteps", "8192", "--quiet"], work, R,
+                 ["obs_rms.var", "variance >= 0"])
+
+
 GROUPS = {"bad_input": test_bad_input, "help": test_help, "determinism": test_determinism,
           "checkpoint": test_checkpoint, "resume": test_resume, "eval": test_eval,
           "dqn_plan": test_dqn_plan, "ppo_conv": test_ppo_conv, "runs": test_runs,
-          "limits": test_limits}
+          "limits": test_limits, "continuous": test_continuous}
 
 
 def main():
