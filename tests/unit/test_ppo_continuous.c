@@ -229,6 +229,27 @@ static void check_learns(cudarl_ctx *ctx, int norm) {
                   obs[i]);
     }
     cudarl_policy_free(pol);
+    if (cudarl_ctx_kind(ctx) != CUDARL_DEVICE_CUDA) return;
+    /* the runtime on the GPU (its graphs: normalization, forward, clip) against the CPU's:
+     * actions within float rounding of the products (cuBLAS sums in another order) */
+    opt.device = CUDARL_DEVICE_CUDA;
+    CHECK_OK(cudarl_policy_load(path, &opt, &pol));
+    cudarl_policy_get_info(pol, &info);
+    CHECK(info.device == CUDARL_DEVICE_CUDA && info.action_dim == 2);
+    float gact[4 * 2], gmeans[4 * 2], gvalues[4];
+    CHECK_OK(cudarl_policy_act(pol, obs, CUDARL_OBS_F32, 4, gact, gvalues, gmeans));
+    for (int i = 0; i < 8; i++) {
+        CHECK_CLOSE("GPU runtime's action", gact[i], act[i], 1e-5, 1e-5);
+        CHECK_CLOSE("GPU runtime's mean", gmeans[i], means[i], 1e-5, 1e-5);
+    }
+    for (int i = 0; i < 4; i++) CHECK_CLOSE("GPU runtime's value", gvalues[i], values[i], 1e-5, 1e-5);
+    /* a far target: the mean leaves the box, and the GPU clips it as the CPU does */
+    float far[2] = {50.0f, -50.0f}, fa[2], fm[2];
+    CHECK_OK(cudarl_policy_act(pol, far, CUDARL_OBS_F32, 1, fa, NULL, fm));
+    for (int k = 0; k < 2; k++)
+        CHECK_MSG(fa[k] == (fm[k] < -2.0f ? -2.0f : fm[k] > 2.0f ? 2.0f : fm[k]),
+                  "GPU clip: action %g for mean %g", fa[k], fm[k]);
+    cudarl_policy_free(pol);
 }
 
 /* 5. VecReach-v0: Reach as a vector env of 4, registered continuous, then discrete. */
