@@ -287,7 +287,7 @@ int cmd_train(int argc, char **argv) {
     if (device == CUDARL_DEVICE_AUTO && continuous_env(&o)) {
         if (!o.cfg.quiet)
             fprintf(stderr, "cudarl: continuous actions train on the CPU unless --device cuda: "
-                            "their GPU path is not yet checked on a GPU\n");
+                            "at their preset's minibatches of 64 it is faster (bench/RESULTS.md)\n");
         device = CUDARL_DEVICE_CPU;
     }
     if (cudarl_ctx_init(&ctx, device, actor) != CUDARL_OK) return cmd_fail("no device");

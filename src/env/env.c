@@ -18,15 +18,6 @@
  * defines its cudarl_env_def, and its line here declares and registers it, with the batch twin
  * that runs it when it has CR_ENV_BATCH (env_batch.c). Every env also steps on CPU threads
  * (env_pool.h). */
-/* The classic-control envs' CUDA batch twins (classic/classic.cu) are advertised only in a build
- * configured with CUDARL_CLASSIC_CUDA=ON, until tests/gpu/test_classic_cuda.c has passed on a
- * GPU; without it a GPU run steps them on CPU threads. */
-#ifdef CUDARL_CLASSIC_CUDA
-#define CR_CLASSIC_CUDA CR_ENV_BATCH_CUDA
-#else
-#define CR_CLASSIC_CUDA 0
-#endif
-
 #define CR_BUILTIN_ENVS(X)                                                      \
     X(cr_cartpole_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA, &cr_cartpole_batch)     \
     X(cr_cartpole_pixels_def, CR_ENV_IMAGE_TWIN, NULL)                          \
@@ -35,10 +26,10 @@
     X(cr_minatar_freeway_def, CR_ENV_IMAGE_TWIN, NULL)                          \
     X(cr_minatar_seaquest_def, CR_ENV_IMAGE_TWIN, NULL)                         \
     X(cr_minatar_space_invaders_def, CR_ENV_IMAGE_TWIN, NULL)                   \
-    X(cr_acrobot_def, CR_ENV_BATCH | CR_CLASSIC_CUDA, &cr_classic_batch)                          \
-    X(cr_mountain_car_def, CR_ENV_BATCH | CR_CLASSIC_CUDA, &cr_classic_batch)                     \
-    X(cr_pendulum_def, CR_ENV_BATCH | CR_CLASSIC_CUDA, &cr_classic_batch)                         \
-    X(cr_mountain_car_continuous_def, CR_ENV_BATCH | CR_CLASSIC_CUDA, &cr_classic_batch)
+    X(cr_acrobot_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA, &cr_classic_batch)                          \
+    X(cr_mountain_car_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA, &cr_classic_batch)                     \
+    X(cr_pendulum_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA, &cr_classic_batch)                         \
+    X(cr_mountain_car_continuous_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA, &cr_classic_batch)
 
 #define CR_DECLARE_BUILTIN(def, caps, batch) extern const cudarl_env_def def;
 CR_BUILTIN_ENVS(CR_DECLARE_BUILTIN)

@@ -22,10 +22,7 @@
 /* What an env has besides its def, as the registry records it (cr_env_info.caps):
  *   CR_ENV_BATCH       cr_env_batch steps it on the CPU: CartPole-v1 and the classic-control
  *                      envs (Acrobot-v1, MountainCar-v0, Pendulum-v1, MountainCarContinuous-v0)
- *   CR_ENV_BATCH_CUDA  ... and on a CUDA context, by the batch's CUDA twin: CartPole-v1, and the
- *                      classic-control envs in a build configured with CUDARL_CLASSIC_CUDA=ON
- *                      (their twins wait for their GPU tests; off, they step on CPU threads
- *                      beside a GPU policy)
+ *   CR_ENV_BATCH_CUDA  ... and on a CUDA context, by the batch's CUDA twin: the same envs
  *   CR_ENV_IMAGE_TWIN  an image twin (image_twin.h) steps it on a CUDA context: the MinAtar
  *                      games and CartPolePixels-v1
  * An env with neither (every env a user registers) steps on CPU threads (env_pool.h). */

@@ -301,15 +301,7 @@ static cudarl_status ctx_open(const cudarl_policy_options *o, const cr_policy_ne
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_policy_load: precision %s runs on CUDA "
                        "only (%s): load '%s' with precision FP32 on the CPU", prec,
                        gpu_only_why(o->precision), path);
-    cudarl_device_kind device = o->device;
-    if (device == CUDARL_DEVICE_AUTO && !gpu_only && (net->box.K > 0 || net->norm_obs)) {
-        /* its GPU tests (clip_box, the graph with normalization) have not run on a GPU yet */
-        CR_INFO("policy: '%s' (%s) runs on the CPU unless loaded with device CUDA, whose path "
-                "for it is not yet checked on a GPU", path,
-                net->box.K > 0 ? "a Gaussian policy" : "normalized observations");
-        device = CUDARL_DEVICE_CPU;
-    }
-    CR_TRY(cudarl_ctx_init(out, device, o->device_index));
+    CR_TRY(cudarl_ctx_init(out, o->device, o->device_index));
     const char *why = backend_lacks(*out, net);
     if (gpu_only && !why && (*out)->kind == CUDARL_DEVICE_CPU)
         why = "no usable GPU was found";
