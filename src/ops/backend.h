@@ -211,6 +211,20 @@ struct cr_backend {
                                 const cr_ppo_loss_params *p, cr_ppo_stats_acc *acc,
                                 void *scratch, int B, int A);
     size_t (*ppo_minibatch_scratch_bytes)(int B, size_t num_params);
+    /* optional, with ppo_minibatch_grads: the same for the Gaussian policy of continuous actions
+     * (K = actor->dims[3] means, logstd (K) a parameter of its own): exactly what
+     *   mlp_forward(actor), mlp_forward(critic), ppo_loss_gaussian, mlp_backward(actor, critic)
+     * computes (within float rounding), g_logstd (K) overwritten too; action (B, K) floats.
+     * Only for the shapes cr_ppo_fused_gaussian_supported accepts; scratch as above (num_params:
+     * both MLPs' parameters and the log-std). */
+    void (*ppo_minibatch_grads_gaussian)(cudarl_ctx *ctx, const cr_mlp_view *actor,
+                                         const cr_mlp_view *critic, const float *logstd,
+                                         const cr_mlp_view *g_actor, const cr_mlp_view *g_critic,
+                                         float *g_logstd, const float *obs, const float *action,
+                                         const float *old_logp, const float *adv,
+                                         const float *old_value, const float *returns,
+                                         const cr_ppo_loss_params *p, cr_ppo_stats_acc *acc,
+                                         void *scratch, int B);
     /* DQN (the CPU references are in ops/cpu/ops_dqn.h; src/algo/dqn/dqn.c calls these) */
     /* cr_cpu_dqn_loss on one minibatch: dq (B, A), td_error (B) unless NULL, and the
      * minibatch's three means added into acc (backend memory) */
@@ -247,15 +261,25 @@ struct cr_backend {
 };
 
 /* Shapes the fused PPO kernels are built for: tanh MLPs with hidden width 64 (both layers),
- * 1 <= obs_dim <= 16, the same obs_dim for both, 2 actions (actor out) and 1 value. */
+ * 1 <= obs_dim <= 32, the same obs_dim for both, 1 value out of the critic, and out of the actor
+ * 2 actions (categorical) or 1 <= K <= 8 means (Gaussian). */
 #define CR_FUSED_HIDDEN 64
-#define CR_FUSED_MAX_OBS 16
-static inline int cr_ppo_fused_shape_ok(const cr_mlp_view *actor, const cr_mlp_view *critic) {
+#define CR_FUSED_MAX_OBS 32
+#define CR_FUSED_MAX_GAUSS_K 8
+static inline int cr_ppo_fused_mlps_ok(const cr_mlp_view *actor, const cr_mlp_view *critic) {
     const int *a = actor->dims, *c = critic->dims;
     return actor->act == CR_ACT_TANH && critic->act == CR_ACT_TANH && a[0] >= 1 &&
            a[0] <= CR_FUSED_MAX_OBS && c[0] == a[0] && a[1] == CR_FUSED_HIDDEN &&
            a[2] == CR_FUSED_HIDDEN && c[1] == CR_FUSED_HIDDEN && c[2] == CR_FUSED_HIDDEN &&
-           a[3] == 2 && c[3] == 1;
+           c[3] == 1;
+}
+static inline int cr_ppo_fused_shape_ok(const cr_mlp_view *actor, const cr_mlp_view *critic) {
+    return cr_ppo_fused_mlps_ok(actor, critic) && actor->dims[3] == 2;
+}
+static inline int cr_ppo_fused_gaussian_shape_ok(const cr_mlp_view *actor,
+                                                 const cr_mlp_view *critic) {
+    return cr_ppo_fused_mlps_ok(actor, critic) && actor->dims[3] >= 1 &&
+           actor->dims[3] <= CR_FUSED_MAX_GAUSS_K;
 }
 
 /* Whether the backend has the fused op and it takes these shapes (else: the unfused ops). */
@@ -263,6 +287,11 @@ static inline int cr_ppo_fused_supported(const cr_backend *o, const cr_mlp_view 
                                          const cr_mlp_view *critic) {
     return o->ppo_minibatch_grads != NULL && o->ppo_minibatch_scratch_bytes != NULL &&
            cr_ppo_fused_shape_ok(actor, critic);
+}
+static inline int cr_ppo_fused_gaussian_supported(const cr_backend *o, const cr_mlp_view *actor,
+                                                  const cr_mlp_view *critic) {
+    return o->ppo_minibatch_grads_gaussian != NULL && o->ppo_minibatch_scratch_bytes != NULL &&
+           cr_ppo_fused_gaussian_shape_ok(actor, critic);
 }
 
 /* A host buffer the device copies from or into: pinned where the backend has pinned memory

@@ -1292,6 +1292,132 @@ static void ppo_fused_case(int B, int D, int norm_adv, int clip_vloss) {
     end_case();
 }
 
+/* ppo_minibatch_grads_gaussian against the unfused CUDA ops (cr_mlp_forward, ppo_loss_gaussian,
+ * cr_mlp_backward: what ppo.c runs without it) and against the CPU backend, as ppo_fused_case:
+ * actions sampled from the model's own Gaussian, old_logp and old values moved off the model's
+ * so that the ratio and the value change fall on both sides of the clip range. */
+static void ppo_fused_gaussian_case(int B, int D, int K, int norm_adv, int clip_vloss) {
+    CASE("fused gaussian B=%d D=%d K=%d norm_adv=%d clip_vloss=%d", B, D, K, norm_adv,
+         clip_vloss);
+    const int Hd = 64;
+    const float clip = 0.2f;
+    cr_ppo_loss_params p = {clip, 0.01f, 0.5f, clip_vloss, norm_adv};
+    cr_ac_layout L;
+    cr_ac_layout_init_gaussian(&L, D, Hd, K);
+    const size_t P = L.num_params;
+    float *params = fused_params(&L);
+    float *obs = uniform_floats((size_t)B * D, -2, 2), *adv = uniform_floats(B, -2, 2);
+    float *ret = uniform_floats(B, -1, 1), *u = uniform_floats((size_t)2 * B * K, 0, 1);
+    const float *logstd = cr_ac_logstd(&L, params);
+
+    cr_mlp_view a_cpu = cr_ac_actor(&L, params), c_cpu = cr_ac_critic(&L, params);
+    float *grads_cpu = host_floats(P);
+    cr_mlp_view ga_cpu = cr_ac_actor(&L, grads_cpu), gc_cpu = cr_ac_critic(&L, grads_cpu);
+    cr_mlp_cache ca = cr_mlp_cache_carve(host(F(cr_mlp_cache_floats(B, Hd))), B, Hd);
+    cr_mlp_cache cc = cr_mlp_cache_carve(host(F(cr_mlp_cache_floats(B, Hd))), B, Hd);
+    float *mean = host_floats((size_t)B * K), *value = host_floats(B);
+    cr_mlp_forward(&cpu, &a_cpu, obs, mean, &ca, B);
+    cr_mlp_forward(&cpu, &c_cpu, obs, value, &cc, B);
+    float *act = host_floats((size_t)B * K), *logp = host_floats(B), *old_logp = host_floats(B);
+    float *old_v = host_floats(B);
+    cr_cpu_gaussian_sample(mean, logstd, u, act, logp, B, K);
+    for (int b = 0; b < B; b++) {
+        float lr, d;
+        do {
+            float r = -0.4f + 0.8f * cr_philox_uniform(&prng);
+            old_logp[b] = logp[b] - r;
+            lr = logp[b] - old_logp[b];
+        } while (fabs(exp(lr) - (1.0 - clip)) < 1e-4 || fabs(exp(lr) - (1.0 + clip)) < 1e-4);
+        do {
+            old_v[b] = value[b] - (-0.5f + cr_philox_uniform(&prng));
+            d = value[b] - old_v[b];
+        } while (fabsf(fabsf(d) - clip) < 1e-4f);
+    }
+    float *dm = host_floats((size_t)B * K), *dv = host_floats(B);
+    cr_ppo_stats_acc acc_cpu = start_acc(), acc0 = acc_cpu;
+    cpu.ops->ppo_loss_gaussian(&cpu, mean, logstd, act, old_logp, adv, value, old_v, ret, &p, dm,
+                               cr_ac_logstd(&L, grads_cpu), dv, &acc_cpu, B, K);
+    cr_mlp_backward(&cpu, &a_cpu, &ga_cpu, obs, dm, &ca, B);
+    cr_mlp_backward(&cpu, &c_cpu, &gc_cpu, obs, dv, &cc, B);
+
+    float *d_params = dev_copy(params, F(P)), *d_obs = dev_copy(obs, F((size_t)B * D));
+    float *d_old_logp = dev_copy(old_logp, F(B)), *d_adv = dev_copy(adv, F(B));
+    float *d_old_v = dev_copy(old_v, F(B)), *d_ret = dev_copy(ret, F(B));
+    float *d_act = dev_copy(act, F((size_t)B * K));
+    float *d_logstd = cr_ac_logstd(&L, d_params);
+    cr_mlp_view actor = cr_ac_actor(&L, d_params), critic = cr_ac_critic(&L, d_params);
+    CHECK_MSG(cr_ppo_fused_gaussian_supported(gpu.ops, &actor, &critic),
+              "the CUDA backend does not offer ppo_minibatch_grads_gaussian for D=%d K=%d", D, K);
+
+    /* unfused CUDA path */
+    float *d_gu = dev_out(F(P));
+    cr_mlp_view ga = cr_ac_actor(&L, d_gu), gc = cr_ac_critic(&L, d_gu);
+    cr_mlp_cache dca = cr_mlp_cache_carve(dev(F(cr_mlp_cache_floats(B, Hd))), B, Hd);
+    cr_mlp_cache dcc = cr_mlp_cache_carve(dev(F(cr_mlp_cache_floats(B, Hd))), B, Hd);
+    float *d_m = dev_out(F((size_t)B * K)), *d_v = dev_out(F(B));
+    float *d_dm = dev_out(F((size_t)B * K)), *d_dv = dev_out(F(B));
+    cr_ppo_stats_acc *d_acc_u = dev_copy(&acc0, sizeof acc0);
+    cr_mlp_forward(&gpu, &actor, d_obs, d_m, &dca, B);
+    cr_mlp_forward(&gpu, &critic, d_obs, d_v, &dcc, B);
+    gpu.ops->ppo_loss_gaussian(&gpu, d_m, d_logstd, d_act, d_old_logp, d_adv, d_v, d_old_v, d_ret,
+                               &p, d_dm, cr_ac_logstd(&L, d_gu), d_dv, d_acc_u, B, K);
+    cr_mlp_backward(&gpu, &actor, &ga, d_obs, d_dm, &dca, B);
+    cr_mlp_backward(&gpu, &critic, &gc, d_obs, d_dv, &dcc, B);
+    float *grads_u = fetch(d_gu, F(P));
+    cr_ppo_stats_acc acc_u;
+    down(&acc_u, d_acc_u, sizeof acc_u);
+
+    /* fused, twice, outputs and scratch poisoned before each run; the second run in a graph */
+    size_t sb = gpu.ops->ppo_minibatch_scratch_bytes(B, P);
+    void *d_scratch = dev(sb);
+    float *d_gf = dev(F(P));
+    cr_mlp_view gfa = cr_ac_actor(&L, d_gf), gfc = cr_ac_critic(&L, d_gf);
+    cr_ppo_stats_acc *d_acc_f = dev(sizeof acc0);
+    float *grads_f[2];
+    cr_ppo_stats_acc acc_f[2];
+    for (int k = 0; k < 2; k++) {
+        poison(d_gf, F(P));
+        poison(d_scratch, sb);
+        up(d_acc_f, &acc0, sizeof acc0);
+        void *graph = NULL;
+        if (k == 1) CHECK_OK(gpu.ops->graph_begin(&gpu));
+        gpu.ops->ppo_minibatch_grads_gaussian(&gpu, &actor, &critic, d_logstd, &gfa, &gfc,
+                                              cr_ac_logstd(&L, d_gf), d_obs, d_act, d_old_logp,
+                                              d_adv, d_old_v, d_ret, &p, d_acc_f, d_scratch, B);
+        if (k == 1) {
+            CHECK_OK(gpu.ops->graph_end(&gpu, &graph));
+            gpu.ops->graph_launch(&gpu, graph);
+        }
+        grads_f[k] = fetch(d_gf, F(P));
+        down(&acc_f[k], d_acc_f, sizeof acc_f[k]);
+        if (graph) gpu.ops->graph_free(graph);
+    }
+
+    double got[ACC_VALUES], got2[ACC_VALUES], want_u[ACC_VALUES], want_c[ACC_VALUES];
+    acc_values(&acc_f[0], got);
+    acc_values(&acc_f[1], got2);
+    acc_values(&acc_u, want_u);
+    acc_values(&acc_cpu, want_c);
+    char base[96];
+    snprintf(base, sizeof base, "%.90s", case_name);
+    for (int i = 0; i < L.num_tensors; i++) { /* the MLPs' tensors, then the log-std */
+        const cr_param_tensor *t = &L.t[i];
+        CASE("%s, %s vs unfused CUDA", base, t->name);
+        compare_f32("fused.grad", grads_f[0] + t->offset, grads_u + t->offset, t->count);
+        CASE("%s, %s vs CPU", base, t->name);
+        compare_f32("fused.grad", grads_f[0] + t->offset, grads_cpu + t->offset, t->count);
+    }
+    CASE("%s, stats vs unfused CUDA", base);
+    compare_f64("fused.stats", got, want_u, ACC_VALUES);
+    CASE("%s, stats vs CPU", base);
+    compare_f64("fused.stats", got, want_c, ACC_VALUES);
+    CASE("%s, second run (graph)", base);
+    compare_ints("fused.repeat", grads_f[1], grads_f[0], P, 4);
+    compare_ints("fused.repeat", got2, got, ACC_VALUES, 8);
+    printf("  %s: ok\n", base);
+    end_case();
+}
+
 static void test_ppo_fused(void) {
     ppo_fused_case(1, 4, 1, 1);      /* B = 1: the std is taken as 0, one partial tile */
     ppo_fused_case(37, 4, 1, 1);     /* less than a tile */
@@ -1299,6 +1425,17 @@ static void test_ppo_fused(void) {
     ppo_fused_case(4096, 4, 1, 1);   /* 32 tiles, one per block */
     ppo_fused_case(4096, 6, 1, 0);
     ppo_fused_case(262144, 4, 1, 1); /* every block loops over tiles */
+    ppo_fused_case(300, 20, 1, 1);   /* obs_dim padded to 32 */
+    /* the Gaussian: each padded width and output count, the robots' shapes among them */
+    ppo_fused_gaussian_case(1, 3, 1, 1, 1);    /* Pendulum's shape, B = 1 */
+    ppo_fused_gaussian_case(64, 3, 1, 1, 1);   /* Pendulum's minibatch */
+    ppo_fused_gaussian_case(64, 2, 1, 0, 0);   /* MountainCarContinuous */
+    ppo_fused_gaussian_case(64, 11, 3, 1, 1);  /* Hopper */
+    ppo_fused_gaussian_case(64, 17, 6, 1, 1);  /* HalfCheetah, Walker2d */
+    ppo_fused_gaussian_case(200, 4, 4, 1, 0);
+    ppo_fused_gaussian_case(4096, 17, 6, 1, 1); /* 32 tiles */
+    ppo_fused_gaussian_case(4096, 32, 8, 0, 1);
+    ppo_fused_gaussian_case(100000, 16, 8, 1, 1); /* blocks loop over tiles */
 }
 
 /* ---- main ---------------------------------------------------------------------------------- */

@@ -53,21 +53,22 @@ static void shape_views(const cr_ppo *p, cr_mlp_view *a, cr_mlp_view *c) {
  * the backend has it (the CUDA backend unless CUDARL_FUSED=0) and the MLPs' shapes are its. */
 static int fused_update(const cr_ppo *p, const cudarl_ctx *ctx) {
     /* the fused kernels compute in fp32 (tf32 leaves them so); bf16 and fp16 run op by op,
-     * their products through cuBLAS in the format; they know discrete actions only */
-    if (p->conv || p->K > 0 || p->cfg.precision == CUDARL_PRECISION_BF16 ||
+     * their products through cuBLAS in the format */
+    if (p->conv || p->cfg.precision == CUDARL_PRECISION_BF16 ||
         p->cfg.precision == CUDARL_PRECISION_FP16)
         return 0;
     cr_mlp_view a, c;
     shape_views(p, &a, &c);
-    return cr_ppo_fused_supported(ctx->ops, &a, &c);
+    return p->K > 0 ? cr_ppo_fused_gaussian_supported(ctx->ops, &a, &c)
+                    : cr_ppo_fused_supported(ctx->ops, &a, &c);
 }
 
 /* Whether ppo_fused_cartpole.cu's device code computes the policy's steps: CUDA, an MLP policy of
  * the fused rollout's shapes (4 float observations, 2 actions, the 64-wide tanh MLPs), and
  * CUDARL_FUSED not 0 (the same switch as the fused update). */
 static int fused_policy_steps(const cr_ppo *p, const cudarl_ctx *ctx) {
-    if (p->conv || p->cfg.norm_obs || p->cfg.norm_reward || ctx->kind != CUDARL_DEVICE_CUDA ||
-        !fused_update(p, ctx) ||
+    if (p->conv || p->K > 0 || p->cfg.norm_obs || p->cfg.norm_reward ||
+        ctx->kind != CUDARL_DEVICE_CUDA || !fused_update(p, ctx) ||
         p->env_info->def->obs_dtype != CUDARL_OBS_F32)
         return 0;
     cr_mlp_view a, c;
@@ -531,7 +532,13 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
     cr_mlp_view g_critic = cr_ac_critic(&p->layout, p->grads);
     cr_ppo_loss_params lp = {(float)p->cfg.clip_coef, (float)p->cfg.ent_coef,
                              (float)p->cfg.vf_coef, p->cfg.clip_vloss, p->cfg.norm_adv};
-    if (p->fused) {
+    if (p->fused && p->K > 0) {
+        /* the same for the Gaussian policy, its log-std's gradient too */
+        o->ppo_minibatch_grads_gaussian(ctx, &actor, &critic, cr_ac_logstd(&p->layout, p->params),
+                                        &g_actor, &g_critic, cr_ac_logstd(&p->layout, p->grads),
+                                        p->mb_obs, p->mb_act_f, p->mb_logp, p->mb_adv, p->mb_val,
+                                        p->mb_ret, &lp, p->acc, p->fused_scratch, mb);
+    } else if (p->fused) {
         /* forward, loss and backward of both MLPs in the backend's fused kernels */
         o->ppo_minibatch_grads(ctx, &actor, &critic, &g_actor, &g_critic, p->mb_obs, p->mb_act,
                                p->mb_logp, p->mb_adv, p->mb_val, p->mb_ret, &lp, p->acc,

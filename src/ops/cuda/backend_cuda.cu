@@ -305,7 +305,7 @@ static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 70 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 71 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -368,6 +368,7 @@ extern "C" const cr_backend cr_backend_cuda = {
     .peaks = peaks,
     .ppo_minibatch_grads = cr_cuda_ppo_minibatch_grads,
     .ppo_minibatch_scratch_bytes = cr_cuda_ppo_minibatch_scratch_bytes,
+    .ppo_minibatch_grads_gaussian = cr_cuda_ppo_minibatch_grads_gaussian,
     .dqn_loss = cr_cuda_dqn_loss,
     .epsilon_schedule = cr_cuda_epsilon_schedule,
     .epsilon_greedy = cr_cuda_epsilon_greedy,
@@ -392,6 +393,7 @@ static const cr_backend *unfused_table(void) {
         cuda_unfused.name = "cuda (unfused)";
         cuda_unfused.ppo_minibatch_grads = NULL;
         cuda_unfused.ppo_minibatch_scratch_bytes = NULL;
+        cuda_unfused.ppo_minibatch_grads_gaussian = NULL;
         filled = 1;
     }
     return &cuda_unfused;

@@ -49,6 +49,8 @@ void cr_cuda_after_launch(cudarl_ctx *ctx, const char *file, int line);
 // Partial sums of reductions with many values per block (a column per value): the Gaussian
 // loss's dlogstd (K per block) and the running statistics (two per column and row chunk).
 #define CR_CUDA_WIDE_PARTIALS (1 << 16)
+// Instances of ppo_fused.cu's kernel (each with its grid cap in cr_cuda_impl)
+#define CR_FUSED_KERNELS 15
 
 // Device scratch of one context: what one op hands from one of its kernels to the next. Ops on
 // one stream run one after another, so they share it.
@@ -70,7 +72,8 @@ struct cr_cuda_impl {
     int sync_debug;           // CUDARL_SYNC_DEBUG=1 at init
     int capturing;            // between graph_begin and graph_end
     const char *capture_error; // the first op that cannot be in a graph, met while capturing
-    int fused_grid_cap[4];     // ppo_fused.cu: most blocks of each fused kernel (occupancy x SMs)
+    int fused_grid_cap[CR_FUSED_KERNELS]; // ppo_fused.cu: most blocks of each fused kernel
+                                          // (occupancy x SMs)
     cudaStream_t side;         // a second stream for ops that fork independent kernels
     cudaEvent_t fork, join;    // (timing disabled) to fork onto `side` and join back
     // the format of the products that go through cr_cuda_sgemm: 0 (fp32 through cublasSgemm,
@@ -268,6 +271,12 @@ void cr_cuda_normalize_reward(cudarl_ctx *ctx, double *mean, double *var, double
 // of `sms` SMs; returns 0 when they cannot run there (then the op must not be offered).
 int cr_cuda_ppo_fused_setup(cr_cuda_impl *im, int sms);
 size_t cr_cuda_ppo_minibatch_scratch_bytes(int B, size_t num_params);
+void cr_cuda_ppo_minibatch_grads_gaussian(
+    cudarl_ctx *ctx, const cr_mlp_view *actor, const cr_mlp_view *critic, const float *logstd,
+    const cr_mlp_view *g_actor, const cr_mlp_view *g_critic, float *g_logstd, const float *obs,
+    const float *action, const float *old_logp, const float *adv, const float *old_value,
+    const float *returns, const cr_ppo_loss_params *p, cr_ppo_stats_acc *acc, void *scratch,
+    int B);
 void cr_cuda_ppo_minibatch_grads(cudarl_ctx *ctx, const cr_mlp_view *actor,
                                  const cr_mlp_view *critic, const cr_mlp_view *g_actor,
                                  const cr_mlp_view *g_critic, const float *obs,

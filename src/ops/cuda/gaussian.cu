@@ -27,7 +27,6 @@
 #define GAUSS_WIDTH (CR_GAUSSIAN_MAX_K + GAUSS_STATS)
 #define GAUSS_MAX_BLOCKS 1024
 #define GAUSS_FINISH_THREADS 512 // 16 warps, the 37 values
-#define LOG_SQRT_2PI 0.91893853320467274f // log(sqrt(2 pi)), as ppo_loss.c
 
 static_assert(GAUSS_MAX_BLOCKS * GAUSS_WIDTH <= CR_CUDA_WIDE_PARTIALS, "wide partials too small");
 static_assert(CR_GAUSSIAN_MAX_K <= 32, "a row must fit in a warp");
@@ -44,13 +43,6 @@ static int row_blocks(int B, int L) {
     const long rows_per_block = GAUSS_THREADS / L;
     long g = ((long)B + rows_per_block - 1) / rows_per_block;
     return (int)(g < 1 ? 1 : g > GAUSS_MAX_BLOCKS ? GAUSS_MAX_BLOCKS : g);
-}
-
-// One term of the log density, -(d^2) / (2 sd^2) - log sd - log(sqrt(2 pi)), d = action - mean,
-// rounded as ppo_loss.c rounds it.
-__device__ __forceinline__ float logp_term(float d, float sd, float logstd) {
-    float q = __fdiv_rn(-__fmul_rn(d, d), __fmul_rn(__fmul_rn(2.0f, sd), sd));
-    return __fsub_rn(__fsub_rn(q, logstd), LOG_SQRT_2PI);
 }
 
 // The sum of the K terms of this lane's row, added in k order (every lane of the warp must
@@ -78,7 +70,7 @@ gaussian_sample_kernel(const float *__restrict__ mean, const float *__restrict__
             float z = cr_box_muller(u[2 * j], u[2 * j + 1]);
             float m = mean[j], a = __fadd_rn(m, __fmul_rn(sd, z));
             action[j] = a;
-            term = logp_term(__fsub_rn(a, m), sd, ls);
+            term = cr_gaussian_logp_term(__fsub_rn(a, m), sd, ls);
         }
         float lp = row_sum(term, K, L);
         if (b < B && k == 0) logp[b] = lp;
@@ -120,7 +112,7 @@ gaussian_loss_rows_kernel(const float *__restrict__ mean, const float *__restric
         float d = 0.0f, term = 0.0f;
         if (b < B && k < K) {
             d = __fsub_rn(action[j], mean[j]);
-            term = logp_term(d, sd, ls);
+            term = cr_gaussian_logp_term(d, sd, ls);
         }
         const float logp = row_sum(term, K, L);
         if (b >= B) continue;
@@ -182,7 +174,7 @@ gaussian_loss_finish_kernel(const float *__restrict__ logstd, const cr_cuda_scra
     if (threadIdx.x != 0) return;
     // entropy: the sum over k of 0.5 + log(sqrt(2 pi)) + logstd_k, in float, in k order
     float ent = 0.0f;
-    for (int k = 0; k < K; k++) ent = __fadd_rn(ent, __fadd_rn(0.5f + LOG_SQRT_2PI, logstd[k]));
+    for (int k = 0; k < K; k++) ent = __fadd_rn(ent, __fadd_rn(0.5f + CR_LOG_SQRT_2PI, logstd[k]));
     cr_ppo_acc_add_entropy(total + CR_GAUSSIAN_MAX_K, ent, ent_coef, vf_coef, acc, B);
 }
 

@@ -12,10 +12,19 @@
 // No atomics, no allocation (the partials live in the caller's scratch), a grid that depends
 // on B and the device only: bitwise repeatable and capturable into a graph.
 //
-// Shapes: hidden 64, obs_dim D <= 16 (padded with zeros to IP = 4 or 16 in shared memory),
-// actor outputs 2, critic 1 (cr_ppo_fused_shape_ok in backend.h). Everything else about the
-// kernel (3xTF32 mma.sync for the three 64-wide products, the tanh without the division's
-// slow-path guard, the staging of per-row-group sums) is the lab's v2, unchanged.
+// The Gaussian policy of CleanRL's ppo_continuous_action.py (ppo_minibatch_grads_gaussian) is
+// the same actor kernel with the Gaussian's row in place of the categorical one: K means out,
+// the log-std (a parameter of its own) read at the start, and each row's d loss / d logstd
+// added into the block's loss sums; the finish kernel adds those over the blocks, subtracts the
+// entropy bonus and writes the log-std's gradient.
+//
+// Shapes: hidden 64, obs_dim D <= 32 (padded with zeros to IP = 4, 16 or 32 in shared memory),
+// actor outputs 2 (categorical) or K <= 8 (Gaussian, padded with zero rows to O = 1, 4 or 8),
+// critic 1 (cr_ppo_fused_shape_ok, cr_ppo_fused_gaussian_shape_ok in backend.h). Everything else
+// about the kernel (3xTF32 mma.sync for the three 64-wide products, the tanh without the
+// division's slow-path guard, the staging of per-row-group sums) is the lab's v2, unchanged;
+// with O > 3 outputs the 4 row groups of a warp are added by shuffles before the staging, which
+// would not fit otherwise.
 #include "ops/cuda/cuda_common.cuh"
 #include "ops/cuda/ppo_loss_device.cuh"
 #include "ops/cuda/tanh_device.cuh"
@@ -27,8 +36,17 @@ constexpr int THREADS = 256;
 constexpr int R = 128;          // rows per tile
 constexpr int LD = R + 8;       // row stride of the feature-major tiles (the lab's v2)
 constexpr int GMAX = 512;       // most blocks of one fused kernel (the scratch is sized for it)
-constexpr int STATS_STRIDE = 8; // doubles per block of partial loss sums
-constexpr int ACTIONS = 2;      // actor outputs the kernels are built for
+constexpr int STATS_STRIDE = 16; // doubles per block of partial loss sums (Gaussian: 4 + O)
+constexpr int ACTIONS = 2;       // the categorical actor's outputs
+constexpr int GAUSS_MAX_O = 8;   // the Gaussian actor's most outputs
+
+// What a fused kernel trains: the critic (O = 1, the value loss), the categorical actor (O = 2,
+// the policy loss with the entropy bonus) or the Gaussian actor (O >= K means).
+enum { CRITIC, CATEGORICAL, GAUSSIAN };
+
+// Row groups whose sums the end-of-kernel staging holds: 32 (one per 4 rows), or with more than
+// 3 outputs 8 (one per warp: its 4 row groups added by shuffles first).
+__host__ __device__ constexpr int staged_groups(int O) { return O > 3 ? 8 : 32; }
 
 __host__ __device__ constexpr int round_up(int n, int m) { return (n + m - 1) / m * m; }
 
@@ -45,9 +63,10 @@ struct Smem {
     static constexpr int XT = D2T + H * LD;
     static constexpr int FLOATS = XT + IP * LD;
     static constexpr size_t BYTES = (size_t)FLOATS * sizeof(float);
-    // End-of-kernel staging in d2T: db2 (32, 64), dW3 (O, 32, 64), db3 (32, O); the loss sums
-    // (NS, 32 doubles) in h1T.
-    static constexpr int RED = D2T, RED_DB3 = RED + (1 + O) * 32 * H;
+    // End-of-kernel staging in d2T: db2 (G, 64), dW3 (O, G, 64), db3 (32, O) for G =
+    // staged_groups(O); the loss sums (NS, 32 doubles) in h1T.
+    static constexpr int G = staged_groups(O);
+    static constexpr int RED = D2T, RED_DB3 = RED + (1 + O) * G * H;
     static_assert(RED_DB3 + 32 * O <= XT, "staging must fit in d2T");
     static_assert(WC % 4 == 0 && H1T % 4 == 0 && D2T % 4 == 0 && XT % 4 == 0 && LD % 4 == 0,
                   "float4 offsets");
@@ -158,23 +177,34 @@ __device__ __forceinline__ void gemm_dw_mma(const float *dT, const float *hT, in
 
 // What the kernels read per row besides obs, and the loss parameters.
 struct RowArgs {
-    const int32_t *action;
+    const int32_t *action;          // categorical (B)
+    const float *action_f, *logstd; // Gaussian: actions (B, K), log-std (K)
     const float *old_logp, *adv, *old_value, *returns;
     const cr_cuda_scratch *scratch; // adv_mean, adv_denom (norm_adv)
     cr_ppo_loss_params p;
     float inv_b;
+    int K; // the MLP's outputs: 2 categorical, 1 critic, the Gaussian's K (<= O)
 };
 
-// The fused training step of one MLP m (a tanh MLP D -> 64 -> 64 -> O) over obs (B, D), with
-// the PPO loss of the actor (ACTOR, O = 2) or the critic (O = 1) as the per-row gradient. Block
-// b writes its partial gradients to partial + b * playout(D, O).stride and its partial loss sums
-// (ACTOR: pg, entropy, -logratio, kl, clipfrac; critic: v) to stats + b * STATS_STRIDE.
-template <int IP, int O, bool ACTOR>
-__global__ void __launch_bounds__(THREADS, 2)
+// Blocks of a kernel that one SM holds at least: 2 where the shared memory and the registers
+// allow (the lab's v2), 1 with 32 padded inputs or more than 2 outputs.
+__host__ __device__ constexpr int min_blocks(int IP, int O) { return IP > 16 || O > 2 ? 1 : 2; }
+
+// The fused training step of one MLP m (a tanh MLP D -> 64 -> 64 -> K, K = ra.K <= O) over
+// obs (B, D), with the PPO loss of MODE as the per-row gradient. Block b writes its partial
+// gradients to partial + b * playout(D, K).stride and its partial loss sums to stats + b *
+// STATS_STRIDE: CATEGORICAL {pg, entropy, -logratio, kl, clipfrac}, GAUSSIAN {pg, -logratio, kl,
+// clipfrac, then the K sums of d loss / d logstd_k}, CRITIC {v}.
+template <int IP, int O, int MODE>
+__global__ void __launch_bounds__(THREADS, min_blocks(IP, O))
 ppo_fused_kernel(cr_mlp_view m, const float *__restrict__ x, RowArgs ra,
                  float *__restrict__ partial, double *__restrict__ stats, int B, int D) {
     using L = Smem<IP, O>;
-    constexpr int NS = ACTOR ? 5 : 1;
+    constexpr bool ACTOR = MODE != CRITIC;
+    constexpr int NS = MODE == CATEGORICAL ? 5 : MODE == GAUSSIAN ? 4 + O : 1;
+    static_assert(NS <= STATS_STRIDE, "the loss sums must fit in a stats row");
+    static_assert(MODE != CATEGORICAL || O == ACTIONS, "the categorical actor has 2 outputs");
+    const int K = ra.K;
     constexpr int IQ = IP / 4; // step-5 columns per thread
     extern __shared__ float4 smem4[];
     float *sm = reinterpret_cast<float *>(smem4);
@@ -187,6 +217,17 @@ ppo_fused_kernel(cr_mlp_view m, const float *__restrict__ x, RowArgs ra,
     double lsum[NS] = {};
     double adv_mean = 0.0, adv_denom = 1.0;
     if (ACTOR && ra.p.norm_adv) adv_mean = ra.scratch->adv_mean, adv_denom = ra.scratch->adv_denom;
+    // the Gaussian's log-std, standard deviation and variance per output (gaussian.cu's)
+    float g_ls[MODE == GAUSSIAN ? O : 1], g_sd[MODE == GAUSSIAN ? O : 1],
+        g_var[MODE == GAUSSIAN ? O : 1];
+    if constexpr (MODE == GAUSSIAN) {
+#pragma unroll
+        for (int o = 0; o < O; o++) {
+            g_ls[o] = o < K ? ra.logstd[o] : 0.0f;
+            g_sd[o] = expf(g_ls[o]);
+            g_var[o] = __fmul_rn(g_sd[o], g_sd[o]);
+        }
+    }
 
     // Stage the weights: w0 padded to IP columns, w1 in both fragment orders.
     for (int i = tid; i < H * IP; i += THREADS) {
@@ -199,9 +240,9 @@ ppo_fused_kernel(cr_mlp_view m, const float *__restrict__ x, RowArgs ra,
         sm[L::WA + frag_index(j, k)] = v;
         sm[L::WC + frag_index(k, j)] = v;
     }
-    for (int i = tid; i < O * H; i += THREADS) sm[L::W3 + i] = m.w[2][i];
+    for (int i = tid; i < O * H; i += THREADS) sm[L::W3 + i] = i < K * H ? m.w[2][i] : 0.0f;
     if (tid < H) sm[L::B1 + tid] = m.b[0][tid], sm[L::B2 + tid] = m.b[1][tid];
-    if (tid < O) sm[L::B3 + tid] = m.b[2][tid];
+    if (tid < O) sm[L::B3 + tid] = tid < K ? m.b[2][tid] : 0.0f;
 
     const int tiles = (B + R - 1) / R;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -291,7 +332,33 @@ ppo_fused_kernel(cr_mlp_view m, const float *__restrict__ x, RowArgs ra,
         for (int a = 0; a < 4; a++) {
             int row = row0 + 4 * rg + a;
             if (row < B) {
-                if constexpr (ACTOR) {
+                if constexpr (MODE == GAUSSIAN) {
+                    // log-prob: the K terms added in k order, as gaussian.cu's row_sum
+                    float an = cr_ppo_norm_adv(ra.adv[row], ra.p.norm_adv, adv_mean, adv_denom);
+                    const float *act = ra.action_f + (size_t)row * K;
+                    float d[O], logp = 0.0f, st[4];
+#pragma unroll
+                    for (int o = 0; o < O; o++) {
+                        d[o] = o < K ? __fsub_rn(act[o], ov[a][o]) : 0.0f;
+                        if (o < K)
+                            logp = __fadd_rn(logp, cr_gaussian_logp_term(d[o], g_sd[o], g_ls[o]));
+                    }
+                    float g = cr_ppo_surrogate(logp, ra.old_logp[row], an, ra.p.clip_coef,
+                                               ra.inv_b, st);
+                    // d logp / d mean_k = d / var; d logp / d logstd_k = d^2 / var - 1
+#pragma unroll
+                    for (int o = 0; o < O; o++)
+                        dout[a][o] = o < K ? __fdiv_rn(__fmul_rn(g, d[o]), g_var[o]) : 0.0f;
+                    if (cg == 0) {
+#pragma unroll
+                        for (int k = 0; k < 4; k++) lsum[k] += st[k];
+#pragma unroll
+                        for (int o = 0; o < O; o++)
+                            if (o < K)
+                                lsum[4 + o] += (double)__fmul_rn(
+                                    g, __fsub_rn(__fdiv_rn(__fmul_rn(d[o], d[o]), g_var[o]), 1.0f));
+                    }
+                } else if constexpr (MODE == CATEGORICAL) {
                     float st[5];
                     float an = cr_ppo_norm_adv(ra.adv[row], ra.p.norm_adv, adv_mean, adv_denom);
                     cr_ppo_policy_row(ov[a], O, ra.action[row], ra.old_logp[row], an,
@@ -380,11 +447,29 @@ ppo_fused_kernel(cr_mlp_view m, const float *__restrict__ x, RowArgs ra,
 
     // This block's partial gradients and loss sums.
     float *red = sm + L::RED;
+    constexpr int G = L::G;
+    if constexpr (G == 32) {
 #pragma unroll
-    for (int c = 0; c < 8; c++) {
-        red[rg * H + 8 * cg + c] = db2acc[c];
+        for (int c = 0; c < 8; c++) {
+            red[rg * H + 8 * cg + c] = db2acc[c];
 #pragma unroll
-        for (int o = 0; o < O; o++) red[(1 + o) * 32 * H + rg * H + 8 * cg + c] = dW3acc[o][c];
+            for (int o = 0; o < O; o++) red[(1 + o) * 32 * H + rg * H + 8 * cg + c] = dW3acc[o][c];
+        }
+    } else { // the warp's 4 row groups (lanes 8 apart) added first, then one row per warp
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+            float v = db2acc[c];
+            v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 8));
+            v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 16));
+            if (lane < 8) red[warp * H + 8 * cg + c] = v;
+#pragma unroll
+            for (int o = 0; o < O; o++) {
+                float w = dW3acc[o][c];
+                w = __fadd_rn(w, __shfl_xor_sync(0xffffffffu, w, 8));
+                w = __fadd_rn(w, __shfl_xor_sync(0xffffffffu, w, 16));
+                if (lane < 8) red[(1 + o) * G * H + warp * H + 8 * cg + c] = w;
+            }
+        }
     }
     if (cg == 0) {
 #pragma unroll
@@ -394,7 +479,7 @@ ppo_fused_kernel(cr_mlp_view m, const float *__restrict__ x, RowArgs ra,
         for (int k = 0; k < NS; k++) ls[k * 32 + rg] = lsum[k];
     }
     __syncthreads();
-    const PLayout pl = playout(D, O);
+    const PLayout pl = playout(D, K);
     float *p = partial + (size_t)blockIdx.x * pl.stride;
     {
         const int g = lane >> 2, t = lane & 3, j = 16 * (warp >> 1) + g;
@@ -413,12 +498,12 @@ ppo_fused_kernel(cr_mlp_view m, const float *__restrict__ x, RowArgs ra,
         if (i < D) p[pl.w0 + wk * D + i] = dW1acc[q];
     }
     if (wi == 0) p[pl.b0 + wk] = db1acc;
-    for (int q = tid; q < (1 + O) * H; q += THREADS) { // q < H: db2[q]; else dW3[q/H - 1][q%H]
+    for (int q = tid; q < (1 + K) * H; q += THREADS) { // q < H: db2[q]; else dW3[q/H - 1][q%H]
         float s = 0.0f;
-        for (int g = 0; g < 32; g++) s = __fadd_rn(s, red[(q / H) * 32 * H + g * H + q % H]);
+        for (int g = 0; g < G; g++) s = __fadd_rn(s, red[(q / H) * G * H + g * H + q % H]);
         p[q < H ? pl.b1 + q : pl.w2 + q - H] = s;
     }
-    if (tid < O) {
+    if (tid < K) {
         float s = 0.0f;
         for (int g = 0; g < 32; g++) s = __fadd_rn(s, sm[L::RED_DB3 + g * O + tid]);
         p[pl.b2 + tid] = s;
@@ -472,55 +557,134 @@ finish_stats_kernel(const double *__restrict__ sa, int Ga, const double *__restr
     if (threadIdx.x == 0) cr_ppo_acc_add(sums, ent_coef, vf_coef, acc, B);
 }
 
+// The Gaussian's finish: adds the blocks' sums (in block order) as finish_stats_kernel does,
+// writes d loss / d logstd_k = its sum over the rows - ent_coef, and adds the means into acc with
+// the entropy of the log-std (the same for every row) as gaussian.cu's finish does.
+__global__ void __launch_bounds__(THREADS)
+finish_gaussian_kernel(const double *__restrict__ sa, int Ga, const double *__restrict__ sc,
+                       int Gc, const float *__restrict__ logstd, float *g_logstd, int K,
+                       float ent_coef, float vf_coef, cr_ppo_stats_acc *acc, int B) {
+    constexpr int N = 5 + GAUSS_MAX_O; // pg, v, -logratio, kl, clipfrac, then dlogstd (K)
+    __shared__ double sh[N * THREADS];
+    double sums[N] = {};
+    for (int k = threadIdx.x; k < Ga; k += THREADS) {
+        const double *r = sa + (size_t)k * STATS_STRIDE;
+        sums[0] += r[0], sums[2] += r[1], sums[3] += r[2], sums[4] += r[3];
+        for (int o = 0; o < K; o++) sums[5 + o] += r[4 + o];
+    }
+    for (int k = threadIdx.x; k < Gc; k += THREADS) sums[1] += sc[(size_t)k * STATS_STRIDE];
+    cr_block_sum<N, THREADS>(sums, sh);
+    if (threadIdx.x != 0) return;
+    for (int o = 0; o < K; o++) g_logstd[o] = (float)__dsub_rn(sums[5 + o], (double)ent_coef);
+    // entropy: the sum over k of 0.5 + log(sqrt(2 pi)) + logstd_k, in float, in k order
+    float ent = 0.0f;
+    for (int o = 0; o < K; o++)
+        ent = __fadd_rn(ent, __fadd_rn(0.5f + CR_LOG_SQRT_2PI, logstd[o]));
+    cr_ppo_acc_add_entropy(sums, ent, ent_coef, vf_coef, acc, B);
+}
+
 // Blocks whose partials the scratch holds for B rows.
 int grid_bound(int B) {
     int tiles = (B + R - 1) / R;
     return tiles < 1 ? 1 : tiles > GMAX ? GMAX : tiles;
 }
 
-// The kernels' instances: [0] IP = 4, [1] IP = 16; actor then critic.
-enum { K_A4, K_C4, K_A16, K_C16, K_COUNT };
+// The kernels' instances: for each padded input width IP (4, 16, 32) the categorical actor and
+// the critic, then the Gaussian actor for each IP and padded output count O (1, 4, 8).
+using KernelFn = void (*)(cr_mlp_view, const float *, RowArgs, float *, double *, int, int);
+struct KernelInfo {
+    KernelFn f;
+    size_t bytes;
+};
+template <int IP, int O, int MODE>
+constexpr KernelInfo info() {
+    return {ppo_fused_kernel<IP, O, MODE>, Smem<IP, O>::BYTES};
+}
+const KernelInfo kernels[CR_FUSED_KERNELS] = {
+    info<4, ACTIONS, CATEGORICAL>(),  info<4, 1, CRITIC>(),
+    info<16, ACTIONS, CATEGORICAL>(), info<16, 1, CRITIC>(),
+    info<32, ACTIONS, CATEGORICAL>(), info<32, 1, CRITIC>(),
+    info<4, 1, GAUSSIAN>(),           info<4, 4, GAUSSIAN>(),  info<4, 8, GAUSSIAN>(),
+    info<16, 1, GAUSSIAN>(),          info<16, 4, GAUSSIAN>(), info<16, 8, GAUSSIAN>(),
+    info<32, 1, GAUSSIAN>(),          info<32, 4, GAUSSIAN>(), info<32, 8, GAUSSIAN>(),
+};
+static_assert(CR_FUSED_MAX_OBS == 32 && CR_FUSED_MAX_GAUSS_K == GAUSS_MAX_O,
+              "the instances cover backend.h's shapes");
 
-template <int K>
-struct Kernel;
-template <> struct Kernel<K_A4> { static constexpr auto f = ppo_fused_kernel<4, ACTIONS, true>; static constexpr size_t bytes = Smem<4, ACTIONS>::BYTES; };
-template <> struct Kernel<K_C4> { static constexpr auto f = ppo_fused_kernel<4, 1, false>; static constexpr size_t bytes = Smem<4, 1>::BYTES; };
-template <> struct Kernel<K_A16> { static constexpr auto f = ppo_fused_kernel<16, ACTIONS, true>; static constexpr size_t bytes = Smem<16, ACTIONS>::BYTES; };
-template <> struct Kernel<K_C16> { static constexpr auto f = ppo_fused_kernel<16, 1, false>; static constexpr size_t bytes = Smem<16, 1>::BYTES; };
+int ip_index(int D) { return D <= 4 ? 0 : D <= 16 ? 1 : 2; }
+int categorical_kernel(int D) { return 2 * ip_index(D); }
+int critic_kernel(int D) { return 2 * ip_index(D) + 1; }
+int gaussian_kernel(int D, int K) { return 6 + 3 * ip_index(D) + (K <= 1 ? 0 : K <= 4 ? 1 : 2); }
 
-template <int K>
-cudaError_t setup_one(int sms, int *grid_cap) {
-    cudaError_t e = cudaFuncSetAttribute(Kernel<K>::f, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)Kernel<K>::bytes);
-    int per_sm = 0;
-    if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel<K>::f, THREADS,
-                                                          Kernel<K>::bytes);
-    if (e != cudaSuccess) return e;
-    if (per_sm < 1) return cudaErrorInvalidConfiguration;
-    int cap = per_sm * sms;
-    grid_cap[K] = cap > GMAX ? GMAX : cap;
-    return cudaSuccess;
+// Block i of the G blocks of kernel k over B rows: one launch on stream st.
+void launch(cudarl_ctx *ctx, cudaStream_t st, int k, int G, const cr_mlp_view &m,
+            const float *obs, const RowArgs &ra, float *partial, double *stats, int B, int D) {
+    kernels[k].f<<<G, THREADS, kernels[k].bytes, st>>>(m, obs, ra, partial, stats, B, D);
+    CR_CUDA_LAUNCHED(ctx);
 }
 
-template <int K>
-void launch(cudarl_ctx *ctx, cudaStream_t st, int G, const cr_mlp_view &m, const float *obs,
-            const RowArgs &ra, float *partial, double *stats, int B, int D) {
-    auto *k = Kernel<K>::f;
-    k<<<G, THREADS, Kernel<K>::bytes, st>>>(m, obs, ra, partial, stats, B, D);
+// Where the scratch puts each piece, for B rows of the actor's and the critic's layouts.
+struct ScratchParts {
+    float *part_a, *part_c;
+    double *stats_a, *stats_c;
+};
+ScratchParts carve(void *scratch, int B, size_t num_params, const PLayout &la) {
+    const int Gb = grid_bound(B);
+    ScratchParts s;
+    s.part_a = (float *)scratch;
+    s.part_c = s.part_a + (size_t)Gb * la.stride;
+    size_t floats = (size_t)Gb * (num_params + 64);
+    s.stats_a = (double *)((char *)scratch + (floats * sizeof(float) + 15) / 16 * 16);
+    s.stats_c = s.stats_a + (size_t)Gb * STATS_STRIDE;
+    return s;
+}
+
+// The actor's kernel ka on the context's stream and the critic's kc on the side stream (forked
+// from and joined back to the context's stream: inside a capture, two branches of the graph),
+// each followed by its gradient reduction. Each fused kernel holds one or two blocks an SM; run
+// one after the other, the second waited for the first's last tiles and launch, while side by
+// side its blocks take SMs as the first's retire. Returns the actor's and critic's block counts.
+void run_pair(cudarl_ctx *ctx, int ka, int kc, const cr_mlp_view *actor,
+              const cr_mlp_view *critic, const cr_mlp_view *g_actor, const cr_mlp_view *g_critic,
+              const float *obs, const RowArgs &ra, const ScratchParts &sp, int B, int *Ga,
+              int *Gc) {
+    const cr_cuda_impl *im = cr_impl(ctx);
+    const int D = actor->dims[0], K = actor->dims[3], Gb = grid_bound(B);
+    *Ga = Gb < im->fused_grid_cap[ka] ? Gb : im->fused_grid_cap[ka];
+    *Gc = Gb < im->fused_grid_cap[kc] ? Gb : im->fused_grid_cap[kc];
+    RowArgs rc = ra;
+    rc.K = 1;
+    cudaStream_t st = cr_stream(ctx);
+    CUDA_CHECK(cudaEventRecord(im->fork, st));
+    CUDA_CHECK(cudaStreamWaitEvent(im->side, im->fork, 0));
+    launch(ctx, st, ka, *Ga, *actor, obs, ra, sp.part_a, sp.stats_a, B, D);
+    launch(ctx, im->side, kc, *Gc, *critic, obs, rc, sp.part_c, sp.stats_c, B, D);
+    const PLayout la = playout(D, K), lc = playout(D, 1);
+    reduce_grads_kernel<<<(la.n + 31) / 32, 256, 0, st>>>(sp.part_a, *g_actor, *Ga, D, K);
     CR_CUDA_LAUNCHED(ctx);
+    reduce_grads_kernel<<<(lc.n + 31) / 32, 256, 0, im->side>>>(sp.part_c, *g_critic, *Gc, D, 1);
+    CR_CUDA_LAUNCHED(ctx);
+    CUDA_CHECK(cudaEventRecord(im->join, im->side));
+    CUDA_CHECK(cudaStreamWaitEvent(st, im->join, 0));
 }
 
 } // namespace
 
 int cr_cuda_ppo_fused_setup(cr_cuda_impl *im, int sms) {
-    cudaError_t e = setup_one<K_A4>(sms, im->fused_grid_cap);
-    if (e == cudaSuccess) e = setup_one<K_C4>(sms, im->fused_grid_cap);
-    if (e == cudaSuccess) e = setup_one<K_A16>(sms, im->fused_grid_cap);
-    if (e == cudaSuccess) e = setup_one<K_C16>(sms, im->fused_grid_cap);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
+    for (int k = 0; k < CR_FUSED_KERNELS; k++) {
+        cudaError_t e = cudaFuncSetAttribute(kernels[k].f,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)kernels[k].bytes);
+        int per_sm = 0;
+        if (e == cudaSuccess)
+            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels[k].f, THREADS,
+                                                              kernels[k].bytes);
+        if (e != cudaSuccess || per_sm < 1) {
+            cudaGetLastError();
+            return 0;
+        }
+        int cap = per_sm * sms;
+        im->fused_grid_cap[k] = cap > GMAX ? GMAX : cap;
     }
     return 1;
 }
@@ -542,43 +706,39 @@ void cr_cuda_ppo_minibatch_grads(cudarl_ctx *ctx, const cr_mlp_view *actor,
                                  void *scratch, int B, int A) {
     CUDARL_ASSERT(cr_ppo_fused_shape_ok(actor, critic) && A == actor->dims[3]);
     if (B <= 0) return;
-    const cr_cuda_impl *im = cr_impl(ctx);
     const int D = actor->dims[0];
     const PLayout la = playout(D, ACTIONS), lc = playout(D, 1);
-    size_t num_params = (size_t)la.n + (size_t)lc.n;
-    const int Gb = grid_bound(B);
-    float *part_a = (float *)scratch, *part_c = part_a + (size_t)Gb * la.stride;
-    size_t floats = (size_t)Gb * (num_params + 64);
-    double *stats_a = (double *)((char *)scratch + (floats * sizeof(float) + 15) / 16 * 16);
-    double *stats_c = stats_a + (size_t)Gb * STATS_STRIDE;
-
+    const ScratchParts sp = carve(scratch, B, (size_t)la.n + (size_t)lc.n, la);
     if (p->norm_adv) cr_cuda_ppo_adv_stats(ctx, adv, B);
-    RowArgs ra = {action, old_logp, adv, old_value, returns, im->scratch, *p, 1.0f / (float)B};
-    const int small = D <= 4;
-    const int ka = small ? K_A4 : K_A16, kc = small ? K_C4 : K_C16;
-    int Ga = Gb < im->fused_grid_cap[ka] ? Gb : im->fused_grid_cap[ka];
-    int Gc = Gb < im->fused_grid_cap[kc] ? Gb : im->fused_grid_cap[kc];
-    // The critic's kernel and reduction run on the side stream, forked from and joined back to
-    // the context's stream (inside a capture: two branches of the graph). Each fused kernel
-    // holds 2 blocks an SM; run one after the other, the second waited for the first's last
-    // tiles and launch, while side by side its blocks take SMs as the first's retire.
-    cudaStream_t st = cr_stream(ctx);
-    CUDA_CHECK(cudaEventRecord(im->fork, st));
-    CUDA_CHECK(cudaStreamWaitEvent(im->side, im->fork, 0));
-    if (small) {
-        launch<K_A4>(ctx, st, Ga, *actor, obs, ra, part_a, stats_a, B, D);
-        launch<K_C4>(ctx, im->side, Gc, *critic, obs, ra, part_c, stats_c, B, D);
-    } else {
-        launch<K_A16>(ctx, st, Ga, *actor, obs, ra, part_a, stats_a, B, D);
-        launch<K_C16>(ctx, im->side, Gc, *critic, obs, ra, part_c, stats_c, B, D);
-    }
-    reduce_grads_kernel<<<(la.n + 31) / 32, 256, 0, st>>>(part_a, *g_actor, Ga, D, ACTIONS);
+    RowArgs ra = {action,  NULL,   NULL, old_logp, adv, old_value, returns, cr_impl(ctx)->scratch,
+                  *p,      1.0f / (float)B, ACTIONS};
+    int Ga, Gc;
+    run_pair(ctx, categorical_kernel(D), critic_kernel(D), actor, critic, g_actor, g_critic, obs,
+             ra, sp, B, &Ga, &Gc);
+    finish_stats_kernel<<<1, THREADS, 0, cr_stream(ctx)>>>(sp.stats_a, Ga, sp.stats_c, Gc,
+                                                           p->ent_coef, p->vf_coef, acc, B);
     CR_CUDA_LAUNCHED(ctx);
-    reduce_grads_kernel<<<(lc.n + 31) / 32, 256, 0, im->side>>>(part_c, *g_critic, Gc, D, 1);
-    CR_CUDA_LAUNCHED(ctx);
-    CUDA_CHECK(cudaEventRecord(im->join, im->side));
-    CUDA_CHECK(cudaStreamWaitEvent(st, im->join, 0));
-    finish_stats_kernel<<<1, THREADS, 0, st>>>(stats_a, Ga, stats_c, Gc, p->ent_coef,
-                                               p->vf_coef, acc, B);
+}
+
+void cr_cuda_ppo_minibatch_grads_gaussian(
+    cudarl_ctx *ctx, const cr_mlp_view *actor, const cr_mlp_view *critic, const float *logstd,
+    const cr_mlp_view *g_actor, const cr_mlp_view *g_critic, float *g_logstd, const float *obs,
+    const float *action, const float *old_logp, const float *adv, const float *old_value,
+    const float *returns, const cr_ppo_loss_params *p, cr_ppo_stats_acc *acc, void *scratch,
+    int B) {
+    CUDARL_ASSERT(cr_ppo_fused_gaussian_shape_ok(actor, critic));
+    if (B <= 0) return;
+    const int D = actor->dims[0], K = actor->dims[3];
+    const PLayout la = playout(D, K), lc = playout(D, 1);
+    // the scratch was sized for both MLPs and the log-std: at least what is carved here
+    const ScratchParts sp = carve(scratch, B, (size_t)la.n + (size_t)lc.n + (size_t)K, la);
+    if (p->norm_adv) cr_cuda_ppo_adv_stats(ctx, adv, B);
+    RowArgs ra = {NULL, action, logstd, old_logp, adv, old_value, returns, cr_impl(ctx)->scratch,
+                  *p,   1.0f / (float)B, K};
+    int Ga, Gc;
+    run_pair(ctx, gaussian_kernel(D, K), critic_kernel(D), actor, critic, g_actor, g_critic, obs,
+             ra, sp, B, &Ga, &Gc);
+    finish_gaussian_kernel<<<1, THREADS, 0, cr_stream(ctx)>>>(
+        sp.stats_a, Ga, sp.stats_c, Gc, logstd, g_logstd, K, p->ent_coef, p->vf_coef, acc, B);
     CR_CUDA_LAUNCHED(ctx);
 }

@@ -92,6 +92,17 @@ __device__ __forceinline__ void cr_ppo_policy_row(const float *l, int A, int act
     st[4] = sur[3];
 }
 
+// log(sqrt(2 pi)), as ppo_loss.c
+#define CR_LOG_SQRT_2PI 0.91893853320467274f
+
+// One term of a Gaussian's log density, -(d^2) / (2 sd^2) - log sd - log(sqrt(2 pi)),
+// d = action - mean, rounded as ppo_loss.c rounds it (shared by gaussian.cu and ppo_fused.cu so
+// that sampling and both losses compute the same log-prob bit for bit).
+__device__ __forceinline__ float cr_gaussian_logp_term(float d, float sd, float logstd) {
+    float q = __fdiv_rn(-__fmul_rn(d, d), __fmul_rn(__fmul_rn(2.0f, sd), sd));
+    return __fsub_rn(__fsub_rn(q, logstd), CR_LOG_SQRT_2PI);
+}
+
 // Adds one minibatch's statistics to acc (sum[], count, last_approx_kl) as the CPU backend's
 // wrapper does: the means of the B rows' sums {pg, v, -logratio, kl, clipfrac} (v_loss is
 // 0.5 sum / B), the mean entropy as given, and the loss formed from them as cr_cpu_ppo_loss
