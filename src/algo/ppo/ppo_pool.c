@@ -60,6 +60,10 @@ typedef struct cr_ppo_pool {
     float *d_obs, *d_final_obs, *d_reward;
     uint8_t *d_terminated, *d_truncated;
     int32_t *d_actions;
+    /* graphed steps: group g's work at step t of the schedule, graphs[t * groups + g], captured
+     * before the first rollout (NULL: the ops are launched one by one) */
+    void **graphs;
+    int captured; /* capture_steps ran (whether or not it made graphs) */
     struct hook_arg { struct cr_ppo_pool *pp; cudarl_ctx *ctx; } hook_arg;
     _Atomic uint64_t thread_wait_ns; /* threads' time in the hook, summed */
 } cr_ppo_pool;
@@ -97,6 +101,11 @@ void cr_ppo_pool_free(cr_ppo *p) {
     if (!pp) return;
     cudarl_ctx *ctx = p->ctx;
     if (pp->pool.lanes) cr_env_pool_free(&pp->pool);
+    if (pp->graphs) {
+        for (int i = 0; i < (p->T + 1) * pp->groups; i++)
+            if (pp->graphs[i]) ctx->ops->graph_free(pp->graphs[i]);
+        free(pp->graphs);
+    }
     for (int g = 0; g < pp->groups; g++) {
         if (pp->event[g]) ctx->ops->event_free(ctx, pp->event[g]);
         if (pp->t_start[g]) ctx->ops->event_free(ctx, pp->t_start[g]);
@@ -231,7 +240,6 @@ static void absorb(cr_ppo *p, int t, int b, int n) {
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     size_t r = (size_t)t * (size_t)p->N + (size_t)b, D = (size_t)p->D;
-    for (int i = b; i < b + n; i++) pp->done[i] = pp->terminated[i] | pp->truncated[i];
     o->copy_from_host(ctx, p->rewards + r, pp->reward + b, (size_t)n * sizeof(float));
     o->copy_from_host(ctx, p->terminated + r, pp->terminated + b, (size_t)n);
     o->copy_from_host(ctx, p->truncated + r, pp->truncated + b, (size_t)n);
@@ -303,22 +311,74 @@ static void fused_step(cr_ppo *p, int g, int t_absorb, int t_act, int b, int n, 
     if (pp->t_end[g]) p->ctx->ops->event_record(p->ctx, pp->t_end[g]), pp->busy[g] = 1;
 }
 
-/* The device's work for group g, envs [b, b + n), at step t of the schedule: take in the
- * outputs of step t - 1 (t > 0) and act on step t (t < T; t == T is the rollout's end). Fused:
- * one kernel (ppo_fused_cartpole.h's pool step) instead of ~20 copies and ops. */
+/* The copies and ops of group g, envs [b, b + n), at step t of the schedule: take in the
+ * outputs of step t - 1 (t > 0) and act on step t (t < T; t == T is the rollout's end). */
+static void group_ops(cr_ppo *p, int t, int b, int n) {
+    if (t > 0) absorb(p, t - 1, b, n);
+    if (t < p->T) act(p, t, b, n);
+}
+
+/* Most graphs of graphed steps ((T + 1) x groups); a longer schedule launches op by op. */
+#define MAX_STEP_GRAPHS 1024
+
+/* Graphed steps: on a backend with graphs, an MLP policy (a conv policy's absorb reads host
+ * flags to decide what to queue) and no --async (whose buffers swap), every group_ops of the
+ * schedule is captured once, before the first rollout, while no env thread runs; the rollout
+ * then launches one graph per group and step instead of ~40 copies and ops, whose launches
+ * bound the step otherwise. The same kernels in the same order: the results are the same. */
+static void capture_steps(cr_ppo *p) {
+    cr_ppo_pool *pp = p->pool;
+    cudarl_ctx *ctx = p->ctx;
+    const cr_backend *o = ctx->ops;
+    const int G = pp->groups, count = (p->T + 1) * G;
+    if (!o->graph_begin || p->conv || p->learner || count > MAX_STEP_GRAPHS) return;
+    pp->graphs = calloc((size_t)count, sizeof *pp->graphs);
+    if (!pp->graphs) return; /* launched op by op */
+    for (int t = 0; t <= p->T; t++)
+        for (int g = 0; g < G; g++) {
+            int b, e;
+            cr_env_pool_group_range(&pp->pool, g, &b, &e);
+            void **graph = &pp->graphs[t * G + g];
+            cudarl_status s = o->graph_begin(ctx);
+            if (s == CUDARL_OK) {
+                group_ops(p, t, b, e - b);
+                s = o->graph_end(ctx, graph);
+            }
+            if (s != CUDARL_OK) {
+                CR_WARN("graph capture of the env pool's steps failed (%s); launching ops one "
+                        "by one", cudarl_last_error());
+                for (int i = 0; i < count; i++)
+                    if (pp->graphs[i]) o->graph_free(pp->graphs[i]);
+                free(pp->graphs);
+                pp->graphs = NULL;
+                return;
+            }
+        }
+}
+
+/* The device's work for group g, envs [b, b + n), at step t of the schedule: group_ops, as one
+ * graph when the steps are graphed. Fused: one kernel (ppo_fused_cartpole.h's pool step)
+ * instead of ~20 copies and ops. */
 static void group_work(cr_ppo *p, int g, int t, int b, int n) {
     if (p->fused_pool) {
         fused_step(p, g, t - 1, t < p->T ? t : -1, b, n, t == p->T);
         return;
     }
-    if (t > 0) absorb(p, t - 1, b, n);
-    if (t < p->T) act(p, t, b, n);
+    cr_ppo_pool *pp = p->pool;
+    if (t > 0) /* on the host, before the copy of done that absorb queues */
+        for (int i = b; i < b + n; i++) pp->done[i] = pp->terminated[i] | pp->truncated[i];
+    if (pp->graphs) p->ctx->ops->graph_launch(p->ctx, pp->graphs[t * pp->groups + g]);
+    else group_ops(p, t, b, n);
 }
 
 void cr_ppo_pool_rollout_steps(cr_ppo *p) {
     cr_ppo_pool *pp = p->pool;
     cudarl_ctx *ctx = p->ctx;
     const int G = pp->groups;
+    if (!p->fused_pool && !pp->graphs && !pp->captured) {
+        capture_steps(p);
+        pp->captured = 1;
+    }
     for (int t = 0; t <= p->T; t++) {
         for (int g = 0; g < G; g++) {
             int b, e;
