@@ -242,15 +242,6 @@ static const char *algo_of(int argc, char **argv) {
     return "ppo";
 }
 
-/* Whether the run's env (the checkpoint's, when resuming) has continuous actions. */
-static int continuous_env(const train_opts *o) {
-    cudarl_ppo_config saved;
-    const char *id = o->cfg.env_id;
-    if (o->resume[0] && cudarl_ppo_config_load(o->resume, &saved) == CUDARL_OK) id = saved.env_id;
-    const cudarl_env_def *d = cudarl_env_find(id);
-    return d && d->action_dim > 0;
-}
-
 int cmd_train(int argc, char **argv) {
     if (!strcmp(algo_of(argc, argv), "dqn")) return train_dqn(argc, argv);
     train_opts o;
@@ -283,14 +274,7 @@ int cmd_train(int argc, char **argv) {
     cudarl_ctx *ctx;
     /* the run's context on the actor's GPU (flags are parsed over the defaults: -1 is unset) */
     const int actor = o.cfg.actor_device > 0 ? o.cfg.actor_device : 0;
-    cudarl_device_kind device = o.cfg.device;
-    if (device == CUDARL_DEVICE_AUTO && continuous_env(&o)) {
-        if (!o.cfg.quiet)
-            fprintf(stderr, "cudarl: continuous actions train on the CPU unless --device cuda: "
-                            "at their preset's minibatches of 64 it is faster (bench/RESULTS.md)\n");
-        device = CUDARL_DEVICE_CPU;
-    }
-    if (cudarl_ctx_init(&ctx, device, actor) != CUDARL_OK) return cmd_fail("no device");
+    if (cudarl_ctx_init(&ctx, o.cfg.device, actor) != CUDARL_OK) return cmd_fail("no device");
     if (!o.resume[0]) {
         /* the device's batch shape, then the user's flags over it */
         char policy[sizeof o.cfg.policy]; /* --policy and --env-id pick presets too */

@@ -204,15 +204,6 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
             _apply(probe, algo, {key: flags[key]})
     actor = max(getattr(probe, "actor_device", 0), 0)
     device = probe.device
-    env_id = flags.get("env_id")
-    if resume is not None:
-        saved = _lib.PPOConfig()
-        if _lib.ppo_config_load(os.fsencode(resume), saved) == 0:
-            env_id = saved.env_id.decode()
-    found = _lib.env_find(env_id.encode()) if isinstance(env_id, str) else None
-    if device == _lib.DEVICES["auto"] and found and ctypes.cast(
-            found, ctypes.POINTER(_lib.EnvDef)).contents.action_dim > 0:
-        device = _lib.DEVICES["cpu"]  # continuous actions: the CPU is faster at their preset
     ctx = ctypes.c_void_p()
     check(_lib.ctx_init(ctypes.byref(ctx), device, actor))
     try:
