@@ -1,5 +1,5 @@
 /* PPO with continuous actions (CleanRL's ppo_continuous_action.py) on the context argv[1] names
- * (cpu, or cuda for the gpu label); argv[2] "learn" runs part 4 only (ctest's
+ * (cpu, or cuda for the gpu label); argv[2] "learn" runs part 4 only (on cuda with 4b; ctest's
  * test_ppo_continuous_learn, label slow), else parts 1-3 and 5. Over a small C env registered here,
  * Reach-v0: two float
  * observations, targets drawn in [-1, 1] at reset, an action of two floats in [-2, 2] (the box),
@@ -252,6 +252,27 @@ static void check_learns(cudarl_ctx *ctx, int norm) {
     cudarl_policy_free(pol);
 }
 
+/* 4b. CUDA: the Gaussian policy learns in the discrete path's other precisions too (tf32, bf16,
+ * fp16 with its loss scaling: op by op, cuBLAS in the format), to the same bar. */
+static void check_learns_precisions(cudarl_ctx *ctx) {
+    static const struct { cudarl_precision p; const char *name; } precisions[] = {
+        {CUDARL_PRECISION_TF32, "tf32"}, {CUDARL_PRECISION_BF16, "bf16"},
+        {CUDARL_PRECISION_FP16, "fp16"}};
+    for (size_t i = 0; i < sizeof precisions / sizeof precisions[0]; i++) {
+        cudarl_ppo_config c;
+        config(&c, 7);
+        c.total_timesteps = 100000;
+        c.precision = precisions[i].p;
+        cudarl_train_summary s;
+        CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &s));
+        printf("Reach-v0 (%s): mean return of the last 100 episodes %.3f after %lld steps, "
+               "%.1f s\n", precisions[i].name, s.mean_return_100, (long long)s.global_step,
+               s.train_seconds);
+        CHECK_MSG(s.mean_return_100 > -3.0, "%s: mean return %g, expected > -3",
+                  precisions[i].name, s.mean_return_100);
+    }
+}
+
 /* 5. VecReach-v0: Reach as a vector env of 4, registered continuous, then discrete. */
 static float vec_target[4][2];
 
@@ -332,6 +353,7 @@ int main(int argc, char **argv) {
     if (argc > 2 && !strcmp(argv[2], "learn")) {
         check_learns(ctx, 1);
         check_learns(ctx, 0);
+        if (cudarl_ctx_kind(ctx) == CUDARL_DEVICE_CUDA) check_learns_precisions(ctx);
     } else {
         check_config();
         check_rollout(ctx);
