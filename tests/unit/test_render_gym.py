@@ -22,6 +22,9 @@ pictures differ on the shapes' 1-px borders, by design, and nowhere else. The me
 A control shows the measure can fail: the same comparison against the picture of a state moved by
 0.1 (12.5 px for CartPole's cart) must exceed the limits.
 
+CartPolePixels-v1: a played state's picture is its observation's newest frame, each pixel a 4x4
+grey square, exactly.
+
 MinAtar: a played state of each game, every 32x32 cell of cudarl's picture in the colour
 MinAtar's display gives it: seaborn's "cubehelix" palette of C colours, colour c + 1 for the
 last channel c set in the cell, black for none (within 1 of 255: bytes from floats).
@@ -146,10 +149,22 @@ def check_minatar():
             FAILED.append(f"{env_id}: {bad} cells off the palette, {lit} lit, size {m.shape}")
 
 
+def check_pixels():
+    m, obs = dump("CartPolePixels-v1", "play", 5, 30)
+    newest = obs.reshape(4, 84, 84)[3]
+    want = np.repeat(np.repeat(newest, 4, 0), 4, 1)
+    ok = m.shape == (336, 336, 3) and all((m[:, :, c] == want).all() for c in range(3))
+    print(f"{'ok' if ok else 'FAIL'}: CartPolePixels-v1: the observation's newest frame, 4x, "
+          f"grey ({m.shape[1]}x{m.shape[0]})")
+    if not ok:
+        FAILED.append("CartPolePixels-v1: the picture is not the newest frame scaled 4x")
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     check_gymnasium()
     check_minatar()
+    check_pixels()
     if FAILED:
         print("FAIL:\n  " + "\n  ".join(FAILED))
         sys.exit(1)
