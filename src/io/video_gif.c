@@ -193,6 +193,12 @@ static cudarl_status put_frame(cr_gif *g, const int r[4], ColorMapObject *map) {
     GifByteType ext[4];
     EGifGCBToExtension(&gcb, ext);
     int w = r[1] - r[0], h = r[3] - r[2];
+    if (!map && g->gif->Image.ColorMap) {
+        /* giflib 5.2.1 drops the last frame's own palette without freeing it when the next
+         * frame has none; free it here (a giflib that frees it finds NULL) */
+        GifFreeMapObject(g->gif->Image.ColorMap);
+        g->gif->Image.ColorMap = NULL;
+    }
     int ok = EGifPutExtension(g->gif, GRAPHICS_EXT_FUNC_CODE, 4, ext) == GIF_OK &&
              EGifPutImageDesc(g->gif, r[0], r[2], w, h, false, map) == GIF_OK;
     for (int y = 0; ok && y < h; y++)
