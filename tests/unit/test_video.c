@@ -265,7 +265,27 @@ static void test_refusals(const uint8_t *frames) {
     printf("ok: bad extensions, frame rates, targets, empty and aborted videos are refused\n");
 }
 
+/* Which envs can be drawn: the built-ins' sizes; an env registered without a renderer and an
+ * unknown id refused naming those that can. */
+static void test_render_info(void) {
+    int w = 0, h = 0, fps = 0;
+    CHECK_OK(cudarl_env_render_info("CartPole-v1", &w, &h, &fps));
+    CHECK_MSG(w == 600 && h == 400 && fps == 50, "CartPole-v1: %dx%d at %d fps", w, h, fps);
+    CHECK_OK(cudarl_env_render_info("MinAtar/Breakout-v1", &w, &h, &fps));
+    CHECK_MSG(w == 320 && h == 320 && fps == 20, "MinAtar: %dx%d at %d fps", w, h, fps);
+    cudarl_env_def d = *cudarl_env_find("CartPole-v1");
+    d.id = "NoPicture-v0";
+    CHECK_OK(cudarl_env_register(&d));
+    CHECK(cudarl_env_render_info("NoPicture-v0", NULL, NULL, NULL) == CUDARL_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(cudarl_last_error(), "'NoPicture-v0' cannot be drawn") &&
+                  strstr(cudarl_last_error(), "CartPole-v1, CartPolePixels-v1"),
+              "%s", cudarl_last_error());
+    CHECK(cudarl_env_render_info("Nope-v0", NULL, NULL, NULL) == CUDARL_ERR_INVALID_ARG);
+    printf("ok: render info of drawn envs; an env without a renderer and an unknown id refused\n");
+}
+
 int main(void) {
+    test_render_info();
     snprintf(tmpdir, sizeof tmpdir, "/tmp/cudarl_video_XXXXXX");
     CHECK(mkdtemp(tmpdir));
     uint8_t *frames = make_frames();
