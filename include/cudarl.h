@@ -585,6 +585,58 @@ cudarl_status cudarl_policy_eval_precision(cudarl_ctx *ctx, const char *path, in
                                            uint64_t seed, cudarl_precision precision,
                                            double *mean, double *std);
 
+/* ---- videos of a policy ------------------------------------------------------------ */
+
+#define CUDARL_VIDEO_MAX_EPISODES 64   /* most episodes one video holds */
+#define CUDARL_VIDEO_MAX_FRAMES 20000  /* most frames: 400 s of CartPole at 50 a second */
+#define CUDARL_VIDEO_MAX_FPS 100       /* a GIF's: 50 (its delays are 1/100 s) */
+
+/* Whether env `id` can be drawn: CUDARL_OK with its image's *width, *height and the frames a
+ * second of its own time *fps (Gymnasium's render_fps: CartPole 50; any pointer may be NULL) for
+ * the built-in envs but the MuJoCo robots; CUDARL_ERR_UNSUPPORTED naming those that can for any
+ * other registered env, _INVALID_ARG for an unknown id. */
+cudarl_status cudarl_env_render_info(const char *id, int *width, int *height, int *fps);
+
+/* How a policy's video is made. */
+typedef struct cudarl_video_options {
+    int episodes;               /* 1 .. CUDARL_VIDEO_MAX_EPISODES, played one after another */
+    int fps;                    /* frames a second of the video; 0: the env's own */
+    uint64_t seed;              /* episode k starts as env k of an evaluation seeded with it:
+                                   the k-th episode cudarl_policy_eval plays with that seed */
+    cudarl_device_kind device;  /* where the policy runs, as cudarl_policy_options.device */
+    cudarl_precision precision; /* what it computes in, as cudarl_policy_options.precision */
+} cudarl_video_options;
+
+/* What a video holds. */
+typedef struct cudarl_video_summary {
+    int frames;                 /* each episode's reset and every step after it: its length + 1 */
+    int width, height, fps;
+    int episodes;               /* recorded, the last maybe cut short (truncated) */
+    int truncated;              /* 1: CUDARL_VIDEO_MAX_FRAMES ended the last episode early */
+    int64_t lengths[CUDARL_VIDEO_MAX_EPISODES];  /* steps of each recorded episode */
+    double returns[CUDARL_VIDEO_MAX_EPISODES];   /* and its return */
+} cudarl_video_summary;
+
+/* 1 episode, the env's fps, seed 12345 (cudarl eval's), the CPU, fp32. */
+void cudarl_video_options_default(cudarl_video_options *opt);
+/* Checks a video's path and frame rate before any work: the format by its extension (.gif:
+ * giflib, built in where CMake found libgif-dev; .mp4: an `ffmpeg` on PATH), fps 1 ..
+ * CUDARL_VIDEO_MAX_FPS (a GIF: 1 .. 50), and that the path can be written (as
+ * cudarl_output_check). Each refusal (CUDARL_ERR_INVALID_ARG, _UNSUPPORTED for a missing
+ * encoder, _IO) names the fix. */
+cudarl_status cudarl_video_check(const char *video_path, int fps);
+/* Plays the greedy policy of `checkpoint` (as cudarl_policy_eval plays it, through the policy
+ * runtime) on its env for opt->episodes episodes and writes what a person would see to
+ * `video_path`: a frame after each reset and after each step, drawn by the env's renderer
+ * (cudarl_env_render_info), ending each episode on its last state (no autoreset in between).
+ * Written as every output file (temp file, fsync, rename); nothing is left at video_path after a
+ * failure, or after cudarl_request_stop() (CUDARL_ERR_IO saying it was stopped). `opt` NULL: the
+ * defaults. Memory (host): one env's state, an observation, a frame and the encoder's buffers,
+ * freed before returning. */
+cudarl_status cudarl_policy_record(const char *checkpoint, const char *video_path,
+                                   const cudarl_video_options *opt,
+                                   cudarl_video_summary *summary);
+
 /* ---- export ------------------------------------------------------------------------ */
 
 #define CUDARL_ONNX_OPSET 17     /* the ai.onnx opset of every exported model */

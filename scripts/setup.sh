@@ -2,7 +2,8 @@
 # Installs what cudarl needs to build and test on Debian/Ubuntu: a C compiler, CMake, cJSON,
 # clang with OpenMP for the fuzz harnesses, Python with gymnasium, safetensors and numpy, and
 # MuJoCo (its pip wheel: the library and headers the MuJoCo tasks build on, and, with imageio,
-# Gymnasium's MuJoCo envs that their test compares with).
+# Gymnasium's MuJoCo envs that their test compares with), giflib for GIF videos, and pygame and
+# Pillow for the tests that hold cudarl's renders against Gymnasium's and decode its GIFs.
 # Idempotent; quiet when everything is there.
 set -euo pipefail
 
@@ -15,6 +16,7 @@ python3 -c 'import ensurepip' 2>/dev/null || need_apt+=(python3-venv) # the pack
 command -v protoc-c >/dev/null || need_apt+=(protobuf-c-compiler)
 [ -f /usr/include/protobuf-c/protobuf-c.h ] || need_apt+=(libprotobuf-c-dev)
 [ -f /usr/include/png.h ] || need_apt+=(libpng-dev)
+[ -f /usr/include/gif_lib.h ] || need_apt+=(libgif-dev)      # GIF videos (cudarl eval --video)
 command -v clang >/dev/null || need_apt+=(clang)            # the fuzz harnesses (libFuzzer)
 compgen -G '/usr/lib/llvm-*/lib/libomp.so' >/dev/null || need_apt+=(libomp-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -25,10 +27,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if [ "${CUDARL_SKIP_PYTHON:-0}" != 1 ] &&
-   ! python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime, mujoco, imageio' 2>/dev/null; then
-  echo "setup: installing gymnasium safetensors numpy tensorboard minatar onnx onnxruntime mujoco imageio (pip)" >&2
+   ! python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime, mujoco, imageio, pygame, PIL' 2>/dev/null; then
+  echo "setup: installing gymnasium safetensors numpy tensorboard minatar onnx onnxruntime mujoco imageio pygame pillow (pip)" >&2
   python3 -m pip install -q gymnasium safetensors numpy tensorboard minatar==1.0.15 onnx \
-    onnxruntime mujoco imageio 2>&1 |
+    onnxruntime mujoco imageio pygame pillow 2>&1 |
     grep -v -i "warning" >&2 || true
-  python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime, mujoco, imageio'
+  python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime, mujoco, imageio, pygame, PIL'
 fi

@@ -241,7 +241,7 @@ int args_parse(const arg_spec *specs, int n, void *opts, int argc, char **argv, 
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0 || a[2] == 0) {
-            if (res->npositional >= max_positional || res->npositional >= 4) {
+            if (res->npositional >= max_positional || res->npositional >= ARG_MAX_POSITIONAL) {
                 fprintf(stderr, "cudarl %s: unexpected argument '%s'; flags start with '--' "
                                 "(cudarl %s --help lists them)\n", cmd, a, cmd);
                 return -1;

@@ -26,10 +26,11 @@ typedef struct arg_spec {
 #define ARGS_CLI_ONLY (-1)
 
 #define ARG_MAX_SPECS 64
+#define ARG_MAX_POSITIONAL 64 /* `cudarl plot` takes one per run folder */
 
 typedef struct arg_result {
     int set[ARG_MAX_SPECS]; /* which specs were given */
-    const char *positional[4];
+    const char *positional[ARG_MAX_POSITIONAL];
     int npositional;
 } arg_result;
 

@@ -16,6 +16,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_render(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 

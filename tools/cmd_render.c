@@ -23,21 +23,18 @@
 #include "args.h"
 #include "cmd.h"
 #include "cudarl.h"
+#include "png_out.h"
 
 #ifndef CUDARL_HAVE_PNG
 
 int cmd_render(int argc, char **argv) {
     (void)argc, (void)argv;
-    fprintf(stderr, "cudarl render: this cudarl was built without libpng, which writing PNG files "
-                    "needs; install libpng-dev (Debian/Ubuntu: apt-get install libpng-dev, or run "
-                    "scripts/setup.sh) and rebuild\n");
+    fprintf(stderr, "cudarl render: %s\n", png_out_missing());
     return EXIT_FAILURE;
 }
 
 #else
 
-#include <png.h>
-#include <setjmp.h>
 #include <sys/stat.h>
 
 #define MAX_STEPS 100000
@@ -126,69 +123,9 @@ static int check_out_dir(const render_opts *o) {
     return 0;
 }
 
-/* libpng's error callback: keep the message for write_png and jump back to it. */
-static void png_on_error(png_structp png, png_const_charp msg) {
-    char *why = png_get_error_ptr(png);
-    snprintf(why, 256, "%s", msg);
-    png_longjmp(png, 1);
-}
-
-static void png_on_warning(png_structp png, png_const_charp msg) {
-    (void)png, (void)msg;
-}
-
-/* Encodes the 8-bit grayscale image rows (h, w) into open file `f` with text chunks
- * Software and Description; 0, or -1 with libpng's message in why (256 bytes). The setjmp is
- * here, where no local changes after it. */
-static int png_encode(FILE *f, png_bytep *rows, int w, int h, const char *description,
-                      char *why) {
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, why, png_on_error,
-                                              png_on_warning);
-    if (!png) return snprintf(why, 256, "libpng could not start"), -1;
-    png_infop info = png_create_info_struct(png);
-    if (!info || setjmp(png_jmpbuf(png))) {
-        if (!info) snprintf(why, 256, "libpng could not start");
-        png_destroy_write_struct(&png, info ? &info : NULL);
-        return -1;
-    }
-    png_text text[2] = {{0}, {0}};
-    text[0].compression = text[1].compression = PNG_TEXT_COMPRESSION_NONE;
-    text[0].key = (png_charp) "Software";
-    text[0].text = (png_charp) "cudarl " CUDARL_VERSION_STRING;
-    text[1].key = (png_charp) "Description";
-    text[1].text = (png_charp)description;
-    png_init_io(png, f);
-    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_GRAY,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_set_text(png, info, text, 2);
-    png_set_rows(png, info, rows);
-    png_write_png(png, info, PNG_TRANSFORM_IDENTITY, NULL);
-    png_destroy_write_struct(&png, &info);
-    return 0;
-}
-
-/* Writes the image (h, w) of `pixels` to `path` (cudarl_output: a temp file renamed over it);
- * 0, or prints why and returns -1. */
-static int write_png(const char *path, uint8_t *pixels, int w, int h, png_bytep *rows,
-                     const char *description) {
-    char why[256] = "";
-    cudarl_output *out;
-    FILE *f;
-    if (cudarl_output_open(&out, path, "PNG file", &f) != CUDARL_OK) {
-        fprintf(stderr, "cudarl render: %s\n", cudarl_last_error());
-        return -1;
-    }
-    for (int y = 0; y < h; y++) rows[y] = pixels + (size_t)y * (size_t)w;
-    if (png_encode(f, rows, w, h, description, why) != 0) {
-        cudarl_output_abort(out);
-        fprintf(stderr, "cudarl render: cannot write '%s': %s\n", path, why);
-        return -1;
-    }
-    if (cudarl_output_commit(out) != CUDARL_OK) {
-        fprintf(stderr, "cudarl render: %s\n", cudarl_last_error());
-        return -1;
-    }
-    return 0;
+/* Writes the grey image (h, w) of `pixels` to `path`; 0, or prints why and returns -1. */
+static int write_png(const char *path, uint8_t *pixels, int w, int h, const char *description) {
+    return png_out_write(path, pixels, w, h, 1, description, "render");
 }
 
 /* Lays the C channels of obs (C, h, w) side by side into image (h, W). */
@@ -206,7 +143,6 @@ typedef struct render_run_state {
     const render_opts *o;
     const cudarl_env_def *d;
     uint8_t *image;   /* (h, W) */
-    png_bytep *rows;  /* (h) */
     int episodes;     /* ended so far */
     int written;      /* files */
     int write_failed; /* write_png said why */
@@ -225,7 +161,7 @@ static cudarl_status render_obs(void *user, int t, const void *obs, int episodes
              "observation (%d, %d, %d), channels left to right", d->id,
              (unsigned long long)r->o->seed, t, episodes, c, h, w);
     tile_channels(obs, c, h, w, r->image);
-    if (write_png(path, r->image, c * w + c - 1, h, r->rows, description) != 0) {
+    if (write_png(path, r->image, c * w + c - 1, h, description) != 0) {
         r->write_failed = 1;
         return CUDARL_ERR_IO;
     }
@@ -237,10 +173,9 @@ static cudarl_status render_obs(void *user, int t, const void *obs, int episodes
 static int render_run(const render_opts *o, const cudarl_env_def *d) {
     int c = d->obs_shape[0], h = d->obs_shape[1], w = d->obs_shape[2];
     size_t width = (size_t)(c * w + c - 1);
-    render_run_state r = {o, d, malloc(width * (size_t)h), malloc(sizeof(png_bytep) * (size_t)h),
-                          0, 0, 0};
+    render_run_state r = {o, d, malloc(width * (size_t)h), 0, 0, 0};
     int rc = EXIT_FAILURE;
-    if (!r.image || !r.rows)
+    if (!r.image)
         fprintf(stderr, "cudarl render: out of memory for one image (%zu bytes)\n",
                 width * (size_t)h);
     else if (cudarl_env_play_random(d->id, o->seed, o->steps, render_obs, &r) == CUDARL_OK) {
@@ -255,7 +190,6 @@ static int render_run(const render_opts *o, const cudarl_env_def *d) {
     } else if (!r.write_failed)
         fprintf(stderr, "cudarl render: cannot start env '%s': %s\n", d->id, cudarl_last_error());
     free(r.image);
-    free(r.rows);
     return rc;
 }
 

@@ -81,6 +81,8 @@ static void usage(FILE *f) {
             "  cudarl train --resume PATH [flags]    continue a run from its checkpoint\n"
             "  cudarl train --algo dqn [flags]       DQN with the replay buffer (GPU or CPU)\n"
             "  cudarl eval PATH [--episodes N]       mean and std of the greedy policy's return\n"
+            "  cudarl eval PATH --video out.gif      ... and a video of it playing (.gif, .mp4)\n"
+            "  cudarl plot RUN... --out curves.png   return curves of runs, seeds as mean + band\n"
             "  cudarl plan [flags]                   a replay buffer's memory plan, no training\n"
             "  cudarl export PATH --onnx FILE        the policy as an ONNX model (TensorRT, DLA)\n"
             "  cudarl render --out DIR [flags]       a pixel env's observations as PNG files\n"
@@ -95,7 +97,7 @@ static const struct {
     int (*run)(int argc, char **argv);
 } commands[] = {
     {"train", cmd_train},   {"eval", cmd_eval},     {"info", cmd_info},   {"plan", cmd_plan},
-    {"export", cmd_export}, {"render", cmd_render}, {"bench", cmd_bench},
+    {"export", cmd_export}, {"render", cmd_render}, {"bench", cmd_bench},  {"plot", cmd_plot},
 };
 
 int main(int argc, char **argv) {
@@ -120,7 +122,7 @@ int main(int argc, char **argv) {
     }
     fprintf(stderr,
             "cudarl: unknown command '%s'; commands: train, eval, plan, export, render, info, "
-            "bench (cudarl --help)\n",
+            "bench, plot (cudarl --help)\n",
             cmd);
     return EXIT_USAGE;
 }

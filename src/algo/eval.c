@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/eval.h"
 #include "env/env.h"
 #include "env/env_pool.h"
 #include "nn/actor_critic.h"
@@ -136,6 +137,19 @@ static cudarl_status check_conv_env(const char *path, const cudarl_env_def *def,
     return CUDARL_OK;
 }
 
+cudarl_status cr_eval_policy_env(const char *path, const cudarl_policy *pol,
+                                 const cudarl_env_def **def) {
+    cudarl_policy_info info;
+    cudarl_policy_get_info(pol, &info);
+    *def = cr_env_def_find(info.env_id);
+    const cr_policy_net *net = &pol->net;
+    const char *u8_input = net->u8_scaled ? CR_POLICY_U8_SCALED : CR_POLICY_U8_CAST;
+    if (!*def) return env_not_registered(path, info.env_id);
+    if (net->is_conv) return check_conv_env(path, *def, &net->cnn.spec);
+    return check_mlp_env(path, *def, net->obs_dim, net->num_actions, net->box.K,
+                         net->obs_dtype == CUDARL_OBS_U8 ? u8_input : NULL);
+}
+
 /* Reads which network a checkpoint holds and its shape (from __metadata__). */
 static cudarl_status eval_policy_load(const char *path, eval_policy *e) {
     memset(e, 0, sizeof *e);
@@ -188,16 +202,8 @@ static cudarl_status eval_runtime(const char *path, cudarl_device_kind device,
     opt.max_batch = chunk;
     cudarl_policy *pol;
     CR_TRY(cudarl_policy_load(path, &opt, &pol));
-    cudarl_policy_info info;
-    cudarl_policy_get_info(pol, &info);
-    const cudarl_env_def *def = cr_env_def_find(info.env_id);
-    const cr_policy_net *net = &pol->net;
-    const char *u8_input = net->u8_scaled ? CR_POLICY_U8_SCALED : CR_POLICY_U8_CAST;
-    cudarl_status s =
-        !def          ? env_not_registered(path, info.env_id)
-        : net->is_conv ? check_conv_env(path, def, &net->cnn.spec)
-                       : check_mlp_env(path, def, net->obs_dim, net->num_actions, net->box.K,
-                                       net->obs_dtype == CUDARL_OBS_U8 ? u8_input : NULL);
+    const cudarl_env_def *def = NULL;
+    cudarl_status s = cr_eval_policy_env(path, pol, &def);
     const size_t ob = def ? cr_env_def_obs_bytes(def) : 0;
     uint8_t *obs = malloc((size_t)chunk * ob + 1), *fin = malloc((size_t)chunk * ob + 1);
     float *rew = malloc((size_t)chunk * sizeof(float));

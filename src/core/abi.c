@@ -16,6 +16,7 @@ size_t cudarl_sizeof(const char *type_name) {
         CR_SIZE(cudarl_replay_request),  CR_SIZE(cudarl_onnx_options),
         CR_SIZE(cudarl_policy_options),  CR_SIZE(cudarl_policy_info),
         CR_SIZE(cudarl_latency_stats),   CR_SIZE(cudarl_vec_buffers),
+        CR_SIZE(cudarl_video_options),   CR_SIZE(cudarl_video_summary),
     };
 #undef CR_SIZE
     for (size_t i = 0; type_name && i < sizeof sizes / sizeof sizes[0]; i++)

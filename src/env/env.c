@@ -13,32 +13,42 @@
 
 #include "env/env.h"
 #include "env/mujoco/mujoco_env.h"
+#include "env/render.h"
 
 /* The built-in envs and their twins (env.h's CR_ENV_* bits), one line each: an env's folder
  * defines its cudarl_env_def, and its line here declares and registers it, with the batch twin
- * that runs it when it has CR_ENV_BATCH (env_batch.c). Every env also steps on CPU threads
+ * that runs it when it has CR_ENV_BATCH (env_batch.c) and the renderer that draws it when it
+ * has CR_ENV_RENDER (render.h). Every env also steps on CPU threads
  * (env_pool.h). */
-#define CR_BUILTIN_ENVS(X)                                                      \
-    X(cr_cartpole_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA, &cr_cartpole_batch)     \
-    X(cr_cartpole_pixels_def, CR_ENV_IMAGE_TWIN, NULL)                          \
-    X(cr_minatar_breakout_def, CR_ENV_IMAGE_TWIN, NULL)                         \
-    X(cr_minatar_asterix_def, CR_ENV_IMAGE_TWIN, NULL)                          \
-    X(cr_minatar_freeway_def, CR_ENV_IMAGE_TWIN, NULL)                          \
-    X(cr_minatar_seaquest_def, CR_ENV_IMAGE_TWIN, NULL)                         \
-    X(cr_minatar_space_invaders_def, CR_ENV_IMAGE_TWIN, NULL)                   \
-    X(cr_acrobot_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA, &cr_classic_batch)                          \
-    X(cr_mountain_car_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA, &cr_classic_batch)                     \
-    X(cr_pendulum_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA, &cr_classic_batch)                         \
-    X(cr_mountain_car_continuous_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA, &cr_classic_batch)
+#define CR_BUILTIN_ENVS(X)                                                                 \
+    X(cr_cartpole_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA | CR_ENV_RENDER, &cr_cartpole_batch,    \
+      &cr_cartpole_renderer)                                                                 \
+    X(cr_cartpole_pixels_def, CR_ENV_IMAGE_TWIN | CR_ENV_RENDER, NULL,                        \
+      &cr_cartpole_pixels_renderer)                                                          \
+    X(cr_minatar_breakout_def, CR_ENV_IMAGE_TWIN | CR_ENV_RENDER, NULL, &cr_minatar_renderer) \
+    X(cr_minatar_asterix_def, CR_ENV_IMAGE_TWIN | CR_ENV_RENDER, NULL, &cr_minatar_renderer)  \
+    X(cr_minatar_freeway_def, CR_ENV_IMAGE_TWIN | CR_ENV_RENDER, NULL, &cr_minatar_renderer)  \
+    X(cr_minatar_seaquest_def, CR_ENV_IMAGE_TWIN | CR_ENV_RENDER, NULL, &cr_minatar_renderer) \
+    X(cr_minatar_space_invaders_def, CR_ENV_IMAGE_TWIN | CR_ENV_RENDER, NULL,                 \
+      &cr_minatar_renderer)                                                                  \
+    X(cr_acrobot_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA | CR_ENV_RENDER, &cr_classic_batch,     \
+      &cr_acrobot_renderer)                                                                  \
+    X(cr_mountain_car_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA | CR_ENV_RENDER, &cr_classic_batch,\
+      &cr_mountain_car_renderer)                                                             \
+    X(cr_pendulum_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA | CR_ENV_RENDER, &cr_classic_batch,    \
+      &cr_pendulum_renderer)                                                                 \
+    X(cr_mountain_car_continuous_def, CR_ENV_BATCH | CR_ENV_BATCH_CUDA | CR_ENV_RENDER,        \
+      &cr_classic_batch, &cr_mountain_car_continuous_renderer)
 
-#define CR_DECLARE_BUILTIN(def, caps, batch) extern const cudarl_env_def def;
+#define CR_DECLARE_BUILTIN(def, caps, batch, render) extern const cudarl_env_def def;
 CR_BUILTIN_ENVS(CR_DECLARE_BUILTIN)
 
-#define CR_LIST_BUILTIN(def, caps, batch) {&def, caps, batch},
+#define CR_LIST_BUILTIN(def, caps, batch, render) {&def, caps, batch, render},
 static const struct {
     const cudarl_env_def *def;
     int caps;
     const cr_env_batch_twin *batch;
+    const cr_env_renderer *render;
 } builtins[] = {CR_BUILTIN_ENVS(CR_LIST_BUILTIN)};
 #define NUM_BUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
@@ -82,7 +92,7 @@ int cr_env_check_state(const cudarl_env_def *def, const void *state, int32_t ela
 /* Fills entry e from a def already checked: its copy of the def and the info derived from it,
  * with the batch twin that runs it (NULL: none). */
 static void entry_fill(env_entry *e, const cudarl_env_def *def, int caps,
-                       const cr_env_batch_twin *batch) {
+                       const cr_env_batch_twin *batch, const cr_env_renderer *render) {
     e->def = *def;
     snprintf(e->id, sizeof e->id, "%s", def->id);
     e->def.id = e->id;
@@ -95,16 +105,17 @@ static void entry_fill(env_entry *e, const cudarl_env_def *def, int caps,
                             .def = &e->def,
                             .caps = caps,
                             .action_dim = def->action_dim,
-                            .batch = batch};
+                            .batch = batch,
+                            .render = render};
 }
 
 /* Fills the next entry from a def already checked, and publishes it. The caller holds the lock
  * (or runs the one-time init). */
 static void registry_append(const cudarl_env_def *def, int caps,
-                            const cr_env_batch_twin *batch) {
+                            const cr_env_batch_twin *batch, const cr_env_renderer *render) {
     int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
     env_entry *e = &registry[n];
-    entry_fill(e, def, caps, batch);
+    entry_fill(e, def, caps, batch, render);
     registry_names[n] = e->id;
     atomic_store_explicit(&registry_count, n + 1, memory_order_release);
 }
@@ -114,11 +125,14 @@ static void registry_init(void) {
         CUDARL_ASSERT(cr_env_def_check(builtins[i].def) == CUDARL_OK); /* a built-in is valid */
         /* a line with CR_ENV_BATCH names its batch twin, and only such a line */
         CUDARL_ASSERT(!(builtins[i].caps & CR_ENV_BATCH) == !builtins[i].batch);
-        registry_append(builtins[i].def, builtins[i].caps, builtins[i].batch);
+        /* and a line with CR_ENV_RENDER its renderer */
+        CUDARL_ASSERT(!(builtins[i].caps & CR_ENV_RENDER) == !builtins[i].render);
+        registry_append(builtins[i].def, builtins[i].caps, builtins[i].batch,
+                        builtins[i].render);
     }
     for (const cudarl_env_def *const *d = cr_mujoco_defs; *d; d++) { /* those this build has */
         CUDARL_ASSERT(cr_env_def_check(*d) == CUDARL_OK);
-        registry_append(*d, 0, NULL);
+        registry_append(*d, 0, NULL, NULL);
     }
 }
 
@@ -300,7 +314,7 @@ cudarl_status cudarl_env_register(const cudarl_env_def *def) {
     int n = atomic_load_explicit(&registry_count, memory_order_relaxed);
     env_entry *old = (env_entry *)registry_lookup(def->id); /* under the lock: ours to write */
     if (old && old->def.vec_step && def->vec_step) /* a vector env's id: replaced, info too */
-        entry_fill(old, def, old->info.caps, old->info.batch);
+        entry_fill(old, def, old->info.caps, old->info.batch, old->info.render);
     else if (old)
         s = cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_env_register: an env named '%s' is already "
                     "registered; give this one another id (e.g. a new version suffix, -v1)",
@@ -310,7 +324,7 @@ cudarl_status cudarl_env_register(const cudarl_env_def *def) {
                     "full (%d envs, CUDARL_ENV_MAX); register fewer envs", def->id,
                     CUDARL_ENV_MAX);
     else
-        registry_append(def, 0, NULL);
+        registry_append(def, 0, NULL, NULL);
     pthread_mutex_unlock(&registry_lock);
     return s;
 }

@@ -25,11 +25,19 @@
  *   CR_ENV_BATCH_CUDA  ... and on a CUDA context, by the batch's CUDA twin: the same envs
  *   CR_ENV_IMAGE_TWIN  an image twin (image_twin.h) steps it on a CUDA context: the MinAtar
  *                      games and CartPolePixels-v1
+ *   CR_ENV_RENDER      a renderer (render.h) draws it as an RGB image: every built-in env but
+ *                      the MuJoCo robots
  * An env with neither (every env a user registers) steps on CPU threads (env_pool.h). */
-enum { CR_ENV_BATCH = 1 << 0, CR_ENV_IMAGE_TWIN = 1 << 1, CR_ENV_BATCH_CUDA = 1 << 2 };
+enum {
+    CR_ENV_BATCH = 1 << 0,
+    CR_ENV_IMAGE_TWIN = 1 << 1,
+    CR_ENV_BATCH_CUDA = 1 << 2,
+    CR_ENV_RENDER = 1 << 3,
+};
 #define CR_ENV_CUDA_TWIN (CR_ENV_BATCH_CUDA | CR_ENV_IMAGE_TWIN)
 
 typedef struct cr_env_batch_twin cr_env_batch_twin;
+typedef struct cr_env_renderer cr_env_renderer;
 
 /* What the trainers need to know of an env: derived from its def by the registry. */
 typedef struct cr_env_info {
@@ -42,6 +50,7 @@ typedef struct cr_env_info {
     int caps;                /* CR_ENV_* bits */
     int action_dim;          /* floats per continuous action; 0: discrete (num_actions) */
     const cr_env_batch_twin *batch; /* how cr_env_batch steps it: set with CR_ENV_BATCH */
+    const cr_env_renderer *render;  /* how it is drawn (render.h): set with CR_ENV_RENDER */
 } cr_env_info;
 
 /* Bytes of one action of `def`: an int32, or action_dim floats. */

@@ -7,6 +7,7 @@
 #include "env/cartpole_pixels/cartpole_pixels.h"
 #include "env/cartpole/cartpole_step.h"
 #include "env/env_check.h"
+#include "env/render.h"
 
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
@@ -81,3 +82,20 @@ const cudarl_env_def cr_cartpole_pixels_def = {
     .frame_stack = CR_CARTPOLE_PIXELS_STACK,
     .state_check = pixels_check,
 };
+
+/* The newest frame of the observation (its last channel), each pixel a 4x4 grey square, at
+ * CartPole's 50 frames a second. */
+#define PIXELS_ZOOM 4
+
+static void cartpole_pixels_draw(const cudarl_env_def *def, const void *state, const void *obs,
+                                 uint8_t *rgb) {
+    (void)def, (void)state;
+    const uint8_t *newest = (const uint8_t *)obs +
+                            (size_t)(CR_CARTPOLE_PIXELS_STACK - 1) * CR_CARTPOLE_PIXELS_FRAME_BYTES;
+    cr_canvas_gray_scaled(newest, CR_CARTPOLE_PIXELS_SIDE, CR_CARTPOLE_PIXELS_SIDE, PIXELS_ZOOM,
+                          rgb);
+}
+
+const cr_env_renderer cr_cartpole_pixels_renderer = {
+    CR_CARTPOLE_PIXELS_SIDE * PIXELS_ZOOM, CR_CARTPOLE_PIXELS_SIDE * PIXELS_ZOOM, 50,
+    cartpole_pixels_draw};
