@@ -444,7 +444,7 @@ void cudarl_ppo_config_for_policy(cudarl_ppo_config *cfg, const char *policy);
 /* Sets cfg->env_id to `env_id` (NULL keeps it) and, for an env with continuous actions (its def's
  * action_dim > 0), CleanRL ppo_continuous_action.py's defaults over what the calls above set:
  * lr 3e-4 annealed, 32 minibatches, 10 epochs, ent-coef 0, gamma 0.99, GAE 0.95, a batch of
- * 2048 (16 envs x 128 steps instead of its 1 x 2048, so that env threads have work), 1M steps,
+ * 2048 (8 envs x 256 steps instead of its 1 x 2048, so that env threads have work), 1M steps,
  * observations and rewards normalized. Discrete envs: only the id changes. */
 void cudarl_ppo_config_for_env(cudarl_ppo_config *cfg, const char *env_id);
 /* Checks every field; the message names the field and the accepted range. */

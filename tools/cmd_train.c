@@ -259,7 +259,7 @@ int cmd_train(int argc, char **argv) {
                "clip-coef 0.1, ent-coef 0.01,\ntotal-timesteps 10000000.\n");
         printf("With an env of continuous actions (Pendulum-v1, the MuJoCo robots) they are "
                "CleanRL\nppo_continuous_action.py's: learning-rate 0.0003, num-minibatches 32, "
-               "update-epochs 10,\nent-coef 0, num-envs 16 x num-steps 128 (its batch of 2048), "
+               "update-epochs 10,\nent-coef 0, num-envs 8 x num-steps 256 (its batch of 2048), "
                "total-timesteps 1000000,\nnorm-obs 1, norm-reward 1.\n");
         return 0;
     }

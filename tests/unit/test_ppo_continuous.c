@@ -84,7 +84,7 @@ static void config(cudarl_ppo_config *c, uint64_t seed) {
 static void check_config(void) {
     cudarl_ppo_config c;
     config(&c, 1);
-    CHECK(c.num_envs == 16 && c.num_steps == 128 && c.num_minibatches == 32 &&
+    CHECK(c.num_envs == 8 && c.num_steps == 256 && c.num_minibatches == 32 &&
           c.update_epochs == 10 && c.learning_rate == 3e-4 && c.ent_coef == 0.0 &&
           c.norm_obs == 1 && c.norm_reward == 1);
     CHECK_OK(cudarl_ppo_config_validate(&c));

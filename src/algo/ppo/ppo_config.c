@@ -66,8 +66,8 @@ void cudarl_ppo_config_for_env(cudarl_ppo_config *c, const char *env_id) {
     if (env_id) snprintf(c->env_id, sizeof c->env_id, "%s", env_id);
     const cr_env_info *info = cr_env_info_find(c->env_id);
     if (!info || info->action_dim == 0) return;
-    c->num_envs = 16;
-    c->num_steps = 128;
+    c->num_envs = 8;
+    c->num_steps = 256;
     c->learning_rate = 3e-4;
     c->anneal_lr = 1;
     c->num_minibatches = 32;
