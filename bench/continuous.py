@@ -3,7 +3,8 @@
 against CleanRL's ppo_continuous_action.py on the same task.
 
   python3 bench/continuous.py --cudarl build/cudarl --cleanrl PATH/ppo_continuous_action.py \
-      --cleanrl-pythonpath DIR [--pendulum-seeds 3] [--cheetah-seeds 3] [--cleanrl-seconds 120]
+      --cleanrl-pythonpath DIR [--pendulum-seeds 3] [--cheetah-seeds 3] [--hopper-seeds 3]
+      [--cleanrl-seconds 120]
       [--device cuda|cpu] [--env-threads 16] [--cleanrl-cuda] [--out results.json]
 
 CleanRL's robot run gets a quarter of --cleanrl-seconds (its steps/s is what is wanted).
@@ -18,6 +19,7 @@ Rows:
      steps/s, the mean return at 1M and the time from launch to a mean of 1,800. CleanRL on
      Gymnasium's HalfCheetah for --cleanrl-seconds: its steps/s, and the time it would take to
      1M steps at that rate (it is not run to the end: about an hour).
+  3. Hopper: cudarl 1M steps as row 2, per seed, and the time from launch to a mean of 2,000.
 "From launch" for cudarl: the process's wall time to the end minus the training loop's time
 (metrics.csv's time/elapsed_s of the last row), plus the loop time of the first row at the
 threshold; for CleanRL the time its episode line arrives. Prints a table and the ratios."""
@@ -106,6 +108,8 @@ def main():
     ap.add_argument("--cheetah-seeds", type=int, default=3)
     ap.add_argument("--cheetah-env", default="HalfCheetah-v5")
     ap.add_argument("--cleanrl-cheetah-env", default="HalfCheetah-v4")
+    ap.add_argument("--hopper-seeds", type=int, default=0)
+    ap.add_argument("--hopper-env", default="Hopper-v5")
     ap.add_argument("--runs", default="/tmp/bench-continuous")
     ap.add_argument("--device", default="cuda", help="cudarl's --device (the learner's)")
     ap.add_argument("--env-threads", default="16", help="cudarl's --env-threads for the robot")
@@ -113,7 +117,7 @@ def main():
                     help="CleanRL's network on the GPU (its default); else --no-cuda")
     ap.add_argument("--out")
     a = ap.parse_args()
-    res = {"pendulum": [], "cheetah": [], "cleanrl": {}}
+    res = {"pendulum": [], "cheetah": [], "hopper": [], "cleanrl": {}}
     for s in range(1, a.pendulum_seeds + 1):
         r = cudarl_run(a.cudarl, "Pendulum-v1", s, a.runs, [], -200, a.device)
         res["pendulum"].append(r)
@@ -128,6 +132,18 @@ def main():
         print("cudarl %s seed %d: 1M steps in %.1f s (%.0f steps/s), mean(100) %.0f, 1800 %s" %
               (a.cheetah_env, s, r["wall_s"], r["sps"], r["final_mean_100"],
                "at %.1f s" % r["solved"][1] if r["solved"] else "not reached"), flush=True)
+    for s in range(1, a.hopper_seeds + 1):
+        r = cudarl_run(a.cudarl, a.hopper_env, s, a.runs, ["--env-threads", a.env_threads], 2000,
+                       a.device)
+        res["hopper"].append(r)
+        print("cudarl %s seed %d: 1M steps in %.1f s (%.0f steps/s), mean(100) %.0f, 2000 %s" %
+              (a.hopper_env, s, r["wall_s"], r["sps"], r["final_mean_100"],
+               "at %.1f s" % r["solved"][1] if r["solved"] else "not reached"), flush=True)
+    for name, rows in (("cheetah", res["cheetah"]), ("hopper", res["hopper"])):
+        if rows:
+            means = [r["final_mean_100"] for r in rows]
+            print("cudarl %s: mean over %d seeds of the mean(100) at 1M: %.0f (min %.0f)" %
+                  (name, len(rows), sum(means) / len(means), min(means)), flush=True)
     if a.cleanrl:
         pen = cleanrl_run(a.cleanrl, a.cleanrl_pythonpath, "Pendulum-v1", 1, a.cleanrl_seconds,
                           -200, a.cleanrl_cuda)
