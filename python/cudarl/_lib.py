@@ -135,7 +135,7 @@ PPO_FIELDS = [
     ("checkpoint_every", c_int, "int"), ("quiet", c_int, "bool"), ("profile", c_int, "bool"),
     ("precision", c_int, "precision"), ("on_metrics", MetricsFn, None),
     ("on_metrics_user", c_void_p, None), ("norm_obs", c_int, "bool"),
-    ("norm_reward", c_int, "bool"),
+    ("norm_reward", c_int, "bool"), ("config_toml", c_char_p, None),
 ]
 DQN_FIELDS = [
     ("env_id", ctypes.c_char * 64, "str"), ("run_name", ctypes.c_char * 128, "str"),
@@ -154,6 +154,7 @@ DQN_FIELDS = [
     ("quiet", c_int, "bool"), ("env_device", c_int, "device"), ("env_threads", c_int, "int"),
     ("replay_frames", c_int, "bool"), ("precision", c_int, "precision"),
     ("on_metrics", MetricsFn, None), ("on_metrics_user", c_void_p, None),
+    ("config_toml", c_char_p, None),
 ]
 
 
