@@ -477,6 +477,10 @@ typedef struct cudarl_train_summary {
     double host_syncs_per_iteration;  /* times the host waited for the device, per iteration */
 } cudarl_train_summary;
 
+/* The algo a cudarl checkpoint was trained with ("ppo", "dqn") into algo (cap bytes), from its
+ * metadata alone (nothing else is checked: the trainer's loader checks the rest); a file that is
+ * no cudarl checkpoint is CUDARL_ERR_IO or _FORMAT. */
+cudarl_status cudarl_checkpoint_algo(const char *path, char *algo, size_t cap);
 /* Reads the hyperparameters stored in the PPO checkpoint at `path` into `cfg`. */
 cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg);
 

@@ -180,9 +180,10 @@ def tensor_difference(a_path, b_path):
     return None
 
 
-def no_temp_files(run_dir, allowed=("metrics.csv", "model.safetensors", "run.lock")):
-    """Only the run's files: metrics.csv, the checkpoint, the claim (run.lock) and TensorBoard
-    event files."""
+def no_temp_files(run_dir, allowed=("metrics.csv", "model.safetensors", "run.lock",
+                                    "config.toml")):
+    """Only the run's files: metrics.csv, the checkpoint, the claim (run.lock), the resolved
+    config (config.toml) and TensorBoard event files."""
     check(f"no temp files left in {run_dir}")
     left = sorted(f for f in set(os.listdir(run_dir)) - set(allowed)
                   if not (f.startswith("events.out.tfevents.") and f.endswith(".cudarl")))
@@ -756,18 +757,18 @@ def test_dqn_plan(work):
                  "--env-device", "--env-threads", "--policy"]:
         if flag not in r.out and f"--[no-]{flag[2:]}" not in r.out:
             fail("dqn help", f"a line for {flag}", r.describe())
-    check("SIGINT twice 2 ms apart into a DQN run: exit 130, the checkpoint of the policy so far "
-          "(cudarl eval plays it), and the message that DQN cannot resume")
+    check("SIGINT twice 2 ms apart into a DQN run: exit 130, the checkpoint of the run so far "
+          "(cudarl eval plays it), and the command that resumes it")
     total = 100_000_000
     r = interrupted_run(work, "dqn_int", ["--algo", "dqn", "--total-timesteps", str(total),
                                           "--learning-starts", "500", "--run-name", "dqn_int",
                                           "--runs-dir", "runs", "--quiet"], 1.0, twice=True,
                         marker="training DQN on")
     ckpt = os.path.join(work, "runs", "dqn_int", "model.safetensors")
-    if r.rc != 130 or "cannot be resumed yet" not in r.out or "runs/dqn_int/model.safetensors" \
+    if r.rc != 130 or "cudarl train --resume" not in r.out or "runs/dqn_int/model.safetensors" \
             not in r.out or not os.path.exists(ckpt):
-        fail("interrupted DQN run", "exit code 130, the checkpoint's path and 'cannot be resumed "
-             "yet' on stdout, the checkpoint written", r.describe())
+        fail("interrupted DQN run", "exit code 130, 'cudarl train --resume' and the checkpoint's "
+             "path on stdout, the checkpoint written", r.describe())
     step = int(checkpoint_metadata(ckpt).get("global_step", "-1"))
     if not 0 < step < total:
         fail("interrupted DQN checkpoint", f"0 < global_step < {total}", f"  got: {step}")
@@ -775,6 +776,17 @@ def test_dqn_plan(work):
     r = run_ok("eval the interrupted DQN run", ["eval", ckpt, "--episodes", "3"], work)
     if "mean return" not in r.out:
         fail("eval the interrupted DQN run", "a mean return", r.describe())
+    check("cudarl train --resume (no --algo: the checkpoint says dqn) continues it 256 steps")
+    r = run_ok("resume the interrupted DQN run",
+               ["train", "--resume", ckpt, "--total-timesteps", str(step + 256), "--quiet"], work)
+    resumed = int(checkpoint_metadata(ckpt).get("global_step", "-1"))
+    if resumed != step + 256 or f"step {step + 256}:" not in r.out:
+        fail("resumed DQN run", f"global_step {step + 256}", r.describe() +
+             f"\n  checkpoint's global_step: {resumed}")
+    expect_error("a DQN resume may not change --gamma",
+                 ["train", "--resume", ckpt, "--total-timesteps", str(step + 512), "--gamma",
+                  "0.5"], work, 2, ["--gamma cannot be changed with --resume"])
+    no_temp_files(os.path.join(work, "runs", "dqn_int"))
     check("a short DQN run writes a checkpoint that cudarl eval plays")
     run_ok("dqn train", ["train", "--algo", "dqn", "--total-timesteps", "3000",
                          "--learning-starts", "500", "--run-name", "dqn_small", "--runs-dir",
