@@ -6,7 +6,11 @@
  * replay, double DQN and Huber, and minatar-cnn on a MinAtar game; the replay wraps around in
  * each. Then what a resume refuses: another env, Q-network, env placement, --num-envs,
  * --buffer-size, --prioritized, a total already reached, a checkpoint without training state.
- *     test_dqn_resume RUNS_DIR */
+ * With `cuda` (tests/gpu, label gpu) the same runs on a CUDA context: CartPole's CUDA twin with
+ * its captured graph blocks (uniform, and prioritized + double DQN + Huber), the pool, and
+ * minatar-cnn on the MinAtar twin; the replay's CUDA twin saves and restores through the same
+ * interface. The refusals are the CPU run's.
+ *     test_dqn_resume RUNS_DIR [cpu|cuda] */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +25,7 @@
 
 static const char *runs;
 static cudarl_ctx *ctx;
+static cudarl_device_kind device = CUDARL_DEVICE_CPU;
 
 /* Stops the run at the first report point at or past *(int64_t *)user. */
 static int stop_at(const cudarl_metrics *m, void *user) {
@@ -130,6 +135,7 @@ static void straight_and_resumed(cudarl_dqn_config c, const char *tag, char *ckp
                   !strcmp(r.run_name, b),
               "%s: cudarl_dqn_config_load does not give the run's hyperparameters back", tag);
     r.device = c.device, r.threads = c.threads, r.env_threads = c.env_threads, r.quiet = 1;
+    r.env_device = c.env_device;
     snprintf(r.runs_dir, sizeof r.runs_dir, "%s", runs);
     CHECK_OK(cudarl_dqn_train_resume(ctx, &r, ckpt, &s));
     CHECK_MSG(!s.interrupted && s.global_step == c.total_timesteps &&
@@ -147,7 +153,7 @@ static cudarl_dqn_config small(const char *env) {
     c.num_envs = 4, c.total_timesteps = 2400, c.buffer_size = 600, c.learning_starts = 200;
     c.train_frequency = 4, c.batch_size = 16, c.target_network_frequency = 100;
     c.hidden1 = c.hidden2 = 16, c.exploration_fraction = 0.3, c.learning_rate = 1e-3;
-    c.threads = 1, c.env_threads = 1, c.device = CUDARL_DEVICE_CPU, c.quiet = 1;
+    c.threads = 1, c.env_threads = 1, c.device = device, c.quiet = 1;
     snprintf(c.runs_dir, sizeof c.runs_dir, "%s", runs);
     return c;
 }
@@ -228,37 +234,46 @@ static void refusals(const char *ckpt, const char *pool_ckpt) {
 }
 
 int main(int argc, char **argv) {
-    CHECK_MSG(argc == 2, "usage: test_dqn_resume RUNS_DIR");
+    CHECK_MSG(argc == 2 || (argc == 3 && (!strcmp(argv[2], "cpu") || !strcmp(argv[2], "cuda"))),
+              "usage: test_dqn_resume RUNS_DIR [cpu|cuda]");
     runs = argv[1];
+    if (argc == 3 && !strcmp(argv[2], "cuda")) device = CUDARL_DEVICE_CUDA;
+    const char *side = device == CUDARL_DEVICE_CUDA ? "cuda" : "cpu";
     mkdir(runs, 0777);
     cudarl_log_set_level(CUDARL_LOG_WARN);
-    CHECK_OK(cudarl_ctx_init(&ctx, CUDARL_DEVICE_CPU, 0));
+    CHECK_OK(cudarl_ctx_init(&ctx, device, 0));
     char tag[64], batch_ckpt[700], pool_ckpt[700], cnn_ckpt[700];
-    snprintf(tag, sizeof tag, "batch_%d", (int)getpid());
+    snprintf(tag, sizeof tag, "%s_batch_%d", side, (int)getpid());
     straight_and_resumed(small("CartPole-v1"), tag, batch_ckpt, sizeof batch_ckpt);
 
     cudarl_dqn_config c = small("CartPole-v1");
-    c.env_device = CUDARL_DEVICE_CPU, c.prioritized = 1, c.double_dqn = 1, c.huber = 1;
-    c.max_grad_norm = 10;
-    snprintf(tag, sizeof tag, "pool_prio_%d", (int)getpid());
+    c.prioritized = 1, c.double_dqn = 1, c.huber = 1, c.max_grad_norm = 10;
+    if (device == CUDARL_DEVICE_CUDA) { /* the CUDA twin's graphs with prioritized replay */
+        snprintf(tag, sizeof tag, "%s_batch_prio_%d", side, (int)getpid());
+        straight_and_resumed(c, tag, pool_ckpt, sizeof pool_ckpt);
+    }
+    c.env_device = CUDARL_DEVICE_CPU;
+    snprintf(tag, sizeof tag, "%s_pool_prio_%d", side, (int)getpid());
     straight_and_resumed(c, tag, pool_ckpt, sizeof pool_ckpt);
 
     c = small("MinAtar/Breakout-v1");
     snprintf(c.policy, sizeof c.policy, "minatar-cnn");
-    c.env_device = CUDARL_DEVICE_CPU, c.total_timesteps = 800, c.learning_starts = 100;
-    c.buffer_size = 200, c.batch_size = 8;
-    snprintf(tag, sizeof tag, "cnn_%d", (int)getpid());
+    /* the CPU steps MinAtar on threads; CUDA on its image twin */
+    c.env_device = device == CUDARL_DEVICE_CUDA ? CUDARL_DEVICE_AUTO : CUDARL_DEVICE_CPU;
+    c.total_timesteps = 800, c.learning_starts = 100, c.buffer_size = 200, c.batch_size = 8;
+    snprintf(tag, sizeof tag, "%s_cnn_%d", side, (int)getpid());
     straight_and_resumed(c, tag, cnn_ckpt, sizeof cnn_ckpt);
-    cudarl_dqn_config r;
-    CHECK_OK(cudarl_dqn_config_load(cnn_ckpt, &r));
-    r.device = CUDARL_DEVICE_CPU, r.threads = 1, r.env_threads = 1, r.quiet = 1;
-    r.total_timesteps = 1600;
-    snprintf(r.policy, sizeof r.policy, "mlp");
-    refused("the MLP for a minatar-cnn checkpoint", r, cnn_ckpt, CUDARL_ERR_MISMATCH,
-            "minatar-cnn", "--policy minatar-cnn");
-
-    refusals(batch_ckpt, pool_ckpt);
+    if (device == CUDARL_DEVICE_CPU) {
+        cudarl_dqn_config r;
+        CHECK_OK(cudarl_dqn_config_load(cnn_ckpt, &r));
+        r.device = CUDARL_DEVICE_CPU, r.threads = 1, r.env_threads = 1, r.quiet = 1;
+        r.total_timesteps = 1600;
+        snprintf(r.policy, sizeof r.policy, "mlp");
+        refused("the MLP for a minatar-cnn checkpoint", r, cnn_ckpt, CUDARL_ERR_MISMATCH,
+                "minatar-cnn", "--policy minatar-cnn");
+        refusals(batch_ckpt, pool_ckpt);
+    }
     cudarl_ctx_free(ctx);
-    printf("test_dqn_resume: ok\n");
+    printf("test_dqn_resume (%s): ok\n", side);
     return 0;
 }
