@@ -326,7 +326,7 @@ static int train_dqn(int argc, char **argv, const toml_doc *doc, const char *doc
                "train-frequency 16,\nbatch-size 256, learning-rate 0.002, buffer-size 50000, "
                "target-network-frequency 640,\nlearning-starts 2048, exploration-fraction "
                "0.15, total-timesteps 250000. Flags given still win.\n");
-        printf("--config FILE reads these flags from a TOML file (name = value, as in a run's "
+        printf("A --config FILE holds these flags as TOML (name = value, as a run's "
                "config.toml);\nthe flags given here win over it.\n");
         return 0;
     }
@@ -436,7 +436,7 @@ static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc
                "CleanRL\nppo_continuous_action.py's: learning-rate 0.0003, num-minibatches 32, "
                "update-epochs 10,\nent-coef 0, num-envs 16 x num-steps 128 (its batch of 2048), "
                "total-timesteps 1000000,\nnorm-obs 1, norm-reward 1.\n");
-        printf("--config FILE reads these flags from a TOML file (name = value, as in a run's "
+        printf("A --config FILE holds these flags as TOML (name = value, as a run's "
                "config.toml);\nthe flags given here win over it.\n");
         return 0;
     }
