@@ -1232,6 +1232,15 @@ quiet = true
     if int(checkpoint_metadata(ckpt)["global_step"]) != 2000:
         fail("the file's total-timesteps applies to the resume", "global_step 2000", "")
 
+    check("a checkpoint of the other algo is refused by --resume")
+    ppo_ckpt = os.path.join(work, "runs", "cfg_ppo", "model.safetensors")
+    expect_error("--algo dqn --resume of a PPO checkpoint",
+                 ["train", "--algo", "dqn", "--resume", ppo_ckpt], work, 1,
+                 [ppo_ckpt, "was trained with algo 'ppo', not dqn"])
+    expect_error("--algo ppo --resume of a DQN checkpoint",
+                 ["train", "--algo", "ppo", "--resume", ckpt], work, 1,
+                 [ckpt, "was trained with algo 'dqn', not ppo"])
+
     check("every bad config file is refused with the file, the line and the fix")
     bad = [("unknown.toml", "seed = 1\nlearning_rate = 0.1\n",
             ["unknown.toml:2:", "unknown key 'learning_rate'", "did you mean 'learning-rate'"]),
