@@ -472,7 +472,11 @@ static cudarl_status load_replay(cr_dqn *d, const cr_st_file *f, const char *pat
     if (s == CUDARL_ERR_FORMAT && bad >= 0) {
         char name[128];
         snprintf(name, sizeof name, REPLAY_PREFIX "%s", rp[bad].name);
-        return bad_state(path, name, "%s", why);
+        /* the leaves and the count disagree with where the heads and flags put the sampleable
+         * transitions: any of the three may be the altered one */
+        const int derived = !strcmp(rp[bad].name, "leaves") || !strcmp(rp[bad].name, "num_valid");
+        return bad_state(path, name, "%s%s", why, derived ? " ('" REPLAY_PREFIX "heads' and '"
+                         REPLAY_PREFIX "flags' say which slots hold sampleable transitions)" : "");
     }
     return s;
 }
