@@ -425,6 +425,12 @@ typedef struct cudarl_ppo_config {
      * policies over float observations only. */
     int norm_obs;
     int norm_reward;
+    /* NULL, or the run's resolved config as TOML text (`cudarl train` writes one `flag = value`
+     * line per flag: docs/training.md), not read by the trainer: saved as
+     * runs/<run>/config.toml (atomically) once the run folder is claimed, and added to the
+     * TensorBoard event file as CleanRL's "hyperparameters" text, a |param|value| table of its
+     * lines. The caller's memory, read during the call. */
+    const char *config_toml;
 } cudarl_ppo_config;
 
 /* Fills `cfg` with cudarl's tuned defaults for `env_id` (CartPole-v1 if NULL). */
@@ -461,8 +467,7 @@ typedef struct cudarl_train_summary {
     int64_t solved_step;    /* first step where mean_return_100 >= the env's threshold; -1 if never */
     double solved_seconds;  /* loop time at solved_step; -1 if never */
     char run_dir[512];      /* where metrics.csv and model.safetensors were written */
-    int interrupted;        /* stopped early by cudarl_request_stop(); PPO's checkpoint resumes,
-                               DQN's holds the policy so far (no resume for DQN yet) */
+    int interrupted;        /* stopped early by cudarl_request_stop(); the checkpoint resumes */
     int64_t device_bytes_after_setup; /* device memory in use after the first iteration (CUDA;
                                          cudaMemGetInfo: the whole device, other processes too) */
     int64_t device_bytes_growth;      /* in use at the end minus after the first iteration (other
@@ -472,6 +477,10 @@ typedef struct cudarl_train_summary {
     double host_syncs_per_iteration;  /* times the host waited for the device, per iteration */
 } cudarl_train_summary;
 
+/* The algo a cudarl checkpoint was trained with ("ppo", "dqn") into algo (cap bytes), from its
+ * metadata alone (nothing else is checked: the trainer's loader checks the rest); a file that is
+ * no cudarl checkpoint is CUDARL_ERR_IO or _FORMAT. */
+cudarl_status cudarl_checkpoint_algo(const char *path, char *algo, size_t cap);
 /* Reads the hyperparameters stored in the PPO checkpoint at `path` into `cfg`. */
 cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg);
 
@@ -537,6 +546,7 @@ typedef struct cudarl_dqn_config {
     cudarl_precision precision;       /* as cudarl_ppo_config.precision */
     cudarl_metrics_fn on_metrics;     /* as cudarl_ppo_config.on_metrics */
     void *on_metrics_user;
+    const char *config_toml;          /* as cudarl_ppo_config.config_toml */
 } cudarl_dqn_config;
 
 /* A replay buffer to size before anything is allocated (`cudarl plan`). */
@@ -570,6 +580,21 @@ cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *cfg);
  * scaling, gradient norm) stops the run with CUDARL_ERR_NUMERIC and no checkpoint. */
 cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
                                cudarl_train_summary *summary);
+/* Continues the DQN run whose checkpoint is `resume_path` (a model.safetensors of
+ * cudarl_dqn_train, which holds the whole training state: both networks, Adam, the RNG streams,
+ * the replay buffer whole, the envs, the episode and metrics sums, the step counters), in its
+ * run folder cfg->runs_dir/cfg->run_name, until cfg->total_timesteps: a run stopped at step N
+ * and resumed ends with the checkpoint and metrics.csv (but for the wall-clock columns) of one
+ * that went straight through with the same cfg. A checkpoint of another env, Q-network, env
+ * placement (env_device), --num-envs, --buffer-size, --prioritized, --replay-frames or
+ * precision is CUDARL_ERR_MISMATCH naming the flag; a damaged state value CUDARL_ERR_FORMAT (a
+ * NaN or an inf _NUMERIC) naming the tensor; a checkpoint already at total_timesteps
+ * _INVALID_ARG. cudarl_dqn_config_load gives the cfg the run had. */
+cudarl_status cudarl_dqn_train_resume(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
+                                      const char *resume_path, cudarl_train_summary *summary);
+/* Reads the hyperparameters stored in the DQN checkpoint at `path` into `cfg` (env_device cpu
+ * when its envs stepped on CPU threads, else auto; device auto). */
+cudarl_status cudarl_dqn_config_load(const char *path, cudarl_dqn_config *cfg);
 
 /* Plays `episodes` greedy (argmax) episodes of the policy in `path` (1 to
  * CUDARL_EVAL_MAX_EPISODES) on the env it names, which must be registered in this process;

@@ -344,3 +344,151 @@ void args_print_help(const arg_spec *specs, int n, const void *defaults, int tab
         printf("  %-26s %s (default: %s%s)\n", flag, s->help, def, range);
     }
 }
+
+/* ---- config files ---------------------------------------------------------------------- */
+
+/* What a TOML value of type t may be for spec type a: 1 when it fits. */
+static int toml_fits(arg_type a, toml_type t) {
+    switch (a) {
+    case ARG_INT: case ARG_I64: case ARG_U64: return t == TOML_INTEGER;
+    case ARG_F64: return t == TOML_INTEGER || t == TOML_FLOAT;
+    case ARG_BOOL: return t == TOML_BOOL;
+    case ARG_BYTES: return t == TOML_STRING || t == TOML_INTEGER;
+    case ARG_STR: case ARG_DEVICE: case ARG_PRECISION: return t == TOML_STRING;
+    }
+    return 0;
+}
+
+/* How to write a value of spec type a, for the message that refuses another type. */
+static const char *toml_fix(arg_type a, toml_type t) {
+    if (a == ARG_INT || a == ARG_I64 || a == ARG_U64)
+        return t == TOML_FLOAT ? "write a whole number, without a decimal point or exponent"
+                               : "write a whole number, without quotes";
+    if (a == ARG_F64) return "write the number without quotes";
+    if (a == ARG_BOOL) return "write true or false, without quotes";
+    return "put the value in double quotes";
+}
+
+static int apply_entry(const arg_spec *specs, int n, void *opts, const toml_entry *e,
+                       const char *path, const char *const *not_in_file, const char *cmd,
+                       int table, arg_result *res) {
+    char where[600];
+    snprintf(where, sizeof where, "%s: %s:%d", cmd, path, e->line);
+    for (const char *const *k = not_in_file; k && *k; k++)
+        if (!strcmp(*k, e->key)) {
+            fprintf(stderr, "cudarl %s: '%s' cannot be set in a config file; pass --%s on the "
+                            "command line\n", where, e->key, e->key);
+            return -1;
+        }
+    int k = args_find(specs, n, e->key);
+    if (k < 0) {
+        const char *c = closest(specs, n, e->key);
+        fprintf(stderr, "cudarl %s: unknown key '%s'%s%s%s (the keys are the flags of cudarl %s "
+                        "--help, without the --)\n", where, e->key, c ? "; did you mean '" : "",
+                c ? c : "", c ? "'?" : "", cmd);
+        return -1;
+    }
+    const arg_spec *s = &specs[k];
+    if (!toml_fits(s->type, e->type)) {
+        fprintf(stderr, "cudarl %s: %s expects %s, got %s (%s%s%s); %s\n", where, s->name,
+                type_word(s->type), toml_type_name(e->type), e->type == TOML_STRING ? "\"" : "",
+                e->text, e->type == TOML_STRING ? "\"" : "", toml_fix(s->type, e->type));
+        return -1;
+    }
+    if (store(s, table, opts, e->text, where) != 0) return -1;
+    res->set[k] = 1;
+    res->line[k] = e->line;
+    return 0;
+}
+
+int args_parse_with_config(const arg_spec *specs, int n, void *opts, const toml_doc *doc,
+                           const char *path, const char *const *not_in_file, int argc,
+                           char **argv, const char *cmd, int table, int max_positional,
+                           arg_result *res) {
+    arg_result file;
+    memset(&file, 0, sizeof file);
+    for (int i = 0; doc && i < doc->n; i++)
+        if (apply_entry(specs, n, opts, &doc->e[i], path, not_in_file, cmd, table, &file) != 0)
+            return -1;
+    if (args_parse(specs, n, opts, argc, argv, cmd, table, max_positional, res) != 0) return -1;
+    for (int k = 0; k < n; k++)
+        if (file.set[k] && !res->set[k]) res->set[k] = 1, res->line[k] = file.line[k];
+    return 0;
+}
+
+/* x in the fewest significant digits (up to 17) that read back as x; a TOML float (with a '.'
+ * or an exponent). */
+static void format_real(double x, char *buf, size_t cap) {
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, cap, "%.*g", p, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    if (!strpbrk(buf, ".eni")) snprintf(buf + strlen(buf), cap - strlen(buf), ".0");
+}
+
+/* s as a TOML basic string into buf (quotes, escapes). */
+static void format_string(const char *s, char *buf, size_t cap) {
+    size_t n = 0;
+    buf[n++] = '"';
+    for (; *s && n + 8 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') buf[n++] = '\\', buf[n++] = (char)c;
+        else if (c < 0x20 || c == 0x7F) n += (size_t)snprintf(buf + n, cap - n, "\\u%04x", c);
+        else buf[n++] = (char)c;
+    }
+    buf[n++] = '"';
+    buf[n] = 0;
+}
+
+/* A byte count as the flag reads it: in the largest binary unit that divides it ("32GiB"). */
+static void format_size(int64_t b, char *buf, size_t cap) {
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b && u < 4 && b % 1024 == 0) b /= 1024, u++;
+    if (b == 0) snprintf(buf, cap, "0");
+    else snprintf(buf, cap, "%lld%s", (long long)b, unit[u]);
+}
+
+int args_format_toml(const arg_spec *specs, int n, const void *opts, const char *const *skip,
+                     const char *header, char *out, size_t cap) {
+    size_t used = 0;
+    int r = snprintf(out, cap, "%s", header ? header : "");
+    if (r < 0 || (size_t)r >= cap) return -1;
+    used = (size_t)r;
+    for (int i = 0; i < n; i++) {
+        const arg_spec *s = &specs[i];
+        int skipped = 0;
+        for (const char *const *k = skip; k && *k; k++) skipped |= !strcmp(*k, s->name);
+        if (skipped) continue;
+        const char *f = (const char *)opts + s->offset;
+        char v[1200];
+        switch (s->type) {
+        case ARG_INT: snprintf(v, sizeof v, "%d", *(const int *)f); break;
+        case ARG_I64: snprintf(v, sizeof v, "%lld", (long long)*(const int64_t *)f); break;
+        case ARG_U64: snprintf(v, sizeof v, "%llu", (unsigned long long)*(const uint64_t *)f); break;
+        case ARG_F64: format_real(*(const double *)f, v, sizeof v); break;
+        case ARG_BOOL: snprintf(v, sizeof v, "%s", *(const int *)f ? "true" : "false"); break;
+        case ARG_STR: format_string(f, v, sizeof v); break;
+        case ARG_DEVICE: {
+            cudarl_device_kind k = *(const cudarl_device_kind *)f;
+            format_string(k == CUDARL_DEVICE_CPU ? "cpu" : k == CUDARL_DEVICE_CUDA ? "cuda" : "auto",
+                          v, sizeof v);
+            break;
+        }
+        case ARG_PRECISION:
+            format_string(cudarl_precision_name(*(const cudarl_precision *)f), v, sizeof v);
+            break;
+        case ARG_BYTES: {
+            char b[64];
+            format_size(*(const int64_t *)f, b, sizeof b);
+            format_string(b, v, sizeof v);
+            break;
+        }
+        }
+        if (s->type == ARG_STR && !*f) r = snprintf(out + used, cap - used, "# %s: not set\n", s->name);
+        else r = snprintf(out + used, cap - used, "%s = %s\n", s->name, v);
+        if (r < 0 || (size_t)r >= cap - used) return -1;
+        used += (size_t)r;
+    }
+    return 0;
+}

@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "toml.h"
+
 typedef enum arg_type { ARG_INT, ARG_I64, ARG_U64, ARG_F64, ARG_BOOL, ARG_STR, ARG_DEVICE, ARG_BYTES, ARG_PRECISION } arg_type;
 
 typedef struct arg_spec {
@@ -29,7 +31,9 @@ typedef struct arg_spec {
 #define ARG_MAX_POSITIONAL 64 /* `cudarl plot` takes one per run folder */
 
 typedef struct arg_result {
-    int set[ARG_MAX_SPECS]; /* which specs were given */
+    int set[ARG_MAX_SPECS]; /* which specs were given (a config file's keys count) */
+    int line[ARG_MAX_SPECS]; /* the config file's line of a spec set there and not on the
+                                command line, else 0 */
     const char *positional[ARG_MAX_POSITIONAL];
     int npositional;
 } arg_result;
@@ -40,6 +44,22 @@ typedef struct arg_result {
  * of the specs with LIB_RANGE. */
 int args_parse(const arg_spec *specs, int n, void *opts, int argc, char **argv, const char *cmd,
                int table, int max_positional, arg_result *res);
+/* args_parse over a config file's entries (doc, read from `path`; NULL: none): each key is a
+ * spec's name and its value of the type that spec takes, checked and stored as args_parse checks
+ * and stores the flag (the same messages, after "PATH:LINE: "); then argv, whose flags win.
+ * Keys named in `not_in_file` (NULL-terminated) are refused: they belong on the command line.
+ * One line on stderr and -1 for the first bad key or flag; 0 on success. */
+int args_parse_with_config(const arg_spec *specs, int n, void *opts, const toml_doc *doc,
+                           const char *path, const char *const *not_in_file, int argc,
+                           char **argv, const char *cmd, int table, int max_positional,
+                           arg_result *res);
+/* Writes `opts` as a config file args_parse_with_config reads back to the same values: the
+ * `header` comment lines, then one `name = value` line per spec in table order but those in
+ * `skip` (NULL-terminated); an empty string spec becomes a comment ("# run-name: not set").
+ * Reals are written in the fewest digits that read back exactly. Returns 0, or -1 when cap
+ * bytes are too few. */
+int args_format_toml(const arg_spec *specs, int n, const void *opts, const char *const *skip,
+                     const char *header, char *out, size_t cap);
 /* Prints each flag, its help, its value in `defaults` (the options struct) and, for a number,
  * its range ("range 1..4194304"; a real number's bounds always with a '.' or an exponent). */
 void args_print_help(const arg_spec *specs, int n, const void *defaults, int table);

@@ -1,5 +1,6 @@
-/* cudarl train: PPO (the default) or DQN (--algo dqn) from flags named as CleanRL's, or a PPO
- * run continued from its checkpoint (--resume). Parses, then runs. */
+/* cudarl train: PPO (the default) or DQN (--algo dqn) from flags named as CleanRL's and a TOML
+ * file of them (--config), or a run continued from its checkpoint (--resume). Parses, then
+ * runs; the resolved config goes beside the run (runs/<run>/config.toml). */
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -14,9 +15,11 @@ typedef struct train_opts {
     cudarl_ppo_config cfg;
     char algo[16];
     char resume[PATH_MAX];
+    char config[PATH_MAX];
 } train_opts;
 
 #define CFG(field) offsetof(train_opts, cfg.field)
+#define CONFIG_HELP "read flags from this TOML file (keys: these flags' names; the flags given here win)"
 
 static const arg_spec train_specs[] = {
     {"algo", ARG_STR, offsetof(train_opts, algo), 16, 0, 0, "algorithm: ppo or dqn (cudarl train --algo dqn --help)"},
@@ -58,58 +61,160 @@ static const arg_spec train_specs[] = {
     {"profile", ARG_BOOL, CFG(profile), 0, 0, 1, "time per phase, host-device syncs, FLOP/s and GB/s at the end"},
     {"precision", ARG_PRECISION, CFG(precision), 0, 0, 0, "fp32, or on the GPU tf32 (cuBLAS products on TF32 tensor cores), bf16 or fp16 (every product's inputs in the format, fp32 sums; fp16 with dynamic loss scaling)"},
     {"resume", ARG_STR, offsetof(train_opts, resume), PATH_MAX, 0, 0, "continue from this checkpoint"},
+    {"config", ARG_STR, offsetof(train_opts, config), PATH_MAX, 0, 0, CONFIG_HELP},
 };
 #define N_TRAIN_SPECS ((int)(sizeof train_specs / sizeof train_specs[0]))
 
 /* Flags a resumed run may change; the others come from the checkpoint. */
 static const char *const resume_overridable[] = {"total-timesteps", "device", "threads", "quiet", "profile",
-                                                 "checkpoint-every", "resume", "algo",
+                                                 "checkpoint-every", "resume", "algo", "config",
                                                  "env-device", "env-threads", "env-groups",
-                                                 "actor-device", "learner-device", NULL};
+                                                 "actor-device", "learner-device", "mem-budget",
+                                                 NULL};
+/* Keys a config file may not set: they name files of this command line. */
+static const char *const not_in_file[] = {"config", "resume", NULL};
 
-static int apply_resume(train_opts *o, const arg_result *r) {
-    for (int i = 0; i < N_TRAIN_SPECS; i++) {
+/* Whether spec s holds the same value in options a and b (a --runs-dir by the folder it
+ * names). */
+static int same_value(const arg_spec *s, const void *a, const void *b) {
+    const char *x = (const char *)a + s->offset, *y = (const char *)b + s->offset;
+    if (!strcmp(s->name, "runs-dir")) {
+        char rx[PATH_MAX], ry[PATH_MAX];
+        return realpath(x, rx) && realpath(y, ry) && !strcmp(rx, ry);
+    }
+    switch (s->type) {
+    case ARG_STR: return !strcmp(x, y);
+    case ARG_INT: case ARG_BOOL: return *(const int *)x == *(const int *)y;
+    case ARG_I64: case ARG_BYTES: return *(const int64_t *)x == *(const int64_t *)y;
+    case ARG_U64: return *(const uint64_t *)x == *(const uint64_t *)y;
+    case ARG_F64: return *(const double *)x == *(const double *)y;
+    case ARG_DEVICE: return *(const cudarl_device_kind *)x == *(const cudarl_device_kind *)y;
+    case ARG_PRECISION: return *(const cudarl_precision *)x == *(const cudarl_precision *)y;
+    }
+    return 0;
+}
+
+/* With --resume: a flag a resumed run may not change is refused on the command line, and in the
+ * --config file unless it holds the checkpoint's value (so the run's own config.toml resumes
+ * it). `given` holds the parsed flags, `saved` the checkpoint's. 0, or -1 after one line. */
+static int check_resume_flags(const arg_spec *specs, int n, const arg_result *r,
+                              const void *given, const void *saved, const char *config) {
+    for (int i = 0; i < n; i++) {
         if (!r->set[i]) continue;
         int ok = 0;
-        for (const char *const *n = resume_overridable; *n; n++) ok |= !strcmp(*n, train_specs[i].name);
-        if (!ok) {
+        for (const char *const *k = resume_overridable; *k; k++) ok |= !strcmp(*k, specs[i].name);
+        if (ok) continue;
+        if (!r->line[i]) {
             fprintf(stderr, "cudarl train: --%s cannot be changed with --resume: a resumed run keeps "
                             "its checkpoint's hyperparameters; drop --%s, or start a new run "
-                            "without --resume\n", train_specs[i].name, train_specs[i].name);
+                            "without --resume\n", specs[i].name, specs[i].name);
+            return -1;
+        }
+        if (!same_value(&specs[i], given, saved)) {
+            fprintf(stderr, "cudarl train: %s:%d: %s differs from the checkpoint's, and a resumed "
+                            "run keeps its checkpoint's hyperparameters; remove the key or set it "
+                            "to the run's value (its config.toml has them), or start a new run "
+                            "without --resume\n", config, r->line[i], specs[i].name);
             return -1;
         }
     }
-    cudarl_ppo_config saved;
-    if (cudarl_ppo_config_load(o->resume, &saved) != CUDARL_OK) return cmd_fail("cannot resume"), -2;
-    /* the run continues in the checkpoint's folder */
+    return 0;
+}
+
+/* The run folder a checkpoint lies in: runs_dir (cap_dir bytes) and run_name (cap_name), from
+ * its real path. 0, or -1 (not a regular folder layout) / -2 (the library's error) after one
+ * line. */
+static int run_folder_of(const char *ckpt, char *runs_dir, size_t cap_dir, char *run_name,
+                         size_t cap_name) {
     char real[PATH_MAX];
-    if (!realpath(o->resume, real)) return cmd_fail("cannot resume"), -2;
+    if (!realpath(ckpt, real)) return cmd_fail("cannot resume"), -2;
     char *slash = strrchr(real, '/');
     *slash = 0;
     slash = strrchr(real, '/');
     if (!slash) { /* the checkpoint lies in "/" itself: no run folder to continue in */
         fprintf(stderr, "cudarl train: cannot resume '%s': it is not inside a run folder; move "
-                        "it to runs/<run>/model.safetensors and resume from there\n", o->resume);
+                        "it to runs/<run>/model.safetensors and resume from there\n", ckpt);
         return -2;
     }
-    snprintf(saved.run_name, sizeof saved.run_name, "%s", slash + 1);
-    if (slash == real) snprintf(saved.runs_dir, sizeof saved.runs_dir, "/");
-    else *slash = 0;
-    if (slash != real && strlen(real) >= sizeof saved.runs_dir) {
+    snprintf(run_name, cap_name, "%s", slash + 1);
+    if (slash == real) {
+        snprintf(runs_dir, cap_dir, "/");
+        return 0;
+    }
+    *slash = 0;
+    if (strlen(real) >= cap_dir) {
         fprintf(stderr, "cudarl train: the checkpoint's folder path is over %zu characters; move "
-                        "the run folder to a shorter path\n", sizeof saved.runs_dir - 1);
+                        "the run folder to a shorter path\n", cap_dir - 1);
         return -2;
     }
-    if (slash != real) memcpy(saved.runs_dir, real, strlen(real) + 1);
+    memcpy(runs_dir, real, strlen(real) + 1);
+    return 0;
+}
+
+static int apply_resume(train_opts *o, const arg_result *r) {
+    train_opts saved = *o;
+    if (cudarl_ppo_config_load(o->resume, &saved.cfg) != CUDARL_OK)
+        return cmd_fail("cannot resume"), -2;
+    /* the run continues in the checkpoint's folder */
+    int rc = run_folder_of(o->resume, saved.cfg.runs_dir, sizeof saved.cfg.runs_dir,
+                           saved.cfg.run_name, sizeof saved.cfg.run_name);
+    if (rc) return rc;
+    if (check_resume_flags(train_specs, N_TRAIN_SPECS, r, o, &saved, o->config)) return -1;
     int tt = args_find(train_specs, N_TRAIN_SPECS, "total-timesteps");
-    if (r->set[tt]) saved.total_timesteps = o->cfg.total_timesteps;
-    saved.device = o->cfg.device, saved.threads = o->cfg.threads, saved.quiet = o->cfg.quiet;
-    saved.profile = o->cfg.profile;
-    saved.checkpoint_every = o->cfg.checkpoint_every;
-    saved.env_device = o->cfg.env_device, saved.env_threads = o->cfg.env_threads;
-    saved.env_groups = o->cfg.env_groups;
-    saved.actor_device = o->cfg.actor_device, saved.learner_device = o->cfg.learner_device;
-    o->cfg = saved;
+    if (r->set[tt]) saved.cfg.total_timesteps = o->cfg.total_timesteps;
+    saved.cfg.device = o->cfg.device, saved.cfg.threads = o->cfg.threads;
+    saved.cfg.quiet = o->cfg.quiet, saved.cfg.profile = o->cfg.profile;
+    saved.cfg.checkpoint_every = o->cfg.checkpoint_every;
+    saved.cfg.env_device = o->cfg.env_device, saved.cfg.env_threads = o->cfg.env_threads;
+    saved.cfg.env_groups = o->cfg.env_groups;
+    saved.cfg.actor_device = o->cfg.actor_device, saved.cfg.learner_device = o->cfg.learner_device;
+    o->cfg = saved.cfg;
+    return 0;
+}
+
+/* The header of a run's config.toml. */
+static const char config_header[] =
+    "# cudarl train: this run's resolved config (the defaults, the presets of its device, policy\n"
+    "# and env, the --config file and the flags). `cudarl train --config config.toml` runs it\n"
+    "# again (add --run-name or --runs-dir for a new folder; other flags given win).\n";
+/* The flags a run's config.toml leaves out: files of the command line, not the run's config. */
+static const char *const not_saved[] = {"config", "resume", NULL};
+
+/* The resolved config of `opts` (its device: `kind`, the context's) as TOML into out; 0, or -1
+ * after one line. */
+static int render_config(const arg_spec *specs, int n, void *opts, cudarl_device_kind *device,
+                         cudarl_device_kind kind, char *out, size_t cap) {
+    cudarl_device_kind given = *device;
+    *device = kind; /* auto as it resolved: a copy of the run trains where this one did */
+    int rc = args_format_toml(specs, n, opts, not_saved, config_header, out, cap);
+    *device = given;
+    if (rc) fprintf(stderr, "cudarl train: the resolved config is over %zu bytes (a bug in "
+                            "cudarl: please report it)\n", cap);
+    return rc;
+}
+
+/* The --config file of argv, parsed into doc (NULL without --config); *path its path. 0, or -1
+ * after one line naming the file, the line and the fix. */
+static int read_config(int argc, char **argv, toml_doc **doc, const char **path) {
+    *doc = NULL, *path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strncmp(argv[i], "--config=", 9)) *path = argv[i] + 9;
+        else if (!strcmp(argv[i], "--config") && i + 1 < argc) *path = argv[++i];
+    }
+    if (!*path) return 0;
+    if (!**path) {
+        fprintf(stderr, "cudarl train: --config must not be empty; pass the path of a TOML file\n");
+        return -1;
+    }
+    *doc = malloc(sizeof **doc);
+    char err[1200];
+    if (!*doc) snprintf(err, sizeof err, "out of memory reading '%s'", *path);
+    if (!*doc || toml_parse_file(*path, *doc, err, sizeof err) != 0) {
+        fprintf(stderr, "cudarl train: %s\n", err);
+        free(*doc);
+        *doc = NULL;
+        return -1;
+    }
     return 0;
 }
 
@@ -141,6 +246,8 @@ static void print_summary(const cudarl_train_summary *s) {
 typedef struct dqn_opts {
     cudarl_dqn_config cfg;
     char algo[16];
+    char resume[PATH_MAX];
+    char config[PATH_MAX];
 } dqn_opts;
 
 #define DCFG(field) offsetof(dqn_opts, cfg.field)
@@ -181,10 +288,33 @@ static const arg_spec dqn_specs[] = {
     {"run-name", ARG_STR, DCFG(run_name), 128, 0, 0, "run folder name; empty: <env>__dqn__<seed>__<unix time>"},
     {"runs-dir", ARG_STR, DCFG(runs_dir), 256, 0, 0, "where run folders go"},
     {"quiet", ARG_BOOL, DCFG(quiet), 0, 0, 1, "no progress line"},
+    {"resume", ARG_STR, offsetof(dqn_opts, resume), PATH_MAX, 0, 0, "continue from this checkpoint"},
+    {"config", ARG_STR, offsetof(dqn_opts, config), PATH_MAX, 0, 0, CONFIG_HELP},
 };
 #define N_DQN_SPECS ((int)(sizeof dqn_specs / sizeof dqn_specs[0]))
 
-static int train_dqn(int argc, char **argv) {
+/* --resume for DQN: the checkpoint's hyperparameters and run folder, with the flags a resume
+ * may change over them. 0, -1 (usage) or -2 (failed) after one line. */
+static int apply_resume_dqn(dqn_opts *o, const arg_result *r) {
+    dqn_opts saved = *o;
+    if (cudarl_dqn_config_load(o->resume, &saved.cfg) != CUDARL_OK)
+        return cmd_fail("cannot resume"), -2;
+    int rc = run_folder_of(o->resume, saved.cfg.runs_dir, sizeof saved.cfg.runs_dir,
+                           saved.cfg.run_name, sizeof saved.cfg.run_name);
+    if (rc) return rc;
+    if (check_resume_flags(dqn_specs, N_DQN_SPECS, r, o, &saved, o->config)) return -1;
+    int tt = args_find(dqn_specs, N_DQN_SPECS, "total-timesteps");
+    int ed = args_find(dqn_specs, N_DQN_SPECS, "env-device");
+    if (r->set[tt]) saved.cfg.total_timesteps = o->cfg.total_timesteps;
+    if (r->set[ed]) saved.cfg.env_device = o->cfg.env_device; /* else where the run had them */
+    saved.cfg.device = o->cfg.device, saved.cfg.threads = o->cfg.threads;
+    saved.cfg.quiet = o->cfg.quiet, saved.cfg.env_threads = o->cfg.env_threads;
+    saved.cfg.mem_budget = o->cfg.mem_budget;
+    o->cfg = saved.cfg;
+    return 0;
+}
+
+static int train_dqn(int argc, char **argv, const toml_doc *doc, const char *doc_path) {
     dqn_opts o;
     memset(&o, 0, sizeof o);
     cudarl_dqn_config_default(&o.cfg, NULL);
@@ -196,54 +326,90 @@ static int train_dqn(int argc, char **argv) {
                "train-frequency 16,\nbatch-size 256, learning-rate 0.002, buffer-size 50000, "
                "target-network-frequency 640,\nlearning-starts 2048, exploration-fraction "
                "0.15, total-timesteps 250000. Flags given still win.\n");
+        printf("A --config FILE holds these flags as TOML (name = value, as a run's "
+               "config.toml);\nthe flags given here win over it.\n");
         return 0;
     }
+    const char *cmd = "train --algo dqn";
     arg_result r;
-    if (args_parse(dqn_specs, N_DQN_SPECS, &o, argc, argv, "train --algo dqn", CUDARL_FLAGS_DQN,
-                   0, &r) != 0)
+    if (args_parse_with_config(dqn_specs, N_DQN_SPECS, &o, doc, doc_path, not_in_file, argc, argv,
+                               cmd, CUDARL_FLAGS_DQN, 0, &r) != 0)
         return EXIT_USAGE;
+    if (o.resume[0]) {
+        int rc = apply_resume_dqn(&o, &r);
+        if (rc) return rc == -1 ? EXIT_USAGE : EXIT_FAILURE;
+    }
     if (cudarl_dqn_config_validate(&o.cfg) != CUDARL_OK) {
         fprintf(stderr, "cudarl train: %s\n", cudarl_last_error());
         return EXIT_USAGE;
     }
     cudarl_ctx *ctx;
     if (cudarl_ctx_init(&ctx, o.cfg.device, 0) != CUDARL_OK) return cmd_fail("no device");
-    /* the device's preset, then the user's flags over it */
-    cudarl_dqn_config_default(&o.cfg, NULL);
-    cudarl_dqn_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));
-    args_parse(dqn_specs, N_DQN_SPECS, &o, argc, argv, "train --algo dqn", CUDARL_FLAGS_DQN, 0,
-               &r);
-    if (cudarl_dqn_config_validate(&o.cfg) != CUDARL_OK) {
-        fprintf(stderr, "cudarl train: %s\n", cudarl_last_error());
-        cudarl_ctx_free(ctx);
-        return EXIT_USAGE;
+    if (!o.resume[0]) { /* the device's preset, then the file's and the user's flags over it */
+        cudarl_dqn_config_default(&o.cfg, NULL);
+        cudarl_dqn_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));
+        args_parse_with_config(dqn_specs, N_DQN_SPECS, &o, doc, doc_path, not_in_file, argc,
+                               argv, cmd, CUDARL_FLAGS_DQN, 0, &r);
+        if (cudarl_dqn_config_validate(&o.cfg) != CUDARL_OK) {
+            fprintf(stderr, "cudarl train: %s\n", cudarl_last_error());
+            cudarl_ctx_free(ctx);
+            return EXIT_USAGE;
+        }
     }
+    static char toml[16384];
+    if (render_config(dqn_specs, N_DQN_SPECS, &o, &o.cfg.device, cudarl_ctx_kind(ctx), toml,
+                      sizeof toml)) {
+        cudarl_ctx_free(ctx);
+        return EXIT_FAILURE;
+    }
+    o.cfg.config_toml = toml;
     cmd_catch_stop_signals();
     cudarl_train_summary sum;
-    cudarl_status s = cudarl_dqn_train(ctx, &o.cfg, &sum);
+    cudarl_status s = o.resume[0] ? cudarl_dqn_train_resume(ctx, &o.cfg, o.resume, &sum)
+                                  : cudarl_dqn_train(ctx, &o.cfg, &sum);
     cudarl_ctx_free(ctx);
     if (s != CUDARL_OK) return cmd_fail("training failed");
     print_summary(&sum);
     if (sum.interrupted) {
-        printf("cudarl: stopped by %s; %s/model.safetensors holds the policy so far (cudarl eval "
-               "and export read it); a DQN run cannot be resumed yet: start a new one to train "
-               "further\n", cmd_signal_name(cmd_stop_signal()), sum.run_dir);
+        printf("cudarl: stopped by %s; continue with: cudarl train --resume "
+               "%s/model.safetensors\n", cmd_signal_name(cmd_stop_signal()), sum.run_dir);
         return cmd_interrupted_exit_code();
     }
     return 0;
 }
 
-/* The value of --algo in argv, "ppo" when absent (the table of each algo parses the rest). */
-static const char *algo_of(int argc, char **argv) {
+/* The algo of the run: --algo in argv, else the config file's algo key, else, with --resume,
+ * the checkpoint's, else "ppo". */
+static const char *algo_of(int argc, char **argv, const toml_doc *doc) {
+    const char *resume = NULL;
     for (int i = 0; i < argc; i++) {
         if (!strncmp(argv[i], "--algo=", 7)) return argv[i] + 7;
         if (!strcmp(argv[i], "--algo") && i + 1 < argc) return argv[i + 1];
+        if (!strncmp(argv[i], "--resume=", 9)) resume = argv[i] + 9;
+        if (!strcmp(argv[i], "--resume") && i + 1 < argc) resume = argv[i + 1];
     }
+    const toml_entry *e = doc ? toml_find(doc, "algo") : NULL;
+    if (e && e->type == TOML_STRING) return e->text;
+    char algo[16];
+    if (resume && !cmd_wants_help(argc, argv) &&
+        cudarl_checkpoint_algo(resume, algo, sizeof algo) == CUDARL_OK && !strcmp(algo, "dqn"))
+        return "dqn";
     return "ppo";
 }
 
+static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc_path);
+
 int cmd_train(int argc, char **argv) {
-    if (!strcmp(algo_of(argc, argv), "dqn")) return train_dqn(argc, argv);
+    toml_doc *doc;
+    const char *path;
+    if (read_config(argc, argv, &doc, &path) != 0) return EXIT_USAGE;
+    int rc = !strcmp(algo_of(argc, argv, doc), "dqn") ? train_dqn(argc, argv, doc, path)
+                                                      : train_ppo(argc, argv, doc, path);
+    free(doc);
+    return rc;
+}
+
+static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc_path) {
     train_opts o;
     memset(&o, 0, sizeof o);
     cudarl_ppo_config_default(&o.cfg, NULL);
@@ -261,11 +427,13 @@ int cmd_train(int argc, char **argv) {
                "CleanRL\nppo_continuous_action.py's: learning-rate 0.0003, num-minibatches 32, "
                "update-epochs 10,\nent-coef 0, num-envs 8 x num-steps 256 (its batch of 2048), "
                "total-timesteps 1000000,\nnorm-obs 1, norm-reward 1.\n");
+        printf("A --config FILE holds these flags as TOML (name = value, as a run's "
+               "config.toml);\nthe flags given here win over it.\n");
         return 0;
     }
     arg_result r;
-    if (args_parse(train_specs, N_TRAIN_SPECS, &o, argc, argv, "train", CUDARL_FLAGS_PPO, 0,
-                   &r) != 0)
+    if (args_parse_with_config(train_specs, N_TRAIN_SPECS, &o, doc, doc_path, not_in_file, argc,
+                               argv, "train", CUDARL_FLAGS_PPO, 0, &r) != 0)
         return EXIT_USAGE;
     if (strcmp(o.algo, "ppo")) {
         fprintf(stderr, "cudarl train: --algo '%s' is not available; choose: ppo or dqn\n", o.algo);
@@ -285,8 +453,8 @@ int cmd_train(int argc, char **argv) {
         cudarl_ppo_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));
         cudarl_ppo_config_for_policy(&o.cfg, policy);
         cudarl_ppo_config_for_env(&o.cfg, env_id);
-        args_parse(train_specs, N_TRAIN_SPECS, &o, argc, argv, "train", CUDARL_FLAGS_PPO, 0,
-                   &r);
+        args_parse_with_config(train_specs, N_TRAIN_SPECS, &o, doc, doc_path, not_in_file, argc,
+                               argv, "train", CUDARL_FLAGS_PPO, 0, &r);
     } else {
         int rc = apply_resume(&o, &r);
         if (rc) cudarl_ctx_free(ctx);
@@ -298,6 +466,13 @@ int cmd_train(int argc, char **argv) {
         cudarl_ctx_free(ctx);
         return EXIT_USAGE;
     }
+    static char toml[16384];
+    if (render_config(train_specs, N_TRAIN_SPECS, &o, &o.cfg.device, cudarl_ctx_kind(ctx), toml,
+                      sizeof toml)) {
+        cudarl_ctx_free(ctx);
+        return EXIT_FAILURE;
+    }
+    o.cfg.config_toml = toml;
     cmd_catch_stop_signals();
     cudarl_train_summary sum;
     cudarl_status s = cudarl_ppo_train(ctx, &o.cfg, o.resume[0] ? o.resume : NULL, &sum);

@@ -135,7 +135,7 @@ PPO_FIELDS = [
     ("checkpoint_every", c_int, "int"), ("quiet", c_int, "bool"), ("profile", c_int, "bool"),
     ("precision", c_int, "precision"), ("on_metrics", MetricsFn, None),
     ("on_metrics_user", c_void_p, None), ("norm_obs", c_int, "bool"),
-    ("norm_reward", c_int, "bool"),
+    ("norm_reward", c_int, "bool"), ("config_toml", c_char_p, None),
 ]
 DQN_FIELDS = [
     ("env_id", ctypes.c_char * 64, "str"), ("run_name", ctypes.c_char * 128, "str"),
@@ -154,6 +154,7 @@ DQN_FIELDS = [
     ("quiet", c_int, "bool"), ("env_device", c_int, "device"), ("env_threads", c_int, "int"),
     ("replay_frames", c_int, "bool"), ("precision", c_int, "precision"),
     ("on_metrics", MetricsFn, None), ("on_metrics_user", c_void_p, None),
+    ("config_toml", c_char_p, None),
 ]
 
 
@@ -196,6 +197,9 @@ dqn_config_default = _proto("cudarl_dqn_config_default", None, ctypes.POINTER(DQ
 dqn_config_for_device = _proto("cudarl_dqn_config_for_device", None, ctypes.POINTER(DQNConfig),
                                c_int)
 dqn_config_validate = _proto("cudarl_dqn_config_validate", c_int, ctypes.POINTER(DQNConfig))
+dqn_config_load = _proto("cudarl_dqn_config_load", c_int, c_char_p, ctypes.POINTER(DQNConfig))
+dqn_train_resume = _proto("cudarl_dqn_train_resume", c_int, c_void_p, ctypes.POINTER(DQNConfig),
+                          c_char_p, ctypes.POINTER(TrainSummary))
 dqn_train = _proto("cudarl_dqn_train", c_int, c_void_p, ctypes.POINTER(DQNConfig),
                    ctypes.POINTER(TrainSummary))
 

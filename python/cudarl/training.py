@@ -20,7 +20,7 @@ from ._errors import check
 # Flags a resumed run may change (the CLI's list); the others come from the checkpoint.
 _RESUME_OVERRIDABLE = {"total_timesteps", "device", "threads", "quiet", "profile",
                        "checkpoint_every", "env_device", "env_threads", "env_groups",
-                       "actor_device", "learner_device"}
+                       "actor_device", "learner_device", "mem_budget"}
 
 # PPO's defaults on a Gymnasium env: CleanRL ppo.py's (cudarl's own are tuned for its C envs).
 _PPO_PYTHON_ENV = {"num_envs": 4, "num_steps": 128, "learning_rate": 2.5e-4,
@@ -149,7 +149,7 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
     "MinAtar/Breakout-v1", ...; `cudarl info` lists them), with `flags` the CLI's flags as
     keywords. callback(metrics) gets each metrics row (a dict: global_step, iteration and
     CleanRL's names such as "charts/episodic_return") and may return True to stop the run, which
-    then writes its checkpoint. resume: a PPO checkpoint to continue (its run folder and
+    then writes its checkpoint. resume: a checkpoint of `algo` to continue (its run folder and
     hyperparameters; only the flags the CLI lets a resume change may be given). Ctrl-C stops the
     run with its checkpoint. Returns a Run.
 
@@ -192,9 +192,8 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
         flags.setdefault("num_envs", adapter.n)
     elif env is not None:
         flags["env_id"] = env
-    if resume is not None and algo != "ppo":
-        raise ValueError("resume=: a DQN run cannot be resumed yet; start a new one")
     Config = _lib.PPOConfig if algo == "ppo" else _lib.DQNConfig
+    config_load = _lib.ppo_config_load if algo == "ppo" else _lib.dqn_config_load
     cfg = Config()
     # the device first: the context decides the preset
     probe = Config()
@@ -213,7 +212,7 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
                 raise ValueError("%s cannot be changed with resume=: a resumed run keeps its "
                                  "checkpoint's hyperparameters; drop it, or start a new run" %
                                  ", ".join(_flag(b) for b in bad))
-            check(_lib.ppo_config_load(os.fsencode(resume), cfg))
+            check(config_load(os.fsencode(resume), cfg))
             folder = os.path.dirname(os.path.realpath(resume))
             _set(cfg, "runs_dir", ctypes.c_char * 256, "str", os.path.dirname(folder))
             _set(cfg, "run_name", ctypes.c_char * 128, "str", os.path.basename(folder))
@@ -250,6 +249,8 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
             if algo == "ppo":
                 status = _lib.ppo_train(ctx, cfg, os.fsencode(resume) if resume else None,
                                         summary)
+            elif resume:
+                status = _lib.dqn_train_resume(ctx, cfg, os.fsencode(resume), summary)
             else:
                 status = _lib.dqn_train(ctx, cfg, summary)
         if failure:

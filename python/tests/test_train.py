@@ -1,5 +1,6 @@
 """cudarl.train: PPO from Python solves CartPole on the CPU, the callback sees CleanRL's names
-and can stop the run, the stopped run resumes where it stopped, DQN runs, and bad keywords are
+and can stop the run, the stopped run resumes where it stopped, DQN runs and resumes, and bad
+keywords are
 refused with the library's (the CLI's) messages."""
 import os
 
@@ -52,6 +53,18 @@ def test_dqn_runs(runs):
     run = cudarl.train("dqn", env="CartPole-v1", device="cpu", quiet=True, runs_dir=runs,
                        total_timesteps=4000, learning_starts=1000)
     assert run.final["global_step"] == 4000 and os.path.exists(run.checkpoint)
+
+
+def test_dqn_stops_and_resumes(runs):
+    run = cudarl.train("dqn", env="CartPole-v1", device="cpu", quiet=True, runs_dir=runs,
+                       total_timesteps=4000, learning_starts=1000,
+                       callback=lambda m: m["global_step"] >= 2000)
+    assert run.interrupted and 2000 <= run.final["global_step"] < 4000
+    more = cudarl.train("dqn", resume=run.checkpoint, quiet=True)
+    assert os.path.realpath(more.path) == os.path.realpath(run.path)
+    assert more.final["global_step"] == 4000 and not more.interrupted
+    with pytest.raises(ValueError, match="cannot be changed with resume"):
+        cudarl.train("dqn", resume=run.checkpoint, gamma=0.5)
 
 
 @pytest.mark.parametrize("kwargs, message", [

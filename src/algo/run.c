@@ -136,16 +136,16 @@ cudarl_status cr_run_open(const char *runs_dir, char *run_name, size_t cap, cons
     snprintf(metrics, sizeof metrics, "%s/metrics.csv", run_dir);
     cr_out_remove_temps(path); /* the claim is ours: their temp files are a killed run's */
     cr_out_remove_temps(metrics);
+    char config[600];
+    snprintf(config, sizeof config, "%s/config.toml", run_dir);
+    cr_out_remove_temps(config);
     /* the files the run will write, checked before it trains */
     cudarl_status s = cr_out_check(path, "checkpoint");
     if (s == CUDARL_OK) s = cr_out_check(metrics, "metrics file");
+    if (s == CUDARL_OK) s = cr_out_check(config, "run config");
     if (s == CUDARL_OK && !resuming && access(path, F_OK) == 0) {
-        if (!strcmp(algo, "ppo"))
-            s = cr_fail(CUDARL_ERR_INVALID_ARG, "run '%s' already has a checkpoint (%s); pass a "
-                        "new --run-name, or continue it with --resume %s", run_name, path, path);
-        else /* DQN runs do not resume */
-            s = cr_fail(CUDARL_ERR_INVALID_ARG, "run '%s' already has a checkpoint (%s); pass a "
-                        "new --run-name (a %s run cannot be resumed)", run_name, path, algo);
+        s = cr_fail(CUDARL_ERR_INVALID_ARG, "run '%s' already has a checkpoint (%s); pass a "
+                    "new --run-name, or continue it with --resume %s", run_name, path, path);
     }
     if (s == CUDARL_OK && resuming) s = trim_metrics(metrics, resume_iteration);
     if (s == CUDARL_OK) s = cr_out_open_append(metrics, "metrics file", !resuming, csv);
@@ -181,4 +181,31 @@ cudarl_status cr_run_find_env(const char *env_id, const cudarl_env_def **def) {
                  n == cudarl_env_names() ? "" : ", ", *n);
     return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-id '%s' is not a known environment; choose one "
                    "of: %s", env_id, list);
+}
+
+cudarl_status cr_run_save_config(const char *run_dir, const char *toml, cr_tb_writer *tb) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/config.toml", run_dir);
+    cr_out_file out;
+    CR_TRY(cr_out_open(&out, path, "run config"));
+    cr_out_write(&out, toml, strlen(toml));
+    CR_TRY(cr_out_commit(&out));
+    /* CleanRL's hyperparameters text: a Markdown table of the `key = value` lines */
+    static const char head[] = "|param|value|\n|-|-|\n";
+    size_t cap = sizeof head + 2 * strlen(toml) + 16, n = 0;
+    char *md = malloc(cap);
+    if (!md) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
+    n += (size_t)snprintf(md, cap, "%s", head);
+    for (const char *line = toml; *line;) {
+        const char *end = strchr(line, '\n'), *eq = strstr(line, " = ");
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len && line[0] != '#' && line[0] != '[' && eq && eq < line + len)
+            n += (size_t)snprintf(md + n, cap - n, "|%.*s|%.*s|\n", (int)(eq - line), line,
+                                  (int)(line + len - eq - 3), eq + 3);
+        line += len + (end != NULL);
+    }
+    if (n && md[n - 1] == '\n') md[--n] = 0;
+    cudarl_status s = cr_tb_text(tb, 0, "hyperparameters", md);
+    free(md);
+    return s;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "core/core.h"
+#include "io/tensorboard.h"
 
 /* Opens runs_dir/run_name (creating both), naming the run <env>__<algo>__<seed>__<unix time>
  * when run_name is empty (written back, cap bytes), and claims it: an exclusive lock on the
@@ -22,6 +23,10 @@ cudarl_status cr_run_open(const char *runs_dir, char *run_name, size_t cap, cons
                           const char *algo, uint64_t seed, int64_t resume_iteration,
                           const char *header, char *run_dir, size_t run_dir_cap, FILE **csv,
                           int *lock);
+/* Saves `toml` (the run's resolved config, as cudarl train writes it: `key = value` lines) as
+ * run_dir/config.toml, atomically (io/output_file.h), and adds it to the event file as CleanRL
+ * does: the text summary "hyperparameters" of a Markdown table |param|value| of its lines. */
+cudarl_status cr_run_save_config(const char *run_dir, const char *toml, cr_tb_writer *tb);
 /* Releases a run's claim (cr_run_open's *lock; -1 is fine). */
 void cr_run_release(int lock);
 /* --run-name: letters, digits, '.', '_' and '-' only, and not "." or "..": one folder inside

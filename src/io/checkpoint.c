@@ -134,3 +134,17 @@ int cr_checkpoint_separate_critic(const cr_st_file *f) {
     const char *sc = cr_st_meta(f, "separate_critic");
     return sc && strcmp(sc, "0") != 0;
 }
+
+cudarl_status cudarl_checkpoint_algo(const char *path, char *algo, size_t cap) {
+    cr_st_file *f;
+    CR_TRY(cr_st_open(&f, path));
+    const char *fmt = cr_st_meta(f, "format"), *a = cr_st_meta(f, "algo");
+    cudarl_status s = CUDARL_OK;
+    if (!fmt || strcmp(fmt, CR_CHECKPOINT_FORMAT) || !a)
+        s = cr_fail(CUDARL_ERR_FORMAT, "'%s' is not a cudarl checkpoint (its metadata has no "
+                    "format %s and algo); pass a model.safetensors written by cudarl train", path,
+                    CR_CHECKPOINT_FORMAT);
+    else if (cap) snprintf(algo, cap, "%s", a);
+    cr_st_close(f);
+    return s;
+}

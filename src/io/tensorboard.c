@@ -1,6 +1,7 @@
 /* TensorBoard event files, written by hand: TFRecord framing around Event protocol buffers. */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -102,6 +103,44 @@ cudarl_status cr_tb_scalars(cr_tb_writer *w, int64_t step, const char *const *ta
     pb_bytes(&e, 5, summary, s.n);
     CUDARL_ASSERT(e.n <= e.cap);
     return write_record(w, event, e.n);
+}
+
+cudarl_status cr_tb_text(cr_tb_writer *w, int64_t step, const char *tag, const char *text) {
+    if (!w->f) return CUDARL_OK;
+    const size_t n = strlen(text), tag_n = strlen(tag), cap = 2 * n + tag_n + 256;
+    uint8_t *buf = malloc(4 * cap); /* value, summary, event and the tensor's bytes */
+    if (!buf) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for '%s'", w->path);
+    uint8_t small[64];
+    pb shape = {small, 0, sizeof small}, dim = {small + 32, 0, 32};
+    pb_varint(&dim, 1 << 3 | 0), pb_varint(&dim, 1); /* Dim.size = 1 */
+    pb_bytes(&shape, 2, dim.b, dim.n);               /* TensorShapeProto.dim */
+    pb tensor = {buf, 0, cap};
+    pb_varint(&tensor, 1 << 3 | 0), pb_varint(&tensor, 7); /* TensorProto.dtype = DT_STRING */
+    pb_bytes(&tensor, 2, shape.b, shape.n);
+    pb_bytes(&tensor, 8, text, n);                           /* string_val */
+    uint8_t meta[32], plugin[16];
+    pb pd = {plugin, 0, sizeof plugin}, md = {meta, 0, sizeof meta};
+    pb_bytes(&pd, 1, "text", 4);  /* PluginData.plugin_name */
+    pb_bytes(&md, 1, plugin, pd.n); /* SummaryMetadata.plugin_data */
+    char full[300];
+    snprintf(full, sizeof full, "%s/text_summary", tag); /* what add_text names it */
+    pb value = {buf + cap, 0, cap};
+    pb_bytes(&value, 1, full, strlen(full));
+    pb_bytes(&value, 9, meta, md.n);
+    pb_bytes(&value, 8, tensor.b, tensor.n);
+    pb summary = {buf + 2 * cap, 0, cap};
+    pb_bytes(&summary, 1, value.b, value.n);
+    pb e = {buf + 3 * cap, 0, cap};
+    double now = cr_time_unix();
+    pb_varint(&e, 1 << 3 | 1), pb_fixed(&e, &now, 8);
+    pb_varint(&e, 2 << 3 | 0), pb_varint(&e, (uint64_t)step);
+    pb_bytes(&e, 5, summary.b, summary.n);
+    CUDARL_ASSERT(tensor.n <= cap && value.n <= cap && summary.n <= cap && e.n <= cap);
+    cudarl_status s = write_record(w, e.b, e.n);
+    if (s == CUDARL_OK && fflush(w->f) != 0)
+        s = cr_fail(CUDARL_ERR_IO, "cannot write '%s': %s", w->path, strerror(errno));
+    free(buf);
+    return s;
 }
 
 void cr_tb_close(cr_tb_writer *w) {

@@ -22,6 +22,10 @@ cudarl_status cr_tb_open(cr_tb_writer *w, const char *dir);
 /* Appends one Event with `n` scalars (tags[i], values[i]) at `step`; NaN values are skipped. */
 cudarl_status cr_tb_scalars(cr_tb_writer *w, int64_t step, const char *const *tags,
                             const double *values, int n);
+/* Appends one Event at `step` with the text summary `tag`/text_summary holding `text` (UTF-8,
+ * Markdown), as torch.utils.tensorboard's add_text writes it: a scalar-shaped DT_STRING tensor
+ * of one element with plugin "text"; TensorBoard's Text tab shows it. */
+cudarl_status cr_tb_text(cr_tb_writer *w, int64_t step, const char *tag, const char *text);
 /* Flushes and closes (a NULL file is fine). */
 void cr_tb_close(cr_tb_writer *w);
 /* CRC-32C (Castagnoli) of n bytes, as TFRecord uses (exposed for the test). */

@@ -192,6 +192,54 @@ cudarl_status cr_replay_update_priorities(cr_replay *rb, const int64_t *indices,
 /* Sets leaf `s` of the sum tree to v and refreshes its ancestors (host). */
 void cr_replay_tree_set(cr_replay *rb, int64_t s, float v);
 
+/* ---- checkpoints ----------------------------------------------------------------------- */
+
+/* What a checkpoint holds of a buffer, piece by piece (cr_replay_pieces' order): frames
+ * (capacity, frame_elems) of the spec's dtype, actions (capacity) int32, rewards (capacity)
+ * float32, flags (capacity) uint8, heads (E) int64, num_valid (1) int64, max_priority (1)
+ * float32 and, with a sum tree, its leaves (capacity) float32 (the inner nodes are sums of the
+ * leaves, rebuilt on restore). Slots never written hold zeros (the arena starts zeroed), so the
+ * bytes are a function of what was inserted: two runs that inserted the same transitions save
+ * the same bytes. Everything the buffer holds is saved: capacity x bytes_per_transition. */
+#define CR_REPLAY_PIECES 8
+
+typedef enum cr_replay_elem {
+    CR_REPLAY_ELEM_U8 = 0,
+    CR_REPLAY_ELEM_I32,
+    CR_REPLAY_ELEM_I64,
+    CR_REPLAY_ELEM_F32,
+} cr_replay_elem;
+
+typedef struct cr_replay_piece {
+    const char *name;    /* "frames", "actions", "rewards", "flags", "heads", "num_valid",
+                          * "max_priority", "leaves" */
+    cr_replay_elem elem;
+    int64_t count;       /* elements */
+    size_t bytes;
+    void *data;          /* host memory: what is saved, or what a checkpoint held */
+} cr_replay_piece;
+
+/* The pieces of rb's layout into pieces (CR_REPLAY_PIECES; data NULL); returns how many: 7, or 8
+ * with a sum tree. rb may be a twin's layout whose pointers are device memory: none is read. */
+int cr_replay_pieces(const cr_replay *rb, cr_replay_piece *pieces);
+/* Checks pieces read from a checkpoint (host, in cr_replay_pieces' order and sizes) against rb's
+ * layout before any of it is used: every head between steps and 2 steps (an env's step writes
+ * its transition and, when it was truncated, a FINAL slot), flags of the known combinations,
+ * actions in 0 .. num_actions - 1, finite rewards (and frames, when float32), num_valid equal
+ * to the sampleable slots its heads and flags give (a sampler draws until it finds one),
+ * max_priority finite and >= 1, leaves finite and >= 0, and 0 wherever no transition is
+ * sampleable. Returns -1 when all pass; else the index of the first bad piece, with what is
+ * wrong in why (cap bytes). Reads only. */
+int cr_replay_check_pieces(const cr_replay *rb, const cr_replay_piece *pieces, int64_t steps,
+                           int num_actions, char *why, size_t cap);
+/* Sets every inner node of tree (2 leaves floats, host) to the sum of its children, from the
+ * leaves tree[leaves ..] up: what inserts and priority updates leave there, bit for bit. */
+void cr_replay_tree_build(float *tree, int64_t leaves);
+/* The widest sampling window over the envs with `heads` (E int64, host, any alignment: a
+ * checkpoint's bytes) written slots, at least 1: the box the uniform sampler draws from
+ * (cr_replay_sample_uniform's Wmax). */
+int64_t cr_replay_widest_window(const cr_replay *rb, const void *heads);
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,4 +47,23 @@ const uint32_t *cr_replay_buffer_error_bits(const cr_replay_buffer *rb);
  * none), with the message that names the fix. */
 cudarl_status cr_replay_buffer_error(uint32_t bits);
 
+/* ---- checkpoints (replay.h's pieces) ------------------------------------------------------ */
+
+/* The layout of the buffer's pieces (data NULL) into pieces (CR_REPLAY_PIECES); their count. */
+int cr_replay_buffer_pieces(const cr_replay_buffer *rb, cr_replay_piece *pieces);
+/* The buffer's state in host memory for a checkpoint, after the work enqueued so far: the pieces
+ * (CR_REPLAY_PIECES, their count in *n) point into the buffer itself on a CPU context (nothing
+ * is copied; valid until the buffer changes), or into one host block copied from the device on
+ * a CUDA one (*block: malloc'd, the caller frees it; NULL on the CPU). */
+cudarl_status cr_replay_buffer_save(cr_replay_buffer *rb, cr_replay_piece *pieces, int *n,
+                                    void **block);
+/* Checks pieces read from a checkpoint (host; cr_replay_check_pieces with the env steps each env
+ * took and the actions' count) and, when they pass, writes them into the buffer and rebuilds
+ * what follows from them: the sum tree's inner nodes and, on CUDA, the twin's widest window.
+ * A bad piece is CUDARL_ERR_FORMAT with *bad_piece its index and what is wrong in why (cap
+ * bytes), nothing written; out of host memory (CUDA: the tree is built on the host) _OUT_OF_MEMORY. */
+cudarl_status cr_replay_buffer_restore(cr_replay_buffer *rb, const cr_replay_piece *pieces,
+                                       int64_t steps, int num_actions, int *bad_piece, char *why,
+                                       size_t cap);
+
 #endif

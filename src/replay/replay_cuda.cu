@@ -204,6 +204,15 @@ extern "C" cudarl_status cr_replay_cuda_init(cudarl_ctx *ctx, cr_replay_cuda *rc
     return CUDARL_OK;
 }
 
+__global__ void k_set_window(uint32_t *misc, unsigned long long wmax) {
+    *(unsigned long long *)(misc + RC_MISC_WMAX) = wmax;
+}
+
+extern "C" void cr_replay_cuda_set_window(cudarl_ctx *ctx, cr_replay_cuda *rc, int64_t wmax) {
+    k_set_window<<<1, 1, 0, cr_stream(ctx)>>>(rc->misc, (unsigned long long)wmax);
+    CR_CUDA_LAUNCHED(ctx);
+}
+
 // ---- launch shapes --------------------------------------------------------------------------
 
 // Insert and the samplers run RC_THREADS-thread blocks, each owning `per` envs (insert) or rows

@@ -71,6 +71,9 @@ cudarl_status cr_replay_cuda_sample_prioritized_at(cudarl_ctx *ctx, cr_replay_cu
 cudarl_status cr_replay_cuda_update_priorities(cudarl_ctx *ctx, cr_replay_cuda *rb,
                                                const int64_t *indices, const float *td_errors,
                                                int n, float eps);
+/* Sets the widest sampling window the uniform sampler draws from (cr_replay_widest_window of the
+ * heads) after the buffer's pieces were written into it from a checkpoint (enqueued). */
+void cr_replay_cuda_set_window(cudarl_ctx *ctx, cr_replay_cuda *rb, int64_t wmax);
 /* Waits for the stream, returns the error bits recorded since the last call and clears them. */
 uint32_t cr_replay_cuda_errors(cudarl_ctx *ctx, cr_replay_cuda *rb);
 

@@ -8,7 +8,7 @@ else()
   # fail, saying so, if there is none.
   set(CUDARL_CLI_PYTHON python3)
 endif()
-foreach(group bad_input help determinism checkpoint resume eval dqn_plan ppo_conv runs limits continuous)
+foreach(group bad_input help determinism checkpoint resume eval dqn_plan ppo_conv runs limits continuous config)
   add_test(NAME cli_${group}
            COMMAND ${CUDARL_CLI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_cli.py
                    --cudarl $<TARGET_FILE:cudarl_cli> --work ${CMAKE_CURRENT_BINARY_DIR}/cli-work

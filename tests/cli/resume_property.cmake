@@ -2,7 +2,7 @@
 # checkpoints (MLP on CartPole-v1, envs in the batch and on CPU threads, and on Acrobot-v1 in the
 # batch; minatar-cnn on Breakout) corrupted several ways, each resume refused naming the tensor or
 # run to its end, never a crash or a sanitizer report; NaN weights refused by resume, eval and
-# export; DQN's checkpoints refused by resume. The full version (every MinAtar game,
+# export; every state.* tensor of DQN's checkpoints likewise. The full version (every MinAtar game,
 # CartPolePixels-v1, many more corruptions) is labelled slow.
 if(Python3_EXECUTABLE)
   set(CUDARL_RESUME_PYTHON ${Python3_EXECUTABLE})

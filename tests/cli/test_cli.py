@@ -12,7 +12,7 @@ got (exit code, stdout, stderr) and exits 1.
     python3 test_cli.py --cudarl build/cudarl --work build/cli-work [--only GROUP]
 
 GROUP is one of: bad_input, help, determinism, checkpoint, resume, eval, dqn_plan, ppo_conv,
-runs, limits (default: all). Each
+runs, limits, continuous, config (default: all). Each
 group works in its own folder <work>/<group>, emptied first, so groups may run in parallel.
 Needs Python 3 with numpy and safetensors.
 """
@@ -180,9 +180,10 @@ def tensor_difference(a_path, b_path):
     return None
 
 
-def no_temp_files(run_dir, allowed=("metrics.csv", "model.safetensors", "run.lock")):
-    """Only the run's files: metrics.csv, the checkpoint, the claim (run.lock) and TensorBoard
-    event files."""
+def no_temp_files(run_dir, allowed=("metrics.csv", "model.safetensors", "run.lock",
+                                    "config.toml")):
+    """Only the run's files: metrics.csv, the checkpoint, the claim (run.lock), the resolved
+    config (config.toml) and TensorBoard event files."""
     check(f"no temp files left in {run_dir}")
     left = sorted(f for f in set(os.listdir(run_dir)) - set(allowed)
                   if not (f.startswith("events.out.tfevents.") and f.endswith(".cudarl")))
@@ -756,18 +757,18 @@ def test_dqn_plan(work):
                  "--env-device", "--env-threads", "--policy"]:
         if flag not in r.out and f"--[no-]{flag[2:]}" not in r.out:
             fail("dqn help", f"a line for {flag}", r.describe())
-    check("SIGINT twice 2 ms apart into a DQN run: exit 130, the checkpoint of the policy so far "
-          "(cudarl eval plays it), and the message that DQN cannot resume")
+    check("SIGINT twice 2 ms apart into a DQN run: exit 130, the checkpoint of the run so far "
+          "(cudarl eval plays it), and the command that resumes it")
     total = 100_000_000
     r = interrupted_run(work, "dqn_int", ["--algo", "dqn", "--total-timesteps", str(total),
                                           "--learning-starts", "500", "--run-name", "dqn_int",
                                           "--runs-dir", "runs", "--quiet"], 1.0, twice=True,
                         marker="training DQN on")
     ckpt = os.path.join(work, "runs", "dqn_int", "model.safetensors")
-    if r.rc != 130 or "cannot be resumed yet" not in r.out or "runs/dqn_int/model.safetensors" \
+    if r.rc != 130 or "cudarl train --resume" not in r.out or "runs/dqn_int/model.safetensors" \
             not in r.out or not os.path.exists(ckpt):
-        fail("interrupted DQN run", "exit code 130, the checkpoint's path and 'cannot be resumed "
-             "yet' on stdout, the checkpoint written", r.describe())
+        fail("interrupted DQN run", "exit code 130, 'cudarl train --resume' and the checkpoint's "
+             "path on stdout, the checkpoint written", r.describe())
     step = int(checkpoint_metadata(ckpt).get("global_step", "-1"))
     if not 0 < step < total:
         fail("interrupted DQN checkpoint", f"0 < global_step < {total}", f"  got: {step}")
@@ -775,6 +776,17 @@ def test_dqn_plan(work):
     r = run_ok("eval the interrupted DQN run", ["eval", ckpt, "--episodes", "3"], work)
     if "mean return" not in r.out:
         fail("eval the interrupted DQN run", "a mean return", r.describe())
+    check("cudarl train --resume (no --algo: the checkpoint says dqn) continues it 256 steps")
+    r = run_ok("resume the interrupted DQN run",
+               ["train", "--resume", ckpt, "--total-timesteps", str(step + 256), "--quiet"], work)
+    resumed = int(checkpoint_metadata(ckpt).get("global_step", "-1"))
+    if resumed != step + 256 or f"step {step + 256}:" not in r.out:
+        fail("resumed DQN run", f"global_step {step + 256}", r.describe() +
+             f"\n  checkpoint's global_step: {resumed}")
+    expect_error("a DQN resume may not change --gamma",
+                 ["train", "--resume", ckpt, "--total-timesteps", str(step + 512), "--gamma",
+                  "0.5"], work, 2, ["--gamma cannot be changed with --resume"])
+    no_temp_files(os.path.join(work, "runs", "dqn_int"))
     check("a short DQN run writes a checkpoint that cudarl eval plays")
     run_ok("dqn train", ["train", "--algo", "dqn", "--total-timesteps", "3000",
                          "--learning-starts", "500", "--run-name", "dqn_small", "--runs-dir",
@@ -892,14 +904,12 @@ def test_runs(work):
     if os.path.exists(os.path.join(work, "x")):
         fail("nothing written outside --runs-dir", "no folder x beside runs", "  got: one")
 
-    check("a DQN run name that holds a checkpoint is refused without suggesting --resume")
+    check("a DQN run name that holds a checkpoint is refused, suggesting --resume")
     small_dqn = dqn + ["--total-timesteps", "1200", "--learning-starts", "200"]
     run_ok("DQN run 'done'", small_dqn + ["--run-name", "done"], work)
-    r = verify_error("DQN: a run name that holds a checkpoint", run(small_dqn + ["--run-name",
-                     "done"], work), F, ["run 'done' already has a checkpoint", "--run-name",
-                                         "cannot be resumed"])
-    if "--resume" in r.err:
-        fail("DQN's refusal does not suggest --resume", "no --resume", r.describe())
+    verify_error("DQN: a run name that holds a checkpoint", run(small_dqn + ["--run-name",
+                 "done"], work), F, ["run 'done' already has a checkpoint", "--run-name",
+                                     "--resume", "runs/done/model.safetensors"])
 
     check("two runs of one name started at once, 50 times: exactly one runs")
     # small runs (4 envs x 16 steps, 32 iterations): a few ms each, under ASan a fraction of a
@@ -1083,10 +1093,218 @@ def test_continuous(work):
                  ["obs_rms.var", "variance >= 0"])
 
 
+# ---- 12. config files -------------------------------------------------------------------------
+
+def help_flags(work, *algo):
+    """The flag names `cudarl train [--algo dqn] --help` lists, in order."""
+    r = run_ok("train --help", ["train", *algo, "--help"], work)
+    return [m.group(2) for m in (re.match(r"^\s+--(\[no-\])?([a-z0-9-]+)\s", ln)
+                                 for ln in r.out.splitlines()) if m]
+
+
+def write(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def read_toml(path):
+    import tomllib  # Python 3.11+: the standard library's TOML reader
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+def tb_hparams_text(run_dir):
+    """The text of the run's "hyperparameters" text summary, as TensorBoard reads it."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    acc = EventAccumulator(run_dir, size_guidance={"tensors": 0})
+    acc.Reload()
+    tag = "hyperparameters/text_summary"
+    if tag not in acc.Tags()["tensors"]:
+        fail("the event file holds the hyperparameters text", f"tensor tag {tag}",
+             f"  got tags: {acc.Tags()}")
+    return acc.Tensors(tag)[0].tensor_proto.string_val[0].decode()
+
+
+def config_round_trip(work, algo, file_text, override, small_args):
+    """Trains from `file_text` (+ the flags `override`, which win), checks the run's
+    config.toml (TOML by tomllib, every flag, the overrides' values), its TensorBoard text, and
+    that --config config.toml --runs-dir again reproduces the checkpoint byte for byte."""
+    name = f"cfg_{algo}"
+    path = write(os.path.join(work, f"{name}.toml"), file_text)
+    run_ok(f"{algo} from a config file", ["train", "--config", path, *override, *small_args],
+           work)
+    run_dir = os.path.join(work, "runs", name)
+    saved = os.path.join(run_dir, "config.toml")
+    check(f"{algo}: runs/{name}/config.toml is TOML (tomllib) with every flag but config and "
+          "resume, the file's values and the flags' over them")
+    got = read_toml(saved)
+    flags = [f for f in help_flags(work, *(["--algo", "dqn"] if algo == "dqn" else []))
+             if f not in ("config", "resume")]
+    if sorted(got) != sorted(flags):
+        fail("config.toml's keys", f"the flags of --help: {sorted(flags)}",
+             f"  got: {sorted(got)}")
+    if got["algo"] != algo or got["run-name"] != name or got["device"] != "cpu":
+        fail("config.toml's algo, run-name, device", f"{algo}, {name}, cpu", f"  got: {got}")
+    for i in range(0, len(override), 2):
+        key, want = override[i][2:], override[i + 1]
+        if str(got[key]) != want and not (isinstance(got[key], float) and got[key] == float(want)):
+            fail(f"the flag --{key} wins over the file", want, f"  got: {got[key]!r}")
+    check(f"{algo}: the event file holds CleanRL's hyperparameters table")
+    text = tb_hparams_text(run_dir)
+    rows = text.splitlines()
+    if rows[:2] != ["|param|value|", "|-|-|"] or len(rows) != len(flags) + 2 or \
+            f"|seed|{got['seed']}|" not in rows:
+        fail("hyperparameters text", "|param|value| then |-|-| then one row per flag",
+             f"  got: {text!r}")
+    check(f"{algo}: --config config.toml --runs-dir again gives the same checkpoint bytes")
+    run_ok("train from the saved config", ["train", "--config", saved, "--runs-dir", "again"],
+           work)
+    again = os.path.join(work, "again", name)
+    if sha256(os.path.join(again, "model.safetensors")) != \
+            sha256(os.path.join(run_dir, "model.safetensors")):
+        fail("the saved config reproduces the run", "identical model.safetensors",
+             "  " + (tensor_difference(os.path.join(again, "model.safetensors"),
+                                       os.path.join(run_dir, "model.safetensors")) or
+                     "tensors equal, metadata differs"))
+    if metrics_without_timing(os.path.join(again, "metrics.csv")) != \
+            metrics_without_timing(os.path.join(run_dir, "metrics.csv")):
+        fail("the saved config reproduces the metrics", "equal metrics.csv", "  they differ")
+    got2 = read_toml(os.path.join(again, "config.toml"))
+    got2["runs-dir"] = got["runs-dir"]
+    if got2 != got:
+        fail("the reproduced run's config.toml", "the first run's but for runs-dir",
+             f"  got: {got2}")
+    return run_dir
+
+
+def test_config(work):
+    config_round_trip(work, "ppo", """# CartPole, small
+[train]
+env-id = "CartPole-v1"
+seed = 7
+total-timesteps = 2_048   # four iterations
+num-envs = 8
+num-steps = 64
+learning-rate = 2.5e-4
+norm-adv = true
+clip-coef = 0.2
+run-name = 'cfg_ppo'
+runs-dir = "runs"
+threads = 1
+quiet = true
+""", ["--learning-rate", "0.001", "--seed", "9"], [])
+    dqn_dir = config_round_trip(work, "dqn", """algo = "dqn"
+env-id = "CartPole-v1"
+total-timesteps = 1200
+num-envs = 4
+learning-starts = 200
+buffer-size = 600
+batch-size = 16
+train-frequency = 4
+hidden1 = 16
+hidden2 = 16
+prioritized = true
+mem-budget = "1GiB"
+run-name = "cfg_dqn"
+threads = 1
+quiet = true
+""", ["--gamma", "0.95"], ["--device", "cpu"])
+
+    check("--resume with the run's own config.toml continues it; a changed value is refused")
+    ckpt = os.path.join(dqn_dir, "model.safetensors")
+    saved = os.path.join(dqn_dir, "config.toml")
+    r = run_ok("resume with --config config.toml",
+               ["train", "--resume", ckpt, "--config", saved, "--total-timesteps", "1600"], work)
+    if int(checkpoint_metadata(ckpt)["global_step"]) != 1600:
+        fail("resume with the run's config", "global_step 1600", r.describe())
+    text = open(saved).read()
+    changed = write(os.path.join(work, "changed.toml"), text.replace("gamma = 0.95",
+                                                                     "gamma = 0.9"))
+    line = next(i + 1 for i, ln in enumerate(text.splitlines()) if ln.startswith("gamma ="))
+    expect_error("a config whose gamma differs from the checkpoint's, with --resume",
+                 ["train", "--resume", ckpt, "--config", changed, "--total-timesteps", "2000"],
+                 work, 2, [f"changed.toml:{line}: gamma differs from the checkpoint's",
+                           "remove the key"])
+    over = write(os.path.join(work, "over.toml"), "total-timesteps = 2000\nthreads = 1\n")
+    run_ok("a config of flags a resume may change", ["train", "--resume", ckpt, "--config", over],
+           work)
+    if int(checkpoint_metadata(ckpt)["global_step"]) != 2000:
+        fail("the file's total-timesteps applies to the resume", "global_step 2000", "")
+
+    check("a checkpoint of the other algo is refused by --resume")
+    ppo_ckpt = os.path.join(work, "runs", "cfg_ppo", "model.safetensors")
+    expect_error("--algo dqn --resume of a PPO checkpoint",
+                 ["train", "--algo", "dqn", "--resume", ppo_ckpt], work, 1,
+                 [ppo_ckpt, "was trained with algo 'ppo', not dqn"])
+    expect_error("--algo ppo --resume of a DQN checkpoint",
+                 ["train", "--algo", "ppo", "--resume", ckpt], work, 1,
+                 [ckpt, "was trained with algo 'dqn', not ppo"])
+
+    check("every bad config file is refused with the file, the line and the fix")
+    bad = [("unknown.toml", "seed = 1\nlearning_rate = 0.1\n",
+            ["unknown.toml:2:", "unknown key 'learning_rate'", "did you mean 'learning-rate'"]),
+           ("str_for_num.toml", 'gamma = "0.9"\n',
+            ["str_for_num.toml:1:", "gamma expects a number, got a string", "without quotes"]),
+           ("float_for_int.toml", "num-envs = 8.0\n",
+            ["float_for_int.toml:1:", "num-envs expects an integer, got a float (8.0)",
+             "whole number"]),
+           ("str_for_bool.toml", 'norm-adv = "yes"\n',
+            ["norm-adv expects true or false, got a string", "without quotes"]),
+           ("num_for_str.toml", "env-id = 5\n",
+            ["env-id expects a value, got an integer (5)", "double quotes"]),
+           ("bad_device.toml", 'device = "gpu"\n',
+            ["bad_device.toml:1:", "--device expects cpu, cuda or auto, got 'gpu'"]),
+           ("syntax.toml", 'seed = 1\n\nenv-id = "CartPole-v1\n',
+            ["syntax.toml:3:", "no closing \""]),
+           ("no_equals.toml", "seed 1\n", ["no_equals.toml:1:", "expected '='"]),
+           ("table.toml", "[model]\nhidden = 8\n", ["table.toml:1:", "unknown table [model]",
+                                                    "[train]"]),
+           ("array.toml", "seed = [1, 2]\n", ["array.toml:1:", "arrays are not supported"]),
+           ("inline.toml", "x = {a = 1}\n", ["inline.toml:1:", "inline tables"]),
+           ("twice.toml", "seed = 1\n[train]\nseed = 2\n",
+            ["twice.toml:3:", "'seed' is set twice (line 1 too)"]),
+           ("dotted.toml", "train.seed = 1\n", ["dotted.toml:1:", "dotted keys"]),
+           ("multiline.toml", 'env-id = """CartPole-v1"""\n', ["multi-line strings"]),
+           ("hex.toml", "seed = 0x10\n", ["hex.toml:1:", "write it in decimal"]),
+           ("date.toml", "seed = 2024-01-01\n", ["dates and times"]),
+           ("trailing.toml", "seed = 1 2\n", ["trailing.toml:1:", "unexpected '2'"]),
+           ("resume.toml", 'resume = "runs/x/model.safetensors"\n',
+            ["'resume' cannot be set in a config file", "pass --resume on the command line"]),
+           ("dqn_key.toml", "buffer-size = 100\n",
+            ["unknown key 'buffer-size'", "cudarl train --help"])]
+    for name, text, needles in bad:
+        path = write(os.path.join(work, name), text)
+        expect_error(f"config {name}", ["train", "--config", path], work, 2, needles)
+    with open(os.path.join(work, "latin1.toml"), "wb") as f:
+        f.write(b'env-id = "Cart\xe9"\n')
+    expect_error("a file that is not UTF-8", ["train", "--config", "latin1.toml"], work, 2,
+                 ["latin1.toml:1:", "not UTF-8"])
+    expect_error("a missing config file", ["train", "--config", "nope.toml"], work, 2,
+                 ["cannot read the config file 'nope.toml'", "No such file"])
+    expect_error("a folder as the config file", ["train", "--config", "runs"], work, 2,
+                 ["cannot read the config file 'runs'", "Is a directory"])
+    expect_error("an empty --config", ["train", "--config="], work, 2, ["--config must not be "
+                                                                       "empty"])
+    check("an out-of-range value gets the flag's own message, after the file and line")
+    for key, value in [("num-envs", "0"), ("learning-rate", "5"), ("gamma", "-1"),
+                       ("mem-budget", '"5"')]:
+        algo = ["--algo", "dqn"] if key == "mem-budget" else []
+        flag = run(["train", *algo, f"--{key}", value.strip('"')], work)
+        path = write(os.path.join(work, "range.toml"), f"{key} = {value}\n")
+        fr = run(["train", *algo, "--config", path], work)
+        want = flag.err.strip().split(": ", 1)[1]
+        got = fr.err.strip()
+        prefix = f"cudarl train{' --algo dqn' if algo else ''}: {path}:1: "
+        if flag.rc != 2 or fr.rc != 2 or got != prefix + want:
+            fail(f"{key} = {value} in a file", f"exit 2 and '{prefix}{want}'",
+                 fr.describe() + "\n  the flag's:\n" + flag.describe())
+
+
 GROUPS = {"bad_input": test_bad_input, "help": test_help, "determinism": test_determinism,
           "checkpoint": test_checkpoint, "resume": test_resume, "eval": test_eval,
           "dqn_plan": test_dqn_plan, "ppo_conv": test_ppo_conv, "runs": test_runs,
-          "limits": test_limits, "continuous": test_continuous}
+          "limits": test_limits, "continuous": test_continuous, "config": test_config}
 
 
 def main():

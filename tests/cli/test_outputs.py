@@ -112,9 +112,10 @@ def test_export(work):
 
 
 def test_train(work):
-    check("a run folder whose metrics.csv or model.safetensors is not a regular file is refused "
-          "before training, the file left as it was")
+    check("a run folder whose metrics.csv, model.safetensors or config.toml is not a regular "
+          "file is refused before training, the file left as it was")
     cases = [("metrics.csv", "fifo", "FIFO"), ("metrics.csv", "link to a file", "symbolic link"),
+             ("config.toml", "link to a file", "symbolic link"),
              ("model.safetensors", "fifo", "FIFO"),
              ("model.safetensors", "link to a FIFO", "symbolic link"),
              ("model.safetensors", "directory", "is a directory")]

@@ -132,13 +132,14 @@ def test_int(work):
 
 
 def test_dqn(work):
-    check("SIGTERM 0.3 s into a DQN run: exit code 143, its checkpoint holds the policy so far")
+    check("SIGTERM 0.3 s into a DQN run: exit code 143, its checkpoint resumes the run")
     r = signalled_run(work, "dqn", LONG + ["--algo", "dqn", "--run-name", "dqn"],
                       signal.SIGTERM, marker="training DQN on")
     ckpt = os.path.join(work, "runs", "dqn", "model.safetensors")
-    if r.rc != 143 or "stopped by SIGTERM; runs/dqn/model.safetensors holds" not in r.out:
-        fail("a DQN run stopped by SIGTERM", "exit code 143, 'stopped by SIGTERM; "
-             "runs/dqn/model.safetensors holds the policy' on stdout", r.describe())
+    if r.rc != 143 or ("stopped by SIGTERM; continue with: cudarl train --resume "
+                       "runs/dqn/model.safetensors") not in r.out:
+        fail("a DQN run stopped by SIGTERM", "exit code 143, 'stopped by SIGTERM; continue with: "
+             "cudarl train --resume runs/dqn/model.safetensors' on stdout", r.describe())
     loads(work, ckpt, "the DQN checkpoint SIGTERM left")
     no_temp_files(os.path.join(work, "runs", "dqn"))
 

@@ -45,22 +45,17 @@
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
-/* Where the envs step: the env batch (CartPole; its CUDA twin on a CUDA context), an image twin
- * (MinAtar's games, CartPolePixels-v1: a CUDA context and --env-device cuda or auto), or the env
- * pool on CPU threads (--env-device cpu, or auto for an env with neither). */
-typedef enum { ENVS_BATCH, ENVS_TWIN, ENVS_POOL } envs_where;
-
 static cudarl_status envs_place(const cudarl_dqn_config *c, const cudarl_ctx *ctx,
-                                envs_where *w) {
+                                cr_dqn_envs_where *w) {
     const int caps = cr_env_info_find(c->env_id)->caps;
     const int batch =
         (caps & (ctx->kind == CUDARL_DEVICE_CUDA ? CR_ENV_BATCH_CUDA : CR_ENV_BATCH)) != 0;
     const int twin = ctx->kind == CUDARL_DEVICE_CUDA && (caps & CR_ENV_IMAGE_TWIN);
-    *w = c->env_device == CUDARL_DEVICE_CPU ? ENVS_POOL
-         : batch                            ? ENVS_BATCH
-         : twin                             ? ENVS_TWIN
-                                            : ENVS_POOL;
-    if (c->env_device == CUDARL_DEVICE_CUDA && *w == ENVS_POOL)
+    *w = c->env_device == CUDARL_DEVICE_CPU ? CR_DQN_ENVS_POOL
+         : batch                            ? CR_DQN_ENVS_BATCH
+         : twin                             ? CR_DQN_ENVS_TWIN
+                                            : CR_DQN_ENVS_POOL;
+    if (c->env_device == CUDARL_DEVICE_CUDA && *w == CR_DQN_ENVS_POOL)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-device cuda: %s has no CUDA twin (CartPole, "
                        "CartPolePixels and the MinAtar games have); use --env-device cpu or auto",
                        c->env_id);
@@ -69,12 +64,12 @@ static cudarl_status envs_place(const cudarl_dqn_config *c, const cudarl_ctx *ct
 
 /* Device bytes of the envs' state for `where`. */
 static size_t env_bytes(const cr_dqn *d, int where) {
-    if (where == ENVS_TWIN) {
+    if (where == CR_DQN_ENVS_TWIN) {
         size_t b = 0;
         CUDARL_ASSERT(cr_image_twin_bytes(d->cfg.env_id, d->N, &b) == CUDARL_OK);
         return b;
     }
-    return where == ENVS_BATCH ? cr_env_batch_bytes(d->env_info, d->N) : 0;
+    return where == CR_DQN_ENVS_BATCH ? cr_env_batch_bytes(d->env_info, d->N) : 0;
 }
 
 static cr_replay_spec replay_spec(const cr_dqn *d) {
@@ -130,9 +125,9 @@ static cudarl_status carve(cr_dqn *d) {
     d->online = cr_arena_get(a, D_ONLINE), d->target = cr_arena_get(a, D_TARGET);
     d->grads = cr_arena_get(a, D_GRADS), d->adam_m = cr_arena_get(a, D_M);
     d->adam_v = cr_arena_get(a, D_V);
-    if (d->where == ENVS_BATCH)
+    if (d->where == CR_DQN_ENVS_BATCH)
         cr_env_batch_init(&d->env, d->env_info, d->N, cr_arena_get(a, D_ENV));
-    if (d->where == ENVS_TWIN)
+    if (d->where == CR_DQN_ENVS_TWIN)
         CUDARL_ASSERT(cr_image_twin_init(&d->twin, d->cfg.env_id, d->N,
                                          cr_arena_get(a, D_ENV)) == CUDARL_OK);
     d->obs = cr_arena_get(a, D_OBS), d->next_obs = cr_arena_get(a, D_NEXT);
@@ -192,7 +187,7 @@ static void act_and_store(cr_dqn *d) {
     act(d);
     if (d->pool)
         cr_dqn_pool_step(d);
-    else if (d->where == ENVS_TWIN)
+    else if (d->where == CR_DQN_ENVS_TWIN)
         cr_image_twin_step(ctx, &d->twin, d->actions, (uint8_t *)d->next_obs, d->rewards, d->term,
                            d->trunc, d->done, (uint8_t *)d->final_obs);
     else
@@ -356,7 +351,7 @@ static void log_row(cr_dqn *d, int64_t step, int64_t iteration) {
         if (isnan(v[i])) fputs(",", d->csv);
         else fprintf(d->csv, ",%.9g", v[i]);
     }
-    double sps = elapsed > 0 ? (double)step / elapsed : 0;
+    double sps = elapsed > 0 ? (double)(step - d->start_step) / elapsed : 0;
     fprintf(d->csv, ",%.0f,%.6f", sps, elapsed);
     cr_amp_log(&d->amp, &d->h.scaler, d->csv, &d->tb, step); /* fp16: the scale as of this row */
     static const char *const tags[8] = {"charts/episodic_return", "charts/episodic_length",
@@ -373,7 +368,8 @@ static void progress(cr_dqn *d, int64_t step, int final) {
     double now = cr_time_now(), elapsed = now - d->loop_start;
     if (!final && now - d->last_progress < (d->tty ? 0.1 : 1.0)) return;
     d->last_progress = now;
-    double sps = elapsed > 0 ? (double)step / elapsed : 0, m = cr_episode_log_recent_mean(&d->h.log);
+    double sps = elapsed > 0 ? (double)(step - d->start_step) / elapsed : 0;
+    double m = cr_episode_log_recent_mean(&d->h.log);
     char ms[32] = "-";
     if (!isnan(m)) snprintf(ms, sizeof ms, "%.1f", m);
     fprintf(stderr, "%sstep %9lld/%lld  SPS %9.0f  return(100) %6s  ETA %5.1fs%s",
@@ -490,7 +486,8 @@ static cudarl_status run_block(cr_dqn *d, int *ran) {
 static cudarl_status dqn_loop(cr_dqn *d) {
     const cudarl_dqn_config *c = &d->cfg;
     d->log_every = c->total_timesteps / 200 > d->N ? c->total_timesteps / 200 : d->N;
-    d->next_log = d->log_every;
+    d->next_log = (d->global_step / d->log_every + 1) * d->log_every; /* resume: the next row's */
+    d->start_step = d->global_step;
     d->loop_start = cr_time_now();
     d->syncs_start = d->ctx->host_syncs;
     int64_t since_report = 0;
@@ -542,7 +539,7 @@ static cudarl_status seed_state(cr_dqn *d) {
     if (d->pool) {
         cr_env_pool_reset(&d->pool->pool, cfg->seed);
         d->o->copy_from_host(ctx, d->obs, d->pool->obs, (size_t)d->N * d->obs_bytes);
-    } else if (d->where == ENVS_TWIN) {
+    } else if (d->where == CR_DQN_ENVS_TWIN) {
         cr_image_twin_reset(ctx, &d->twin, cfg->seed, d->obs);
     } else {
         cr_env_batch_reset(ctx, &d->env, cfg->seed, d->obs);
@@ -595,10 +592,10 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     d->solved_step = -1, d->solved_seconds = -1;
     if (cfg->threads > 0) cr_cpu_set_threads(cfg->threads);
     CR_TRY(cr_dqn_qnet_layout(d));
-    envs_where where;
+    cr_dqn_envs_where where;
     CR_TRY(envs_place(cfg, ctx, &where));
     d->where = (int)where;
-    if (d->where == ENVS_POOL) CR_TRY(cr_dqn_pool_init(d));
+    if (d->where == CR_DQN_ENVS_POOL) CR_TRY(cr_dqn_pool_init(d));
     cr_plan pl;
     CR_TRY(plan_memory(d, &pl));
     cr_plan_print(&pl, d->on_device ? "DQN (device)" : "DQN (host)");
@@ -636,78 +633,22 @@ static void dqn_free(cr_dqn *d) {
     d->precision_set = 0;
 }
 
-/* network.* (online), target_network.*, Adam's moments, and the hyperparameters; a
- * convolutional Q-network's spec text under "network" (cr_convnet_spec_parse reads it). */
 static cudarl_status save(cr_dqn *d) {
     char path[600];
     snprintf(path, sizeof path, "%s/model.safetensors", d->run_dir);
-    size_t P = d->net.num_params;
-    char spec[CR_CONVNET_TEXT_MAX];
-    if (d->net.conv) CR_TRY(cr_convnet_spec_to_text(&d->net.cnn.spec, spec, sizeof spec));
-    cr_st_writer *w = malloc(sizeof *w);
-    float *h = malloc(4 * P * sizeof(float));
-    if (!w || !h) {
-        free(w), free(h);
-        return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
-    }
-    const float *dev[4] = {d->online, d->target, d->adam_m, d->adam_v};
-    for (int k = 0; k < 4; k++) d->o->copy_to_host(d->ctx, h + k * P, dev[k], P * sizeof(float));
-    cr_st_writer_init(w);
-    char b[64];
-    const cudarl_dqn_config *c = &d->cfg;
-    cr_st_add_meta(w, "format", CR_CHECKPOINT_FORMAT);
-    snprintf(b, sizeof b, "%d", CR_CHECKPOINT_VERSION), cr_st_add_meta(w, "format_version", b);
-    cr_st_add_meta(w, "cudarl_version", CUDARL_VERSION_STRING);
-    cr_st_add_meta(w, "algo", "dqn");
-    cr_st_add_meta(w, "policy", d->net.conv ? c->policy : "qnet");
-    if (d->net.conv) cr_st_add_meta(w, CR_CONVNET_META_KEY, spec);
-    cr_st_add_meta(w, "env_id", c->env_id);
-    cr_st_add_meta(w, "run_name", c->run_name);
-    cr_st_add_meta(w, "precision", cudarl_precision_name(c->precision));
-    /* uint8 observations reach the network cast to float, 0/1 as 0/1 (no division by 255) */
-    if (d->u8 && (!d->net.conv || d->net.cnn.spec.scale == CR_CONVNET_SCALE_NONE))
-        cr_st_add_meta(w, "obs_input", "uint8 cast to float32, unscaled");
-    struct { const char *k; double v; } m[] = {
-        {"obs_dim", d->D}, {"num_actions", d->A}, {"hidden1", c->hidden1}, {"hidden2", c->hidden2},
-        {"seed", (double)c->seed}, {"total_timesteps", (double)c->total_timesteps},
-        {"learning_rate", c->learning_rate}, {"num_envs", c->num_envs},
-        {"buffer_size", (double)c->buffer_size}, {"gamma", c->gamma}, {"tau", c->tau},
-        {"target_network_frequency", (double)c->target_network_frequency},
-        {"batch_size", c->batch_size}, {"start_e", c->start_e}, {"end_e", c->end_e},
-        {"exploration_fraction", c->exploration_fraction},
-        {"learning_starts", (double)c->learning_starts}, {"train_frequency", (double)c->train_frequency},
-        {"double_dqn", c->double_dqn}, {"prioritized", c->prioritized}, {"huber", c->huber},
-        {"max_grad_norm", c->max_grad_norm}, {"global_step", (double)d->global_step}};
-    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-        if (d->net.conv && !strncmp(m[i].k, "hidden", 6)) continue; /* the MLP's widths */
-        snprintf(b, sizeof b, "%.17g", m[i].v);
-        cr_st_add_meta(w, m[i].k, b);
-    }
-    const char *prefix[4] = {"", "target_", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
-    cr_dqn_tensor t[CR_CONVNET_MAX_TENSORS];
-    int n = cr_dqn_qnet_tensors(d, t);
-    cudarl_status s = CUDARL_OK;
-    for (int k = 0; k < 4 && s == CUDARL_OK; k++)
-        for (int i = 0; i < n && s == CUDARL_OK; i++) {
-            char name[96];
-            snprintf(name, sizeof name, "%s%s", prefix[k], t[i].name);
-            s = cr_st_add_tensor(w, name, CR_ST_F32, t[i].ndim, t[i].shape,
-                                 h + k * P + t[i].offset);
-        }
-    if (s == CUDARL_OK) s = cr_st_write_atomic(w, path);
-    free(w);
-    free(h);
-    return s;
+    fflush(d->csv);
+    return cr_dqn_checkpoint_save(d, path);
 }
 
 static void fill_summary(const cr_dqn *d, cudarl_train_summary *summary) {
     double secs = cr_time_now() - d->loop_start;
     memset(summary, 0, sizeof *summary);
-    summary->global_step = summary->run_steps = d->global_step;
+    summary->global_step = d->global_step;
+    summary->run_steps = d->global_step - d->start_step;
     summary->episodes = d->h.log.episodes;
     summary->mean_return_100 = cr_episode_log_recent_mean(&d->h.log);
     summary->train_seconds = secs;
-    summary->sps = secs > 0 ? (double)d->global_step / secs : 0;
+    summary->sps = secs > 0 ? (double)summary->run_steps / secs : 0;
     summary->solved_step = d->solved_step;
     summary->solved_seconds = d->solved_seconds;
     summary->solved_unix_time = d->solved_unix;
@@ -720,17 +661,21 @@ static void fill_summary(const cr_dqn *d, cudarl_train_summary *summary) {
     snprintf(summary->run_dir, sizeof summary->run_dir, "%s", d->run_dir);
 }
 
-cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
-                               cudarl_train_summary *summary) {
+/* The run: set up, load `resume_path` (NULL: a fresh run), claim the folder, train, save. */
+static cudarl_status dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
+                               const char *resume_path, cudarl_train_summary *summary) {
     cr_dqn *d = calloc(1, sizeof *d);
     if (!d) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
     d->run_lock = -1;
     cudarl_status s = dqn_init(d, ctx, cfg);
+    if (s == CUDARL_OK && resume_path) s = cr_dqn_checkpoint_load(d, resume_path);
     if (s == CUDARL_OK)
         s = cr_run_open(d->cfg.runs_dir, d->cfg.run_name, sizeof d->cfg.run_name, d->cfg.env_id,
-                        "dqn", d->cfg.seed, -1, dqn_csv_header, d->run_dir, sizeof d->run_dir,
-                        &d->csv, &d->run_lock);
+                        "dqn", d->cfg.seed, resume_path ? d->iteration : -1, dqn_csv_header,
+                        d->run_dir, sizeof d->run_dir, &d->csv, &d->run_lock);
     if (s == CUDARL_OK) s = cr_tb_open(&d->tb, d->run_dir);
+    if (s == CUDARL_OK && d->cfg.config_toml)
+        s = cr_run_save_config(d->run_dir, d->cfg.config_toml, &d->tb);
     d->tty = isatty(STDERR_FILENO);
     if (s == CUDARL_OK) {
         CR_INFO("training DQN on %s: %d env(s), buffer %lld, batch %d, %zu parameters, %s%s, "
@@ -751,4 +696,17 @@ cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
     free(d);
     cr_stop_clear(); /* a request applies to one run; one made during setup still counts */
     return s;
+}
+
+cudarl_status cudarl_dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
+                               cudarl_train_summary *summary) {
+    return dqn_train(ctx, cfg, NULL, summary);
+}
+
+cudarl_status cudarl_dqn_train_resume(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
+                                      const char *resume_path, cudarl_train_summary *summary) {
+    if (!resume_path || !resume_path[0])
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_dqn_train_resume: no checkpoint path; "
+                       "pass a model.safetensors of a DQN run, or call cudarl_dqn_train");
+    return dqn_train(ctx, cfg, resume_path, summary);
 }

@@ -37,6 +37,12 @@
 /* Iterations between reports when launching op by op (CUDA). */
 #define DQN_REPORT_EVERY 64
 
+/* Where the envs step: the env batch (CartPole, the classic-control envs; its CUDA twin on a
+ * CUDA context), an image twin (MinAtar's games, CartPolePixels-v1: a CUDA context and
+ * --env-device cuda or auto), or the env pool on CPU threads (--env-device cpu, or auto for an
+ * env with neither). */
+typedef enum { CR_DQN_ENVS_BATCH, CR_DQN_ENVS_TWIN, CR_DQN_ENVS_POOL } cr_dqn_envs_where;
+
 /* What the host reads (backend memory), in one copy. */
 typedef struct cr_dqn_metrics {
     cr_dqn_stats_acc acc; /* losses since the last log row */
@@ -133,6 +139,7 @@ typedef struct cr_dqn {
     cr_image_twin twin;                 /* where == ENVS_TWIN: the env's image twin */
     /* the loop */
     int64_t global_step, train_steps, iteration;
+    int64_t start_step;                 /* global_step when this call's loop started (resume) */
     cr_dqn_metrics h;                   /* the latest host copy of *m */
     cr_metrics_pipe pipe;               /* metrics in flight (CUDA) */
     /* graphs */
@@ -198,6 +205,15 @@ void cr_dqn_qnet_warm_up(cr_dqn *d);
 void cr_dqn_qnet_init_params(const cr_dqn *d, float *params, cr_philox_state *rng);
 /* The Q-network's tensors in state_dict order into t (CR_CONVNET_MAX_TENSORS); their count. */
 int cr_dqn_qnet_tensors(const cr_dqn *d, cr_dqn_tensor *t);
+
+/* ---- checkpoints (dqn_checkpoint.c) ---- */
+
+/* Writes the whole training state to `path` atomically (safetensors; the work enqueued so far). */
+cudarl_status cr_dqn_checkpoint_save(cr_dqn *d, const char *path);
+/* Refuses a checkpoint whose env, Q-network, env placement, replay or precision differ from the
+ * run's (CUDARL_ERR_MISMATCH naming the flag), checks every number of its state (a bad one is
+ * CUDARL_ERR_FORMAT naming the tensor) and loads it into the run set up by dqn_init. */
+cudarl_status cr_dqn_checkpoint_load(cr_dqn *d, const char *path);
 
 /* ---- envs on CPU threads (dqn_pool.c) ---- */
 

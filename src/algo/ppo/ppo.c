@@ -674,7 +674,9 @@ static cudarl_status open_run_dir(cr_ppo *p, int resuming) {
     CR_TRY(cr_run_open(p->cfg.runs_dir, p->cfg.run_name, sizeof p->cfg.run_name, p->cfg.env_id,
                        "ppo", p->cfg.seed, resuming ? p->iteration : -1, csv_header, p->run_dir,
                        sizeof p->run_dir, &p->csv, &p->run_lock));
-    return cr_tb_open(&p->tb, p->run_dir); /* a resumed run adds a file; TensorBoard merges */
+    CR_TRY(cr_tb_open(&p->tb, p->run_dir)); /* a resumed run adds a file; TensorBoard merges */
+    return p->cfg.config_toml ? cr_run_save_config(p->run_dir, p->cfg.config_toml, &p->tb)
+                              : CUDARL_OK;
 }
 
 static cudarl_status save_checkpoint(cr_ppo *p) {
