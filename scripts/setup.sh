@@ -15,6 +15,7 @@ python3 -c 'import ensurepip' 2>/dev/null || need_apt+=(python3-venv) # the pack
 command -v protoc-c >/dev/null || need_apt+=(protobuf-c-compiler)
 [ -f /usr/include/protobuf-c/protobuf-c.h ] || need_apt+=(libprotobuf-c-dev)
 [ -f /usr/include/png.h ] || need_apt+=(libpng-dev)
+command -v pkg-config >/dev/null || need_apt+=(pkg-config) # scripts/consumer-check.sh
 command -v clang >/dev/null || need_apt+=(clang)            # the fuzz harnesses (libFuzzer)
 compgen -G '/usr/lib/llvm-*/lib/libomp.so' >/dev/null || need_apt+=(libomp-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
