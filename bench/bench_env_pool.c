@@ -215,6 +215,7 @@ static void dispatch_case(const cudarl_env_def *def, int threads, int caller_idl
 
 static void run_dispatch(const options *o) {
     static const cudarl_env_def null_def = {
+        .struct_size = sizeof(cudarl_env_def),
         .id = "BenchNull-v0", .obs_rank = 1, .obs_shape = {1, 1, 1}, .num_actions = 1,
         .state_bytes = sizeof(null_state), .seed = null_seed, .reset = null_reset,
         .step = null_step,

@@ -142,7 +142,8 @@ if(CUDARL_HAVE_MUJOCO)
                  ${CUDARL_MUJOCO_SRC}/mujoco_tasks.c ${gen})
   target_include_directories(cudarl SYSTEM PRIVATE ${MUJOCO_INCLUDE_DIR})
   # PUBLIC: libcudarl is static, so whatever links it needs libmujoco too.
-  target_link_libraries(cudarl PUBLIC ${MUJOCO_LIBRARY})
+  cudarl_import(mujoco ${MUJOCO_LIBRARY})
+  target_link_libraries(cudarl PUBLIC cudarl::mujoco)
   # pip install . puts libcudarl.so in the Python package; it finds libmujoco where it was.
   set_property(TARGET cudarl_shared APPEND PROPERTY INSTALL_RPATH ${mujoco_lib_dir})
   message(STATUS "cudarl: MuJoCo ON (${MUJOCO_LIBRARY}; models from ${assets})")

@@ -29,4 +29,5 @@ target_sources(cudarl PRIVATE ${CUDARL_ONNX_GEN}/onnx.pb-c.c ${CUDARL_ONNX_GEN}/
                ${PROJECT_SOURCE_DIR}/src/runtime/onnx_export.c)
 target_include_directories(cudarl PRIVATE ${CUDARL_ONNX_GEN} ${PROTOBUF_C_INCLUDE_DIR})
 # PUBLIC: libcudarl is static, so whatever links it needs libprotobuf-c too.
-target_link_libraries(cudarl PUBLIC ${PROTOBUF_C_LIBRARY})
+cudarl_import(protobuf_c ${PROTOBUF_C_LIBRARY})
+target_link_libraries(cudarl PUBLIC cudarl::protobuf_c)

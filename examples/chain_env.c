@@ -56,6 +56,7 @@ static int chain_check(const void *state, char *why, size_t why_cap) {
 }
 
 const cudarl_env_def chain_env_def = {
+    .struct_size = sizeof(cudarl_env_def),
     .id = CHAIN_ID,
     .obs_rank = 1,
     .obs_shape = {CHAIN_LENGTH, 1, 1},

@@ -14,17 +14,41 @@
 extern "C" {
 #endif
 
+/* The version: these four numbers are its one source (CMake's project version, the SONAME and
+ * the Python package's version are read from them). CUDARL_ABI_VERSION is the N of
+ * libcudarl.so.N: it changes when a program built against an earlier cudarl.h of the same N
+ * could stop working with this library (docs/install.md, "The ABI promise"). */
 #define CUDARL_VERSION_MAJOR 0
 #define CUDARL_VERSION_MINOR 1
 #define CUDARL_VERSION_PATCH 0
-#define CUDARL_VERSION_STRING "0.1.0"
+#define CUDARL_ABI_VERSION 0
+#define CUDARL_STRINGIFY_(x) #x
+#define CUDARL_STRINGIFY(x) CUDARL_STRINGIFY_(x)
+#define CUDARL_VERSION_STRING                                                                 \
+    CUDARL_STRINGIFY(CUDARL_VERSION_MAJOR) "." CUDARL_STRINGIFY(CUDARL_VERSION_MINOR) "."     \
+        CUDARL_STRINGIFY(CUDARL_VERSION_PATCH)
 
 /* The library's version, CUDARL_VERSION_STRING as it was built ("0.1.0"); static storage. */
 const char *cudarl_version(void);
+/* The library's CUDARL_ABI_VERSION as it was built: a program may compare it with the header's
+ * (the dynamic linker already did, through the SONAME, unless the library was loaded by path). */
+int cudarl_abi_version(void);
 /* sizeof the public struct type `type_name` ("cudarl_ppo_config", "cudarl_policy_options", ...)
  * in this build, 0 for a name that is none: for bindings that mirror the structs (the Python
  * package checks its mirrors against it at import). */
 size_t cudarl_sizeof(const char *type_name);
+
+/* Structs a caller fills and passes in (cudarl_ppo_config, cudarl_dqn_config, cudarl_env_def,
+ * cudarl_policy_options, cudarl_onnx_options, cudarl_replay_request) begin with
+ *     size_t struct_size;   sizeof the struct as the caller was compiled
+ * which their *_default function sets (or the caller: .struct_size = sizeof(cudarl_env_def)).
+ * cudarl grows such a struct only at its end, so a library reads every size an earlier cudarl.h
+ * of its ABI version gave the struct, with the fields after it at their defaults; a struct_size
+ * of 0 (unset), larger than the library's (a program compiled against a newer cudarl.h) or of
+ * no earlier header is CUDARL_ERR_INVALID_ARG naming the struct, the function and the fix. A
+ * function that writes a whole struct (*_default, cudarl_ppo_config_load) takes the caller's
+ * sizeof through a *_sized entry point, which the static inline function of the usual name
+ * calls with sizeof *cfg: bindings (the Python package) call the *_sized one. */
 
 /* ---- status ------------------------------------------------------------------------ */
 
@@ -150,6 +174,7 @@ typedef enum cudarl_obs_dtype {
 #define CUDARL_ACTION_DIM_MAX 32 /* floats of one continuous (Box) action, at most */
 
 typedef struct cudarl_env_def {
+    size_t struct_size;         /* sizeof(cudarl_env_def) (above, "Structs a caller fills") */
     const char *id;             /* "CartPole-v1"; unique among registered envs */
     int obs_rank;               /* 1 (features) or 3 (C, H, W) */
     int obs_shape[3];           /* dims; unused trailing dims are 1 */
@@ -358,6 +383,7 @@ typedef struct cudarl_metrics {
 typedef int (*cudarl_metrics_fn)(const cudarl_metrics *m, void *user);
 
 typedef struct cudarl_ppo_config {
+    size_t struct_size; /* set by cudarl_ppo_config_default (above, "Structs a caller fills") */
     char env_id[64];
     char run_name[128];
     char runs_dir[256];
@@ -433,8 +459,18 @@ typedef struct cudarl_ppo_config {
     const char *config_toml;
 } cudarl_ppo_config;
 
-/* Fills `cfg` with cudarl's tuned defaults for `env_id` (CartPole-v1 if NULL). */
-void cudarl_ppo_config_default(cudarl_ppo_config *cfg, const char *env_id);
+/* Fills `cfg` (struct_size bytes: the caller's sizeof) with cudarl's tuned defaults for `env_id`
+ * (CartPole-v1 if NULL), struct_size included. A size this library does not know is
+ * CUDARL_ERR_INVALID_ARG, and `cfg` is left as it was. */
+cudarl_status cudarl_ppo_config_default_sized(cudarl_ppo_config *cfg, size_t struct_size,
+                                              const char *env_id);
+static inline cudarl_status cudarl_ppo_config_default(cudarl_ppo_config *cfg,
+                                                      const char *env_id) {
+    return cudarl_ppo_config_default_sized(cfg, sizeof *cfg, env_id);
+}
+/* The three functions below change a config that cudarl_ppo_config_default filled; a bad
+ * struct_size leaves it as it was, with the reason in cudarl_last_error() (and the next
+ * cudarl_ppo_config_validate refuses it). */
 /* Adjusts the batch shape of `cfg` (set by cudarl_ppo_config_default) to the device that will
  * train it: on CUDA, 1024 envs x 16 steps, lr 5e-3, 2M steps - a batch wide enough to fill a GPU
  * and still solve CartPole in ~50 updates. A no-op for the CPU. */
@@ -481,8 +517,13 @@ typedef struct cudarl_train_summary {
  * metadata alone (nothing else is checked: the trainer's loader checks the rest); a file that is
  * no cudarl checkpoint is CUDARL_ERR_IO or _FORMAT. */
 cudarl_status cudarl_checkpoint_algo(const char *path, char *algo, size_t cap);
-/* Reads the hyperparameters stored in the PPO checkpoint at `path` into `cfg`. */
-cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg);
+/* Reads the hyperparameters stored in the PPO checkpoint at `path` into `cfg` (struct_size
+ * bytes: the caller's sizeof; struct_size set). */
+cudarl_status cudarl_ppo_config_load_sized(const char *path, cudarl_ppo_config *cfg,
+                                           size_t struct_size);
+static inline cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg) {
+    return cudarl_ppo_config_load_sized(path, cfg, sizeof *cfg);
+}
 
 /* Asks a running cudarl_ppo_train or cudarl_dqn_train to stop after its current iteration (DQN
  * on the GPU: its current graph block) and write its checkpoint (safe to call from a signal
@@ -501,6 +542,7 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
 
 /* DQN hyperparameters: CleanRL's dqn.py names, meanings and defaults, plus cudarl's extras. */
 typedef struct cudarl_dqn_config {
+    size_t struct_size; /* set by cudarl_dqn_config_default (above, "Structs a caller fills") */
     char env_id[64];
     char run_name[128];
     char runs_dir[256];
@@ -551,6 +593,7 @@ typedef struct cudarl_dqn_config {
 
 /* A replay buffer to size before anything is allocated (`cudarl plan`). */
 typedef struct cudarl_replay_request {
+    size_t struct_size;   /* sizeof(cudarl_replay_request) (above, "Structs a caller fills") */
     int64_t buffer_size;  /* transitions */
     int num_envs;
     int64_t frame_elems;  /* elements of one stored observation (one frame when stacking) */
@@ -567,7 +610,14 @@ typedef struct cudarl_replay_request {
  * message giving the bytes needed, the budget and the largest --buffer-size that fits. */
 cudarl_status cudarl_replay_plan_report(const cudarl_replay_request *r, char *report, size_t cap);
 
-void cudarl_dqn_config_default(cudarl_dqn_config *cfg, const char *env_id);
+/* Fills `cfg` (struct_size bytes: the caller's sizeof) with CleanRL dqn.py's defaults for
+ * `env_id` (CartPole-v1 if NULL), struct_size included; as cudarl_ppo_config_default_sized. */
+cudarl_status cudarl_dqn_config_default_sized(cudarl_dqn_config *cfg, size_t struct_size,
+                                              const char *env_id);
+static inline cudarl_status cudarl_dqn_config_default(cudarl_dqn_config *cfg,
+                                                      const char *env_id) {
+    return cudarl_dqn_config_default_sized(cfg, sizeof *cfg, env_id);
+}
 /* Adjusts `cfg` (set by cudarl_dqn_config_default) to the device that will train it: on CUDA,
  * 32 envs with two train steps of batch 256 per env step (a GPU step costs launches, not rows),
  * lr 2e-3, buffer 50k, target copies every 640 steps, learning from step 2048, epsilon annealed
@@ -670,6 +720,7 @@ cudarl_status cudarl_policy_record(const char *checkpoint, const char *video_pat
 
 /* How a policy is exported to ONNX. */
 typedef struct cudarl_onnx_options {
+    size_t struct_size;           /* set by cudarl_onnx_options_default */
     int64_t batch;                /* rows of the input: 0 = dynamic (dim "batch"), else fixed,
                                      1 .. CUDARL_ONNX_MAX_BATCH (TensorRT on DLA needs it fixed) */
     cudarl_obs_dtype input_dtype; /* F32: input `obs` float32, as the policy takes it; U8: input
@@ -680,8 +731,11 @@ typedef struct cudarl_onnx_options {
                                      of the logits or Q-values (the greedy action) */
 } cudarl_onnx_options;
 
-/* Dynamic batch, float32 input, no `action` output. */
-void cudarl_onnx_options_default(cudarl_onnx_options *opt);
+/* Dynamic batch, float32 input, no `action` output; struct_size bytes, the caller's sizeof. */
+cudarl_status cudarl_onnx_options_default_sized(cudarl_onnx_options *opt, size_t struct_size);
+static inline cudarl_status cudarl_onnx_options_default(cudarl_onnx_options *opt) {
+    return cudarl_onnx_options_default_sized(opt, sizeof *opt);
+}
 
 /* Writes the policy in `checkpoint` (a model.safetensors of cudarl train) to `onnx_path` as an
  * ONNX model (opset CUDARL_ONNX_OPSET) for onnxruntime or TensorRT: input `obs` [batch, obs_dim]
@@ -711,6 +765,7 @@ typedef struct cudarl_policy cudarl_policy;
 
 /* How a policy is loaded. */
 typedef struct cudarl_policy_options {
+    size_t struct_size;         /* set by cudarl_policy_options_default */
     cudarl_device_kind device;  /* CPU, CUDA, or AUTO: CUDA when there is a GPU and the CUDA
                                    backend runs this network, else the CPU */
     int device_index;           /* which GPU, for CUDA */
@@ -726,8 +781,12 @@ typedef struct cudarl_policy_options {
                                    completes); 0 = no deadline */
 } cudarl_policy_options;
 
-/* AUTO device 0, FP32, max_batch 1, no deadline. */
-void cudarl_policy_options_default(cudarl_policy_options *opt);
+/* AUTO device 0, FP32, max_batch 1, no deadline; struct_size bytes, the caller's sizeof. */
+cudarl_status cudarl_policy_options_default_sized(cudarl_policy_options *opt,
+                                                  size_t struct_size);
+static inline cudarl_status cudarl_policy_options_default(cudarl_policy_options *opt) {
+    return cudarl_policy_options_default_sized(opt, sizeof *opt);
+}
 
 /* Loads the policy in `checkpoint` (checked as cudarl eval checks it) with `opt` (NULL: the
  * defaults) into *out. Memory: one host arena (the handle, the latency ring, the weights), and

@@ -17,6 +17,7 @@ command -v protoc-c >/dev/null || need_apt+=(protobuf-c-compiler)
 [ -f /usr/include/protobuf-c/protobuf-c.h ] || need_apt+=(libprotobuf-c-dev)
 [ -f /usr/include/png.h ] || need_apt+=(libpng-dev)
 [ -f /usr/include/gif_lib.h ] || need_apt+=(libgif-dev)      # GIF videos (cudarl eval --video)
+command -v pkg-config >/dev/null || need_apt+=(pkg-config) # scripts/consumer-check.sh
 command -v clang >/dev/null || need_apt+=(clang)            # the fuzz harnesses (libFuzzer)
 compgen -G '/usr/lib/llvm-*/lib/libomp.so' >/dev/null || need_apt+=(libomp-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then

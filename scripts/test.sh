@@ -10,6 +10,7 @@ jobs=$(nproc)
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release -DCUDARL_WERROR=ON
 cmake --build build-test -j"$jobs"
 (cd build-test && ctest --output-on-failure -j"$jobs" -LE gpu)
+scripts/consumer-check.sh build-test # install, consume (CMake, pkg-config), runtime-only build
 
 # The Python package: pip builds it from this tree into a fresh venv (the CPU library), then
 # its tests, which take the CLI of the build above to make checkpoints.

@@ -65,8 +65,8 @@ int cmd_plan(int argc, char **argv) {
         fprintf(stderr, "cudarl plan: --obs-dtype '%s' is not uint8 or float32\n", o.obs_dtype);
         return EXIT_USAGE;
     }
-    cudarl_replay_request rq = {o.buffer_size, o.num_envs, elems, u8, o.frame_stack,
-                                o.prioritized, 0, o.mem_budget, NULL};
+    cudarl_replay_request rq = {sizeof rq, o.buffer_size, o.num_envs, elems, u8,
+                                o.frame_stack, o.prioritized, 0, o.mem_budget, NULL};
     char report[4096];
     cudarl_status s = cudarl_replay_plan_report(&rq, report, sizeof report);
     fputs(report, stdout);

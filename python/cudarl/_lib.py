@@ -30,7 +30,7 @@ lib = _load()
 
 
 class PolicyOptions(ctypes.Structure):
-    _fields_ = [("device", c_int), ("device_index", c_int), ("precision", c_int),
+    _fields_ = [("struct_size", c_size_t), ("device", c_int), ("device_index", c_int), ("precision", c_int),
                 ("max_batch", c_int), ("deadline_us", c_double)]
 
 
@@ -58,14 +58,23 @@ def _proto(name, restype, *argtypes):
 
 
 version = _proto("cudarl_version", c_char_p)
+abi_version = _proto("cudarl_abi_version", c_int)
 sizeof = _proto("cudarl_sizeof", c_size_t, c_char_p)
 status_name = _proto("cudarl_status_name", c_char_p, c_int)
 last_error = _proto("cudarl_last_error", c_char_p)
 info = _proto("cudarl_info", None, ctypes.c_char_p, c_size_t)
 cuda_device_count = _proto("cudarl_cuda_device_count", c_int)
 precision_parse = _proto("cudarl_precision_parse", c_int, c_char_p, ctypes.POINTER(c_int))
-policy_options_default = _proto("cudarl_policy_options_default", None,
-                                ctypes.POINTER(PolicyOptions))
+_policy_options_default_sized = _proto("cudarl_policy_options_default_sized", c_int,
+                                      ctypes.POINTER(PolicyOptions), c_size_t)
+
+
+def policy_options_default(opt):
+    """cudarl_policy_options_default (a static inline function of cudarl.h): the defaults, with
+    struct_size the mirror's size."""
+    return _policy_options_default_sized(opt, ctypes.sizeof(PolicyOptions))
+
+
 policy_load = _proto("cudarl_policy_load", c_int, c_char_p, ctypes.POINTER(PolicyOptions),
                      ctypes.POINTER(c_void_p))
 policy_act = _proto("cudarl_policy_act", c_int, c_void_p, c_void_p, c_int, c_int, c_void_p,
@@ -118,7 +127,7 @@ MetricsFn = ctypes.CFUNCTYPE(c_int, ctypes.POINTER(Metrics), c_void_p)
 # Each config field: (name, ctypes type, kind) where kind is how a keyword value is read:
 # "int", "i64", "u64", "float", "bool", "str", "device", "precision", "bytes"; None: not a flag.
 PPO_FIELDS = [
-    ("env_id", ctypes.c_char * 64, "str"), ("run_name", ctypes.c_char * 128, "str"),
+    ("struct_size", c_size_t, None), ("env_id", ctypes.c_char * 64, "str"), ("run_name", ctypes.c_char * 128, "str"),
     ("runs_dir", ctypes.c_char * 256, "str"), ("seed", ctypes.c_uint64, "u64"),
     ("total_timesteps", c_int64, "i64"), ("learning_rate", c_double, "float"),
     ("num_envs", c_int, "int"), ("num_steps", c_int, "int"), ("anneal_lr", c_int, "bool"),
@@ -138,7 +147,7 @@ PPO_FIELDS = [
     ("norm_reward", c_int, "bool"), ("config_toml", c_char_p, None),
 ]
 DQN_FIELDS = [
-    ("env_id", ctypes.c_char * 64, "str"), ("run_name", ctypes.c_char * 128, "str"),
+    ("struct_size", c_size_t, None), ("env_id", ctypes.c_char * 64, "str"), ("run_name", ctypes.c_char * 128, "str"),
     ("runs_dir", ctypes.c_char * 256, "str"), ("seed", ctypes.c_uint64, "u64"),
     ("total_timesteps", c_int64, "i64"), ("learning_rate", c_double, "float"),
     ("num_envs", c_int, "int"), ("buffer_size", c_int64, "i64"), ("gamma", c_double, "float"),
@@ -180,8 +189,8 @@ ctx_init = _proto("cudarl_ctx_init", c_int, ctypes.POINTER(c_void_p), c_int, c_i
 ctx_free = _proto("cudarl_ctx_free", None, c_void_p)
 ctx_kind = _proto("cudarl_ctx_kind", c_int, c_void_p)
 request_stop = _proto("cudarl_request_stop", None)
-ppo_config_default = _proto("cudarl_ppo_config_default", None, ctypes.POINTER(PPOConfig),
-                            c_char_p)
+_ppo_config_default_sized = _proto("cudarl_ppo_config_default_sized", c_int,
+                                   ctypes.POINTER(PPOConfig), c_size_t, c_char_p)
 ppo_config_for_device = _proto("cudarl_ppo_config_for_device", None, ctypes.POINTER(PPOConfig),
                                c_int)
 ppo_config_for_policy = _proto("cudarl_ppo_config_for_policy", None, ctypes.POINTER(PPOConfig),
@@ -189,11 +198,12 @@ ppo_config_for_policy = _proto("cudarl_ppo_config_for_policy", None, ctypes.POIN
 ppo_config_for_env = _proto("cudarl_ppo_config_for_env", None, ctypes.POINTER(PPOConfig),
                             c_char_p)
 ppo_config_validate = _proto("cudarl_ppo_config_validate", c_int, ctypes.POINTER(PPOConfig))
-ppo_config_load = _proto("cudarl_ppo_config_load", c_int, c_char_p, ctypes.POINTER(PPOConfig))
+_ppo_config_load_sized = _proto("cudarl_ppo_config_load_sized", c_int, c_char_p,
+                                ctypes.POINTER(PPOConfig), c_size_t)
 ppo_train = _proto("cudarl_ppo_train", c_int, c_void_p, ctypes.POINTER(PPOConfig), c_char_p,
                    ctypes.POINTER(TrainSummary))
-dqn_config_default = _proto("cudarl_dqn_config_default", None, ctypes.POINTER(DQNConfig),
-                            c_char_p)
+_dqn_config_default_sized = _proto("cudarl_dqn_config_default_sized", c_int,
+                                   ctypes.POINTER(DQNConfig), c_size_t, c_char_p)
 dqn_config_for_device = _proto("cudarl_dqn_config_for_device", None, ctypes.POINTER(DQNConfig),
                                c_int)
 dqn_config_validate = _proto("cudarl_dqn_config_validate", c_int, ctypes.POINTER(DQNConfig))
@@ -202,6 +212,22 @@ dqn_train_resume = _proto("cudarl_dqn_train_resume", c_int, c_void_p, ctypes.POI
                           c_char_p, ctypes.POINTER(TrainSummary))
 dqn_train = _proto("cudarl_dqn_train", c_int, c_void_p, ctypes.POINTER(DQNConfig),
                    ctypes.POINTER(TrainSummary))
+
+
+
+# cudarl.h's static inline functions of these names: the *_sized entry points with the size of
+# the mirror, which the library checks (struct_size) as it checks a C caller's sizeof.
+def ppo_config_default(cfg, env_id):
+    return _ppo_config_default_sized(cfg, ctypes.sizeof(PPOConfig), env_id)
+
+
+def ppo_config_load(path, cfg):
+    return _ppo_config_load_sized(path, cfg, ctypes.sizeof(PPOConfig))
+
+
+def dqn_config_default(cfg, env_id):
+    return _dqn_config_default_sized(cfg, ctypes.sizeof(DQNConfig), env_id)
+
 
 check_mirror(PPOConfig, "cudarl_ppo_config")
 check_mirror(DQNConfig, "cudarl_dqn_config")
@@ -219,7 +245,7 @@ ACTION_DIM_MAX = 32  # CUDARL_ACTION_DIM_MAX
 
 
 class EnvDef(ctypes.Structure):
-    _fields_ = [("id", c_char_p), ("obs_rank", c_int), ("obs_shape", c_int * 3),
+    _fields_ = [("struct_size", c_size_t), ("id", c_char_p), ("obs_rank", c_int), ("obs_shape", c_int * 3),
                 ("obs_dtype", c_int), ("num_actions", c_int), ("max_episode_steps", c_int),
                 ("solved_return", c_double), ("state_bytes", c_size_t), ("seed", c_void_p),
                 ("reset", c_void_p), ("step", c_void_p), ("frame_stack", c_int),

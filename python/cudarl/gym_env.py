@@ -130,6 +130,7 @@ class Adapter:
 
     def register(self):
         d = _lib.EnvDef()
+        d.struct_size = ctypes.sizeof(d)
         d.id = self.cudarl_id.encode()
         d.obs_rank = 1
         d.obs_shape[0], d.obs_shape[1], d.obs_shape[2] = self.obs_dim, 1, 1

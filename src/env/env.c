@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "env/env.h"
 #include "env/mujoco/mujoco_env.h"
 #include "env/render.h"
@@ -94,6 +95,7 @@ int cr_env_check_state(const cudarl_env_def *def, const void *state, int32_t ela
 static void entry_fill(env_entry *e, const cudarl_env_def *def, int caps,
                        const cr_env_batch_twin *batch, const cr_env_renderer *render) {
     e->def = *def;
+    e->def.struct_size = sizeof e->def; /* the built-ins' defs leave it 0 */
     snprintf(e->id, sizeof e->id, "%s", def->id);
     e->def.id = e->id;
     for (int k = def->obs_rank; k < 3; k++) e->def.obs_shape[k] = 1; /* 0 was allowed */
@@ -302,7 +304,11 @@ cudarl_status cr_env_check_run(const cudarl_env_def *def, int num_envs, int grou
     return CUDARL_OK;
 }
 
-cudarl_status cudarl_env_register(const cudarl_env_def *def) {
+cudarl_status cudarl_env_register(const cudarl_env_def *given) {
+    CR_REQUIRE(given, "cudarl_env_register: the def is NULL; pass a filled cudarl_env_def");
+    cudarl_env_def full = {.struct_size = sizeof full}; /* fields an older def lacks: 0 */
+    CR_TRY(cr_struct_read(&cr_abi_env_def, &full, given, "cudarl_env_register"));
+    const cudarl_env_def *def = &full;
     cudarl_status s = cr_env_def_check(def);
     if (s != CUDARL_OK) {
         char why[512];

@@ -1,10 +1,10 @@
 /* Compute contexts: which backend runs the ops, on which device. */
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops/backend.h"
+#include "ops/parallel.h"
 #ifdef CUDARL_WITH_CUDA
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_info.h"
@@ -62,12 +62,25 @@ void cudarl_ctx_free(cudarl_ctx *ctx) {
 
 cudarl_device_kind cudarl_ctx_kind(const cudarl_ctx *ctx) { return ctx->kind; }
 
+/* What this build is: whether it has the trainers (docs/install.md, "The runtime-only build")
+ * and which OpenMP its CPU ops run on. */
+#ifdef CUDARL_RUNTIME_ONLY
+#define CR_BUILD_KIND "runtime only (no trainers, envs, ONNX export)"
+#else
+#define CR_BUILD_KIND "full"
+#endif
+#ifdef _OPENMP
+#define CR_OPENMP_TEXT "OpenMP " CUDARL_STRINGIFY(_OPENMP)
+#else
+#define CR_OPENMP_TEXT "no OpenMP (the CPU ops on the calling thread)"
+#endif
+
 void cudarl_info(char *buf, size_t cap) {
     snprintf(buf, cap,
-             "cudarl %s\n"
-             "  build: C11, OpenMP %d, CUDA backend %s\n"
+             "cudarl %s (ABI %d), %s\n"
+             "  build: C11, %s, CUDA backend %s\n"
              "  cpu: %d threads available\n",
-             CUDARL_VERSION_STRING, _OPENMP,
+             CUDARL_VERSION_STRING, CUDARL_ABI_VERSION, CR_BUILD_KIND, CR_OPENMP_TEXT,
 #ifdef CUDARL_WITH_CUDA
              "built",
 #else
@@ -77,6 +90,7 @@ void cudarl_info(char *buf, size_t cap) {
 #ifdef CUDARL_WITH_CUDA
     cr_cuda_describe(buf, cap);
 #endif
+#ifndef CUDARL_RUNTIME_ONLY /* which has no envs */
     size_t len = strlen(buf);
     const char *const *envs = cudarl_env_names();
     snprintf(buf + len, cap - len, "  environments:");
@@ -86,6 +100,7 @@ void cudarl_info(char *buf, size_t cap) {
     }
     len = strlen(buf);
     snprintf(buf + len, cap - len, "\n");
+#endif
 }
 
 cudarl_status cr_host_buffer_alloc(cudarl_ctx *ctx, void **p, size_t bytes) {

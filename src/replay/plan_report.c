@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "replay/replay.h"
 
 #define RANGE(flag, field, type, lo, hi, lo_means) \
@@ -22,9 +23,13 @@ static void append(char *buf, size_t cap, const char *fmt, const char *a, const 
     if (n < cap) snprintf(buf + n, cap - n, fmt, a, b);
 }
 
-cudarl_status cudarl_replay_plan_report(const cudarl_replay_request *r, char *report,
+cudarl_status cudarl_replay_plan_report(const cudarl_replay_request *request, char *report,
                                         size_t cap) {
+    CR_REQUIRE(report && cap > 0, "cudarl_replay_plan_report: give a report buffer and its size");
     report[0] = 0;
+    cudarl_replay_request full = {.struct_size = sizeof full};
+    CR_TRY(cr_struct_read(&cr_abi_replay_request, &full, request, "cudarl_replay_plan_report"));
+    const cudarl_replay_request *r = &full;
     CR_TRY(cr_flag_ranges_check(cr_replay_flag_ranges, r));
     const int64_t min_rows = cr_replay_min_rows(r->frame_stack);
     CR_REQUIRE(r->buffer_size / r->num_envs >= min_rows,

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/abi.h"
 #include "io/output_file.h"
 #include "nn/actor_critic.h"
 #include "nn/convnet.h"
@@ -697,11 +698,22 @@ static cudarl_status write_model(const char *path, const uint8_t *bytes, size_t 
     return cr_out_commit(&o);
 }
 
-void cudarl_onnx_options_default(cudarl_onnx_options *opt) {
+/* The defaults into *opt, options of this build's size. */
+static void onnx_defaults(cudarl_onnx_options *opt) {
     memset(opt, 0, sizeof *opt);
+    opt->struct_size = sizeof *opt;
     opt->batch = 0;
     opt->input_dtype = CUDARL_OBS_F32;
     opt->argmax_action = 0;
+}
+
+cudarl_status cudarl_onnx_options_default_sized(cudarl_onnx_options *opt, size_t struct_size) {
+    CR_REQUIRE(opt, "cudarl_onnx_options_default: the options are NULL");
+    CR_TRY(cr_struct_check(&cr_abi_onnx_options, struct_size, "cudarl_onnx_options_default"));
+    cudarl_onnx_options full;
+    onnx_defaults(&full);
+    cr_struct_write(opt, &full, struct_size);
+    return CUDARL_OK;
 }
 
 cudarl_status cudarl_policy_export_onnx(const char *checkpoint, const char *onnx_path,
@@ -709,9 +721,9 @@ cudarl_status cudarl_policy_export_onnx(const char *checkpoint, const char *onnx
     if (!checkpoint || !onnx_path || !*onnx_path)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "ONNX export needs a checkpoint and an output "
                        "path, got %s", !checkpoint ? "no checkpoint" : "no output path");
-    cudarl_onnx_options defaults;
-    cudarl_onnx_options_default(&defaults);
-    if (!opt) opt = &defaults;
+    cudarl_onnx_options o;
+    onnx_defaults(&o);
+    if (opt) CR_TRY(cr_struct_read(&cr_abi_onnx_options, &o, opt, "cudarl_policy_export_onnx"));
     struct stat a, b;
     if (stat(checkpoint, &a) == 0 && stat(onnx_path, &b) == 0 && a.st_dev == b.st_dev &&
         a.st_ino == b.st_ino)
@@ -721,7 +733,7 @@ cudarl_status cudarl_policy_export_onnx(const char *checkpoint, const char *onnx
     CR_TRY(cr_out_check(onnx_path, "ONNX model")); /* before reading the checkpoint */
     uint8_t *bytes;
     size_t len;
-    CR_TRY(cr_onnx_model_pack(checkpoint, opt, &bytes, &len));
+    CR_TRY(cr_onnx_model_pack(checkpoint, &o, &bytes, &len));
     cudarl_status s = write_model(onnx_path, bytes, len);
     free(bytes);
     return s;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/abi.h"
 #ifdef CUDARL_WITH_CUDA
 #include "ops/cuda/cuda_backend.h"
 #endif
@@ -224,13 +225,26 @@ static cudarl_status net_read(const cr_st_file *f, const char *path, cr_policy_n
 
 /* ---- options and the context ------------------------------------------------------------- */
 
-void cudarl_policy_options_default(cudarl_policy_options *opt) {
+/* The defaults into *opt, options of this build's size. */
+static void options_defaults(cudarl_policy_options *opt) {
     memset(opt, 0, sizeof *opt);
+    opt->struct_size = sizeof *opt;
     opt->device = CUDARL_DEVICE_AUTO;
     opt->device_index = 0;
     opt->precision = CUDARL_PRECISION_FP32;
     opt->max_batch = 1;
     opt->deadline_us = 0;
+}
+
+cudarl_status cudarl_policy_options_default_sized(cudarl_policy_options *opt,
+                                                  size_t struct_size) {
+    CR_REQUIRE(opt, "cudarl_policy_options_default: the options are NULL");
+    CR_TRY(cr_struct_check(&cr_abi_policy_options, struct_size,
+                           "cudarl_policy_options_default"));
+    cudarl_policy_options full;
+    options_defaults(&full);
+    cr_struct_write(opt, &full, struct_size);
+    return CUDARL_OK;
 }
 
 static const char *precision_text(cudarl_precision p) {
@@ -638,10 +652,11 @@ static cudarl_status policy_make(const cr_policy_net *net, const cudarl_policy_o
     return CUDARL_OK;
 }
 
-/* *o from opt (NULL: the defaults), checked. */
-static cudarl_status options_take(const cudarl_policy_options *opt, cudarl_policy_options *o) {
-    if (opt) *o = *opt;
-    else cudarl_policy_options_default(o);
+/* *o from opt (NULL: the defaults), checked; `where` names the public function. */
+static cudarl_status options_take(const cudarl_policy_options *opt, cudarl_policy_options *o,
+                                  const char *where) {
+    options_defaults(o);
+    if (opt) CR_TRY(cr_struct_read(&cr_abi_policy_options, o, opt, where));
     return options_check(o);
 }
 
@@ -655,7 +670,7 @@ cudarl_status cudarl_policy_load(const char *path, const cudarl_policy_options *
         return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_load: checkpoint is NULL; pass the "
                        "path of a model.safetensors written by cudarl train");
     cudarl_policy_options o;
-    CR_TRY(options_take(opt, &o));
+    CR_TRY(options_take(opt, &o, "cudarl_policy_load"));
     cr_policy_net net;
     cr_st_file *f;
     CR_TRY(cr_st_open(&f, path));
@@ -671,7 +686,7 @@ cudarl_status cr_policy_load_convnet(const cr_convnet *cnn, const float *params,
     CUDARL_ASSERT(cnn && params && label && out);
     *out = NULL;
     cudarl_policy_options o;
-    CR_TRY(options_take(opt, &o));
+    CR_TRY(options_take(opt, &o, "cudarl_policy_load_network"));
     cr_policy_net net;
     memset(&net, 0, sizeof net);
     net.cnn = *cnn;

@@ -7,8 +7,9 @@ file(GLOB CUDARL_PY_MODULES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/python/cudar
 set(CUDARL_PY_STAGE ${CMAKE_BINARY_DIR}/python/cudarl)
 add_custom_target(python_stage ALL
                   COMMAND ${CMAKE_COMMAND} -E make_directory ${CUDARL_PY_STAGE}
-                  COMMAND ${CMAKE_COMMAND} -E copy ${CUDARL_PY_MODULES}
-                          $<TARGET_FILE:cudarl_shared> ${CUDARL_PY_STAGE}
+                  COMMAND ${CMAKE_COMMAND} -E copy ${CUDARL_PY_MODULES} ${CUDARL_PY_STAGE}
+                  COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE:cudarl_shared>
+                          ${CUDARL_PY_STAGE}/libcudarl.so # the name _lib.py loads
                   DEPENDS cudarl_shared ${CUDARL_PY_MODULES} VERBATIM)
 if(CUDARL_HAVE_CUDA)
   add_test(NAME test_python_gpu

@@ -271,6 +271,7 @@ static void no_twin_step(void *state, int32_t action, void *obs, float *reward,
 
 static const cudarl_env_def *no_twin_def(void) {
     static const cudarl_env_def def = {
+        .struct_size = sizeof(cudarl_env_def),
         .id = "NoTwin-v0", .obs_rank = 1, .obs_shape = {1, 1, 1}, .obs_dtype = CUDARL_OBS_F32,
         .num_actions = 2, .max_episode_steps = 10, .solved_return = 10.0,
         .state_bytes = sizeof(int32_t), .seed = no_twin_seed, .reset = no_twin_reset,

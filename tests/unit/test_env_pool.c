@@ -79,12 +79,14 @@ static void probe_step_u8(void *state, int32_t action, void *obs, float *reward,
 }
 
 static const cudarl_env_def probe_def = {
+    .struct_size = sizeof(cudarl_env_def),
     .id = "Probe-v0", .obs_rank = 1, .obs_shape = {4, 1, 1}, .obs_dtype = CUDARL_OBS_F32,
     .num_actions = PROBE_ACTIONS, .max_episode_steps = PROBE_MAX_STEPS, .solved_return = 1.0,
     .state_bytes = sizeof(probe), .seed = probe_seed, .reset = probe_reset, .step = probe_step,
 };
 
 static const cudarl_env_def probe_u8_def = {
+    .struct_size = sizeof(cudarl_env_def),
     .id = "ProbeU8-v0", .obs_rank = 3, .obs_shape = {3, 1, 2}, .obs_dtype = CUDARL_OBS_U8,
     .num_actions = PROBE_ACTIONS, .max_episode_steps = PROBE_MAX_STEPS, .solved_return = 1.0,
     .state_bytes = sizeof(probe), .seed = probe_seed, .reset = probe_reset_u8,
@@ -582,6 +584,7 @@ static void probe_step_box(void *state, const float *action, void *obs, float *r
 }
 
 static const cudarl_env_def probe_box_def = {
+    .struct_size = sizeof(cudarl_env_def),
     .id = "ProbeBox-v0", .obs_rank = 1, .obs_shape = {4, 1, 1}, .obs_dtype = CUDARL_OBS_F32,
     .max_episode_steps = PROBE_MAX_STEPS, .solved_return = 1.0, .state_bytes = sizeof(probe),
     .seed = probe_seed, .reset = probe_reset, .action_dim = 2, .action_low = {-1.0f, 0.0f},
@@ -691,6 +694,7 @@ static void vec_hook(void *arg, int group) {
 }
 
 static const cudarl_env_def vec_def = {
+    .struct_size = sizeof(cudarl_env_def),
     .id = "Vec-v0", .obs_rank = 1, .obs_shape = {2, 1, 1}, .obs_dtype = CUDARL_OBS_F32,
     .num_actions = 2, .solved_return = 1.0, .vec_reset = vec_reset, .vec_step = vec_step,
     .vec_user = &vec_calls, .vec_num_envs = VEC_N,

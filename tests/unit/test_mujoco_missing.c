@@ -55,7 +55,8 @@ int main(void) {
           cr_env_check_built(NULL, "") == CUDARL_OK);
 
     /* A user's env under one of the ids (a Gymnasium env behind the Python package) is found. */
-    cudarl_env_def mine = {.id = "Hopper-v5", .obs_rank = 1, .obs_shape = {1, 1, 1},
+    cudarl_env_def mine = {.struct_size = sizeof mine, .id = "Hopper-v5", .obs_rank = 1,
+                           .obs_shape = {1, 1, 1},
                            .obs_dtype = CUDARL_OBS_F32, .solved_return = 1.0, .state_bytes = 8,
                            .seed = seed_nothing, .reset = reset_nothing, .action_dim = 1,
                            .action_low = {-1.0f}, .action_high = {1.0f},

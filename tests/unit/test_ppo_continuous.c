@@ -65,6 +65,7 @@ static void reach_step(void *sv, const float *a, void *obs, float *reward, uint8
 static void register_reach(void) {
     cudarl_env_def d;
     memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
     d.id = "Reach-v0", d.obs_rank = 1, d.obs_shape[0] = 2, d.obs_dtype = CUDARL_OBS_F32;
     d.max_episode_steps = 8, d.solved_return = -1.0, d.state_bytes = sizeof(reach_state);
     d.seed = reach_seed, d.reset = reach_reset, d.step_box = reach_step;
@@ -303,6 +304,7 @@ static void vec_step(void *user, int n, const void *actions, void *obs, float *r
 static void register_vec(int box) {
     cudarl_env_def d;
     memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
     d.id = "VecReach-v0", d.obs_rank = 1, d.obs_shape[0] = 2, d.obs_dtype = CUDARL_OBS_F32;
     d.solved_return = 0, d.vec_reset = vec_reset, d.vec_step = vec_step, d.vec_num_envs = 4;
     d.vec_user = box ? (void *)&d : NULL; /* only its being non-NULL is read */

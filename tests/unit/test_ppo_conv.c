@@ -112,6 +112,7 @@ static void lamp_step(void *state, int32_t action, void *obs, float *reward,
 }
 
 static const cudarl_env_def lamp_def = {
+    .struct_size = sizeof(cudarl_env_def),
     .id = LAMP,
     .obs_rank = 3,
     .obs_shape = {1, 10, 10},

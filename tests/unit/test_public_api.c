@@ -242,7 +242,8 @@ static void test_flag_ranges(void) {
         if (table == CUDARL_FLAGS_PPO) cudarl_ppo_config_default(&base.ppo, NULL);
         if (table == CUDARL_FLAGS_DQN) cudarl_dqn_config_default(&base.dqn, NULL);
         if (table == CUDARL_FLAGS_REPLAY)
-            base.replay = (cudarl_replay_request){1000, 1, 16, 1, 1, 0, 0, (int64_t)1 << 40, NULL};
+            base.replay = (cudarl_replay_request){sizeof base.replay, 1000, 1, 16, 1, 1, 0, 0,
+                                                  (int64_t)1 << 40, NULL};
         CHECK_MSG(validate(table, &base) == CUDARL_OK, "%s defaults: %s", names[t],
                   cudarl_last_error());
         const cudarl_flag_range *r = cudarl_flag_ranges(table);

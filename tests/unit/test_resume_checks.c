@@ -315,6 +315,7 @@ static void nan_step(void *state, int32_t action, void *obs, float *reward, uint
 }
 
 static const cudarl_env_def nan_def = {
+    .struct_size = sizeof(cudarl_env_def),
     .id = NAN_ENV, .obs_rank = 1, .obs_shape = {4, 1, 1}, .obs_dtype = CUDARL_OBS_F32,
     .num_actions = 2, .max_episode_steps = 10, .solved_return = 10, .state_bytes = sizeof(nan_env),
     .seed = nan_seed, .reset = nan_reset, .step = nan_step,

@@ -566,17 +566,19 @@ static cudarl_status check_budget(cr_dqn *d, const cr_plan *pl) {
     const char *source = NULL; /* --mem-budget, or (0) the host's available memory */
     if (budget == 0 && d->on_device) budget = cr_ctx_mem_budget(d->ctx, &source);
     if (budget < 0) budget = 0, source = NULL;
-    cudarl_replay_request rq = {d->cfg.buffer_size, d->N, d->D, d->u8, 1, d->cfg.prioritized,
-                                (int64_t)pl->offsets[D_REPLAY], budget, source};
+    cudarl_replay_request rq = {sizeof rq, d->cfg.buffer_size, d->N, d->D, d->u8, 1,
+                                d->cfg.prioritized, (int64_t)pl->offsets[D_REPLAY], budget,
+                                source};
     char report[2048];
     return cudarl_replay_plan_report(&rq, report, sizeof report);
 }
 
-static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_config *cfg) {
+static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_config *given) {
+    CR_TRY(cr_dqn_config_take(given, &d->cfg, "cudarl_dqn_train"));
+    const cudarl_dqn_config *cfg = &d->cfg;
     CR_TRY(cudarl_dqn_config_validate(cfg));
     d->ctx = ctx;
     d->o = ctx->ops;
-    d->cfg = *cfg;
     CR_TRY(check_context(d, ctx));
     d->on_device = ctx->kind == CUDARL_DEVICE_CUDA;
     d->env_info = cr_env_info_find(cfg->env_id);

@@ -2,15 +2,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "algo/dqn/dqn_internal.h"
 #include "algo/run.h"
+#include "core/abi.h"
 #include "core/core.h"
 #include "env/env.h"
 #include "nn/convnet.h"
 #include "nn/precision.h"
 #include "replay/replay.h"
 
-void cudarl_dqn_config_default(cudarl_dqn_config *c, const char *env_id) {
+/* CleanRL dqn.py's defaults into *c, a config of this build's size. */
+static void dqn_defaults(cudarl_dqn_config *c, const char *env_id) {
     memset(c, 0, sizeof *c);
+    c->struct_size = sizeof *c;
     snprintf(c->env_id, sizeof c->env_id, "%s", env_id ? env_id : "CartPole-v1");
     snprintf(c->runs_dir, sizeof c->runs_dir, "runs");
     c->seed = 1;
@@ -42,7 +46,25 @@ void cudarl_dqn_config_default(cudarl_dqn_config *c, const char *env_id) {
     c->replay_frames = 1;
 }
 
-void cudarl_dqn_config_for_device(cudarl_dqn_config *c, cudarl_device_kind kind) {
+cudarl_status cudarl_dqn_config_default_sized(cudarl_dqn_config *c, size_t struct_size,
+                                              const char *env_id) {
+    CR_REQUIRE(c, "cudarl_dqn_config_default: the config is NULL");
+    CR_TRY(cr_struct_check(&cr_abi_dqn_config, struct_size, "cudarl_dqn_config_default"));
+    cudarl_dqn_config full;
+    dqn_defaults(&full, env_id);
+    cr_struct_write(c, &full, struct_size);
+    return CUDARL_OK;
+}
+
+cudarl_status cr_dqn_config_take(const cudarl_dqn_config *given, cudarl_dqn_config *c,
+                                 const char *where) {
+    dqn_defaults(c, NULL);
+    return cr_struct_read(&cr_abi_dqn_config, c, given, where);
+}
+
+void cudarl_dqn_config_for_device(cudarl_dqn_config *cfg, cudarl_device_kind kind) {
+    cudarl_dqn_config full, *c = &full;
+    if (cr_dqn_config_take(cfg, c, "cudarl_dqn_config_for_device") != CUDARL_OK) return;
     if (kind != CUDARL_DEVICE_CUDA) return;
     /* tuned on the CPU twin of the same loop: seeds 1-3 reach 475 at 150-172k steps */
     c->num_envs = 32;
@@ -54,6 +76,7 @@ void cudarl_dqn_config_for_device(cudarl_dqn_config *c, cudarl_device_kind kind)
     c->learning_starts = 2048;
     c->exploration_fraction = 0.15;
     c->total_timesteps = 250000;
+    cr_struct_write(cfg, c, cfg->struct_size);
 }
 
 /* --policy: "mlp", or a named convolutional network that fits the env's observations. */
@@ -98,7 +121,10 @@ static cudarl_status check_buffer_size(const cudarl_dqn_config *c, const cudarl_
     return CUDARL_OK;
 }
 
-cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *c) {
+cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *cfg) {
+    cudarl_dqn_config full;
+    CR_TRY(cr_dqn_config_take(cfg, &full, "cudarl_dqn_config_validate"));
+    const cudarl_dqn_config *c = &full;
     CR_TRY(cr_flag_ranges_check(cudarl_flag_ranges(CUDARL_FLAGS_DQN), c)); /* each field */
     const cudarl_env_def *def;
     CR_TRY(cr_run_find_env(c->env_id, &def));

@@ -175,6 +175,13 @@ typedef struct cr_dqn_tensor {
     size_t offset;
 } cr_dqn_tensor;
 
+/* ---- the config (dqn_config.c) ---- */
+
+/* *c (this build's size, the defaults under what the caller set) from the caller's config
+ * `given` of any size cr_abi_dqn_config accepts; `where` names the public function. */
+cudarl_status cr_dqn_config_take(const cudarl_dqn_config *given, cudarl_dqn_config *c,
+                                 const char *where);
+
 /* ---- the Q-network on the context (dqn_qnet.c) ---- */
 
 /* Lays out the Q-network cfg.policy names and makes it on the context (a conv net's CUDA twin

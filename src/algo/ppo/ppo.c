@@ -328,12 +328,13 @@ static cudarl_status async_init(cr_ppo *p) {
     return CUDARL_OK;
 }
 
-cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *cfg) {
+cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *given) {
     memset(p, 0, sizeof *p);
     p->run_lock = -1;
+    CR_TRY(cr_ppo_config_take(given, &p->cfg, "cudarl_ppo_train"));
+    const cudarl_ppo_config *cfg = &p->cfg;
     CR_TRY(cudarl_ppo_config_validate(cfg));
     p->ctx = ctx;
-    p->cfg = *cfg;
     p->env_info = cr_env_info_find(cfg->env_id);
     if (cfg->env_device == CUDARL_DEVICE_CUDA && ctx->kind != CUDARL_DEVICE_CUDA)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--env-device cuda needs a CUDA device, and this "

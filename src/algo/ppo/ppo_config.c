@@ -3,15 +3,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "algo/ppo/ppo_internal.h"
 #include "algo/run.h"
+#include "core/abi.h"
 #include "core/core.h"
 #include "env/env.h"
 #include "nn/convnet.h"
 #include "nn/precision.h"
 #include "runtime/mlp_check.h"
 
-void cudarl_ppo_config_default(cudarl_ppo_config *c, const char *env_id) {
+/* cudarl's tuned defaults into *c, a config of this build's size. */
+static void ppo_defaults(cudarl_ppo_config *c, const char *env_id) {
     memset(c, 0, sizeof *c);
+    c->struct_size = sizeof *c;
     snprintf(c->env_id, sizeof c->env_id, "%s", env_id ? env_id : "CartPole-v1");
     snprintf(c->runs_dir, sizeof c->runs_dir, "runs");
     c->seed = 1;
@@ -40,7 +44,24 @@ void cudarl_ppo_config_default(cudarl_ppo_config *c, const char *env_id) {
     c->actor_device = c->learner_device = -1;
 }
 
-void cudarl_ppo_config_for_device(cudarl_ppo_config *c, cudarl_device_kind kind) {
+cudarl_status cudarl_ppo_config_default_sized(cudarl_ppo_config *c, size_t struct_size,
+                                              const char *env_id) {
+    CR_REQUIRE(c, "cudarl_ppo_config_default: the config is NULL");
+    CR_TRY(cr_struct_check(&cr_abi_ppo_config, struct_size, "cudarl_ppo_config_default"));
+    cudarl_ppo_config full;
+    ppo_defaults(&full, env_id);
+    cr_struct_write(c, &full, struct_size);
+    return CUDARL_OK;
+}
+
+cudarl_status cr_ppo_config_take(const cudarl_ppo_config *given, cudarl_ppo_config *c,
+                                 const char *where) {
+    ppo_defaults(c, NULL);
+    return cr_struct_read(&cr_abi_ppo_config, c, given, where);
+}
+
+/* The presets below change the caller's config through a copy of this build's size. */
+static void ppo_for_device(cudarl_ppo_config *c, cudarl_device_kind kind) {
     if (kind != CUDARL_DEVICE_CUDA) return;
     c->num_envs = 1024;
     c->num_steps = 16;
@@ -48,7 +69,7 @@ void cudarl_ppo_config_for_device(cudarl_ppo_config *c, cudarl_device_kind kind)
     c->total_timesteps = 2000000;
 }
 
-void cudarl_ppo_config_for_policy(cudarl_ppo_config *c, const char *policy) {
+static void ppo_for_policy(cudarl_ppo_config *c, const char *policy) {
     if (policy) snprintf(c->policy, sizeof c->policy, "%s", policy);
     if (!strcmp(c->policy, "mlp")) return;
     /* CleanRL ppo_atari.py's defaults (its num_minibatches 4, update_epochs 4, gamma, GAE
@@ -62,7 +83,7 @@ void cudarl_ppo_config_for_policy(cudarl_ppo_config *c, const char *policy) {
     c->total_timesteps = 10000000;
 }
 
-void cudarl_ppo_config_for_env(cudarl_ppo_config *c, const char *env_id) {
+static void ppo_for_env(cudarl_ppo_config *c, const char *env_id) {
     if (env_id) snprintf(c->env_id, sizeof c->env_id, "%s", env_id);
     const cr_env_info *info = cr_env_info_find(c->env_id);
     if (!info || info->action_dim == 0) return;
@@ -78,6 +99,27 @@ void cudarl_ppo_config_for_env(cudarl_ppo_config *c, const char *env_id) {
     c->clip_coef = 0.2;
     c->total_timesteps = 1000000;
     c->norm_obs = c->norm_reward = 1;
+}
+
+void cudarl_ppo_config_for_device(cudarl_ppo_config *cfg, cudarl_device_kind kind) {
+    cudarl_ppo_config c;
+    if (cr_ppo_config_take(cfg, &c, "cudarl_ppo_config_for_device") != CUDARL_OK) return;
+    ppo_for_device(&c, kind);
+    cr_struct_write(cfg, &c, cfg->struct_size);
+}
+
+void cudarl_ppo_config_for_policy(cudarl_ppo_config *cfg, const char *policy) {
+    cudarl_ppo_config c;
+    if (cr_ppo_config_take(cfg, &c, "cudarl_ppo_config_for_policy") != CUDARL_OK) return;
+    ppo_for_policy(&c, policy);
+    cr_struct_write(cfg, &c, cfg->struct_size);
+}
+
+void cudarl_ppo_config_for_env(cudarl_ppo_config *cfg, const char *env_id) {
+    cudarl_ppo_config c;
+    if (cr_ppo_config_take(cfg, &c, "cudarl_ppo_config_for_env") != CUDARL_OK) return;
+    ppo_for_env(&c, env_id);
+    cr_struct_write(cfg, &c, cfg->struct_size);
 }
 
 /* The convolutional policy that suits an image env of (c, h, w): MinAtar's 10x10 channels get
@@ -136,7 +178,10 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
     return CUDARL_OK;
 }
 
-cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *c) {
+cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *cfg) {
+    cudarl_ppo_config full;
+    CR_TRY(cr_ppo_config_take(cfg, &full, "cudarl_ppo_config_validate"));
+    const cudarl_ppo_config *c = &full;
     CR_TRY(cr_flag_ranges_check(cudarl_flag_ranges(CUDARL_FLAGS_PPO), c)); /* each field */
     const cudarl_env_def *def;
     CR_TRY(cr_run_find_env(c->env_id, &def));
@@ -198,7 +243,7 @@ static cudarl_status config_from_file(const cr_st_file *f, const char *path,
                        "the program that registers '%s' (cudarl_env_register), or check that the "
                        "file is a checkpoint of cudarl train", path, env ? env : "(missing)",
                        env ? env : "its env");
-    cudarl_ppo_config_default(c, env);
+    ppo_defaults(c, env);
     if (run) snprintf(c->run_name, sizeof c->run_name, "%s", run);
     if (pol) snprintf(c->policy, sizeof c->policy, "%s", pol);
     long long seed = 0, tt = 0, ne = 0, ns = 0, al = 0, nm = 0, ue = 0, na = 0, cv = 0, hid = 0;
@@ -244,14 +289,19 @@ static cudarl_status config_from_file(const cr_st_file *f, const char *path,
     return CUDARL_OK;
 }
 
-cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_config *cfg) {
+cudarl_status cudarl_ppo_config_load_sized(const char *path, cudarl_ppo_config *cfg,
+                                           size_t struct_size) {
+    CR_REQUIRE(path && cfg, "cudarl_ppo_config_load: the path and the config must not be NULL");
+    CR_TRY(cr_struct_check(&cr_abi_ppo_config, struct_size, "cudarl_ppo_config_load"));
+    cudarl_ppo_config full;
     cr_st_file *f;
     CR_TRY(cr_st_open(&f, path));
     /* a convolutional policy's tensors are checked against its spec by the trainer's loader */
     cudarl_status s = cr_st_meta(f, CR_CONVNET_META_KEY)
                           ? cr_checkpoint_check_header(f, path, "ppo")
                           : cr_checkpoint_check_format(f, path, "ppo");
-    if (s == CUDARL_OK) s = config_from_file(f, path, cfg);
+    if (s == CUDARL_OK) s = config_from_file(f, path, &full);
     cr_st_close(f);
+    if (s == CUDARL_OK) cr_struct_write(cfg, &full, struct_size);
     return s;
 }

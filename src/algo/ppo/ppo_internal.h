@@ -174,6 +174,10 @@ typedef struct cr_ppo {
     int tty;
 } cr_ppo;
 
+/* *c (this build's size, the defaults under what the caller set) from the caller's config
+ * `given` of any size cr_abi_ppo_config accepts; `where` names the public function. */
+cudarl_status cr_ppo_config_take(const cudarl_ppo_config *given, cudarl_ppo_config *c,
+                                 const char *where);
 /* Plans, allocates and seeds a trainer for `cfg` on `ctx` (weights, envs, RNG streams). */
 cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *cfg);
 void cr_ppo_free(cr_ppo *p);

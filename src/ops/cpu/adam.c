@@ -1,8 +1,8 @@
 /* Adam (Kingma & Ba 2015) as torch.optim.Adam computes it: no weight decay, no amsgrad. */
 #include <math.h>
-#include <omp.h>
 
 #include "ops/cpu/ops_cpu.h"
+#include "ops/parallel.h"
 
 /* Elements below which the step stays on the calling thread. */
 #define PARALLEL_N ((size_t)1 << 18)

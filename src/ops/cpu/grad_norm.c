@@ -1,8 +1,8 @@
 /* Gradient norm and clipping with torch.nn.utils.clip_grad_norm_ semantics. */
 #include <math.h>
-#include <omp.h>
 
 #include "ops/cpu/ops_cpu.h"
+#include "ops/parallel.h"
 
 /* Elements below which scaling stays on the calling thread. */
 #define PARALLEL_N ((size_t)1 << 18)

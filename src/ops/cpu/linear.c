@@ -12,11 +12,11 @@
  * forward packs w^T into a stack tile first; outputs narrower than NARROW use dot products
  * along I instead. bench/bench_ops_cpu.c times it (bench/RESULTS.md, CPU op microbenchmark). */
 #include <math.h>
-#include <omp.h>
 #include <string.h>
 
 #include "ops/cpu/ops_cpu.h"
 #include "ops/cpu/simd.h"
+#include "ops/parallel.h"
 
 /* noinline keeps the vector-width attribute from being lost by inlining into a caller. */
 #define CR_VECTOR_KERNEL CR_VECTOR_TARGET __attribute__((noinline))

@@ -3,12 +3,12 @@
  * with tau a Python float: PyTorch rounds tau and 1.0 - tau (computed in double) to float and
  * rounds each product and the sum, which is what the loop below does (C11 mode: no contraction
  * into an fma). Elementwise, so the thread count changes nothing. */
-#include <omp.h>
 #include <string.h>
 
 #include "ops/cpu/ops_cpu.h"
 #include "ops/cpu/ops_dqn.h"
 #include "ops/cpu/simd.h"
+#include "ops/parallel.h"
 
 /* Elements below which the update stays on the calling thread. */
 #define PARALLEL_N ((size_t)1 << 18)

@@ -5,11 +5,11 @@
  * (torch.relu is clamp_min, which propagates it) and -0; the backward is torch's
  * threshold_backward, y <= 0 ? 0 : dy, a select rather than a product, so an infinite or NaN dy
  * on a dead unit gives 0, not NaN. */
-#include <omp.h>
 
 #include "ops/cpu/ops_cpu.h"
 #include "ops/cpu/ops_dqn.h"
 #include "ops/cpu/simd.h"
+#include "ops/parallel.h"
 
 /* Elements below which the elementwise loops stay on the calling thread. */
 #define PARALLEL_N ((size_t)1 << 18)

@@ -3,10 +3,10 @@
  * A true division by 255, not a multiply by 1/255: x * (1.0f / 255) differs from x / 255.0f in
  * the last bit for some x, and the division is what PyTorch's obs.float() / 255.0 computes (the
  * Python scalar becomes a float32 divisor), so this matches it bit for bit. gcc vectorises it. */
-#include <omp.h>
 
 #include "ops/cpu/ops_conv.h"
 #include "ops/cpu/simd.h"
+#include "ops/parallel.h"
 
 /* Elements below which the loop stays on the calling thread. */
 #define PARALLEL_N ((size_t)1 << 18)

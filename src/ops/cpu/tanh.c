@@ -10,12 +10,12 @@
  * holds it to 5e-7); tanh(+-0) = +-0, odd, monotonic, exactly +-1 for |x| >= 9.5, NaN gives
  * NaN. About one cycle per element with AVX-512. */
 #include <math.h>
-#include <omp.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "ops/cpu/ops_cpu.h"
 #include "ops/cpu/simd.h"
+#include "ops/parallel.h"
 
 
 /* Without AVX-512's masked division gcc will not if-convert the loop (the division, used in one

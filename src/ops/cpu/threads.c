@@ -1,7 +1,7 @@
 /* Thread count of the CPU ops. */
-#include <omp.h>
 
 #include "ops/cpu/ops_cpu.h"
+#include "ops/parallel.h"
 
 /* OpenMP's nthreads-var of the calling thread: the ops called from this thread use that many.
  * Results do not depend on it (every reduction has a fixed order), only the speed does. */
