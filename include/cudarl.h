@@ -39,7 +39,8 @@ int cudarl_abi_version(void);
 size_t cudarl_sizeof(const char *type_name);
 
 /* Structs a caller fills and passes in (cudarl_ppo_config, cudarl_dqn_config, cudarl_env_def,
- * cudarl_policy_options, cudarl_onnx_options, cudarl_replay_request) begin with
+ * cudarl_policy_options, cudarl_onnx_options, cudarl_replay_request, cudarl_video_options)
+ * begin with
  *     size_t struct_size;   sizeof the struct as the caller was compiled
  * which their *_default function sets (or the caller: .struct_size = sizeof(cudarl_env_def)).
  * cudarl grows such a struct only at its end, so a library reads every size an earlier cudarl.h
@@ -644,7 +645,11 @@ cudarl_status cudarl_dqn_train_resume(cudarl_ctx *ctx, const cudarl_dqn_config *
                                       const char *resume_path, cudarl_train_summary *summary);
 /* Reads the hyperparameters stored in the DQN checkpoint at `path` into `cfg` (env_device cpu
  * when its envs stepped on CPU threads, else auto; device auto). */
-cudarl_status cudarl_dqn_config_load(const char *path, cudarl_dqn_config *cfg);
+cudarl_status cudarl_dqn_config_load_sized(const char *path, cudarl_dqn_config *cfg,
+                                           size_t struct_size);
+static inline cudarl_status cudarl_dqn_config_load(const char *path, cudarl_dqn_config *cfg) {
+    return cudarl_dqn_config_load_sized(path, cfg, sizeof *cfg);
+}
 
 /* Plays `episodes` greedy (argmax) episodes of the policy in `path` (1 to
  * CUDARL_EVAL_MAX_EPISODES) on the env it names, which must be registered in this process;
@@ -674,6 +679,7 @@ cudarl_status cudarl_env_render_info(const char *id, int *width, int *height, in
 
 /* How a policy's video is made. */
 typedef struct cudarl_video_options {
+    size_t struct_size;         /* set by cudarl_video_options_default */
     int episodes;               /* 1 .. CUDARL_VIDEO_MAX_EPISODES, played one after another */
     int fps;                    /* frames a second of the video; 0: the env's own */
     uint64_t seed;              /* episode k starts as env k of an evaluation seeded with it:
@@ -692,8 +698,12 @@ typedef struct cudarl_video_summary {
     double returns[CUDARL_VIDEO_MAX_EPISODES];   /* and its return */
 } cudarl_video_summary;
 
-/* 1 episode, the env's fps, seed 12345 (cudarl eval's), the CPU, fp32. */
-void cudarl_video_options_default(cudarl_video_options *opt);
+/* 1 episode, the env's fps, seed 12345 (cudarl eval's), the CPU, fp32; struct_size bytes, the
+ * caller's sizeof. */
+cudarl_status cudarl_video_options_default_sized(cudarl_video_options *opt, size_t struct_size);
+static inline cudarl_status cudarl_video_options_default(cudarl_video_options *opt) {
+    return cudarl_video_options_default_sized(opt, sizeof *opt);
+}
 /* Checks a video's path and frame rate before any work: the format by its extension (.gif:
  * giflib, built in where CMake found libgif-dev; .mp4: an `ffmpeg` on PATH), fps 1 ..
  * CUDARL_VIDEO_MAX_FPS (a GIF: 1 .. 50), and that the path can be written (as

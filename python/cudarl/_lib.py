@@ -207,7 +207,12 @@ _dqn_config_default_sized = _proto("cudarl_dqn_config_default_sized", c_int,
 dqn_config_for_device = _proto("cudarl_dqn_config_for_device", None, ctypes.POINTER(DQNConfig),
                                c_int)
 dqn_config_validate = _proto("cudarl_dqn_config_validate", c_int, ctypes.POINTER(DQNConfig))
-dqn_config_load = _proto("cudarl_dqn_config_load", c_int, c_char_p, ctypes.POINTER(DQNConfig))
+_dqn_config_load_sized = _proto("cudarl_dqn_config_load_sized", c_int, c_char_p,
+                                ctypes.POINTER(DQNConfig), ctypes.c_size_t)
+
+
+def dqn_config_load(path, cfg):
+    return _dqn_config_load_sized(path, cfg, ctypes.sizeof(DQNConfig))
 dqn_train_resume = _proto("cudarl_dqn_train_resume", c_int, c_void_p, ctypes.POINTER(DQNConfig),
                           c_char_p, ctypes.POINTER(TrainSummary))
 dqn_train = _proto("cudarl_dqn_train", c_int, c_void_p, ctypes.POINTER(DQNConfig),

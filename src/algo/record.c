@@ -5,17 +5,28 @@
 #include <string.h>
 
 #include "algo/eval.h"
+#include "core/abi.h"
 #include "algo/run.h"
 #include "env/env.h"
 #include "env/render.h"
 #include "io/video.h"
 
-void cudarl_video_options_default(cudarl_video_options *opt) {
+static void video_defaults(cudarl_video_options *opt) {
     memset(opt, 0, sizeof *opt);
+    opt->struct_size = sizeof *opt;
     opt->episodes = 1;
     opt->seed = 12345;
     opt->device = CUDARL_DEVICE_CPU;
     opt->precision = CUDARL_PRECISION_FP32;
+}
+
+cudarl_status cudarl_video_options_default_sized(cudarl_video_options *opt, size_t struct_size) {
+    CR_REQUIRE(opt, "cudarl_video_options_default: the options are NULL");
+    CR_TRY(cr_struct_check(&cr_abi_video_options, struct_size, "cudarl_video_options_default"));
+    cudarl_video_options full;
+    video_defaults(&full);
+    cr_struct_write(opt, &full, struct_size);
+    return CUDARL_OK;
 }
 
 /* "A, B, C" of the registered envs that have a renderer, into buf (cap bytes). */
@@ -126,8 +137,8 @@ cudarl_status cudarl_policy_record(const char *checkpoint, const char *video_pat
                                    const cudarl_video_options *opt,
                                    cudarl_video_summary *summary) {
     cudarl_video_options o;
-    if (opt) o = *opt;
-    else cudarl_video_options_default(&o);
+    video_defaults(&o);
+    if (opt) CR_TRY(cr_struct_read(&cr_abi_video_options, &o, opt, "cudarl_policy_record"));
     CR_REQUIRE(checkpoint && video_path, "cudarl_policy_record: the checkpoint and the video "
                "path must not be NULL");
     CR_TRY(check_options(&o));

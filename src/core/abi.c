@@ -46,9 +46,13 @@ const cr_struct_abi cr_abi_onnx_options = {"cudarl_onnx_options",
 const cr_struct_abi cr_abi_policy_options = {"cudarl_policy_options",
                                              "cudarl_policy_options_default()",
                                              sizeof(cudarl_policy_options), {0}};
+const cr_struct_abi cr_abi_video_options = {"cudarl_video_options",
+                                            "cudarl_video_options_default()",
+                                            sizeof(cudarl_video_options), {0}};
 const cr_struct_abi *const cr_struct_abis[] = {
-    &cr_abi_env_def,      &cr_abi_ppo_config,     &cr_abi_dqn_config, &cr_abi_replay_request,
-    &cr_abi_onnx_options, &cr_abi_policy_options, NULL,
+    &cr_abi_env_def,       &cr_abi_ppo_config,     &cr_abi_dqn_config,
+    &cr_abi_replay_request, &cr_abi_onnx_options,  &cr_abi_policy_options,
+    &cr_abi_video_options, NULL,
 };
 
 /* How a caller sets struct_size, for the messages. */

@@ -48,7 +48,7 @@ static void test_tables(void) {
         CHECK_MSG(last < (*a)->size, "%s: older size %zu, now %zu",
                   (*a)->type, last, (*a)->size);
     }
-    CHECK(n == 6);
+    CHECK(n == 7);
     printf("struct tables: %d\n", n);
 }
 
@@ -118,6 +118,12 @@ static void test_defaults(void) {
     CHECK(o.struct_size == sizeof o && o.max_batch == 1);
     refused("policy options default, size 0", cudarl_policy_options_default_sized(&o, 0),
             "cudarl_policy_options_default", "struct_size is 0");
+    cudarl_video_options vo;
+    CHECK_OK(cudarl_video_options_default(&vo));
+    CHECK(vo.struct_size == sizeof vo && vo.episodes == 1);
+    refused("video options default, size too big",
+            cudarl_video_options_default_sized(&vo, sizeof vo + 8), "cudarl_video_options_default",
+            "newer cudarl.h");
     cudarl_onnx_options x;
     CHECK_OK(cudarl_onnx_options_default(&x));
     CHECK(x.struct_size == sizeof x && x.input_dtype == CUDARL_OBS_F32);
@@ -175,6 +181,16 @@ static void test_options(void) {
     cudarl_policy *pi = (cudarl_policy *)&o;
     refused("policy load, options size 0", cudarl_policy_load("missing.safetensors", &o, &pi),
             "cudarl_policy_load", "cudarl_policy_options_default()");
+    CHECK(pi == NULL);
+    cudarl_video_options vo;
+    CHECK_OK(cudarl_video_options_default(&vo));
+    vo.struct_size = 0;
+    refused("policy record, options size 0",
+            cudarl_policy_record("missing.safetensors", "out.gif", &vo, NULL),
+            "cudarl_policy_record", "cudarl_video_options_default()");
+    cudarl_dqn_config dc;
+    refused("dqn config load, size 0", cudarl_dqn_config_load_sized("missing.safetensors", &dc, 0),
+            "cudarl_dqn_config_load", "struct_size is 0");
     CHECK(pi == NULL);
     o.struct_size = sizeof o + 8;
     cr_convnet_spec spec;

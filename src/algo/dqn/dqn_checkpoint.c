@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "algo/dqn/dqn_internal.h"
+#include "core/abi.h"
 #include "env/env_check.h"
 #include "nn/precision.h"
 
@@ -567,7 +568,7 @@ cudarl_status cr_dqn_checkpoint_load(cr_dqn *d, const char *path) {
 
 /* ---- the hyperparameters of a checkpoint ------------------------------------------------------ */
 
-cudarl_status cudarl_dqn_config_load(const char *path, cudarl_dqn_config *c) {
+static cudarl_status config_load(const char *path, cudarl_dqn_config *c) {
     cr_st_file *f;
     CR_TRY(cr_st_open(&f, path));
     cudarl_status s = cr_checkpoint_check_header(f, path, "dqn");
@@ -626,4 +627,14 @@ cudarl_status cudarl_dqn_config_load(const char *path, cudarl_dqn_config *c) {
         s = cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' holds invalid hyperparameters (%s)", path,
                     cudarl_last_error());
     return s;
+}
+
+cudarl_status cudarl_dqn_config_load_sized(const char *path, cudarl_dqn_config *cfg,
+                                           size_t struct_size) {
+    CR_REQUIRE(path && cfg, "cudarl_dqn_config_load: the path and the config must not be NULL");
+    CR_TRY(cr_struct_check(&cr_abi_dqn_config, struct_size, "cudarl_dqn_config_load"));
+    cudarl_dqn_config full;
+    CR_TRY(config_load(path, &full));
+    cr_struct_write(cfg, &full, struct_size);
+    return CUDARL_OK;
 }
