@@ -261,6 +261,9 @@ int main(int argc, char **argv) {
     /* the CPU steps MinAtar on threads; CUDA on its image twin */
     c.env_device = device == CUDARL_DEVICE_CUDA ? CUDARL_DEVICE_AUTO : CUDARL_DEVICE_CPU;
     c.total_timesteps = 800, c.learning_starts = 100, c.buffer_size = 200, c.batch_size = 8;
+    /* on CUDA the stop comes through the metrics pipe, up to its 4 slots of 100-step blocks
+     * behind the host: 800 steps would be queued to the end before the stop arrives */
+    if (device == CUDARL_DEVICE_CUDA) c.total_timesteps = 2400;
     snprintf(tag, sizeof tag, "%s_cnn_%d", side, (int)getpid());
     straight_and_resumed(c, tag, cnn_ckpt, sizeof cnn_ckpt);
     if (device == CUDARL_DEVICE_CPU) {
