@@ -23,6 +23,8 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCUDARL_WERROR=ON -DCUDARL_SA
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -LE "gpu|slow")
 
+scripts/aarch64-check.sh build-aarch64 # aarch64 under qemu, CUDA sm_100/110 (docs/testing.md)
+
 if [ "${FUZZ_SECONDS:-60}" -gt 0 ]; then
   scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
 fi

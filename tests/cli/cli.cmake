@@ -11,7 +11,7 @@ endif()
 foreach(group bad_input help determinism checkpoint resume eval dqn_plan ppo_conv runs limits continuous config)
   add_test(NAME cli_${group}
            COMMAND ${CUDARL_CLI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_cli.py
-                   --cudarl $<TARGET_FILE:cudarl_cli> --work ${CMAKE_CURRENT_BINARY_DIR}/cli-work
+                   --cudarl ${CUDARL_CLI_RUN} --work ${CMAKE_CURRENT_BINARY_DIR}/cli-work
                    --only ${group})
   set_tests_properties(cli_${group} PROPERTIES LABELS "cpu;cli" TIMEOUT 300)
 endforeach()

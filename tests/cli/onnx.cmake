@@ -7,6 +7,7 @@
 # group, each in its own folder under onnx-work.
 add_executable(onnx_policy_forward ${CMAKE_CURRENT_LIST_DIR}/onnx_policy_forward.c)
 cudarl_test_target(onnx_policy_forward)
+cudarl_test_runner(CUDARL_ONNX_FORWARD_RUN onnx_policy_forward)
 
 if(Python3_EXECUTABLE)
   set(CUDARL_ONNX_PYTHON ${Python3_EXECUTABLE})
@@ -16,7 +17,7 @@ endif()
 foreach(group ppo dqn conv bad_input gaussian)
   add_test(NAME onnx_export_${group}
            COMMAND ${CUDARL_ONNX_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_onnx_export.py
-                   --cudarl $<TARGET_FILE:cudarl_cli> --forward $<TARGET_FILE:onnx_policy_forward>
+                   --cudarl ${CUDARL_CLI_RUN} --forward ${CUDARL_ONNX_FORWARD_RUN}
                    --work ${CMAKE_CURRENT_BINARY_DIR}/onnx-work --only ${group})
   set_tests_properties(onnx_export_${group} PROPERTIES LABELS "cpu;python" TIMEOUT 300)
 endforeach()

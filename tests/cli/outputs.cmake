@@ -15,7 +15,7 @@ endif()
 foreach(group ${CUDARL_OUTPUTS_GROUPS})
   add_test(NAME outputs_${group}
            COMMAND ${CUDARL_OUTPUTS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_outputs.py
-                   --cudarl $<TARGET_FILE:cudarl_cli>
+                   --cudarl ${CUDARL_CLI_RUN}
                    --work ${CMAKE_CURRENT_BINARY_DIR}/outputs-work --only ${group})
   set_tests_properties(outputs_${group} PROPERTIES LABELS "cpu;cli" TIMEOUT 300)
 endforeach()

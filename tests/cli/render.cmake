@@ -14,7 +14,7 @@ endif()
 foreach(group ${CUDARL_RENDER_GROUPS})
   add_test(NAME render_${group}
            COMMAND ${CUDARL_RENDER_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_render.py
-                   --cudarl $<TARGET_FILE:cudarl_cli> --work ${CMAKE_CURRENT_BINARY_DIR}/render-work
+                   --cudarl ${CUDARL_CLI_RUN} --work ${CMAKE_CURRENT_BINARY_DIR}/render-work
                    --only ${group})
   set_tests_properties(render_${group} PROPERTIES LABELS "cpu;cli" TIMEOUT 120)
 endforeach()

@@ -12,11 +12,11 @@ endif()
 set(CUDARL_RESUME_PROPERTY ${CMAKE_CURRENT_LIST_DIR}/test_resume_property.py)
 add_test(NAME cli_resume_property
          COMMAND ${CUDARL_RESUME_PYTHON} ${CUDARL_RESUME_PROPERTY}
-                 --cudarl $<TARGET_FILE:cudarl_cli>
+                 --cudarl ${CUDARL_CLI_RUN}
                  --work ${CMAKE_CURRENT_BINARY_DIR}/resume-property)
 set_tests_properties(cli_resume_property PROPERTIES LABELS "cpu;cli" TIMEOUT 300)
 add_test(NAME cli_resume_property_full
          COMMAND ${CUDARL_RESUME_PYTHON} ${CUDARL_RESUME_PROPERTY}
-                 --cudarl $<TARGET_FILE:cudarl_cli>
+                 --cudarl ${CUDARL_CLI_RUN}
                  --work ${CMAKE_CURRENT_BINARY_DIR}/resume-property-full --full)
 set_tests_properties(cli_resume_property_full PROPERTIES LABELS "cpu;cli;slow" TIMEOUT 1800)

@@ -10,7 +10,7 @@ endif()
 foreach(group term hup int dqn kill)
   add_test(NAME signals_${group}
            COMMAND ${CUDARL_SIGNALS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_signals.py
-                   --cudarl $<TARGET_FILE:cudarl_cli>
+                   --cudarl ${CUDARL_CLI_RUN}
                    --work ${CMAKE_CURRENT_BINARY_DIR}/signals-work --only ${group})
   set_tests_properties(signals_${group} PROPERTIES LABELS "cpu;cli" TIMEOUT 300)
 endforeach()

@@ -66,7 +66,10 @@ static float *loadf(const char *net, const char *what, size_t n) {
 
 static double max_abs(const float *p, size_t n) {
     double m = 0;
-    for (size_t i = 0; i < n; i++) m = fmax(m, fabs(p[i]));
+    /* `if (a > m)`, not fmax(): GCC 12.2 for aarch64 crashes (an internal compiler error) vectorizing
+     * an fmax reduction over floats widened to double; the same for every input, NaN left out. */
+    for (size_t i = 0; i < n; i++)
+        if (fabs(p[i]) > m) m = fabs(p[i]);
     return m;
 }
 

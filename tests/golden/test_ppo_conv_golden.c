@@ -165,7 +165,10 @@ static void check_tensors(const cr_ppo *p, const float *buf, const char *prefix,
 static void check_outputs(const char *what, const float *got, const float *want, size_t n,
                           double tol) {
     double top = 0;
-    for (size_t i = 0; i < n; i++) top = fmax(top, fabs(want[i]));
+    /* `if (a > m)`, not fmax(): GCC 12.2 for aarch64 crashes (an internal compiler error) vectorizing
+     * an fmax reduction over floats widened to double; the same for every input, NaN left out. */
+    for (size_t i = 0; i < n; i++)
+        if (fabs(want[i]) > top) top = fabs(want[i]);
     for (size_t i = 0; i < n; i++) {
         char label[96];
         snprintf(label, sizeof label, "%s[%zu]", what, i);

@@ -229,8 +229,12 @@ static void loss_check(const gauss_batch *g, const cr_ppo_loss_params *p) {
      * (the sum cancels) plus ent_coef. */
     const double h = 1e-5;
     double scale_m = 0, scale_v = 0;
-    for (size_t i = 0; i < n; i++) scale_m = fmax(scale_m, fabs(dm[i]));
-    for (int b = 0; b < B; b++) scale_v = fmax(scale_v, fabs(dv[b]));
+    /* `if (a > m)`, not fmax(): GCC 12.2 for aarch64 crashes (an internal compiler error) vectorizing
+     * an fmax reduction over floats widened to double; the same for every input, NaN left out. */
+    for (size_t i = 0; i < n; i++)
+        if (fabs(dm[i]) > scale_m) scale_m = fabs(dm[i]);
+    for (int b = 0; b < B; b++)
+        if (fabs(dv[b]) > scale_v) scale_v = fabs(dv[b]);
     for (size_t i = 0; i < n; i++) {
         double keep = m[i];
         m[i] = keep + h;
