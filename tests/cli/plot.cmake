@@ -14,7 +14,7 @@ endif()
 foreach(group ${CUDARL_PLOT_GROUPS})
   add_test(NAME plot_${group}
            COMMAND ${CUDARL_PLOT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_plot.py
-                   --cudarl $<TARGET_FILE:cudarl_cli> --work ${CMAKE_CURRENT_BINARY_DIR}/plot-work
+                   --cudarl ${CUDARL_CLI_RUN} --work ${CMAKE_CURRENT_BINARY_DIR}/plot-work
                    --only ${group})
   set_tests_properties(plot_${group} PROPERTIES LABELS "cpu;cli" TIMEOUT 120)
 endforeach()

@@ -14,7 +14,7 @@ endif()
 foreach(group ${CUDARL_VIDEO_GROUPS})
   add_test(NAME video_${group}
            COMMAND ${CUDARL_VIDEO_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_video.py
-                   --cudarl $<TARGET_FILE:cudarl_cli> --dump $<TARGET_FILE:render_dump>
+                   --cudarl ${CUDARL_CLI_RUN} --dump ${CUDARL_RENDER_DUMP_RUN}
                    --work ${CMAKE_CURRENT_BINARY_DIR}/video-work --only ${group})
   set_tests_properties(video_${group} PROPERTIES LABELS "cpu;cli" TIMEOUT 300)
 endforeach()

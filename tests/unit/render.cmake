@@ -9,6 +9,7 @@ endif()
 
 add_executable(render_dump ${CMAKE_CURRENT_LIST_DIR}/render_dump.c)
 cudarl_test_target(render_dump)
+cudarl_test_runner(CUDARL_RENDER_DUMP_RUN render_dump) # tests/cli/video.cmake runs it too
 if(Python3_Interpreter_FOUND)
   set(CUDARL_RENDER_GYM_PYTHON ${Python3_EXECUTABLE})
 else()
@@ -16,5 +17,5 @@ else()
 endif()
 add_test(NAME test_render_gym
          COMMAND ${CUDARL_RENDER_GYM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_render_gym.py
-                 $<TARGET_FILE:render_dump> ${CMAKE_CURRENT_BINARY_DIR}/render-gym-work)
+                 ${CUDARL_RENDER_DUMP_RUN} ${CMAKE_CURRENT_BINARY_DIR}/render-gym-work)
 set_tests_properties(test_render_gym PROPERTIES LABELS "cpu;gym" TIMEOUT 120)
