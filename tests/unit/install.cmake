@@ -5,5 +5,6 @@ add_test(NAME test_install
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_install.py
                  ${CMAKE_CURRENT_BINARY_DIR}/install-test ${PROJECT_SOURCE_DIR}/include/cudarl.h
                  ${PROJECT_SOURCE_DIR}/cmake/cudarl.map ${CMAKE_BINARY_DIR}
-                 --install=${CMAKE_COMMAND})
+                 --install=${CMAKE_COMMAND}
+                 --emulator=${CUDARL_EMULATOR_RUN})
 set_tests_properties(test_install PROPERTIES LABELS "cpu")

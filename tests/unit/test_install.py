@@ -101,7 +101,10 @@ def main():
         fails.append("pkg-config --cflags --libs cudarl: %r, expected -I%s -L%s -lcudarl"
                      % (r.stdout.strip(), p("include"), p(libdir)))
     if not runtime_only and os.path.exists(p("bin/cudarl")):
-        r = subprocess.run([p("bin/cudarl"), "info"], capture_output=True, text=True)
+        # cross-compiled: through the emulator (--emulator=SCRIPT; empty natively)
+        emu = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--emulator=")]
+        emu = [x for x in emu if x]
+        r = subprocess.run(emu + [p("bin/cudarl"), "info"], capture_output=True, text=True)
         if r.returncode or ("cudarl " + version) not in r.stdout:
             fails.append("bin/cudarl info: exit %d, %s%s" % (r.returncode, r.stdout, r.stderr))
     for f in fails:
