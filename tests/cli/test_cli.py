@@ -1175,6 +1175,22 @@ def config_round_trip(work, algo, file_text, override, small_args):
     if got2 != got:
         fail("the reproduced run's config.toml", "the first run's but for runs-dir",
              f"  got: {got2}")
+    check(f"{algo}: the same run from flags alone (config.toml's values as flags) writes the "
+          "same checkpoint bytes")
+    as_flags = []
+    for key, value in got.items():
+        if key == "runs-dir" or value == "":
+            continue
+        if isinstance(value, bool):
+            as_flags.append(f"--{key}" if value else f"--no-{key}")
+        else:
+            as_flags += [f"--{key}", str(value)]
+    run_ok("train from flags", ["train", *as_flags, "--runs-dir", "fromflags"], work)
+    flagged = os.path.join(work, "fromflags", name, "model.safetensors")
+    if sha256(flagged) != sha256(os.path.join(run_dir, "model.safetensors")):
+        fail("flags and a config file give the same run", "identical model.safetensors",
+             "  " + (tensor_difference(flagged, os.path.join(run_dir, "model.safetensors")) or
+                     "tensors equal, metadata differs"))
     return run_dir
 
 

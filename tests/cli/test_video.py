@@ -9,7 +9,9 @@ GROUP is one of:
              (Pillow) to sum(length + 1) frames of 600x400 at 20 ms; the episode returns it
              prints are the ones eval plays (eval's mean over the same 2 episodes); its first
              frame is render_dump's picture of the same reset, pixel for pixel; --fps 25 gives
-             40 ms frames. A Pendulum policy (continuous actions) gives 201 frames of 500x500; a
+             40 ms frames; the pole, read from each frame's pixels, stays inside
+             CartPole's 12-degree termination bound (an episode of 500 steps among them). A
+             Pendulum policy (continuous actions) gives 201 frames of 500x500; a
              DQN MLP on MinAtar/Breakout 320x320 frames.
   mp4        an `ffmpeg` stand-in first on PATH gets the frames as rgb24 (bytes = frames x
              600 x 400 x 3) and its file lands at the target; a failing one is an error with
@@ -101,6 +103,45 @@ def gif_frames(path):
     return frames, durations, im.size
 
 
+POLE_RGB = (202, 152, 101)  # Gymnasium's pole colour, which the CartPole renderer uses
+THETA_BOUND = 12 * 2 * 3.141592653589793 / 360  # CartPole's termination angle (0.2095 rad)
+
+
+def pole_angle(frame):
+    """The pole's angle from vertical (radians, unsigned) in a 600x400 CartPole frame: the main
+    axis of its pixels (the pole is a 10 x 125 px bar drawn in POLE_RGB)."""
+    import numpy as np
+    ys, xs = np.nonzero((frame == POLE_RGB).all(axis=2))
+    if len(xs) < 100:
+        return None
+    pts = np.stack([xs - xs.mean(), ys - ys.mean()])
+    w, v = np.linalg.eigh(pts @ pts.T)
+    ax = v[:, np.argmax(w)]
+    return float(np.arctan2(abs(ax[0]), abs(ax[1])))
+
+
+def check_pole_balanced(frames, eps):
+    """Every frame of an episode shows the pole inside the termination bound, but the last of
+    an episode that ended by termination (shorter than 500 steps); at least one episode ran to
+    the time limit. The angle is read from the pixels, so within a degree of rasterization."""
+    at, worst, full = 0, 0.0, 0
+    for n, _ in eps:
+        kept = n + 1 if n == 500 else n  # a terminated episode's last frame is past the bound
+        full += n == 500
+        for k in range(kept):
+            a = pole_angle(frames[at + k])
+            if a is None:
+                fail("the pole is drawn", f"  frame {at + k}: no pole pixels")
+            worst = max(worst, a)
+            if a > THETA_BOUND + 0.02:
+                fail("the pole stays inside the termination bound",
+                     f"  frame {at + k} (episode step {k}): {a:.4f} rad > {THETA_BOUND:.4f}")
+        at += n + 1
+    if not full:
+        fail("the policy balances the pole", f"  no episode reached 500 steps: {eps}")
+    return worst
+
+
 def dump_reset(env_id, seed):
     import numpy as np
     out = os.path.join(WORK, "reset.bin")
@@ -111,7 +152,7 @@ def dump_reset(env_id, seed):
 
 
 def group_gif(cwd):
-    ckpt = train(cwd, "cp", "--total-timesteps", "16384")
+    ckpt = train(cwd, "cp", "--total-timesteps", "200000", "--device", "cpu")
     print("check: a CartPole GIF of 2 episodes", flush=True)
     out = ok_run("eval --video", ["eval", ckpt, "--episodes", "2", "--video", "cp.gif",
                                   "--video-episodes", "2"], cwd)
@@ -129,8 +170,10 @@ def group_gif(cwd):
     if not (frames[0] == first).all():
         fail("the first frame is the renderer's picture of the reset",
              f"  {(frames[0] != first).any(2).sum()} pixels differ")
+    worst = check_pole_balanced(frames, eps)
     print(f"ok: {len(frames)} frames for episodes {eps}; eval's mean {mean}; frame 0 = the "
-          f"renderer's reset", flush=True)
+          f"renderer's reset; the pole within {worst:.4f} rad of vertical (bound "
+          f"{THETA_BOUND:.4f})", flush=True)
     ok_run("--fps 25", ["eval", ckpt, "--episodes", "1", "--video", "slow.gif", "--fps", "25"],
            cwd)
     _, durations, _ = gif_frames(os.path.join(cwd, "slow.gif"))
