@@ -83,7 +83,7 @@ cmake -S . -B "$cuda_build" -DCMAKE_BUILD_TYPE=Release -DCUDARL_CUDA=ON -DCUDARL
 mkdir -p "$cuda_build/fatbin"
 python3 - "$cuda_build" <<'PY' | xargs -d '\n' -P "$jobs" -I{} sh -c '{}'
 import json, os, shlex, sys
-build = sys.argv[1]
+build = os.path.abspath(sys.argv[1])  # the commands run in the CUDA build's folder
 for e in json.load(open(os.path.join(build, "compile_commands.json"))):
     if not e["file"].endswith(".cu"):
         continue
