@@ -55,6 +55,21 @@ const char *cr_checkpoint_shape_text(char *b, size_t cap, int ndim, const int64_
     return b;
 }
 
+cudarl_status cr_checkpoint_expect_f32(const cr_st_file *f, const char *path, const char *name,
+                                       int ndim, const int64_t *shape, const char *expected) {
+    cr_st_tensor t;
+    CR_TRY(cr_st_find(f, name, &t));
+    int same = t.dtype == CR_ST_F32 && t.ndim == ndim;
+    for (int d = 0; same && d < t.ndim; d++) same = t.shape[d] == shape[d];
+    if (same) return CUDARL_OK;
+    char got[160], want[96];
+    return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s': tensor '%s' is %s of shape %s, but %s "
+                   "F32 of shape %s; the file was altered or damaged: use a model.safetensors "
+                   "written by cudarl train", path, name, cr_st_dtype_name(t.dtype),
+                   cr_checkpoint_shape_text(got, sizeof got, t.ndim, t.shape), expected,
+                   cr_checkpoint_shape_text(want, sizeof want, ndim, shape));
+}
+
 /* Index of the first element of t whose exponent bits are all set (an inf or a NaN), or -1;
  * *nan and *neg say which. Reads bytes (the data may be unaligned). */
 static int64_t first_non_finite(const cr_st_tensor *t, int *nan, int *neg) {

@@ -36,4 +36,10 @@ cudarl_status cr_checkpoint_meta_int(const cr_st_file *f, const char *path, cons
 /* "[d0, d1, ...]" of a tensor shape into b (cap bytes), for messages; returns b. */
 const char *cr_checkpoint_shape_text(char *b, size_t cap, int ndim, const int64_t *shape);
 
+/* Tensor `name` of f is there (else cr_st_find's error) and F32 of shape (ndim, shape); else
+ * CUDARL_ERR_MISMATCH naming it, its dtype and shape, and what expects it (`expected`, e.g.
+ * "this run's Q-network has"), as damage to the file. */
+cudarl_status cr_checkpoint_expect_f32(const cr_st_file *f, const char *path, const char *name,
+                                       int ndim, const int64_t *shape, const char *expected);
+
 #endif

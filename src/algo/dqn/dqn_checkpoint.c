@@ -297,18 +297,8 @@ static cudarl_status check_shape(const cr_dqn *d, const cr_st_file *f, const cha
         for (int i = 0; i < n; i++) {
             char name[128];
             snprintf(name, sizeof name, "%s%s", prefix[j], t[i].name);
-            cr_st_tensor ft;
-            CR_TRY(cr_st_find(f, name, &ft));
-            int same = ft.dtype == CR_ST_F32 && ft.ndim == t[i].ndim;
-            for (int a = 0; same && a < ft.ndim; a++) same = ft.shape[a] == t[i].shape[a];
-            if (same) continue;
-            char got[160], want[96];
-            return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s': tensor '%s' is %s of shape %s, "
-                           "but this run's Q-network has F32 of shape %s; the file was altered or "
-                           "damaged: use a model.safetensors written by cudarl train", path, name,
-                           cr_st_dtype_name(ft.dtype),
-                           cr_checkpoint_shape_text(got, sizeof got, ft.ndim, ft.shape),
-                           cr_checkpoint_shape_text(want, sizeof want, t[i].ndim, t[i].shape));
+            CR_TRY(cr_checkpoint_expect_f32(f, path, name, t[i].ndim, t[i].shape,
+                                            "this run's Q-network has"));
         }
     return CUDARL_OK;
 }

@@ -672,18 +672,8 @@ static cudarl_status check_conv_tensors(const cr_ppo *p, const cr_st_file *f, co
         for (int i = 0; i < n; i++) {
             char name[96];
             snprintf(name, sizeof name, "%s%s", prefix[k], pt[i].name);
-            cr_st_tensor t;
-            CR_TRY(cr_st_find(f, name, &t));
-            int same = t.dtype == CR_ST_F32 && t.ndim == pt[i].ndim;
-            for (int d = 0; same && d < t.ndim; d++) same = t.shape[d] == pt[i].shape[d];
-            if (same) continue;
-            char got[160], want[96];
-            return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s': tensor '%s' is %s of shape %s, "
-                           "but its network spec gives F32 of shape %s; the file was altered or "
-                           "damaged: use a model.safetensors written by cudarl train", path, name,
-                           cr_st_dtype_name(t.dtype),
-                           cr_checkpoint_shape_text(got, sizeof got, t.ndim, t.shape),
-                           cr_checkpoint_shape_text(want, sizeof want, pt[i].ndim, pt[i].shape));
+            CR_TRY(cr_checkpoint_expect_f32(f, path, name, pt[i].ndim, pt[i].shape,
+                                            "its network spec gives"));
         }
     return CUDARL_OK;
 }
