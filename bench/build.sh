@@ -2,10 +2,10 @@
 # Sourced by scripts/gpu-check.sh and bench/run.sh on the GPU machine: the dependencies and the
 # build of one source tree.
 #
-# bench_deps: cJSON and protobuf-c (and libpng, for cudarl render) from the .deb files in the
-#   repository's .debs/ (git-ignored; bench/prep.sh downloads them), unpacked into /tmp/deps,
-#   where the machine lacks them; sets BENCH_CMAKE_PREFIX and exports PATH and LD_LIBRARY_PATH
-#   (the binaries load libcjson at run time).
+# bench_deps: cJSON and protobuf-c (and libpng, for cudarl render, and giflib, for eval --video)
+#   from the .deb files in the repository's .debs/ (git-ignored; bench/prep.sh downloads them),
+#   unpacked into /tmp/deps, where the machine lacks them; sets BENCH_CMAKE_PREFIX and exports
+#   PATH and LD_LIBRARY_PATH (the binaries load libcjson at run time).
 # bench_build SRC BUILD JOBS [CMAKE_ARGS...]: configures and builds the tree at SRC into BUILD:
 #   Release, the CUDA backend (required) for the GPUs present (CMAKE_CUDA_ARCHITECTURES from
 #   nvidia-smi, e.g. 90-real on an H200: the same machine code as the default build runs there,
@@ -17,7 +17,7 @@ BENCH_CMAKE_PREFIX=()
 
 bench_deps() {
   if [ -f /usr/include/cjson/cJSON.h ] && [ -f /usr/include/protobuf-c/protobuf-c.h ] &&
-     command -v protoc-c >/dev/null; then
+     [ -f /usr/include/gif_lib.h ] && command -v protoc-c >/dev/null; then
     return 0
   fi
   if ! compgen -G "$BENCH_ROOT/.debs/*.deb" >/dev/null; then

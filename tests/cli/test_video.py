@@ -22,6 +22,12 @@ GROUP is one of:
              --video-episodes out of range, --video-episodes/--fps without --video, a missing
              folder, a directory as the target; no file and no temp file left.
   no_gif     (a build without giflib) --video x.gif is refused naming libgif-dev.
+  gpu        (a GPU: label gpu) conv policies played through the CUDA policy runtime: a PPO
+             minatar-cnn policy on MinAtar/Breakout trained on the GPU, its video with
+             --device cuda in fp32 and bf16 and with --device cpu (each GIF the frames of the
+             episodes its eval printed, 320x320 at 50 ms; fp32 on CUDA plays the CPU's episodes
+             unless a near tie of two logits flips, which is printed), and a DQN minatar-cnn
+             policy's on CUDA.
 Needs Pillow and numpy (scripts/setup.sh installs them).
 """
 import argparse
@@ -200,6 +206,41 @@ def group_gif(cwd):
     no_leftovers(cwd, "gif")
 
 
+def minatar_video(cwd, ckpt, name, *flags):
+    """eval CKPT --video NAME (2 episodes) with flags; checks the GIF against the episodes eval
+    printed and returns them."""
+    out = ok_run(f"MinAtar video {name}", ["eval", ckpt, "--episodes", "2", "--video", name,
+                                           "--video-episodes", "2", *flags], cwd)
+    eps, mean = episodes_of(out)
+    frames, durations, size = gif_frames(os.path.join(cwd, name))
+    want = sum(n + 1 for n, _ in eps)
+    if len(eps) != 2 or len(frames) != want or size != (320, 320) or set(durations) != {50}:
+        fail(f"a MinAtar video {name} ({' '.join(flags)})",
+             f"  episodes {eps}: expected {want} frames of 320x320 at 50 ms, got {len(frames)} "
+             f"of {size}, {sorted(set(durations))} ms\n  {out}")
+    if abs(sum(r for _, r in eps) / 2 - mean) > 0.006:
+        fail("the video's episodes are eval's", f"  video returns {eps}, eval's mean {mean}")
+    print(f"ok: {name} ({' '.join(flags)}): {len(frames)} frames for episodes {eps}",
+          flush=True)
+    return eps
+
+
+def group_gpu(cwd):
+    ckpt = train(cwd, "mp", "--env-id", "MinAtar/Breakout-v1", "--policy", "minatar-cnn",
+                 "--device", "cuda", "--total-timesteps", "300000")
+    gpu = minatar_video(cwd, ckpt, "mp-cuda.gif", "--device", "cuda")
+    cpu = minatar_video(cwd, ckpt, "mp-cpu.gif", "--device", "cpu")
+    if gpu != cpu:
+        print(f"note: the CUDA and CPU plays differ (a near tie of two logits): {gpu} vs {cpu}",
+              flush=True)
+    minatar_video(cwd, ckpt, "mp-bf16.gif", "--device", "cuda", "--precision", "bf16")
+    ckpt = train(cwd, "mq", "--algo", "dqn", "--env-id", "MinAtar/Breakout-v1", "--policy",
+                 "minatar-cnn", "--device", "cuda", "--total-timesteps", "20000",
+                 "--learning-starts", "1000")
+    minatar_video(cwd, ckpt, "mq-cuda.gif", "--device", "cuda")
+    no_leftovers(cwd, "gpu")
+
+
 def write_fake_ffmpeg(folder, body):
     path = os.path.join(folder, "ffmpeg")
     with open(path, "w") as f:
@@ -286,7 +327,7 @@ def main():
     a = ap.parse_args()
     CUDARL, DUMP = os.path.abspath(a.cudarl), os.path.abspath(a.dump)
     WORK = fresh(os.path.join(os.path.abspath(a.work), a.only))
-    if a.only in ("gif",):
+    if a.only in ("gif", "gpu"):
         try:
             import numpy  # noqa: F401
             from PIL import Image  # noqa: F401
@@ -294,7 +335,7 @@ def main():
             fail("the test's Python packages", f"  {e}: run scripts/setup.sh (pip install "
                  f"pillow numpy)")
     {"gif": group_gif, "mp4": group_mp4, "bad_input": group_bad_input,
-     "no_gif": group_no_gif}[a.only](WORK)
+     "no_gif": group_no_gif, "gpu": group_gpu}[a.only](WORK)
     print(f"all {a.only} checks passed", flush=True)
 
 

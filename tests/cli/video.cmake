@@ -24,3 +24,11 @@ endforeach()
 if(GIF_FOUND)
   set_tests_properties(video_gif PROPERTIES LABELS "cpu;cli;slow")
 endif()
+# On a GPU (label gpu): conv policies' videos through the CUDA policy runtime.
+if(GIF_FOUND AND CUDARL_HAVE_CUDA)
+  add_test(NAME video_gpu
+           COMMAND ${CUDARL_VIDEO_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_video.py
+                   --cudarl ${CUDARL_CLI_RUN} --dump ${CUDARL_RENDER_DUMP_RUN}
+                   --work ${CMAKE_CURRENT_BINARY_DIR}/video-work --only gpu)
+  set_tests_properties(video_gpu PROPERTIES LABELS gpu TIMEOUT 300)
+endif()

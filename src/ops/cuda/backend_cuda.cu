@@ -41,7 +41,9 @@ int cr_cuda_refuse_in_capture(cudarl_ctx *ctx, const char *op) {
 
 // ---- contexts ---------------------------------------------------------------------------
 
+#ifndef CUDARL_RUNTIME_ONLY
 static const cr_backend *unfused_table(void); // the table without the fused PPO op (below)
+#endif
 
 // Releases what cr_cuda_ctx_init created (any subset of it) and the impl itself.
 static void release(cr_cuda_impl *im, cudaStream_t stream) {
@@ -129,9 +131,12 @@ cudarl_status cr_cuda_ctx_init(cudarl_ctx *ctx, int device_index) {
     // CUDARL_FUSED=0 (read here, at context init) is the escape hatch that turns the fused PPO
     // minibatch op (ppo_fused.cu) off: this context's table then lacks ppo_minibatch_grads and
     // PPO runs the unfused ops. It is also off where the fused kernels cannot run.
+    // The runtime-only build trains nothing and leaves ppo_fused.cu out: its table lacks the op.
+#ifndef CUDARL_RUNTIME_ONLY
     if (cr_envvar_value(CR_ENVVAR_FUSED) == 0 || // "0"
         !cr_cuda_ppo_fused_setup(im, prop.multiProcessorCount))
         ctx->ops = unfused_table();
+#endif
     ctx->stream = stream;
     ctx->impl = im;
     return CUDARL_OK;
@@ -366,9 +371,11 @@ extern "C" const cr_backend cr_backend_cuda = {
     .event_elapsed_ms = cr_cuda_event_elapsed_ms,
     .mem_budget = cr_cuda_mem_budget,
     .peaks = peaks,
+#ifndef CUDARL_RUNTIME_ONLY
     .ppo_minibatch_grads = cr_cuda_ppo_minibatch_grads,
     .ppo_minibatch_scratch_bytes = cr_cuda_ppo_minibatch_scratch_bytes,
     .ppo_minibatch_grads_gaussian = cr_cuda_ppo_minibatch_grads_gaussian,
+#endif
     .dqn_loss = cr_cuda_dqn_loss,
     .epsilon_schedule = cr_cuda_epsilon_schedule,
     .epsilon_greedy = cr_cuda_epsilon_greedy,
@@ -381,6 +388,7 @@ extern "C" const cr_backend cr_backend_cuda = {
     .scale_u8 = cr_cuda_scale_u8,
 };
 
+#ifndef CUDARL_RUNTIME_ONLY
 // The table without the fused PPO op, for contexts opened with CUDARL_FUSED=0 or on a device
 // where the fused kernels cannot run: callers then take the unfused ops (forward, ppo_loss,
 // backward). Filled from cr_backend_cuda on first use.
@@ -398,6 +406,7 @@ static const cr_backend *unfused_table(void) {
     }
     return &cuda_unfused;
 }
+#endif
 
 extern "C" cudarl_status cr_cuda_set_gemm_precision(cudarl_ctx *ctx, cudarl_precision p) {
     CUDARL_ASSERT(ctx && ctx->kind == CUDARL_DEVICE_CUDA);
