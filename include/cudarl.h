@@ -490,6 +490,15 @@ void cudarl_ppo_config_for_policy(cudarl_ppo_config *cfg, const char *policy);
  * 2048 (8 envs x 256 steps instead of its 1 x 2048, so that env threads have work), 1M steps,
  * observations and rewards normalized. Discrete envs: only the id changes. */
 void cudarl_ppo_config_for_env(cudarl_ppo_config *cfg, const char *env_id);
+/* cudarl_ppo_config_for_env for the device that will train the run (`kind`: its context's), and
+ * the recipes of image envs (uint8 (C, H, W) observations) over what the calls above set:
+ * their convolutional policy (minatar-cnn for MinAtar's 10x10 channels, nature-cnn for 84x84
+ * frames) with ppo_atari.py's defaults as cudarl_ppo_config_for_policy sets them, unless that
+ * policy was chosen already; on CUDA, MinAtar's recipe at scale: 1024 envs x 128 steps, 32
+ * minibatches, 4 epochs, lr 2e-3 annealed, clip-coef 0.2, ent-coef 0.01, bf16, 40M steps
+ * (docs/training.md has its curves). cudarl_ppo_config_for_env is this with the CPU. */
+void cudarl_ppo_config_for_env_on(cudarl_ppo_config *cfg, const char *env_id,
+                                  cudarl_device_kind kind);
 /* Checks every field; the message names the field and the accepted range. */
 cudarl_status cudarl_ppo_config_validate(const cudarl_ppo_config *cfg);
 
@@ -624,6 +633,13 @@ static inline cudarl_status cudarl_dqn_config_default(cudarl_dqn_config *cfg,
  * lr 2e-3, buffer 50k, target copies every 640 steps, learning from step 2048, epsilon annealed
  * over 15% of 250k steps. A no-op for the CPU. */
 void cudarl_dqn_config_for_device(cudarl_dqn_config *cfg, cudarl_device_kind kind);
+/* Sets cfg->env_id to `env_id` (NULL keeps it) and, for an image env, its Q-network (minatar-cnn
+ * for MinAtar's 10x10 channels, nature-cnn for 84x84 frames) and, training on CUDA (`kind`),
+ * MinAtar's recipe: 256 envs, batch-size 512, learning-rate 1e-3, train-frequency 64,
+ * target-network-frequency 8192, buffer-size 100000, learning-starts 5000, end-e 0.01,
+ * exploration-fraction 0.02, Huber loss, 2.5M steps. Other envs: only the id changes. */
+void cudarl_dqn_config_for_env_on(cudarl_dqn_config *cfg, const char *env_id,
+                                  cudarl_device_kind kind);
 cudarl_status cudarl_dqn_config_validate(const cudarl_dqn_config *cfg);
 /* Trains DQN as configured on ctx's device (replay buffer, networks and, with the envs' CUDA
  * twin, the envs in device memory; CPU envs in pinned host memory), writing

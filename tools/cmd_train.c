@@ -325,7 +325,11 @@ static int train_dqn(int argc, char **argv, const toml_doc *doc, const char *doc
         printf("\nOn a CUDA device these defaults change to fill the GPU: num-envs 32, "
                "train-frequency 16,\nbatch-size 256, learning-rate 0.002, buffer-size 50000, "
                "target-network-frequency 640,\nlearning-starts 2048, exploration-fraction "
-               "0.15, total-timesteps 250000. Flags given still win.\n");
+               "0.15, total-timesteps 250000.\nAn image env picks its Q-network (minatar-cnn, "
+               "nature-cnn); MinAtar's games on CUDA their\nrecipe: num-envs 256, batch-size 512, "
+               "learning-rate 0.001, train-frequency 64,\ntarget-network-frequency 8192, "
+               "buffer-size 100000, learning-starts 5000, end-e 0.01,\nexploration-fraction 0.02, "
+               "huber, total-timesteps 2500000. Flags given still win.\n");
         printf("A --config FILE holds these flags as TOML (name = value, as a run's "
                "config.toml);\nthe flags given here win over it.\n");
         return 0;
@@ -345,9 +349,12 @@ static int train_dqn(int argc, char **argv, const toml_doc *doc, const char *doc
     }
     cudarl_ctx *ctx;
     if (cudarl_ctx_init(&ctx, o.cfg.device, 0) != CUDARL_OK) return cmd_fail("no device");
-    if (!o.resume[0]) { /* the device's preset, then the file's and the user's flags over it */
+    if (!o.resume[0]) { /* the presets, then the file's and the user's flags over them */
+        char env_id[sizeof o.cfg.env_id]; /* --env-id picks a preset too */
+        memcpy(env_id, o.cfg.env_id, sizeof env_id);
         cudarl_dqn_config_default(&o.cfg, NULL);
         cudarl_dqn_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));
+        cudarl_dqn_config_for_env_on(&o.cfg, env_id, cudarl_ctx_kind(ctx));
         args_parse_with_config(dqn_specs, N_DQN_SPECS, &o, doc, doc_path, not_in_file, argc,
                                argv, cmd, CUDARL_FLAGS_DQN, 0, &r);
         if (cudarl_dqn_config_validate(&o.cfg) != CUDARL_OK) {
@@ -422,7 +429,11 @@ static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc
                "still win.\n");
         printf("With --policy minatar-cnn or nature-cnn (any device) they are CleanRL "
                "ppo_atari.py's instead:\nnum-envs 8, num-steps 128, learning-rate 0.00025, "
-               "clip-coef 0.1, ent-coef 0.01,\ntotal-timesteps 10000000.\n");
+               "clip-coef 0.1, ent-coef 0.01,\ntotal-timesteps 10000000. An image env (MinAtar's "
+               "games, CartPolePixels-v1) picks its\nconv policy (minatar-cnn, nature-cnn) and "
+               "those defaults by itself; MinAtar's on CUDA are\nits recipe at scale: num-envs "
+               "1024, num-steps 128, num-minibatches 32, learning-rate 0.002,\nclip-coef 0.2, "
+               "precision bf16, total-timesteps 40000000.\n");
         printf("With an env of continuous actions (Pendulum-v1, the MuJoCo robots) they are "
                "CleanRL\nppo_continuous_action.py's: learning-rate 0.0003, num-minibatches 32, "
                "update-epochs 10,\nent-coef 0, num-envs 8 x num-steps 256 (its batch of 2048), "
@@ -452,7 +463,7 @@ static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc
         cudarl_ppo_config_default(&o.cfg, NULL);
         cudarl_ppo_config_for_device(&o.cfg, cudarl_ctx_kind(ctx));
         cudarl_ppo_config_for_policy(&o.cfg, policy);
-        cudarl_ppo_config_for_env(&o.cfg, env_id);
+        cudarl_ppo_config_for_env_on(&o.cfg, env_id, cudarl_ctx_kind(ctx));
         args_parse_with_config(train_specs, N_TRAIN_SPECS, &o, doc, doc_path, not_in_file, argc,
                                argv, "train", CUDARL_FLAGS_PPO, 0, &r);
     } else {

@@ -195,8 +195,8 @@ ppo_config_for_device = _proto("cudarl_ppo_config_for_device", None, ctypes.POIN
                                c_int)
 ppo_config_for_policy = _proto("cudarl_ppo_config_for_policy", None, ctypes.POINTER(PPOConfig),
                                c_char_p)
-ppo_config_for_env = _proto("cudarl_ppo_config_for_env", None, ctypes.POINTER(PPOConfig),
-                            c_char_p)
+ppo_config_for_env_on = _proto("cudarl_ppo_config_for_env_on", None, ctypes.POINTER(PPOConfig),
+                               c_char_p, c_int)
 ppo_config_validate = _proto("cudarl_ppo_config_validate", c_int, ctypes.POINTER(PPOConfig))
 _ppo_config_load_sized = _proto("cudarl_ppo_config_load_sized", c_int, c_char_p,
                                 ctypes.POINTER(PPOConfig), c_size_t)
@@ -206,6 +206,8 @@ _dqn_config_default_sized = _proto("cudarl_dqn_config_default_sized", c_int,
                                    ctypes.POINTER(DQNConfig), c_size_t, c_char_p)
 dqn_config_for_device = _proto("cudarl_dqn_config_for_device", None, ctypes.POINTER(DQNConfig),
                                c_int)
+dqn_config_for_env_on = _proto("cudarl_dqn_config_for_env_on", None, ctypes.POINTER(DQNConfig),
+                               c_char_p, c_int)
 dqn_config_validate = _proto("cudarl_dqn_config_validate", c_int, ctypes.POINTER(DQNConfig))
 _dqn_config_load_sized = _proto("cudarl_dqn_config_load_sized", c_int, c_char_p,
                                 ctypes.POINTER(DQNConfig), ctypes.c_size_t)

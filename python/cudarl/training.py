@@ -222,10 +222,14 @@ def train(algo="ppo", env=None, callback=None, resume=None, vectorization="sync"
             policy = flags.get("policy", "mlp")
             _lib.ppo_config_for_policy(cfg, policy.encode() if isinstance(policy, str) else b"")
             env_id = flags.get("env_id")
-            _lib.ppo_config_for_env(cfg, env_id.encode() if isinstance(env_id, str) else None)
+            _lib.ppo_config_for_env_on(cfg, env_id.encode() if isinstance(env_id, str) else None,
+                                       _lib.ctx_kind(ctx))
         else:
             _lib.dqn_config_default(cfg, None)
             _lib.dqn_config_for_device(cfg, _lib.ctx_kind(ctx))
+            env_id = flags.get("env_id")
+            _lib.dqn_config_for_env_on(cfg, env_id.encode() if isinstance(env_id, str) else None,
+                                       _lib.ctx_kind(ctx))
         _apply(cfg, algo, flags)
         check((_lib.ppo_config_validate if algo == "ppo" else _lib.dqn_config_validate)(cfg))
         history, failure = [], []

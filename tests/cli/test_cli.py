@@ -278,9 +278,9 @@ def test_bad_input(work):
                  ["'Foo-v0'", "not a known environment", "CartPole-v1"])
     expect_error("--env-device gpu is not a device name", train("--env-device", "gpu"), work, U,
                  ["--env-device", "cpu, cuda or auto"])
-    expect_error("--env-device cuda for an env without a CUDA twin",
-                 train("--env-id", "CartPolePixels-v1", "--env-device", "cuda"), work, U,
-                 ["CartPolePixels-v1"])
+    expect_error("--env-device cuda for the MLP on an image env (a twin only for conv policies)",
+                 train("--env-id", "CartPolePixels-v1", "--policy", "mlp", "--env-device", "cuda"),
+                 work, U, ["CartPolePixels-v1", "use --policy nature-cnn"])
     expect_error("--env-device cuda with --device cpu",
                  train("--device", "cpu", "--env-device", "cuda"), work, U,
                  ["--env-device cuda", "--device cuda"])
@@ -313,8 +313,8 @@ def test_bad_input(work):
                  ["--env-threads", "must be between 0"])
     expect_error("--env-groups beyond the envs", train("--env-groups", "20", "--num-envs", "16"),
                  work, U, ["--env-groups 20", "--num-envs 16"])
-    expect_error("an image env with the MLP policy", train("--env-id", "MinAtar/Breakout-v1"),
-                 work, U, ["MinAtar/Breakout-v1", "uint8 image observations", "MLP",
+    expect_error("an image env with the MLP policy given",
+                 train("--env-id", "MinAtar/Breakout-v1", "--policy", "mlp"), work, U, ["MinAtar/Breakout-v1", "uint8 image observations", "MLP",
                            "use --policy minatar-cnn"])
     expect_error("unknown --algo lists the available ones", train("--algo", "sac"), work, U,
                  ["--algo 'sac'", "not available", "choose: ppo or dqn"])
@@ -720,7 +720,8 @@ def test_dqn_plan(work):
     if not m or not math.isfinite(float(m.group(1))) or float(m.group(1)) < 0:
         fail("eval dqn minatar-cnn", "'episodes 4  mean return M  std S', M >= 0", r.describe())
     check("DQN trains a MinAtar game (uint8 observations) with its envs on CPU threads")
-    run_ok("dqn minatar", dqn + ["--env-id", "MinAtar/Breakout-v1", "--env-device", "cpu",
+    run_ok("dqn minatar", dqn + ["--env-id", "MinAtar/Breakout-v1", "--policy", "mlp",
+                                 "--env-device", "cpu",
                                  "--env-threads", "2", "--device", "cpu", "--num-envs", "4",
                                  "--total-timesteps", "2000", "--learning-starts", "400",
                                  "--train-frequency", "4", "--batch-size", "32",
@@ -817,7 +818,7 @@ def test_ppo_conv(work):
                  ["--policy minatar-cnn", "image observations", "CartPole-v1",
                   "use --policy mlp"])
     expect_error("PPO: the MLP on CartPole's pixels names the conv policy to use",
-                 ppo + ["--env-id", "CartPolePixels-v1"], work, U,
+                 ppo + ["--env-id", "CartPolePixels-v1", "--policy", "mlp"], work, U,
                  ["CartPolePixels-v1", "4x84x84", "use --policy nature-cnn"])
     expect_error("PPO: nature-cnn does not fit MinAtar's 10x10",
                  ppo + ["--env-id", "MinAtar/Breakout-v1", "--policy", "nature-cnn"], work, U,
@@ -831,10 +832,10 @@ def test_ppo_conv(work):
     if "--policy" not in r.out or "ppo_atari.py" not in r.out:
         fail("train --help", "a line for --policy and the ppo_atari.py preset", r.describe())
 
-    check("PPO trains MinAtar/Breakout-v1 with --policy minatar-cnn on ppo_atari.py's preset "
-          "(8 envs x 128 steps: one iteration is 1024 steps)")
-    run_ok("ppo minatar-cnn", ppo + ["--env-id", "MinAtar/Breakout-v1", "--policy",
-                                     "minatar-cnn", "--device", "cpu", "--env-threads", "1",
+    check("PPO trains MinAtar/Breakout-v1 with the conv policy it picks (minatar-cnn) on "
+          "ppo_atari.py's preset on the CPU (8 envs x 128 steps: one iteration is 1024 steps)")
+    run_ok("ppo minatar-cnn", ppo + ["--env-id", "MinAtar/Breakout-v1", "--device", "cpu",
+                                     "--env-threads", "1",
                                      "--total-timesteps", "2048", "--run-name", "breakout_cnn"],
            work)
     run_dir = os.path.join(work, "runs", "breakout_cnn")

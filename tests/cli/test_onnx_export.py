@@ -316,9 +316,9 @@ def test_dqn(work):
 
     check("DQN's MLP on MinAtar (obs_input: uint8 cast unscaled): --input uint8 casts, no Div")
     env = "MinAtar/Breakout-v1"
-    mckpt = train_dqn(work, "dqn_minatar", "--env-id", env, "--env-threads", "1", "--device",
-                      "cpu", "--num-envs", "4", "--total-timesteps", "400", "--learning-starts",
-                      "100", "--batch-size", "16")
+    mckpt = train_dqn(work, "dqn_minatar", "--env-id", env, "--policy", "mlp", "--env-threads",
+                      "1", "--device", "cpu", "--num-envs", "4", "--total-timesteps", "400",
+                      "--learning-starts", "100", "--batch-size", "16")
     u8 = export(work, mckpt, "dqn_minatar_u8.onnx", "--input", "uint8", "--action")
     m = check_model(u8, mckpt, algo="dqn", batch="batch", input_dtype="uint8",
                     outputs=[("q_values", F, 3), ("action", I64, 0)], env=env, obs_shape=(400,))

@@ -194,7 +194,7 @@ def group_gif(cwd):
         fail("a Pendulum video", f"  {len(frames)} frames of {size}\n  {out}")
     print("ok: Pendulum (continuous actions): 201 frames of 500x500", flush=True)
 
-    ckpt = train(cwd, "mb", "--algo", "dqn", "--env-id", "MinAtar/Breakout-v1",
+    ckpt = train(cwd, "mb", "--algo", "dqn", "--env-id", "MinAtar/Breakout-v1", "--policy", "mlp",
                  "--total-timesteps", "2000", "--learning-starts", "500")
     out = ok_run("MinAtar video", ["eval", ckpt, "--episodes", "1", "--video", "mb.gif"], cwd)
     frames, durations, size = gif_frames(os.path.join(cwd, "mb.gif"))

@@ -97,6 +97,37 @@ static void validation_case(void) {
     expect_refusal("PPO's MLP on MinAtar", cudarl_ppo_config_validate(&p), CUDARL_ERR_INVALID_ARG,
                    "use --policy minatar-cnn");
     printf("DQN's MLP on %s accepted, PPO's refused\n", BREAKOUT);
+
+    /* the env's preset: its Q-network on any device, MinAtar's recipe on CUDA only */
+    cudarl_dqn_config_default(&c, "CartPole-v1");
+    cudarl_dqn_config_for_env_on(&c, BREAKOUT, CUDARL_DEVICE_CPU);
+    CHECK_MSG(!strcmp(c.env_id, BREAKOUT) && !strcmp(c.policy, "minatar-cnn") &&
+                  c.num_envs == 1 && c.batch_size == 128 && !c.huber,
+              "the CPU preset of %s: policy %s, %d envs, batch %d", BREAKOUT, c.policy,
+              c.num_envs, c.batch_size);
+    CHECK_OK(cudarl_dqn_config_validate(&c));
+    cudarl_dqn_config_default(&c, NULL);
+    cudarl_dqn_config_for_device(&c, CUDARL_DEVICE_CUDA);
+    cudarl_dqn_config_for_env_on(&c, BREAKOUT, CUDARL_DEVICE_CUDA);
+    CHECK_MSG(!strcmp(c.policy, "minatar-cnn") && c.num_envs == 256 && c.batch_size == 512 &&
+                  c.learning_rate == 1e-3 && c.train_frequency == 64 &&
+                  c.target_network_frequency == 8192 && c.buffer_size == 100000 &&
+                  c.learning_starts == 5000 && c.end_e == 0.01 &&
+                  c.exploration_fraction == 0.02 && c.huber && c.total_timesteps == 2500000,
+              "MinAtar's CUDA recipe: policy %s, %d envs, batch %d, lr %g", c.policy, c.num_envs,
+              c.batch_size, c.learning_rate);
+    c.device = CUDARL_DEVICE_AUTO;
+    CHECK_OK(cudarl_dqn_config_validate(&c));
+    cudarl_dqn_config_default(&c, NULL);
+    cudarl_dqn_config_for_env_on(&c, "CartPolePixels-v1", CUDARL_DEVICE_CUDA);
+    CHECK_MSG(!strcmp(c.policy, "nature-cnn") && c.num_envs == 1,
+              "CartPolePixels-v1's preset: policy %s, %d envs", c.policy, c.num_envs);
+    cudarl_dqn_config before;
+    cudarl_dqn_config_default(&c, NULL);
+    before = c;
+    cudarl_dqn_config_for_env_on(&c, "CartPole-v1", CUDARL_DEVICE_CUDA);
+    CHECK_MSG(!memcmp(&before, &c, sizeof c), "CartPole-v1's env preset changed the config");
+    printf("DQN's env presets: the Q-network of an image env, MinAtar's recipe on CUDA\n");
 }
 
 /* Every tensor of net's layout under each prefix in the checkpoint at path, with the layout's

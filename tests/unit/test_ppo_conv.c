@@ -312,6 +312,41 @@ static void validation_case(void) {
     before = c;
     cudarl_ppo_config_for_policy(&c, "mlp");
     CHECK_MSG(memcmp(&before, &c, sizeof c) == 0, "the mlp preset changed the config");
+
+    /* the env's preset: its conv policy with ppo_atari.py's defaults on any device (as
+     * for_policy sets them), MinAtar's recipe at scale on CUDA only */
+    cudarl_ppo_config_default(&c, NULL);
+    cudarl_ppo_config_for_env_on(&c, BREAKOUT, CUDARL_DEVICE_CPU);
+    CHECK_MSG(!strcmp(c.env_id, BREAKOUT) && !strcmp(c.policy, "minatar-cnn") &&
+                  c.num_envs == 8 && c.num_steps == 128 && c.learning_rate == 2.5e-4 &&
+                  c.precision == CUDARL_PRECISION_FP32,
+              "the CPU preset of %s: policy %s, %d x %d, lr %g", BREAKOUT, c.policy, c.num_envs,
+              c.num_steps, c.learning_rate);
+    CHECK_OK(cudarl_ppo_config_validate(&c));
+    cudarl_ppo_config_default(&c, NULL);
+    cudarl_ppo_config_for_device(&c, CUDARL_DEVICE_CUDA);
+    cudarl_ppo_config_for_policy(&c, "mlp");
+    cudarl_ppo_config_for_env_on(&c, BREAKOUT, CUDARL_DEVICE_CUDA);
+    CHECK_MSG(!strcmp(c.policy, "minatar-cnn") && c.num_envs == 1024 && c.num_steps == 128 &&
+                  c.num_minibatches == 32 && c.update_epochs == 4 && c.learning_rate == 2e-3 &&
+                  c.anneal_lr && c.clip_coef == 0.2 && c.ent_coef == 0.01 &&
+                  c.precision == CUDARL_PRECISION_BF16 && c.total_timesteps == 40000000,
+              "MinAtar's CUDA recipe: policy %s, %d x %d, %d minibatches, lr %g, precision %d",
+              c.policy, c.num_envs, c.num_steps, c.num_minibatches, c.learning_rate,
+              (int)c.precision);
+    CHECK_OK(cudarl_ppo_config_validate(&c));
+    cudarl_ppo_config_default(&c, NULL);
+    cudarl_ppo_config_for_device(&c, CUDARL_DEVICE_CUDA);
+    cudarl_ppo_config_for_env_on(&c, "CartPolePixels-v1", CUDARL_DEVICE_CUDA);
+    CHECK_MSG(!strcmp(c.policy, "nature-cnn") && c.num_envs == 8 && c.num_steps == 128 &&
+                  c.precision == CUDARL_PRECISION_FP32,
+              "CartPolePixels-v1's preset: policy %s, %d x %d", c.policy, c.num_envs,
+              c.num_steps);
+    cudarl_ppo_config_default(&c, NULL);
+    cudarl_ppo_config_for_device(&c, CUDARL_DEVICE_CUDA);
+    before = c;
+    cudarl_ppo_config_for_env_on(&c, "CartPole-v1", CUDARL_DEVICE_CUDA);
+    CHECK_MSG(!memcmp(&before, &c, sizeof c), "CartPole-v1's env preset changed the config");
 }
 
 /* --precision tf32, bf16 and fp16 pass validation with --device auto (conv and MLP policies),
