@@ -58,7 +58,7 @@ static const arg_spec train_specs[] = {
     {"runs-dir", ARG_STR, CFG(runs_dir), 256, 0, 0, "where run folders go"},
     {"checkpoint-every", ARG_INT, CFG(checkpoint_every), 0, LIB_RANGE, "iterations between checkpoints (0: at the end)"},
     {"quiet", ARG_BOOL, CFG(quiet), 0, 0, 1, "no progress line"},
-    {"profile", ARG_BOOL, CFG(profile), 0, 0, 1, "time per phase, host-device syncs, FLOP/s and GB/s at the end"},
+    {"profile", ARG_BOOL, CFG(profile), 0, 0, 1, "time per phase, host-device syncs, a conv rollout's env/forward split, FLOP/s against the device's peak, at the end"},
     {"precision", ARG_PRECISION, CFG(precision), 0, 0, 0, "fp32, or on the GPU tf32 (cuBLAS products on TF32 tensor cores), bf16 or fp16 (every product's inputs in the format, fp32 sums; fp16 with dynamic loss scaling)"},
     {"resume", ARG_STR, offsetof(train_opts, resume), PATH_MAX, 0, 0, "continue from this checkpoint"},
     {"config", ARG_STR, offsetof(train_opts, config), PATH_MAX, 0, 0, CONFIG_HELP},

@@ -208,6 +208,29 @@ int cr_convnet_find(const cr_convnet *net, const char *name) {
     return -1;
 }
 
+/* Multiply-adds of one row through stage st. */
+static double stage_macs(const cr_convnet_stage *st) {
+    if (st->op != CR_CONVNET_CONV) return (double)st->in * st->out;
+    const cr_conv2d_shape *s = &st->conv;
+    return (double)s->K * s->P * s->Q * ((double)s->C * s->R * s->S);
+}
+
+void cr_convnet_flops(const cr_convnet *net, double *fwd, double *bwd) {
+    double macs = 0, first = 0; /* all of them; the first product's, which needs no dx */
+    for (int i = 0; i < net->nstages; i++) { /* the trunk's stages, and dqn's Q head */
+        const double m = stage_macs(&net->stage[i]);
+        if (i == 0) first = m;
+        macs += m;
+    }
+    if (net->spec.heads == CR_CONVNET_PPO) {
+        const double heads = (double)net->features * (net->spec.num_actions + 1);
+        if (net->nstages == 0) first = heads; /* the heads read the input itself */
+        macs += heads;
+    }
+    *fwd = 2 * macs;
+    *bwd = 2 * (2 * macs - first);
+}
+
 /* ---- cache ---------------------------------------------------------------------------------- */
 
 static size_t lines(size_t bytes) { return (bytes + 63) / 64 * 64; }

@@ -171,6 +171,13 @@ cudarl_status cr_convnet_spec_parse(cr_convnet_spec *spec, const char *text, con
 cudarl_status cr_convnet_plan(cr_convnet *net, const cr_convnet_spec *spec);
 /* Index of tensor `name` in net->t, or -1. */
 int cr_convnet_find(const cr_convnet *net, const char *name);
+/* Model FLOPs of one row (2 per multiply-add of the convs' and linears' products; biases,
+ * activations and the input's scaling left out): *fwd of the forward, trunk and heads (ppo: the
+ * actor's A outputs and the critic's 1; dqn: the Q head); *bwd of the backward, every layer's
+ * weight gradient (as many as its forward) and every layer's input gradient but the first's
+ * (the observation needs none). E.g. nature-cnn with A actions, in multiply-adds:
+ * 20*20*32 * 8*8*4 + 9*9*64 * 4*4*32 + 7*7*64 * 3*3*64 + 3136*512 + 512*(A + 1). */
+void cr_convnet_flops(const cr_convnet *net, double *fwd, double *bwd);
 
 /* Bytes of cache for up to max_rows rows (>= 1): the float input, every stage's output, two
  * gradient buffers and the conv scratch, each on 64-byte lines. (host) */

@@ -21,6 +21,27 @@ extern "C" {
 
 typedef struct cr_backend cr_backend;
 
+/* A device's theoretical peaks (the backend's `peaks`), derived from what the runtime reports:
+ * flops = sms x flops_per_sm_clock x clock_hz, the dense rate of the units that products in the
+ * asked precision run on (fp32: the CUDA cores' FMAs; tf32, bf16, fp16: the tensor cores with
+ * fp32 accumulation); bytes_per_s = 2 (DDR) x memory clock x bus width. A field the runtime or
+ * the table (cr_peak_flops_per_sm_clock) cannot give is 0. */
+typedef struct cr_peaks {
+    double flops;              /* FLOP/s (0: unknown, or the device has no such units) */
+    double bytes_per_s;        /* memory bandwidth (0: unknown) */
+    int sms, sm_major, sm_minor;
+    int flops_per_sm_clock;    /* per SM and clock, dense (an FMA is 2) */
+    double clock_hz;           /* the SM clock the runtime reports: its maximum boost clock */
+    const char *units;         /* "CUDA cores" or "tensor cores" */
+} cr_peaks;
+
+/* Dense FLOPs per SM and clock of compute capability major.minor for products in `precision`
+ * (per-SM rates of NVIDIA's architecture whitepapers; the tensor cores' with fp32 accumulation at
+ * the full rate of the data-centre and Jetson parts: GeForce boards of sm_86, sm_89 and sm_120
+ * accumulate fp32 at half of it); 0 for an architecture not in the table or a format its units
+ * lack (tf32 and bf16 before sm_80). */
+int cr_peak_flops_per_sm_clock(int major, int minor, cudarl_precision precision);
+
 struct cudarl_ctx {
     cudarl_device_kind kind;
     int device_index;
@@ -192,8 +213,9 @@ struct cr_backend {
     cudarl_status (*timing_event_create)(void **event);
     float (*event_elapsed_ms)(void *start, void *end);
     int64_t (*mem_budget)(cudarl_ctx *ctx, const char **source);
-    /* optional: the device's fp32 peak (FLOP/s) and memory bandwidth (bytes/s) */
-    void (*peaks)(cudarl_ctx *ctx, double *flops, double *bytes_per_s);
+    /* optional: the device's theoretical peaks (cr_peaks) for products in `precision`: fp32 on
+     * the CUDA cores, tf32 / bf16 / fp16 on the tensor cores */
+    void (*peaks)(cudarl_ctx *ctx, cudarl_precision precision, cr_peaks *out);
     /* optional (NULL where absent; the CUDA backend drops it when CUDARL_FUSED=0 at context
      * init): one PPO minibatch's gradients in fused kernels. Computes exactly what
      *   mlp_forward(actor), mlp_forward(critic), ppo_loss, mlp_backward(actor, critic)

@@ -8,10 +8,19 @@ else()
   # fail, saying so, if there is none.
   set(CUDARL_CLI_PYTHON python3)
 endif()
-foreach(group bad_input help determinism checkpoint resume eval dqn_plan ppo_conv runs limits continuous config)
+foreach(group bad_input help determinism checkpoint resume eval dqn_plan ppo_conv runs limits continuous config
+              profile)
   add_test(NAME cli_${group}
            COMMAND ${CUDARL_CLI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_cli.py
                    --cudarl ${CUDARL_CLI_RUN} --work ${CMAKE_CURRENT_BINARY_DIR}/cli-work
                    --only ${group})
   set_tests_properties(cli_${group} PROPERTIES LABELS "cpu;cli" TIMEOUT 300)
 endforeach()
+# --profile on a GPU: a conv policy's rollout split by timing events, its TFLOP/s against the peak
+if(CUDARL_HAVE_CUDA)
+  add_test(NAME cli_profile_gpu
+           COMMAND ${CUDARL_CLI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_cli.py
+                   --cudarl ${CUDARL_CLI_RUN} --work ${CMAKE_CURRENT_BINARY_DIR}/cli-work
+                   --only profile_gpu)
+  set_tests_properties(cli_profile_gpu PROPERTIES LABELS "gpu;cli" TIMEOUT 300)
+endif()

@@ -1318,10 +1318,139 @@ quiet = true
                  fr.describe() + "\n  the flag's:\n" + flag.describe())
 
 
+# ---- 13. --profile ----------------------------------------------------------------------------
+
+def profile_ms(what, err, label):
+    """The ms per iteration that --profile printed after `label` (a line's start, spaces first)."""
+    m = re.search(r"^ +" + re.escape(label) + r"\s+([0-9.]+) ms", err, re.M)
+    if not m:
+        fail(what, f"a line '{label}   X ms'", f"  stderr:\n{err}")
+    return float(m.group(1))
+
+
+def test_profile(work):
+    """--profile on the CPU: the MLP's FLOP/s line, and a conv policy's rollout split into env
+    steps, forwards and the rest with the model FLOPs of its forwards and update."""
+    ppo = ["train", "--runs-dir", "runs", "--quiet", "--threads", "1", "--profile"]
+    check("--profile on the MLP prints the phases and the achieved FLOP/s, with no peak on the "
+          "CPU")
+    r = run_ok("mlp --profile", ppo + [*SMALL, "--run-name", "mlp"], work)
+    for needle in ["profile: ", "update (learn)", "host<->device synchronisations per iteration",
+                   "model FLOPs per iteration: rollout", "(no peak known on the cpu backend)"]:
+        if needle not in r.err:
+            fail("mlp --profile", f"a line with {needle!r}", r.describe())
+
+    # MinAtar/Breakout-v1: 4 channels, 3 actions; ppo_atari.py's preset, 8 envs x 128 steps.
+    # minatar-cnn per row: conv 8*8*16 * 3*3*4 + fc 1024*128 + heads 128*4 = 168448 multiply-adds:
+    # forward 0.337 MFLOP; backward 2 * (2 * 168448 - 36864) (no dx for the conv): together
+    # 0.937 MFLOP. A rollout forwards its 8 x 128 rows and the 8 last (MinAtar never truncates).
+    for extra, nets, fwd, both in [([], "1 network", "0.337", "0.937"),
+                                   (["--separate-critic"], "2 networks: --separate-critic",
+                                    "0.674", "1.87")]:
+        what = "minatar-cnn --profile" + "".join(" " + e for e in extra)
+        check(f"{what} splits the rollout into env steps, forwards and the rest (adding up to it "
+              f"on the CPU) and prints the model FLOPs and achieved TFLOP/s")
+        r = run_ok(what, ppo + ["--env-id", "MinAtar/Breakout-v1", "--policy", "minatar-cnn",
+                                "--device", "cpu", "--env-threads", "1", "--total-timesteps",
+                                "2048", "--run-name", "cnn" + str(len(extra)), *extra], work)
+        rollout = profile_ms(what, r.err, "rollout (env + policy)")
+        update = profile_ms(what, r.err, "update (learn)")
+        env = profile_ms(what, r.err, "env steps (the host waiting for the CPU threads)")
+        forward = profile_ms(what, r.err, "policy forwards + sampling")
+        rest = profile_ms(what, r.err, "the rest (copies, episode sums, GAE)")
+        if not (forward > 0 and env >= 0 and rest >= -0.01 and
+                abs(env + forward + rest - rollout) <= 0.01):
+            fail(what, f"env + forwards + rest = the rollout's {rollout} ms, forwards > 0",
+                 f"  got {env} + {forward} + {rest}\n{r.describe()}")
+        want = (f"model FLOPs per iteration (minatar-cnn, {nets}; 2 per multiply-add of its "
+                f"convs and linears):")
+        m = re.search(re.escape(want) + r"\n +rollout forwards (\S+) \(1032 rows x " + fwd +
+                      r" MFLOP\)\n +update (\S+) \(4 epochs x 1024 rows x " + re.escape(both) +
+                      r" MFLOP forward \+ backward\)\n", r.err)
+        a = re.search(r"achieved (\S+) TFLOP/s over rollout \+ update \(no peak known on the "
+                      r"cpu backend\)", r.err)
+        if not m or not a:
+            fail(what, f"'{want}', lines 'rollout forwards F (1032 rows x {fwd} MFLOP)' and "
+                       f"'update U (4 epochs x 1024 rows x {both} MFLOP forward + backward)', "
+                       f"and 'achieved X TFLOP/s over rollout + update (no peak known on the cpu "
+                       f"backend)'", r.describe())
+        flops = float(m.group(1)) + float(m.group(2))
+        achieved = float(a.group(1)) * 1e12
+        expect = flops / ((rollout + update) * 1e-3)
+        if abs(achieved - expect) > 0.01 * expect:
+            fail(what, f"achieved = model FLOPs / (rollout + update) = {expect:.4g} FLOP/s",
+                 f"  got {achieved:.4g}\n{r.describe()}")
+
+
+def profile_flops(what, r, want_rows, fwd, both, epochs, batch):
+    """The model FLOPs lines of a conv policy's --profile (`fwd`, `both`: the MFLOP per row as
+    printed) with `want_rows` rows forwarded per rollout; returns the rollout's and update's."""
+    m = re.search(r"\n +rollout forwards (\S+) \(" + str(want_rows) + r" rows x " +
+                  re.escape(fwd) + r" MFLOP\)\n +update (\S+) \(" + str(epochs) +
+                  r" epochs x " + str(batch) + r" rows x " + re.escape(both) +
+                  r" MFLOP forward \+ backward\)\n", r.err)
+    if not m:
+        fail(what, f"'rollout forwards F ({want_rows} rows x {fwd} MFLOP)' and 'update U "
+                   f"({epochs} epochs x {batch} rows x {both} MFLOP forward + backward)'",
+             r.describe())
+    return float(m.group(1)), float(m.group(2))
+
+
+def test_profile_gpu(work):
+    """--profile on a GPU (label gpu): a conv policy's rollout with its envs' image twin, split
+    by timing events into env steps, forwards and the rest, and its TFLOP/s against the bf16
+    tensor-core peak; the same policy with its envs on CPU threads."""
+    ppo = ["train", "--runs-dir", "runs", "--quiet", "--profile", "--device", "cuda"]
+    # nature-cnn on CartPolePixels-v1 (2 actions) per row: forward 2 * 9344512 multiply-adds =
+    # 18.7 MFLOP, with the backward 49.5 (test_profile_model.c); the twin forwards every step's
+    # N rows, the N final observations (the env can truncate) and the N last: 2 T N + N rows.
+    what = "CartPolePixels-v1 nature-cnn bf16 --profile on the GPU twin"
+    check(f"{what}: env steps + forwards + the rest = the rollout, TFLOP/s against the bf16 peak")
+    r = run_ok(what, ppo + ["--env-id", "CartPolePixels-v1", "--policy", "nature-cnn",
+                            "--precision", "bf16", "--num-envs", "256", "--num-steps", "16",
+                            "--num-minibatches", "4", "--total-timesteps", "8192",
+                            "--run-name", "twin"], work)
+    rollout = profile_ms(what, r.err, "rollout (env + policy)")
+    update = profile_ms(what, r.err, "update (learn)")
+    env = profile_ms(what, r.err, "env steps (the image twin's kernels)")
+    forward = profile_ms(what, r.err, "policy forwards + sampling")
+    rest = profile_ms(what, r.err, "the rest (copies, episode sums, GAE, launch gaps)")
+    if not (env > 0 and forward > 0 and rest >= -0.01 and
+            abs(env + forward + rest - rollout) <= 0.01):
+        fail(what, f"env > 0, forwards > 0, env + forwards + rest = the rollout's {rollout} ms",
+             f"  got {env} + {forward} + {rest}\n{r.describe()}")
+    roll_f, upd_f = profile_flops(what, r, 2 * 16 * 256 + 256, "18.7", "49.5", 4, 4096)
+    a = re.search(r"achieved (\S+) TFLOP/s over rollout \+ update \(\S+% of the bf16 peak of "
+                  r"the tensor cores, (\S+) TFLOP/s: sm_\d+, \d+ SMs x \d+ FLOP/clock x \d+ "
+                  r"MHz\)", r.err)
+    if not a or float(a.group(2)) <= 0:
+        fail(what, "'achieved X TFLOP/s over rollout + update (P% of the bf16 peak of the tensor "
+                   "cores, T TFLOP/s: sm_.., S SMs x R FLOP/clock x C MHz)', T > 0", r.describe())
+    expect = (roll_f + upd_f) / ((rollout + update) * 1e-3)
+    if abs(float(a.group(1)) * 1e12 - expect) > 0.01 * expect:
+        fail(what, f"achieved = model FLOPs / (rollout + update) = {expect:.4g} FLOP/s",
+             r.describe())
+    if "host waiting for the device at the phase ends: rollout" not in r.err:
+        fail(what, "a line 'host waiting for the device at the phase ends'", r.describe())
+
+    what = "MinAtar/Breakout-v1 minatar-cnn --profile, envs on CPU threads, policy on the GPU"
+    check(f"{what}: the host's wait for the threads, the forwards' device time")
+    r = run_ok(what, ppo + ["--env-id", "MinAtar/Breakout-v1", "--policy", "minatar-cnn",
+                            "--env-device", "cpu", "--env-threads", "2", "--total-timesteps",
+                            "2048", "--run-name", "pool"], work)
+    forward = profile_ms(what, r.err, "policy forwards + sampling")
+    profile_ms(what, r.err, "env steps (the host waiting for the CPU threads)")
+    if forward <= 0 or "the parts overlap" not in r.err:
+        fail(what, "forwards > 0 ms and the note that the parts overlap", r.describe())
+    profile_flops(what, r, 1032, "0.337", "0.937", 4, 1024)
+
+
 GROUPS = {"bad_input": test_bad_input, "help": test_help, "determinism": test_determinism,
           "checkpoint": test_checkpoint, "resume": test_resume, "eval": test_eval,
           "dqn_plan": test_dqn_plan, "ppo_conv": test_ppo_conv, "runs": test_runs,
-          "limits": test_limits, "continuous": test_continuous, "config": test_config}
+          "limits": test_limits, "continuous": test_continuous, "config": test_config,
+          "profile": test_profile}
+GPU_GROUPS = {"profile_gpu": test_profile_gpu}  # run only when named (label gpu, CUDA builds)
 
 
 def main():
@@ -1329,13 +1458,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cudarl", required=True, help="path of the cudarl binary")
     ap.add_argument("--work", required=True, help="scratch folder (emptied per group)")
-    ap.add_argument("--only", choices=sorted(GROUPS), help="run one group of checks")
+    ap.add_argument("--only", choices=sorted({**GROUPS, **GPU_GROUPS}),
+                    help="run one group of checks")
     args = ap.parse_args()
     CUDARL = os.path.abspath(args.cudarl)
     if not os.access(CUDARL, os.X_OK):
         fail("the cudarl binary exists", f"an executable at {CUDARL}", "  got: none; build first")
-    for name, fn in GROUPS.items():
-        if args.only and name != args.only:
+    for name, fn in {**GROUPS, **GPU_GROUPS}.items():
+        if (args.only and name != args.only) or (not args.only and name in GPU_GROUPS):
             continue
         print(f"== {name}", flush=True)
         fn(fresh_dir(os.path.abspath(os.path.join(args.work, name))))

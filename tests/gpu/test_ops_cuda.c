@@ -368,11 +368,18 @@ static void test_memory(void) {
 
     /* The optional hooks answer. */
     CHECK(gpu.ops->bytes_in_use && gpu.ops->bytes_in_use(&gpu) > 0);
-    double flops = 0, bw = 0;
     CHECK(gpu.ops->peaks);
-    gpu.ops->peaks(&gpu, &flops, &bw);
-    printf("  peaks: %.1f TFLOP/s fp32, %.0f GB/s\n", flops / 1e12, bw / 1e9);
-    CHECK(flops > 0 && bw > 0);
+    cr_peaks pk[CUDARL_PRECISION_COUNT];
+    for (int q = 0; q < CUDARL_PRECISION_COUNT; q++)
+        gpu.ops->peaks(&gpu, (cudarl_precision)q, &pk[q]);
+    printf("  peaks (sm_%d%d, %d SMs at %.0f MHz): %.1f TFLOP/s fp32, %.1f tf32, %.1f bf16, "
+           "%.1f fp16 (0: not in the table), %.0f GB/s\n", pk[0].sm_major, pk[0].sm_minor,
+           pk[0].sms, pk[0].clock_hz / 1e6, pk[0].flops / 1e12, pk[1].flops / 1e12,
+           pk[2].flops / 1e12, pk[3].flops / 1e12, pk[0].bytes_per_s / 1e9);
+    CHECK(pk[0].flops > 0 && pk[0].bytes_per_s > 0);
+    /* tensor cores, where the table knows the architecture, beat the CUDA cores */
+    for (int q = 1; q < CUDARL_PRECISION_COUNT; q++)
+        CHECK(pk[q].flops == 0 || pk[q].flops > pk[0].flops);
     end_case();
 }
 

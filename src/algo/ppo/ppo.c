@@ -389,6 +389,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
     if (s == CUDARL_OK) cr_amp_init(&p->amp, ctx, cfg->precision, &p->metrics->scaler);
     if (s == CUDARL_OK) s = cr_ppo_pool_wanted(p) ? cr_ppo_pool_init(p) : CUDARL_OK;
     if (s == CUDARL_OK && cfg->async) s = async_init(p);
+    if (s == CUDARL_OK) s = cr_ppo_parts_init(p);
     if (s != CUDARL_OK) {
         cr_ppo_free(p);
         return s;
@@ -404,6 +405,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
 
 void cr_ppo_free(cr_ppo *p) {
     cr_ppo_pool_free(p);
+    cr_ppo_parts_free(p);
     if (p->precision_set) cr_precision_restore(p->ctx);
     p->precision_set = 0;
     if (p->learner) {
@@ -806,6 +808,8 @@ static void iterate(cr_ppo *p, cr_metrics_pipe *m, float lr, void **g_rollout, v
         ctx->ops->copy_from_host(ctx, p->lr, &lr, sizeof lr);
     }
     if (p->pool) /* the host takes part in every step: nothing to capture */
+        cr_ppo_rollout(p);
+    else if (p->parts.cap) /* --profile's marks in a conv rollout: events outside any graph */
         cr_ppo_rollout(p);
     else
         run_phase(p, cr_ppo_rollout, g_rollout);

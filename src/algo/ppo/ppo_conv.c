@@ -192,16 +192,25 @@ void cr_ppo_conv_rollout_twin(cr_ppo *p) {
         const size_t r = (size_t)t * N;
         uint8_t *obs = p->cnn.obs + r * D;
         o->copy(ctx, obs, p->cnn.cur_obs, N * D);
+        cr_ppo_part(p, CR_PART_FORWARD); /* --profile's marks: no-ops without it */
         cr_ppo_conv_forward(p, p->act_params, obs, p->logits, p->values + r, p->N);
         o->uniform(ctx, p->sampler, p->u, p->N);
         o->categorical_sample(ctx, p->logits, p->u, p->actions + r, p->logp + r, p->N, p->A);
+        cr_ppo_part(p, CR_PART_ENV);
         cr_image_twin_step(ctx, &p->twin, p->actions + r, p->cnn.cur_obs, p->rewards + r,
                            p->terminated + r, p->truncated + r, p->done + r, p->cnn.final_obs);
-        if (truncates) /* the logits serve as the actor's scratch (sampled from already) */
+        cr_ppo_part(p, truncates ? CR_PART_FORWARD : CR_PART_NONE);
+        if (truncates) { /* the logits serve as the actor's scratch (sampled from already) */
             cr_ppo_conv_forward(p, p->act_params, p->cnn.final_obs, p->logits,
                                 p->final_values + r, p->N);
+            cr_ppo_part(p, CR_PART_NONE);
+        }
         o->episodes_record(ctx, p->rewards + r, p->done + r, p->ep_return, p->ep_length, p->log,
                            p->N);
+        cr_ppo_count_rows(p, truncates ? 2 * p->N : p->N);
     }
+    cr_ppo_part(p, CR_PART_FORWARD);
     cr_ppo_conv_forward(p, p->act_params, p->cnn.cur_obs, p->logits, p->last_values, p->N);
+    cr_ppo_part(p, CR_PART_NONE);
+    cr_ppo_count_rows(p, p->N);
 }

@@ -30,9 +30,17 @@ typedef struct cr_ppo_metrics {
 enum { CR_PHASE_ROLLOUT, CR_PHASE_UPDATE, CR_PHASE_METRICS, CR_PHASE_LOG, CR_PHASE_CHECKPOINT,
        CR_PHASE_COUNT };
 
+/* --profile, a conv policy: the parts of its rollout that are timed (cr_ppo_part). */
+enum { CR_PART_NONE = -1, CR_PART_ENV, CR_PART_FORWARD, CR_PART_COUNT };
+
 /* --profile: wall time per phase (the device is synchronised at each phase boundary). */
 typedef struct cr_ppo_profile {
     double seconds[CR_PHASE_COUNT];
+    double sync_wait[CR_PHASE_COUNT]; /* of which the host waited in the boundary's sync */
+    double part_seconds[CR_PART_COUNT]; /* conv policy: the rollout's env steps (the image
+                                         * twin's; the pool's are env_wait) and its policy
+                                         * forwards with their sampling */
+    int64_t rollout_rows;  /* conv policy: rows through the network in the rollouts */
     double gpu_wait_cpu;   /* CPU envs: seconds the device sat idle while the host waited for
                             * an env group (an idle stream at the start of the wait) */
     double cpu_wait_gpu;   /* CPU envs: seconds env threads waited for actions, summed over
@@ -44,6 +52,18 @@ typedef struct cr_ppo_profile {
     int64_t iterations;
     uint64_t syncs_start;  /* ctx->host_syncs when the loop began */
 } cr_ppo_profile;
+
+/* --profile, a conv policy: marks in its rollout, each beginning a part (CR_PART_*, NONE: an
+ * untimed stretch) and ending the one before. On a device with timing events a mark is an event
+ * recorded on the stream (the part's time is device time); on the CPU, whose ops run on the
+ * calling thread, the host clock. Read and summed into prof.part_seconds at the rollout phase's
+ * end, after its device sync (cr_ppo_phase_end). Host memory; cap 0 without --profile. */
+typedef struct cr_ppo_parts {
+    void **ev;   /* (cap) timing events, or NULL: the host clock */
+    double *at;  /* (cap) host clock marks (when ev is NULL) */
+    int *part;   /* (cap) the part mark i begins */
+    int cap, n;
+} cr_ppo_parts;
 
 /* One rollout's buffers, swapped with --async's second set (cr_ppo's fields of the same names). */
 typedef struct cr_ppo_rollout_bufs {
@@ -154,6 +174,7 @@ typedef struct cr_ppo {
     double loop_start, last_progress;
     size_t bytes_after_setup, bytes_at_end; /* device memory in use (CUDA) */
     cr_ppo_profile prof;
+    cr_ppo_parts parts;    /* --profile, a conv policy: its rollout's marks */
 
     /* envs on CPU threads (env_pool mode, ppo_pool.c); NULL otherwise */
     struct cr_ppo_pool *pool;
@@ -266,9 +287,23 @@ void cr_ppo_conv_free(cr_ppo *p);
 /* Ends the current phase (CR_PHASE_*): pops its NVTX range and, with --profile, waits for the
  * device and charges the time since the last boundary to it. */
 void cr_ppo_phase_end(cr_ppo *p, int phase);
-/* With --profile: time per phase, host syncs per iteration, the CPU envs' waits, and the MLP's
- * achieved FLOP/s and GB/s (stderr). */
+/* With --profile: time per phase, host syncs per iteration, the CPU envs' waits, the MLP's
+ * achieved FLOP/s and GB/s, or the conv policy's rollout split and achieved FLOP/s (stderr). */
 void cr_ppo_profile_print(const cr_ppo *p);
+/* With --profile and a conv policy: makes p->parts, room for every mark of one rollout;
+ * otherwise nothing (p->parts.cap stays 0). cr_ppo_parts_free releases them. */
+cudarl_status cr_ppo_parts_init(cr_ppo *p);
+void cr_ppo_parts_free(cr_ppo *p);
+/* A mark in the rollout: `part` (CR_PART_*) begins now, the part before ends; a no-op without
+ * --profile. Never inside graph capture (an event there is no timing point). */
+void cr_ppo_part_mark(cr_ppo *p, int part);
+static inline void cr_ppo_part(cr_ppo *p, int part) {
+    if (p->parts.cap) cr_ppo_part_mark(p, part);
+}
+/* --profile: `rows` rows went through the conv policy's network in the rollout. */
+static inline void cr_ppo_count_rows(cr_ppo *p, int rows) {
+    if (p->cfg.profile) p->prof.rollout_rows += rows;
+}
 
 /* Writes the whole training state to `path` atomically (safetensors). */
 cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path);

@@ -229,8 +229,11 @@ static void absorb_final_conv(cr_ppo *p, size_t r, int b, int n) {
     uint8_t *final = p->cnn.final_obs + (size_t)b * D;
     p->ctx->ops->copy_from_host(p->ctx, final, obs_u8(pp->final_obs) + (size_t)b * D,
                                 (size_t)n * D);
+    cr_ppo_part(p, CR_PART_FORWARD); /* --profile's marks: no-ops without it */
     cr_ppo_conv_forward(p, p->act_params, final, p->logits + (size_t)b * (size_t)p->A,
                         p->final_values + r, n);
+    cr_ppo_part(p, CR_PART_NONE);
+    cr_ppo_count_rows(p, n);
 }
 
 /* Queues what follows step t of envs [b, b + n): their outputs into the rollout rows, done,
@@ -265,10 +268,12 @@ static void act(cr_ppo *p, int t, int b, int n) {
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     size_t r = (size_t)t * (size_t)p->N + (size_t)b, D = (size_t)p->D, A = (size_t)p->A;
-    if (p->conv) {
+    if (p->conv) { /* --profile's part: the forward and the sampling below */
         uint8_t *obs = p->cnn.obs + r * D;
         o->copy_from_host(ctx, obs, obs_u8(pp->obs) + (size_t)b * D, (size_t)n * D);
+        cr_ppo_part(p, CR_PART_FORWARD);
         cr_ppo_conv_forward(p, p->act_params, obs, p->logits + (size_t)b * A, p->values + r, n);
+        cr_ppo_count_rows(p, n);
     } else {
         float *obs = p->obs + r * D;
         o->copy_from_host(ctx, obs, pp->obs + (size_t)b * D, (size_t)n * D * sizeof(float));
@@ -279,6 +284,7 @@ static void act(cr_ppo *p, int t, int b, int n) {
         cr_mlp_forward(ctx, &critic, obs, p->values + r, &p->cache_critic, n);
     }
     const void *a = cr_ppo_sample(p, b, n, r);
+    if (p->conv) cr_ppo_part(p, CR_PART_NONE);
     void *h = (unsigned char *)pp->actions + (size_t)b * p->act_bytes;
     if (o->copy_to_host_async) o->copy_to_host_async(ctx, h, a, (size_t)n * p->act_bytes);
     else o->copy_to_host(ctx, h, a, (size_t)n * p->act_bytes);
@@ -399,7 +405,10 @@ void cr_ppo_pool_rollout_steps(cr_ppo *p) {
     }
     if (p->conv) { /* the logits are the forward's scratch here */
         ctx->ops->copy_from_host(ctx, p->cnn.cur_obs, pp->obs, (size_t)p->N * (size_t)p->D);
+        cr_ppo_part(p, CR_PART_FORWARD);
         cr_ppo_conv_forward(p, p->act_params, p->cnn.cur_obs, p->logits, p->last_values, p->N);
+        cr_ppo_part(p, CR_PART_NONE);
+        cr_ppo_count_rows(p, p->N);
         return;
     }
     ctx->ops->copy_from_host(ctx, p->cur_obs, pp->obs, (size_t)p->N * (size_t)p->D * sizeof(float));

@@ -281,18 +281,14 @@ void *cr_cuda_host_device_ptr(void *host) {
 
 static size_t bytes_in_use(cudarl_ctx *ctx) { return cr_cuda_bytes_in_use(); }
 
-// FP32 lanes per SM: 64 on Volta, Turing and A100 (sm_70/75/80); 128 on sm_86+ (Ampere
-// GeForce, Orin), Ada and Hopper.
-static int fp32_lanes(int major, int minor) {
-    return major < 8 || (major == 8 && minor == 0) ? 64 : 128;
-}
-
-// Theoretical peaks from the runtime's attributes: SMs x lanes x 2 (FMA) x boost clock, and
-// 2 (DDR) x memory clock x bus width. Zero when the runtime cannot say.
-static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
+// Theoretical peaks from the runtime's attributes (backend.h's cr_peaks): SMs x the per-SM rate
+// of the architecture for `precision` (cr_peak_flops_per_sm_clock) x the SM clock, and 2 (DDR) x
+// memory clock x bus width. Zero where the runtime or the table cannot say.
+static void peaks(cudarl_ctx *ctx, cudarl_precision precision, cr_peaks *out) {
     int dev = ctx->device_index, sms = 0, clock_khz = 0, mem_khz = 0, bus_bits = 0, major = 0,
         minor = 0;
-    *flops = 0, *bytes_per_s = 0;
+    memset(out, 0, sizeof *out);
+    out->units = precision == CUDARL_PRECISION_FP32 ? "CUDA cores" : "tensor cores";
     if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess ||
@@ -302,8 +298,11 @@ static void peaks(cudarl_ctx *ctx, double *flops, double *bytes_per_s) {
         cudaGetLastError();
         return;
     }
-    *flops = (double)sms * fp32_lanes(major, minor) * 2.0 * clock_khz * 1e3;
-    *bytes_per_s = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0);
+    out->sms = sms, out->sm_major = major, out->sm_minor = minor;
+    out->clock_hz = clock_khz * 1e3;
+    out->flops_per_sm_clock = cr_peak_flops_per_sm_clock(major, minor, precision);
+    out->flops = (double)sms * out->flops_per_sm_clock * out->clock_hz;
+    out->bytes_per_s = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0);
 }
 
 // ---- the table --------------------------------------------------------------------------
