@@ -252,9 +252,10 @@ const cudarl_env_def *cudarl_env_find(const char *id);
 /* ---- env batches for your own learner ---------------------------------------------- */
 
 /* N envs of one registered env stepped as a batch for a learner that is not cudarl's (the
- * Python package's cudarl.make_vec). On a CUDA context an env with a CUDA batch twin
- * (CartPole-v1, Acrobot-v1, MountainCar-v0, Pendulum-v1, MountainCarContinuous-v0) steps on the
- * GPU with every buffer in device memory; any other env, or a CPU
+ * Python package's cudarl.make_vec). On a CUDA context an env with a CUDA twin (the batch's:
+ * CartPole-v1, Acrobot-v1, MountainCar-v0, Pendulum-v1, MountainCarContinuous-v0; an image
+ * env's: CartPolePixels-v1 and MinAtar's five games) steps on the GPU with every buffer in device
+ * memory, on the context's own stream; any other env, or a CPU
  * context, steps on `threads` CPU threads (0: all cores) into host memory (pinned on a CUDA
  * context). Same-step autoreset, as cudarl's own trainers see the env: an env whose episode
  * ended has the next episode's first observation in obs and the last one in final_obs. */

@@ -1,14 +1,22 @@
 """cudarl.make_vec: cudarl's own envs as a gymnasium.vector.VectorEnv for a learner of your own
 (torch, JAX, numpy). The batch is the C library's (cudarl_vec_*): on a GPU an env with a CUDA twin
-(CartPole-v1 and the classic-control envs) steps in device memory, any other env on CPU threads.
+(CartPole-v1 and the classic-control envs, and the image envs: CartPolePixels-v1 and MinAtar's
+games) steps in device memory, any other env on CPU threads.
 Observations, rewards and flags come back as numpy arrays, or, with array="dlpack", as objects any
 DLPack consumer takes without a copy (torch.from_dlpack, jax.dlpack.from_dlpack): views of the
 batch's own buffers, which the next step overwrites (copy what must be kept).
+
+Streams: the GPU batch steps on a stream of its own and returns once that stream is done. Before
+it steps (or resets), reset() and step() wait for torch's current stream on the batch's GPU where
+torch has initialised CUDA in this process, so the actions torch wrote, and its reads of the last
+observations, are complete; a learner in another framework waits for its own work first (JAX:
+block_until_ready).
 
 Autoreset: same-step, as cudarl's trainers see the envs (Gymnasium's AutoresetMode.SAME_STEP):
 an env whose episode ended has the next episode's first observation in obs and the last one in
 infos["final_obs"] (with the mask infos["_final_obs"])."""
 import ctypes
+import sys
 
 import numpy as np
 
@@ -32,6 +40,16 @@ class _DLPackArray:
         return _dlpack.capsule(self.ptr, self.shape, self.dtype, self.device, self)
 
 
+def _wait_for_torch(device):
+    """Waits for torch's current stream on CUDA device `device` when torch is loaded and has
+    initialised CUDA: its writes into the batch's buffers (the actions) and its reads of them
+    (the observations the next step overwrites) are then done. The batch steps on its own
+    stream (non-blocking), which does not wait for torch's by itself."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.current_stream(device).synchronize()
+
+
 def _gym():
     try:
         import gymnasium
@@ -44,8 +62,8 @@ def _gym():
 def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
     """A gymnasium.vector.VectorEnv of `num_envs` envs of cudarl's `env_id` ("CartPole-v1",
     "MinAtar/Breakout-v1", ...): device "cpu" (CPU threads; `threads`, 0: all cores) or "cuda"
-    (the env's CUDA twin where it has one: CartPole-v1 and the classic-control envs; else CPU
-    threads with pinned buffers); array "numpy" (host copies) or "dlpack" (zero-copy views,
+    (the env's CUDA twin where it has one: CartPole-v1, the classic-control envs,
+    CartPolePixels-v1 and MinAtar's games; else CPU threads with pinned buffers); array "numpy" (host copies) or "dlpack" (zero-copy views,
     device memory on the GPU)."""
     gymnasium = _gym()
 
@@ -131,6 +149,8 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
         def reset(self, *, seed=None, options=None):
             if seed is not None:
                 self._seed = seed
+            if self._host is None:
+                _wait_for_torch(self._b.device)
             check(_lib.vec_reset(self._h, int(self._seed or 0)))
             return self._out("obs"), {}
 
@@ -144,6 +164,7 @@ def make_vec(env_id, num_envs, device="cpu", seed=0, threads=0, array="numpy"):
                                          "(write them there, e.g. torch.from_dlpack(env."
                                          "actions_buffer).copy_(a)), or a torch tensor")
                     torch.from_dlpack(self._dl["actions"]).copy_(torch.as_tensor(actions))
+                _wait_for_torch(self._b.device)
             else:
                 a = np.asarray(actions)
                 want = self._host["actions"].shape

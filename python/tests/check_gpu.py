@@ -70,6 +70,39 @@ def check_make_vec(torch):
         for x, y in zip(rc[:4], rg[:4]):
             assert (torch.from_dlpack(y).cpu().numpy() == x).all(), t
     print("make_vec on cuda: 600 steps of 257 envs equal to the CPU batch")
+    check_make_vec_pixels(torch)
+
+
+def check_make_vec_pixels(torch):
+    """make_vec of CartPolePixels-v1 on the GPU (its image twin, uint8 frames in device memory)
+    steps as the CPU pool does: the same frames, rewards and flags, and the final frames of the
+    envs that ended, random actions written by torch kernels (the batch waits for torch's
+    stream before it steps)."""
+    n = 64
+    cpu = cudarl.make_vec("CartPolePixels-v1", n, device="cpu", seed=5)
+    gpu = cudarl.make_vec("CartPolePixels-v1", n, device="cuda", array="dlpack", seed=5)
+    oc, _ = cpu.reset()
+    og = torch.from_dlpack(gpu.reset()[0])
+    assert og.is_cuda and og.dtype == torch.uint8 and tuple(og.shape) == (n, 4, 84, 84)
+    assert (og.cpu().numpy() == oc).all()
+    act = torch.from_dlpack(gpu.actions_buffer)
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    ended = 0
+    for t in range(600):
+        a = torch.randint(0, 2, (n,), device="cuda", generator=gen, dtype=torch.int32)
+        act.copy_(a)  # queued on torch's stream: step() waits for it
+        rg = gpu.step(gpu.actions_buffer)
+        rc = cpu.step(a.cpu().numpy())
+        for x, y in zip(rc[:4], rg[:4]):
+            assert (torch.from_dlpack(y).cpu().numpy() == x).all(), t
+        if "_final_obs" in rc[4]:
+            m = rc[4]["_final_obs"]
+            fg = torch.from_dlpack(rg[4]["final_obs"]).cpu().numpy()
+            assert (fg[m] == rc[4]["final_obs"][m]).all(), t
+            ended += int(m.sum())
+    assert ended > 0
+    print("make_vec on cuda: CartPolePixels-v1, 600 steps of %d envs equal to the CPU pool "
+          "(%d episodes ended)" % (n, ended))
 
 
 if __name__ == "__main__":

@@ -1,26 +1,30 @@
-/* cudarl_vec (cudarl.h): a batch for an outside learner. The env batch (its CUDA twin stepping
- * device memory) where the env has one (CR_ENV_BATCH) and the context is a GPU's; else the env
- * pool on CPU threads into host buffers of the context. */
+/* cudarl_vec (cudarl.h): a batch for an outside learner. On a GPU's context, the env batch's
+ * CUDA twin (CR_ENV_BATCH_CUDA) or the env's image twin (CR_ENV_IMAGE_TWIN: MinAtar's games,
+ * CartPolePixels-v1) stepping device memory where the env has one; else the env pool on CPU
+ * threads into host buffers of the context. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "env/env.h"
 #include "env/env_pool.h"
+#include "env/image_twin.h"
 
 struct cudarl_vec {
     cudarl_ctx *ctx;
     const cr_env_info *info;
     int n;
     int on_device;          /* the env batch in backend memory of a CUDA context */
+    int on_twin;            /* the image twin in backend memory of a CUDA context */
     cr_env_batch batch;     /* on_device */
+    cr_image_twin twin;     /* on_twin */
     cr_env_pool pool;       /* otherwise */
     int pool_ready;
-    cr_arena arena;         /* on_device: state and every array; else host buffers below */
+    cr_arena arena;         /* on_device, on_twin: state and every array; else host buffers */
     void *host[7];          /* the pool's buffers: obs, reward, terminated, truncated,
                                final_obs, actions, done */
     cudarl_vec_buffers b;
-    uint8_t *done;          /* the batch's done flags (on_device) */
+    uint8_t *done;          /* the batch's done flags (on_device, on_twin) */
 };
 
 void cudarl_vec_free(cudarl_vec *v) {
@@ -32,21 +36,28 @@ void cudarl_vec_free(cudarl_vec *v) {
     free(v);
 }
 
-/* The batch on the device: one arena of the state and every array. */
+/* The batch on the device (the env batch's CUDA twin, or with on_twin the image twin): one arena
+ * of the state and every array. */
 static cudarl_status init_device(cudarl_vec *v) {
-    const size_t n = (size_t)v->n, D = (size_t)v->info->obs_dim;
+    const size_t n = (size_t)v->n, ob = cr_env_def_obs_bytes(v->info->def);
+    size_t state_bytes = 0;
+    if (v->on_twin) CR_TRY(cr_image_twin_bytes(v->info->id, v->n, &state_bytes));
+    else state_bytes = cr_env_batch_bytes(v->info, v->n);
     cr_plan p;
     cr_plan_init(&p);
-    cr_plan_add(&p, "vec.state", cr_env_batch_bytes(v->info, v->n));
-    cr_plan_add(&p, "vec.obs", n * D * sizeof(float));
-    cr_plan_add(&p, "vec.final_obs", n * D * sizeof(float));
+    cr_plan_add(&p, "vec.state", state_bytes);
+    cr_plan_add(&p, "vec.obs", n * ob);
+    cr_plan_add(&p, "vec.final_obs", n * ob);
     cr_plan_add(&p, "vec.reward", n * sizeof(float));
     cr_plan_add(&p, "vec.actions", n * cr_env_def_action_bytes(v->info->def));
     cr_plan_add(&p, "vec.terminated", n);
     cr_plan_add(&p, "vec.truncated", n);
     cr_plan_add(&p, "vec.done", n);
     CR_TRY(v->ctx->ops->arena_alloc(v->ctx, &v->arena, &p));
-    cr_env_batch_init(&v->batch, v->info, v->n, cr_arena_get(&v->arena, 0));
+    if (v->on_twin)
+        CR_TRY(cr_image_twin_init(&v->twin, v->info->id, v->n, cr_arena_get(&v->arena, 0)));
+    else
+        cr_env_batch_init(&v->batch, v->info, v->n, cr_arena_get(&v->arena, 0));
     v->b.obs = cr_arena_get(&v->arena, 1);
     v->b.final_obs = cr_arena_get(&v->arena, 2);
     v->b.reward = cr_arena_get(&v->arena, 3);
@@ -100,8 +111,10 @@ cudarl_status cudarl_vec_create(cudarl_ctx *ctx, const char *id, int num_envs, i
     cudarl_vec *v = calloc(1, sizeof *v);
     if (!v) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "cudarl_vec_create: out of host memory");
     v->ctx = ctx, v->info = info, v->n = num_envs;
-    v->on_device = ctx->kind == CUDARL_DEVICE_CUDA && (info->caps & CR_ENV_BATCH_CUDA);
-    cudarl_status s = v->on_device ? init_device(v) : init_pool(v, threads);
+    const int gpu = ctx->kind == CUDARL_DEVICE_CUDA;
+    v->on_device = gpu && (info->caps & CR_ENV_BATCH_CUDA);
+    v->on_twin = gpu && !v->on_device && (info->caps & CR_ENV_IMAGE_TWIN);
+    cudarl_status s = v->on_device || v->on_twin ? init_device(v) : init_pool(v, threads);
     if (s != CUDARL_OK) {
         cudarl_vec_free(v);
         return s;
@@ -113,7 +126,10 @@ cudarl_status cudarl_vec_create(cudarl_ctx *ctx, const char *id, int num_envs, i
 void cudarl_vec_get_buffers(const cudarl_vec *v, cudarl_vec_buffers *b) { *b = v->b; }
 
 cudarl_status cudarl_vec_reset(cudarl_vec *v, uint64_t seed) {
-    if (v->on_device) {
+    if (v->on_twin) {
+        cr_image_twin_reset(v->ctx, &v->twin, seed, v->b.obs);
+        v->ctx->ops->sync(v->ctx);
+    } else if (v->on_device) {
         cr_env_batch_reset(v->ctx, &v->batch, seed, v->b.obs);
         v->ctx->ops->sync(v->ctx);
     } else {
@@ -123,6 +139,12 @@ cudarl_status cudarl_vec_reset(cudarl_vec *v, uint64_t seed) {
 }
 
 cudarl_status cudarl_vec_step(cudarl_vec *v) {
+    if (v->on_twin) {
+        cr_image_twin_step(v->ctx, &v->twin, v->b.actions, v->b.obs, v->b.reward,
+                           v->b.terminated, v->b.truncated, v->done, v->b.final_obs);
+        v->ctx->ops->sync(v->ctx);
+        return CUDARL_OK;
+    }
     if (v->on_device) {
         cr_env_batch_step(v->ctx, &v->batch, v->b.actions, v->b.obs, v->b.reward,
                           v->b.terminated, v->b.truncated, v->done, v->b.final_obs);
