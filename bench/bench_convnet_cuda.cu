@@ -15,8 +15,10 @@
 // given --json's file, prints the two side by side.
 //
 // Usage: bench_convnet_cuda [--reps N] [--engine gemm|cudnn|all]
-//                           [--precision fp32|tf32|bf16|fp16|all] [--case K] [--json FILE]
+//                           [--precision fp32|tf32|bf16|fp16|all] [--case K] [--batch N]
+//                           [--json FILE]
 // --case K: only the K-th of the cases below (0-based; for a profiler).
+// --batch N: every case at batch N instead of its own (a PPO update's minibatch at scale: 16384).
 // --precision: the trainers' --precision (cr_precision_apply on the context, the training handle
 // of cr_convnet_cuda_init_training): fp32, tf32 (cuBLAS's products on TF32 tensor cores), bf16
 // and fp16 (the conv products in the format on the GEMM engine, linear layers in TF32; fp16's
@@ -237,7 +239,8 @@ static double step_flops(const cr_convnet *net, int B) {
 
 static void usage(void) {
     fprintf(stderr, "usage: bench_convnet_cuda [--reps N >= 1] [--engine gemm|cudnn|all] "
-                    "[--precision fp32|tf32|bf16|fp16|all] [--case K] [--json FILE]\n");
+                    "[--precision fp32|tf32|bf16|fp16|all] [--case K] [--batch N >= 1] "
+                    "[--json FILE]\n");
     exit(2);
 }
 
@@ -245,11 +248,16 @@ int main(int argc, char **argv) {
     int reps = 200;
     const char *json = NULL, *engine_arg = "all", *precision_arg = "all";
     int only_case = -1; // --case K: the K-th case of `cases` only (a profiler's run)
+    int batch = 0;      // --batch N: every case at batch N (0: the case's own)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--engine") && i + 1 < argc) engine_arg = argv[++i];
         else if (!strcmp(argv[i], "--case") && i + 1 < argc) only_case = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
+            batch = atoi(argv[++i]);
+            if (batch < 1) usage();
+        }
         else if (!strcmp(argv[i], "--precision") && i + 1 < argc) precision_arg = argv[++i];
         else usage();
     }
@@ -289,7 +297,9 @@ int main(int argc, char **argv) {
     for (int k = 0; k < NUM_CASES; k++)
         for (int e = 0; e < n_engines && (only_case < 0 || k == only_case); e++)
             for (int q = 0; q < n_precisions; q++) {
-                const bench_case *c = &cases[k];
+                bench_case one = cases[k];
+                if (batch) one.batch = batch;
+                const bench_case *c = &one;
                 const cudarl_precision pq = precisions[q];
                 if ((pq == CUDARL_PRECISION_BF16 || pq == CUDARL_PRECISION_FP16) &&
                     engines[e] != CR_CONVNET_ENGINE_GEMM)

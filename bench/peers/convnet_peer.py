@@ -173,11 +173,15 @@ def time_eager(case, reps, device):
     return median_ms(step, reps, device)
 
 
-def time_amp(case, reps, dtype):
+def time_amp(case, reps, dtype, channels_last=False):
     """The seed's mixed-precision step: torch.autocast, and for float16 torch.amp.GradScaler
     (scale the loss, backward, unscale + step unless inf, update); the output gradients enter
-    as the loss sum(out * grad), whose gradient they are."""
+    as the loss sum(out * grad), whose gradient they are. channels_last: the model's weights and
+    the observations in torch.channels_last (NHWC), cuDNN's fastest layout on tensor cores."""
     model, opt, obs, grads = build(case, "cuda", capturable=False)
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        obs = obs.contiguous(memory_format=torch.channels_last)
     scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 else None
 
     def step():
@@ -229,7 +233,18 @@ def main():
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--compare", help="bench_convnet_cuda --json output to print beside")
     ap.add_argument("--json", help="write the peer's figures here")
+    ap.add_argument("--case", type=int, help="only the K-th case (0-based), as bench_convnet_cuda")
+    ap.add_argument("--batch", type=int, help="every case at this batch, as bench_convnet_cuda")
     args = ap.parse_args()
+    cases = CASES
+    if args.case is not None:
+        if not 0 <= args.case < len(CASES):
+            ap.error(f"--case {args.case}: choose 0 .. {len(CASES) - 1}")
+        cases = [CASES[args.case]]
+    if args.batch is not None:
+        if args.batch < 1:
+            ap.error(f"--batch {args.batch}: must be at least 1")
+        cases = [c[:4] + (args.batch,) for c in cases]
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("convnet_peer: no CUDA device for torch; use --device cpu")
     dev = args.device
@@ -237,7 +252,7 @@ def main():
     print(f"PyTorch {torch.__version__} (cuDNN {torch.backends.cudnn.version()}), {name}, "
           f"median of {args.reps}\n")
     rows = []
-    for case in CASES:
+    for case in cases:
         set_fp32(True)
         eager = time_eager(case, args.reps, dev)
         graph = time_graph(case, args.reps) if dev == "cuda" else float("nan")
@@ -246,18 +261,21 @@ def main():
         amp = {}
         if dev == "cuda":
             amp = {"amp_bf16_ms": time_amp(case, args.reps, torch.bfloat16),
-                   "amp_fp16_ms": time_amp(case, args.reps, torch.float16)}
+                   "amp_fp16_ms": time_amp(case, args.reps, torch.float16),
+                   "amp_bf16_cl_ms": time_amp(case, args.reps, torch.bfloat16, True)}
         set_fp32(True)
         rows.append({"net": case[0], "module": case[1], "batch": case[4], "eager_ms": eager,
                      "graph_ms": graph, "eager_default_ms": default, **amp})
     print("| network | batch | PyTorch eager fp32 ms | PyTorch graph fp32 ms "
           "| PyTorch eager, defaults (TF32 convs) ms | autocast bf16 ms "
-          "| autocast fp16 + GradScaler ms |\n|---|---:|---:|---:|---:|---:|---:|")
+          "| autocast fp16 + GradScaler ms | autocast bf16, channels_last ms |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['net']} {r['module']} | {r['batch']} | {r['eager_ms']:.3f} "
               f"| {r['graph_ms']:.3f} | {r['eager_default_ms']:.3f} "
               f"| {r.get('amp_bf16_ms', float('nan')):.3f} "
-              f"| {r.get('amp_fp16_ms', float('nan')):.3f} |")
+              f"| {r.get('amp_fp16_ms', float('nan')):.3f} "
+              f"| {r.get('amp_bf16_cl_ms', float('nan')):.3f} |")
     print()
     if args.json:
         with open(args.json, "w") as f:
