@@ -1435,8 +1435,10 @@ def test_profile_gpu(work):
 
     what = "MinAtar/Breakout-v1 minatar-cnn --profile, envs on CPU threads, policy on the GPU"
     check(f"{what}: the host's wait for the threads, the forwards' device time")
+    # ppo_atari.py's shape (8 x 128, 4 minibatches), not MinAtar's CUDA recipe
     r = run_ok(what, ppo + ["--env-id", "MinAtar/Breakout-v1", "--policy", "minatar-cnn",
-                            "--env-device", "cpu", "--env-threads", "2", "--total-timesteps",
+                            "--env-device", "cpu", "--env-threads", "2", "--num-envs", "8",
+                            "--num-steps", "128", "--num-minibatches", "4", "--total-timesteps",
                             "2048", "--run-name", "pool"], work)
     forward = profile_ms(what, r.err, "policy forwards + sampling")
     profile_ms(what, r.err, "env steps (the host waiting for the CPU threads)")

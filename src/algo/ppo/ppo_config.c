@@ -91,8 +91,8 @@ static const char *conv_policy_for(int c, int h, int w) {
 }
 
 /* An image env (uint8 (C, H, W) observations): its conv policy with ppo_atari.py's defaults,
- * unless the calls before chose that policy already; then, training on CUDA with the envs on
- * their GPU twin, MinAtar's recipe at scale. Swept on the H200 (bench/RESULTS.md, "Pixels at
+ * unless the calls before chose that policy already; then, training on CUDA (the envs on their
+ * GPU twin unless --env-device cpu says otherwise), MinAtar's recipe at scale. Swept on the H200 (bench/RESULTS.md, "Pixels at
  * scale"): on Breakout, 1024 x 128 with 32 minibatches of 4,096 and lr 2e-3 reached a mean of
  * 60 at 12M steps, the best of the ten shapes and rates tried; bf16 runs minatar-cnn 1.4x as
  * fast as fp32. */
