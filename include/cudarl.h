@@ -39,8 +39,8 @@ int cudarl_abi_version(void);
 size_t cudarl_sizeof(const char *type_name);
 
 /* Structs a caller fills and passes in (cudarl_ppo_config, cudarl_dqn_config, cudarl_env_def,
- * cudarl_policy_options, cudarl_onnx_options, cudarl_replay_request, cudarl_video_options)
- * begin with
+ * cudarl_policy_options, cudarl_onnx_options, cudarl_replay_request, cudarl_video_options,
+ * cudarl_camera, cudarl_frames_options) begin with
  *     size_t struct_size;   sizeof the struct as the caller was compiled
  * which their *_default function sets (or the caller: .struct_size = sizeof(cudarl_env_def)).
  * cudarl grows such a struct only at its end, so a library reads every size an earlier cudarl.h
@@ -902,6 +902,120 @@ cudarl_status cudarl_policy_latency(const cudarl_policy *policy, cudarl_latency_
 
 /* Releases everything cudarl_policy_load allocated (NULL is fine). */
 void cudarl_policy_free(cudarl_policy *policy);
+
+/* ---- camera frames to observations ------------------------------------------------- */
+
+/* Camera frames into a pixel policy's observations (docs/cameras.md): each tick, every camera's
+ * frame is converted (to gray or RGB), cropped and area-resized to the policy's input size,
+ * pushed onto that camera's frame stack, and the cameras' stacks, one row each, go through
+ * cudarl_policy_act. All of it integer arithmetic, defined by the CPU reference
+ * (cudarl_frame_convert) so that the GPU's twin can match it bit for bit:
+ *   - gray from RGB8 / BGR8: (9798 R + 19235 G + 3735 B + 2^14) >> 15 (OpenCV's cvtColor
+ *     RGB2GRAY / BGR2GRAY fixed point, 0.299 / 0.587 / 0.114 in 15 bits); from NV12 and YUYV
+ *     the Y samples (COLOR_YUV2GRAY_*); RGB from GRAY8 repeats the gray (GRAY2RGB);
+ *   - RGB from NV12 / YUYV: ITU-R BT.601, limited range, as OpenCV's COLOR_YUV2RGB_NV12 /
+ *     _YUYV: y = max(Y - 16, 0) 1220542, R = (y + 1673527 (V-128) + 2^19) >> 20,
+ *     G = (y - 852492 (V-128) - 409993 (U-128) + 2^19) >> 20, B = (y + 2116026 (U-128) + 2^19)
+ *     >> 20, each clamped to 0..255; each pixel takes the U, V of its 2x2 block (NV12) or pair
+ *     (YUYV) in the whole frame;
+ *   - the area resize of the crop (cw x ch) to W x H, any ratio: output pixel x covers the source
+ *     interval [x cw / W, (x+1) cw / W) (y likewise), each source pixel weighted by its overlap,
+ *     which in units of 1/W (1/H) is an integer; out = (sum + area / 2) / area with area = cw ch,
+ *     the exact average rounded half up. Against OpenCV's INTER_AREA (float weights) it differs
+ *     by at most 1 where both sides shrink or both grow (tests/unit/test_frames_opencv.py
+ *     measures it); where one shrinks and the other grows OpenCV does not average areas.
+ * Conversion happens at the frame's resolution, then the resize, channel by channel (as cvtColor
+ * then resize). */
+typedef struct cudarl_frames cudarl_frames;
+
+#define CUDARL_FRAME_MAX_SIDE 32768 /* largest frame width or height */
+
+typedef enum cudarl_pixel_format {
+    CUDARL_PIXEL_GRAY8 = 0, /* 1 byte a pixel */
+    CUDARL_PIXEL_RGB8,      /* 3 bytes a pixel: R, G, B */
+    CUDARL_PIXEL_BGR8,      /* 3 bytes a pixel: B, G, R (OpenCV's order) */
+    CUDARL_PIXEL_YUYV,      /* 4:2:2, 4 bytes a pair of pixels: Y0 U Y1 V (V4L2 YUYV, YUY2) */
+    CUDARL_PIXEL_NV12,      /* 4:2:0: the Y plane, then the U,V plane interleaved (half height) */
+} cudarl_pixel_format;
+
+/* One camera's frames, as cudarl_frames_tick receives them. */
+typedef struct cudarl_camera {
+    size_t struct_size;         /* set by cudarl_camera_default */
+    int width, height;          /* pixels, 1..CUDARL_FRAME_MAX_SIDE; even for NV12 (both) and
+                                   YUYV (width) */
+    cudarl_pixel_format format;
+    size_t pitch;               /* bytes from one row to the next (NV12: of the Y plane; its U,V
+                                   plane follows at height x pitch with the same pitch); 0: tight
+                                   (width x bytes a pixel) */
+    int crop_x, crop_y, crop_width, crop_height; /* all 0: the whole frame; else the rectangle
+                                   read, inside the frame, at any pixel (each pixel converted as
+                                   in the whole frame, then cropped) */
+} cudarl_camera;
+
+/* GRAY8, 0 x 0, tight, no crop; struct_size bytes, the caller's sizeof. */
+cudarl_status cudarl_camera_default_sized(cudarl_camera *cam, size_t struct_size);
+static inline cudarl_status cudarl_camera_default(cudarl_camera *cam) {
+    return cudarl_camera_default_sized(cam, sizeof *cam);
+}
+
+/* How the cameras become observations. */
+typedef struct cudarl_frames_options {
+    size_t struct_size;         /* set by cudarl_frames_options_default */
+    int channels;               /* per frame: 1 gray (default) or 3 RGB; the policy's input
+                                   channels C are a stack of C / channels frames */
+    double deadline_us;         /* a tick longer than this counts as a deadline miss; 0 = none */
+} cudarl_frames_options;
+
+/* Gray, no deadline; struct_size bytes, the caller's sizeof. */
+cudarl_status cudarl_frames_options_default_sized(cudarl_frames_options *opt,
+                                                  size_t struct_size);
+static inline cudarl_status cudarl_frames_options_default(cudarl_frames_options *opt) {
+    return cudarl_frames_options_default_sized(opt, sizeof *opt);
+}
+
+/* The preprocessing of num_cameras cameras (cameras[i], host, copied) into `policy`, which must
+ * take uint8 (C, H, W) pixel observations (a convolutional network whose input is scaled by
+ * 1/255: nature-cnn, or a custom spec), 1 <= num_cameras <= its max_batch; opt NULL: the
+ * defaults. The policy stays the caller's: free it after the frames. Memory: one host arena (the
+ * handle, each camera's stack, the observation batch, the latency ring); ticks allocate nothing.
+ * Today the preprocessing runs on the CPU for every policy; a CUDA policy receives the batch
+ * from host memory through cudarl_policy_act (the GPU's twin is not built yet). A bad camera,
+ * option or policy is CUDARL_ERR_INVALID_ARG naming the problem and the fix. */
+cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *cameras,
+                                   int num_cameras, const cudarl_frames_options *opt,
+                                   cudarl_frames **out);
+
+/* One tick: frames[i] (host memory) is camera i's frame now; each is converted, cropped and
+ * resized into the newest slot of camera i's stack, the stacks packed into the observation batch
+ * (num_cameras rows of (C, H, W); in a row the frames oldest first, newest last, each frame's
+ * channels R, G, B or its gray plane, as CartPolePixels-v1 and Gymnasium's FrameStackObservation
+ * stack them), and the policy acts on it: actions, values, logits as cudarl_policy_act writes
+ * them for n = num_cameras rows. The first tick after create or cudarl_frames_reset fills each
+ * camera's whole stack with its frame (Gymnasium's reset padding). The tick's duration (entry to
+ * return) goes to the frames' own latency ring. Allocates nothing. */
+cudarl_status cudarl_frames_tick(cudarl_frames *frames, const void *const *camera_frames,
+                                 void *actions, float *values, float *logits);
+
+/* Starts the stacks over: the next tick fills them with its frames. */
+cudarl_status cudarl_frames_reset(cudarl_frames *frames);
+
+/* Copies the observation batch the last tick acted on (uint8 (num_cameras, C, H, W)) into out
+ * (host, bytes >= that size); before the first tick CUDARL_ERR_INVALID_ARG. */
+cudarl_status cudarl_frames_observations(const cudarl_frames *frames, void *out, size_t bytes);
+
+/* Latency of the ticks, as cudarl_policy_latency for act(): p50, p99, max, deadline misses
+ * against cudarl_frames_options.deadline_us. */
+cudarl_status cudarl_frames_latency(const cudarl_frames *frames, cudarl_latency_stats *stats);
+
+/* Releases what cudarl_frames_create allocated (NULL is fine); not the policy. */
+void cudarl_frames_free(cudarl_frames *frames);
+
+/* One frame (host) of camera `cam` through the CPU reference: converted, cropped and
+ * area-resized as above into out (host, uint8 (channels, out_height, out_width), planar);
+ * channels 1 or 3, 1 <= out_width, out_height <= CUDARL_FRAME_MAX_SIDE. What the tests and
+ * benchmarks compare with. Allocates nothing. */
+cudarl_status cudarl_frame_convert(const cudarl_camera *cam, const void *frame, int out_width,
+                                   int out_height, int channels, uint8_t *out);
 
 /* ---- policies built in memory, for benchmarks and tests ------------------------------ */
 

@@ -3,7 +3,8 @@
 # clang with OpenMP for the fuzz harnesses, Python with gymnasium, safetensors and numpy, and
 # MuJoCo (its pip wheel: the library and headers the MuJoCo tasks build on, and, with imageio,
 # Gymnasium's MuJoCo envs that their test compares with), giflib for GIF videos, and pygame and
-# Pillow for the tests that hold cudarl's renders against Gymnasium's and decode its GIFs.
+# Pillow for the tests that hold cudarl's renders against Gymnasium's and decode its GIFs, and
+# OpenCV (opencv-python-headless) for the test that holds the camera preprocessing against it.
 # Idempotent; quiet when everything is there.
 set -euo pipefail
 
@@ -28,10 +29,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if [ "${CUDARL_SKIP_PYTHON:-0}" != 1 ] &&
-   ! python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime, mujoco, imageio, pygame, PIL' 2>/dev/null; then
-  echo "setup: installing gymnasium safetensors numpy tensorboard minatar onnx onnxruntime mujoco imageio pygame pillow (pip)" >&2
+   ! python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime, mujoco, imageio, pygame, PIL, cv2' 2>/dev/null; then
+  echo "setup: installing gymnasium safetensors numpy tensorboard minatar onnx onnxruntime mujoco imageio pygame pillow opencv-python-headless (pip)" >&2
   python3 -m pip install -q gymnasium safetensors numpy tensorboard minatar==1.0.15 onnx \
-    onnxruntime mujoco imageio pygame pillow 2>&1 |
+    onnxruntime mujoco imageio pygame pillow opencv-python-headless 2>&1 |
     grep -v -i "warning" >&2 || true
-  python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime, mujoco, imageio, pygame, PIL'
+  python3 -c 'import gymnasium, safetensors, numpy, tensorboard, minatar, onnx, onnxruntime, mujoco, imageio, pygame, PIL, cv2'
 fi

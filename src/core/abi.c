@@ -22,6 +22,7 @@ size_t cudarl_sizeof(const char *type_name) {
         CR_SIZE(cudarl_policy_options),  CR_SIZE(cudarl_policy_info),
         CR_SIZE(cudarl_latency_stats),   CR_SIZE(cudarl_vec_buffers),
         CR_SIZE(cudarl_video_options),   CR_SIZE(cudarl_video_summary),
+        CR_SIZE(cudarl_camera),          CR_SIZE(cudarl_frames_options),
     };
 #undef CR_SIZE
     for (size_t i = 0; type_name && i < sizeof sizes / sizeof sizes[0]; i++)
@@ -49,10 +50,16 @@ const cr_struct_abi cr_abi_policy_options = {"cudarl_policy_options",
 const cr_struct_abi cr_abi_video_options = {"cudarl_video_options",
                                             "cudarl_video_options_default()",
                                             sizeof(cudarl_video_options), {0}};
+const cr_struct_abi cr_abi_camera = {"cudarl_camera", "cudarl_camera_default()",
+                                     sizeof(cudarl_camera), {0}};
+const cr_struct_abi cr_abi_frames_options = {"cudarl_frames_options",
+                                             "cudarl_frames_options_default()",
+                                             sizeof(cudarl_frames_options), {0}};
 const cr_struct_abi *const cr_struct_abis[] = {
     &cr_abi_env_def,       &cr_abi_ppo_config,     &cr_abi_dqn_config,
     &cr_abi_replay_request, &cr_abi_onnx_options,  &cr_abi_policy_options,
-    &cr_abi_video_options, NULL,
+    &cr_abi_video_options, &cr_abi_camera,         &cr_abi_frames_options,
+    NULL,
 };
 
 /* How a caller sets struct_size, for the messages. */

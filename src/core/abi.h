@@ -29,7 +29,8 @@ typedef struct cr_struct_abi {
     ((offsetof(T, f) + _Alignof(T) - 1) / _Alignof(T) * _Alignof(T))
 
 extern const cr_struct_abi cr_abi_env_def, cr_abi_ppo_config, cr_abi_dqn_config,
-    cr_abi_replay_request, cr_abi_onnx_options, cr_abi_policy_options, cr_abi_video_options;
+    cr_abi_replay_request, cr_abi_onnx_options, cr_abi_policy_options, cr_abi_video_options,
+    cr_abi_camera, cr_abi_frames_options;
 /* Every table above, NULL-terminated (for the test). */
 extern const cr_struct_abi *const cr_struct_abis[];
 

@@ -12,6 +12,7 @@
 
 #include "core/core.h"
 #include "ops/conv2d.h"
+#include "ops/frames.h"
 #include "ops/cpu/ops_cpu.h"
 #include "ops/loss_scale.h"
 
@@ -280,6 +281,11 @@ struct cr_backend {
                             const float *w, const float *y, float *dy, float *dx, float *dw,
                             float *db, void *workspace, void *keep, int kept);
     void (*scale_u8)(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t n);
+    /* optional (NULL on CUDA until its kernel is built, issue 27): one camera frame (backend
+     * memory, cr_frame_bytes(g)) converted, cropped and area-resized into out (backend memory,
+     * uint8 (g->channels, g->out_h, g->out_w)), as ops/frames.h defines it */
+    void (*frame_to_obs)(cudarl_ctx *ctx, const cr_frame_geom *g, const uint8_t *frame,
+                         uint8_t *out);
 };
 
 /* Shapes the fused PPO kernels are built for: tanh MLPs with hidden width 64 (both layers),

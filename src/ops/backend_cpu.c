@@ -285,6 +285,11 @@ static void cpu_scale_u8(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t n) 
     cr_cpu_scale_u8(x, y, n);
 }
 
+static void cpu_frame_to_obs(cudarl_ctx *ctx, const cr_frame_geom *g, const uint8_t *frame,
+                             uint8_t *out) {
+    cr_cpu_frame_to_obs(g, frame, out);
+}
+
 const cr_backend cr_backend_cpu = {
     .name = "cpu",
     .arena_alloc = cpu_arena_alloc,
@@ -333,4 +338,5 @@ const cr_backend cr_backend_cpu = {
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_backward = cpu_conv2d_backward,
     .scale_u8 = cpu_scale_u8,
+    .frame_to_obs = cpu_frame_to_obs,
 };

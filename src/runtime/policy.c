@@ -1,12 +1,11 @@
 /* The policy runtime (cudarl_policy_* in cudarl.h): loading a checkpoint into a plan of buffers,
  * the checks of every argument, the forward on the CPU, dispatch to the CUDA side
- * (policy_cuda.cu), and the latency ring. runtime/policy.h has the networks and the memory
- * layout. */
+ * (policy_cuda.cu), and the latency record (runtime/latency.h). runtime/policy.h has the
+ * networks and the memory layout. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/abi.h"
 #ifdef CUDARL_WITH_CUDA
@@ -477,11 +476,10 @@ static cudarl_status policy_alloc(cudarl_ctx *ctx, const cr_policy_net *net,
     p->host = a;
     p->ctx = ctx;
     p->opt = *o;
-    p->ring_ns = cr_arena_get(&a, H_RING);
+    cr_latency_init(&p->lat, cr_arena_get(&a, H_RING), o->deadline_us);
     p->params_host = cr_arena_get(&a, H_PARAMS);
     p->rms_host = net->norm_obs ? cr_arena_get(&a, H_RMS) : NULL;
     p->obs_row_bytes = (size_t)net->obs_dim * (net->obs_dtype == CUDARL_OBS_U8 ? 1 : sizeof(float));
-    p->deadline_ns = (uint64_t)llround(o->deadline_us * 1e3);
     if (on_cpu) point_backend(p, &a, 0, idx);
     *out = p;
     return CUDARL_OK;
@@ -781,10 +779,9 @@ static const char *dtype_text(cudarl_obs_dtype d) {
     return d == CUDARL_OBS_U8 ? "uint8 (CUDARL_OBS_U8)" : "float32 (CUDARL_OBS_F32)";
 }
 
-/* Every argument of act() that does not depend on where its memory lives (CUDA checks that). */
-static cudarl_status act_check(const cudarl_policy *p, const void *obs, cudarl_obs_dtype dtype,
-                               int n, const void *actions, const float *values,
-                               const float *logits) {
+cudarl_status cr_policy_act_check(const cudarl_policy *p, const void *obs, cudarl_obs_dtype dtype,
+                                  int n, const void *actions, const float *values,
+                                  const float *logits) {
     if (!p)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_act: policy is NULL; load one with "
                        "cudarl_policy_load");
@@ -878,68 +875,26 @@ cudarl_status cudarl_policy_obs_buffer(cudarl_policy *p, void **buffer, size_t *
                    "memory (or load the policy with device CUDA)");
 }
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 cudarl_status cudarl_policy_act(cudarl_policy *p, const void *obs, cudarl_obs_dtype dtype, int n,
                                 void *actions, float *values, float *logits) {
-    uint64_t t0 = now_ns();
-    CR_TRY(act_check(p, obs, dtype, n, actions, values, logits));
+    uint64_t t0 = cr_now_ns();
+    CR_TRY(cr_policy_act_check(p, obs, dtype, n, actions, values, logits));
 #ifdef CUDARL_WITH_CUDA
     if (p->ctx->kind == CUDARL_DEVICE_CUDA)
         CR_TRY(cr_policy_cuda_act(p, obs, n, actions, values, logits));
     else
 #endif
         CR_TRY(cpu_act(p, obs, n, actions, values, logits));
-    uint64_t ns = now_ns() - t0;
-    p->ring_ns[(uint64_t)p->count & (CUDARL_LATENCY_WINDOW - 1)] =
-        ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
-    p->count++;
-    if (p->deadline_ns && ns > p->deadline_ns) p->misses++;
+    cr_latency_record(&p->lat, cr_now_ns() - t0);
     return CUDARL_OK;
 }
 
 /* ---- latency ----------------------------------------------------------------------------- */
 
-_Static_assert((CUDARL_LATENCY_WINDOW & (CUDARL_LATENCY_WINDOW - 1)) == 0,
-               "the latency ring is indexed by count mod a power of two");
-
-/* Byte by byte from the top: count the values that share the prefix chosen so far by their next
- * byte, and descend into the byte where rank k falls. Four passes over v. */
-uint32_t cr_select_kth_u32(const uint32_t *v, int64_t n, int64_t k) {
-    CUDARL_ASSERT(n > 0 && k >= 0 && k < n);
-    uint32_t prefix = 0, mask = 0;
-    for (int shift = 24; shift >= 0; shift -= 8) {
-        int64_t hist[256] = {0};
-        for (int64_t i = 0; i < n; i++)
-            if ((v[i] & mask) == prefix) hist[(v[i] >> shift) & 255u]++;
-        unsigned b = 0;
-        while (k >= hist[b]) k -= hist[b++];
-        prefix |= (uint32_t)b << shift;
-        mask |= 255u << shift;
-    }
-    return prefix;
-}
-
 cudarl_status cudarl_policy_latency(const cudarl_policy *p, cudarl_latency_stats *st) {
     if (!p || !st)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_policy_latency: %s is NULL; pass a loaded "
                        "policy and a cudarl_latency_stats to fill", p ? "stats" : "policy");
-    memset(st, 0, sizeof *st);
-    st->count = p->count;
-    st->deadline_us = p->opt.deadline_us;
-    st->deadline_misses = p->misses;
-    int64_t w = p->count < CUDARL_LATENCY_WINDOW ? p->count : CUDARL_LATENCY_WINDOW;
-    st->window = w;
-    if (w == 0) return CUDARL_OK;
-    uint32_t mx = 0;
-    for (int64_t i = 0; i < w; i++) mx = p->ring_ns[i] > mx ? p->ring_ns[i] : mx;
-    /* nearest rank: the ceil(q w)-th smallest */
-    st->p50_us = 1e-3 * cr_select_kth_u32(p->ring_ns, w, (w + 1) / 2 - 1);
-    st->p99_us = 1e-3 * cr_select_kth_u32(p->ring_ns, w, (99 * w + 99) / 100 - 1);
-    st->max_us = 1e-3 * mx;
+    cr_latency_stats_fill(&p->lat, st);
     return CUDARL_OK;
 }

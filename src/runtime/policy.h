@@ -35,6 +35,7 @@
 #include "nn/convnet_cuda.h"
 #include "nn/qnet.h"
 #include "ops/backend.h"
+#include "runtime/latency.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -114,9 +115,7 @@ struct cudarl_policy {
     cr_convnet_engine conv_engine; /* conv on CUDA: the engine asked for (AUTO: convnet_cuda.h) */
     cr_convnet_cuda *conv_gpu;     /* conv on CUDA: the twin's handle (host), else NULL */
     /* latency */
-    uint32_t *ring_ns;        /* (host) CUDARL_LATENCY_WINDOW act() durations, ns, saturated */
-    int64_t count, misses;
-    uint64_t deadline_ns;     /* 0: none */
+    cr_latency lat;           /* act()'s durations: the ring in the host arena */
     int check_device_ptrs;    /* CPU policy in a CUDA build with a GPU: refuse device pointers */
     int maps_obs;             /* CUDA: the graphs read host observations in the mapped staging
                                  (an integrated GPU, cr_policy_cuda_maps_obs) */
@@ -146,12 +145,14 @@ void cr_policy_forward(cudarl_policy *p, const void *x, int rows, int with_value
 cudarl_status cr_policy_load_convnet(const cr_convnet *net, const float *params, const char *label,
                                      cr_convnet_engine engine, const cudarl_policy_options *opt,
                                      cudarl_policy **out);
+/* Every argument of cudarl_policy_act that does not depend on where its memory lives (CUDA
+ * checks that), with act()'s messages. */
+cudarl_status cr_policy_act_check(const cudarl_policy *p, const void *obs, cudarl_obs_dtype dtype,
+                                  int n, const void *actions, const float *values,
+                                  const float *logits);
 /* Checks the finite-ness of n host float observations (rows of obs_dim); CUDARL_ERR_NUMERIC
  * naming the first bad row and element. */
 cudarl_status cr_policy_check_finite(const cudarl_policy *p, const float *obs, int n);
-/* The k-th smallest (0-based) of v[0..n), 0 <= k < n, by a radix select (no allocation, v
- * unchanged). */
-uint32_t cr_select_kth_u32(const uint32_t *v, int64_t n, int64_t k);
 
 #ifdef CUDARL_WITH_CUDA
 /* Number of usable CUDA devices (0 without a GPU). */
