@@ -309,7 +309,7 @@ static void peaks(cudarl_ctx *ctx, cudarl_precision precision, cr_peaks *out) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 71 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 72 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -385,6 +385,7 @@ extern "C" const cr_backend cr_backend_cuda = {
     .conv2d_forward = cr_cuda_conv2d_op_forward,
     .conv2d_backward = cr_cuda_conv2d_op_backward,
     .scale_u8 = cr_cuda_scale_u8,
+    .frame_to_obs = NULL, // camera frames are converted on the CPU for now (runtime/frames.c)
 };
 
 #ifndef CUDARL_RUNTIME_ONLY
