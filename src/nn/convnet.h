@@ -149,6 +149,9 @@ const char *cr_convnet_op_name(cr_convnet_op op);
  * known ones. The shape is checked by cr_convnet_plan, not here. */
 cudarl_status cr_convnet_spec_named(cr_convnet_spec *spec, const char *name, int c, int h, int w,
                                     cr_convnet_heads heads, int num_actions);
+/* The named spec that suits uint8 images of (c, h, w): MinAtar's 10x10 channels "minatar-cnn",
+ * anything else (84x84 frames) "nature-cnn". (static storage) */
+const char *cr_convnet_name_for(int c, int h, int w);
 /* CUDARL_ERR_INVALID_ARG unless spec->name is "custom" or a named spec whose definition (for
  * the spec's input channels, size, heads and actions) the spec equals; cr_convnet_plan calls it. */
 cudarl_status cr_convnet_check_name(const cr_convnet_spec *spec);

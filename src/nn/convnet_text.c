@@ -58,6 +58,11 @@ static int named_index(const char *name) {
     return -1;
 }
 
+const char *cr_convnet_name_for(int c, int h, int w) {
+    (void)c;
+    return h == 10 && w == 10 ? "minatar-cnn" : "nature-cnn";
+}
+
 cudarl_status cr_convnet_spec_named(cr_convnet_spec *spec, const char *name, int c, int h, int w,
                                     cr_convnet_heads heads, int num_actions) {
     int k = named_index(name);

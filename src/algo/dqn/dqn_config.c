@@ -89,9 +89,9 @@ static void dqn_for_env(cudarl_dqn_config *c, const char *env_id, cudarl_device_
     if (!info) return;
     const cudarl_env_def *def = info->def;
     if (def->obs_rank != 3 || def->obs_dtype != CUDARL_OBS_U8) return;
-    const int minatar = def->obs_shape[1] == 10 && def->obs_shape[2] == 10;
-    snprintf(c->policy, sizeof c->policy, "%s", minatar ? "minatar-cnn" : "nature-cnn");
-    if (kind != CUDARL_DEVICE_CUDA || !minatar) return;
+    const int *s = def->obs_shape;
+    snprintf(c->policy, sizeof c->policy, "%s", cr_convnet_name_for(s[0], s[1], s[2]));
+    if (kind != CUDARL_DEVICE_CUDA || strcmp(c->policy, "minatar-cnn")) return;
     c->num_envs = 256;
     c->batch_size = 512;
     c->learning_rate = 1e-3;

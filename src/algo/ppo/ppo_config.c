@@ -83,13 +83,6 @@ static void ppo_for_policy(cudarl_ppo_config *c, const char *policy) {
     c->total_timesteps = 10000000;
 }
 
-/* The convolutional policy that suits an image env of (c, h, w): MinAtar's 10x10 channels get
- * minatar-cnn, anything else (84x84 frames) nature-cnn. (static storage) */
-static const char *conv_policy_for(int c, int h, int w) {
-    (void)c;
-    return h == 10 && w == 10 ? "minatar-cnn" : "nature-cnn";
-}
-
 /* An image env (uint8 (C, H, W) observations): its conv policy with ppo_atari.py's defaults,
  * unless the calls before chose that policy already; then, training on CUDA (the envs on their
  * GPU twin unless --env-device cpu says otherwise), MinAtar's recipe at scale. Swept on the H200 (bench/RESULTS.md, "Pixels at
@@ -99,7 +92,7 @@ static const char *conv_policy_for(int c, int h, int w) {
 static void ppo_for_images(cudarl_ppo_config *c, const cudarl_env_def *def,
                            cudarl_device_kind kind) {
     const int *s = def->obs_shape;
-    const char *policy = conv_policy_for(s[0], s[1], s[2]);
+    const char *policy = cr_convnet_name_for(s[0], s[1], s[2]);
     if (strcmp(c->policy, policy)) ppo_for_policy(c, policy);
     if (kind != CUDARL_DEVICE_CUDA || strcmp(policy, "minatar-cnn")) return;
     c->num_envs = 1024;
@@ -176,7 +169,7 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
                    "--env-id %s has uint8 image observations of %dx%dx%d, which --policy mlp (an "
                    "MLP over float features) does not read; use --policy %s (a convolutional "
                    "network over the frames)",
-                   c->env_id, s[0], s[1], s[2], conv_policy_for(s[0], s[1], s[2]));
+                   c->env_id, s[0], s[1], s[2], cr_convnet_name_for(s[0], s[1], s[2]));
         CR_REQUIRE(!c->separate_critic, "--separate-critic is for the conv policies; --policy "
                    "mlp's actor and critic are separate networks already: drop it");
         return CUDARL_OK;
@@ -201,7 +194,7 @@ static cudarl_status check_policy(const cudarl_ppo_config *c, const cudarl_env_d
         snprintf(why, sizeof why, "%s", cudarl_last_error());
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--policy %s does not fit %s's observations of "
                        "(%d, %d, %d) (%s); use --policy %s", c->policy, c->env_id, s[0], s[1],
-                       s[2], why, conv_policy_for(s[0], s[1], s[2]));
+                       s[2], why, cr_convnet_name_for(s[0], s[1], s[2]));
     }
     CR_REQUIRE(c->env_device != CUDARL_DEVICE_CUDA ||
                    (cr_env_info_find(c->env_id)->caps & CR_ENV_IMAGE_TWIN),
