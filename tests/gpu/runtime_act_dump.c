@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cudarl.h"
+#include "netspecs.h"
 
 #define MAX_BATCH 64
 
@@ -38,14 +39,7 @@ static struct {
     const char *(*version)(void);
 } lib;
 
-static const char *NATURE =
-    "{\"format\":\"cudarl-convnet\",\"version\":1,\"name\":\"nature-cnn\","
-    "\"input\":{\"shape\":[4,84,84],\"dtype\":\"u8\",\"scale\":\"1/255\"},"
-    "\"layers\":[{\"type\":\"conv\",\"out\":32,\"kernel\":[8,8],\"stride\":4,\"pad\":0},"
-    "{\"type\":\"relu\"},{\"type\":\"conv\",\"out\":64,\"kernel\":[4,4],\"stride\":2,\"pad\":0},"
-    "{\"type\":\"relu\"},{\"type\":\"conv\",\"out\":64,\"kernel\":[3,3],\"stride\":1,\"pad\":0},"
-    "{\"type\":\"relu\"},{\"type\":\"flatten\"},{\"type\":\"linear\",\"out\":512},"
-    "{\"type\":\"relu\"}],\"heads\":{\"type\":\"ppo\",\"actions\":6}}";
+static const char *NATURE = NETSPEC_NATURE_PPO6;
 static const char *MINATAR =
     "{\"format\":\"cudarl-convnet\",\"version\":1,\"name\":\"minatar-cnn\","
     "\"input\":{\"shape\":[4,10,10],\"dtype\":\"u8\",\"scale\":\"none\"},"

@@ -3,7 +3,8 @@
 # (a program that dlopens each library, so one binary runs on both).
 if(CUDARL_HAVE_CUDA AND NOT CUDARL_RUNTIME_ONLY AND NOT CMAKE_CROSSCOMPILING)
   add_executable(runtime_act_dump ${CMAKE_CURRENT_LIST_DIR}/runtime_act_dump.c)
-  target_include_directories(runtime_act_dump PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_include_directories(runtime_act_dump PRIVATE ${PROJECT_SOURCE_DIR}/include
+                             ${CMAKE_CURRENT_LIST_DIR}/../common)
   target_compile_options(runtime_act_dump PRIVATE ${CUDARL_C_WARNINGS})
   target_link_libraries(runtime_act_dump PRIVATE ${CMAKE_DL_LIBS})
   # lists travel comma-separated (a ; would split the argument)

@@ -47,6 +47,6 @@ if ! cmp -s "$work/full.txt" "$work/runtime.txt"; then
   exit 1
 fi
 # Every case that can run must have: 4 precisions of each conv net, fp32 and tf32 of each MLP.
-[ "$ran" -ge 14 ] || { say "only $ran of $cases cases loaded"; cat "$work/full.txt" | grep precision; exit 1; }
+[ "$ran" -ge 14 ] || { say "only $ran of $cases cases loaded"; grep precision "$work/full.txt"; exit 1; }
 say "$ran of $cases (policy, precision) cases loaded, the rest refused alike;" \
     "$(wc -l <"$work/full.txt") lines, the same from both libraries"

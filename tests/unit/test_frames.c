@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "netspecs.h"
 #include "cudarl.h"
 
 /* ---- allocation count --------------------------------------------------------------------- */
@@ -128,14 +129,7 @@ static void small_net(char *buf, size_t cap, int C, int H, int W, const char *sc
              C, H, W, scale);
 }
 
-static const char NATURE[] =
-    "{\"format\":\"cudarl-convnet\",\"version\":1,\"name\":\"nature-cnn\","
-    "\"input\":{\"shape\":[4,84,84],\"dtype\":\"u8\",\"scale\":\"1/255\"},"
-    "\"layers\":[{\"type\":\"conv\",\"out\":32,\"kernel\":[8,8],\"stride\":4,\"pad\":0},"
-    "{\"type\":\"relu\"},{\"type\":\"conv\",\"out\":64,\"kernel\":[4,4],\"stride\":2,\"pad\":0},"
-    "{\"type\":\"relu\"},{\"type\":\"conv\",\"out\":64,\"kernel\":[3,3],\"stride\":1,\"pad\":0},"
-    "{\"type\":\"relu\"},{\"type\":\"flatten\"},{\"type\":\"linear\",\"out\":512},"
-    "{\"type\":\"relu\"}],\"heads\":{\"type\":\"ppo\",\"actions\":6}}";
+static const char NATURE[] = NETSPEC_NATURE_PPO6;
 
 static cudarl_policy *net_policy(const char *text, int max_batch, uint64_t seed) {
     size_t np = 0;
