@@ -139,6 +139,15 @@ struct cr_backend {
      * pass (one launch on CUDA) instead of count */
     void (*gather_rows_many)(cudarl_ctx *ctx, const int32_t *idx, int rows, int count,
                              const cr_gather_item *items);
+    /* For every row i < rows whose flag[i] is set: dst row i = src row i (row_bytes bytes) and
+     * step[i] = t (t >= 1); other rows untouched. What a rollout keeps of the envs that were
+     * truncated at its step t - 1, so that their final observations' values are one forward after
+     * the rollout (keep_rows, then a forward of the kept rows, then place_values). */
+    void (*keep_rows)(cudarl_ctx *ctx, const void *src, const uint8_t *flag, void *dst,
+                      int32_t *step, int32_t t, int rows, size_t row_bytes);
+    /* For every row i < rows whose step[i] is k >= 1: out[(k - 1) * rows + i] = v[i], then
+     * step[i] = 0 (ready for the next rollout); rows with step 0 untouched. */
+    void (*place_values)(cudarl_ctx *ctx, const float *v, int32_t *step, float *out, int rows);
     void (*ppo_loss)(cudarl_ctx *ctx, const float *logits, const int32_t *action,
                      const float *old_logp, const float *adv, const float *value,
                      const float *old_value, const float *returns, const cr_ppo_loss_params *p,

@@ -112,6 +112,26 @@ static void cpu_gather_rows_many(cudarl_ctx *ctx, const int32_t *idx, int rows, 
         cpu_gather_rows(ctx, items[k].src, idx, items[k].dst, rows, items[k].row_bytes);
 }
 
+static void cpu_keep_rows(cudarl_ctx *ctx, const void *src, const uint8_t *flag, void *dst,
+                          int32_t *step, int32_t t, int rows, size_t row_bytes) {
+    const unsigned char *s = src;
+    unsigned char *d = dst;
+    for (int i = 0; i < rows; i++)
+        if (flag[i]) {
+            memcpy(d + (size_t)i * row_bytes, s + (size_t)i * row_bytes, row_bytes);
+            step[i] = t;
+        }
+}
+
+static void cpu_place_values(cudarl_ctx *ctx, const float *v, int32_t *step, float *out,
+                             int rows) {
+    for (int i = 0; i < rows; i++)
+        if (step[i] > 0) {
+            out[(size_t)(step[i] - 1) * (size_t)rows + (size_t)i] = v[i];
+            step[i] = 0;
+        }
+}
+
 static void add_stats(cr_ppo_stats_acc *acc, const cr_ppo_loss_stats *s) {
     acc->sum[0] += s->loss, acc->sum[1] += s->pg_loss, acc->sum[2] += s->v_loss;
     acc->sum[3] += s->entropy, acc->sum[4] += s->old_approx_kl, acc->sum[5] += s->approx_kl;
@@ -315,6 +335,8 @@ const cr_backend cr_backend_cpu = {
     .value_stats = cpu_value_stats,
     .gather_rows = cpu_gather_rows,
     .gather_rows_many = cpu_gather_rows_many,
+    .keep_rows = cpu_keep_rows,
+    .place_values = cpu_place_values,
     .ppo_loss = cpu_ppo_loss,
     .gaussian_sample = cpu_gaussian_sample,
     .ppo_loss_gaussian = cpu_ppo_loss_gaussian,

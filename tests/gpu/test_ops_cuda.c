@@ -789,6 +789,8 @@ static void gather_many_case(int src_rows, int rows, int count) {
     end_case();
 }
 
+static void test_keep(void);
+
 static void test_gather(void) {
     static const size_t row_bytes[] = {4, 12, 16, 17, 256, 1};
     for (size_t k = 0; k < sizeof row_bytes / sizeof row_bytes[0]; k++) {
@@ -800,6 +802,59 @@ static void test_gather(void) {
     gather_many_case(1, 1, 1);
     gather_many_case(1000, 777, 6);
     gather_many_case(4096, 4000, CR_GATHER_MAX);
+    test_keep();
+}
+
+/* keep_rows over T steps of random flags (about one row in `one_in` each step), then
+ * place_values: the kept rows, the steps and the placed values bit for bit on both sides, and
+ * every step reset to 0. offset: bytes by which the rows are shifted (misaligned rows). */
+static void keep_case(int rows, size_t row_bytes, int T, int one_in, size_t offset) {
+    CASE("keep_rows: %d rows of %zu bytes over %d steps, 1 in %d, offset %zu; place_values", rows,
+         row_bytes, T, one_in, offset);
+    size_t ob = (size_t)rows * row_bytes + offset;
+    unsigned char *src = host(ob), *kept = host(ob);
+    uint8_t *flag = host((size_t)rows);
+    int32_t *step = host((size_t)rows * 4);
+    float *v = host((size_t)rows * 4), *out = host((size_t)T * rows * 4);
+    memset(kept, 0xAB, ob);
+    memset(step, 0, (size_t)rows * 4);
+    for (size_t i = 0; i < (size_t)T * rows; i++) out[i] = -1.0f;
+    unsigned char *d_src = dev_out(ob), *d_kept = dev_copy(kept, ob);
+    uint8_t *d_flag = dev_out((size_t)rows);
+    int32_t *d_step = dev_copy(step, (size_t)rows * 4);
+    for (int t = 1; t <= T; t++) {
+        for (size_t i = 0; i < ob; i++) src[i] = (unsigned char)cr_philox_next_u32(&prng);
+        for (int i = 0; i < rows; i++) flag[i] = cr_philox_next_u32(&prng) % (uint32_t)one_in == 0;
+        cpu.ops->keep_rows(&cpu, src + offset, flag, kept + offset, step, t, rows, row_bytes);
+        up(d_src, src, ob);
+        up(d_flag, flag, (size_t)rows);
+        gpu.ops->keep_rows(&gpu, d_src + offset, d_flag, d_kept + offset, d_step, t, rows,
+                           row_bytes);
+    }
+    compare_ints("kept rows", fetch(d_kept, ob), kept, ob, 1);
+    compare_ints("kept steps", fetch(d_step, (size_t)rows * 4), step, (size_t)rows, 4);
+    int kept_rows = 0;
+    for (int i = 0; i < rows; i++) kept_rows += step[i] > 0;
+    for (int i = 0; i < rows; i++) v[i] = (float)(cr_philox_next_u32(&prng) >> 8) - 8e6f;
+    float *d_v = dev_copy(v, (size_t)rows * 4), *d_out = dev_copy(out, (size_t)T * rows * 4);
+    cpu.ops->place_values(&cpu, v, step, out, rows);
+    gpu.ops->place_values(&gpu, d_v, d_step, d_out, rows);
+    compare_ints("placed values", fetch(d_out, (size_t)T * rows * 4), out, (size_t)T * rows, 4);
+    int placed = 0;
+    for (size_t i = 0; i < (size_t)T * rows; i++) placed += out[i] != -1.0f;
+    CHECK_MSG(placed == kept_rows, "%d values placed for %d kept rows", placed, kept_rows);
+    int32_t *g_step = fetch(d_step, (size_t)rows * 4);
+    for (int i = 0; i < rows; i++)
+        CHECK_MSG(step[i] == 0 && g_step[i] == 0, "row %d: step %d (cpu) %d (cuda) after placing",
+                  i, (int)step[i], (int)g_step[i]);
+    end_case();
+}
+
+static void test_keep(void) {
+    keep_case(1, 16, 1, 1, 0);
+    keep_case(4096, 7056 * 4, 16, 50, 0); /* CartPolePixels' frames, 4096 envs */
+    keep_case(1000, 17, 40, 7, 3);
+    keep_case(333, 4, 128, 300, 0);
 }
 
 /* ---- PPO loss ------------------------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /* CPU ops against straightforward double-precision references, on random inputs (Philox) and
  * edge cases; bitwise determinism across thread counts.
  * Usage: test_ops_cpu [op]   op: linear tanh categorical gae ppo_loss grad_norm adam orthogonal
- * (all when omitted). */
+ * keep (all when omitted). */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -10,6 +10,7 @@
 #include "check.h"
 #include "op_buffers.h"
 #include "core/core.h"
+#include "ops/backend.h"
 #include "ops/cpu/ops_cpu.h"
 
 /* ---- helpers: tests/common/op_buffers.h ---------------------------------------------------- */
@@ -718,6 +719,39 @@ static void test_orthogonal(void) {
 
 /* ---- main ---------------------------------------------------------------------------------- */
 
+/* ---- keep_rows, place_values (the twin rollout's truncated envs) --------------------------- */
+
+/* Four envs of 3-byte rows over three steps: env 1 truncated at step 1, env 3 at step 3, env 0
+ * never, env 2 twice (the later step wins, as a second truncation in one rollout would
+ * overwrite: the trainer keeps only rollouts no longer than the time limit).
+ * Then the placed values land at (step - 1) * rows + i and every step is 0 again. */
+static void test_keep(void) {
+    cudarl_ctx ctx = {0};
+    ctx.kind = CUDARL_DEVICE_CPU, ctx.ops = &cr_backend_cpu;
+    const cr_backend *o = ctx.ops;
+    uint8_t kept[12], src[12];
+    int32_t step[4] = {0, 0, 0, 0};
+    memset(kept, 0xEE, sizeof kept);
+    const uint8_t flags[3][4] = {{0, 1, 1, 0}, {0, 0, 0, 0}, {0, 0, 1, 1}};
+    for (int t = 1; t <= 3; t++) {
+        for (int i = 0; i < 12; i++) src[i] = (uint8_t)(16 * t + i);
+        o->keep_rows(&ctx, src, flags[t - 1], kept, step, t, 4, 3);
+    }
+    const uint8_t want[12] = {0xEE, 0xEE, 0xEE, 16 + 3, 16 + 4, 16 + 5,
+                              48 + 6, 48 + 7, 48 + 8, 48 + 9, 48 + 10, 48 + 11};
+    CHECK_MSG(!memcmp(kept, want, sizeof want), "keep_rows: the kept rows");
+    CHECK_MSG(step[0] == 0 && step[1] == 1 && step[2] == 3 && step[3] == 3,
+              "keep_rows: steps %d %d %d %d, expected 0 1 3 3", (int)step[0], (int)step[1],
+              (int)step[2], (int)step[3]);
+    const float v[4] = {10, 11, 12, 13};
+    float out[12];
+    for (int i = 0; i < 12; i++) out[i] = -1;
+    o->place_values(&ctx, v, step, out, 4);
+    const float want_out[12] = {-1, 11, -1, -1, -1, -1, -1, -1, -1, -1, 12, 13};
+    CHECK_MSG(!memcmp(out, want_out, sizeof out), "place_values: the placed values");
+    CHECK_MSG(!step[0] && !step[1] && !step[2] && !step[3], "place_values: steps not reset");
+}
+
 int main(int argc, char **argv) {
     static const struct {
         const char *name;
@@ -725,7 +759,7 @@ int main(int argc, char **argv) {
     } tests[] = {
         {"linear", test_linear},       {"tanh", test_tanh},   {"categorical", test_categorical},
         {"gae", test_gae},             {"ppo_loss", test_ppo_loss}, {"grad_norm", test_grad_norm},
-        {"adam", test_adam},           {"orthogonal", test_orthogonal},
+        {"adam", test_adam},           {"orthogonal", test_orthogonal}, {"keep", test_keep},
     };
     cr_philox_seed(&rng, 2024, 0);
     int ran = 0;

@@ -31,7 +31,7 @@ enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_ADAM_T, M_LR, M_ENV, M_OBS, M_FI
        M_EP_LENGTH, M_FUSED_SCRATCH, M_FIN_RETURN, M_FIN_LENGTH, M_ACT_PARAMS, M_ALT_OBS,
        M_ALT_FINAL_OBS, M_ALT_ACTIONS, M_ALT_LOGP, M_ALT_REWARDS, M_ALT_VALUES,
        M_ALT_FINAL_VALUES, M_ALT_NEXT_VALUES, M_ALT_ADV, M_ALT_RETURNS, M_ALT_TERM, M_ALT_TRUNC,
-       M_ALT_DONE, M_NORM, M_COUNT };
+       M_ALT_DONE, M_NORM, M_KEPT_OBS, M_KEPT_STEP, M_KEPT_VALUES, M_COUNT };
 
 size_t cr_ppo_norm_doubles(const cr_ppo *p) {
     return (p->cfg.norm_obs ? 2 * (size_t)p->D + 1 : 0) +
@@ -133,6 +133,11 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
         {"async.returns", A2 * TN * F}, {"async.terminated", A2 * TN},
         {"async.truncated", A2 * TN}, {"async.done", A2 * TN},
         {"norm.stats", cr_ppo_norm_doubles(p) * 8},
+        /* the twin's truncated envs' final observations, kept for one forward after the
+         * rollout (ppo_conv.c, cr_ppo_conv_keeps_truncated) */
+        {"rollout.kept_obs", cr_ppo_conv_keeps_truncated(p) ? N * D : 0},
+        {"rollout.kept_step", cr_ppo_conv_keeps_truncated(p) ? N * 4 : 0},
+        {"rollout.kept_values", cr_ppo_conv_keeps_truncated(p) ? N * F : 0},
     };
     cr_plan_init(pl);
     for (int i = 0; i < M_COUNT; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
@@ -145,6 +150,9 @@ static void carve_memory(cr_ppo *p) {
         p->cnn.obs = cr_arena_get(a, M_OBS), p->cnn.final_obs = cr_arena_get(a, M_FINAL_OBS);
         p->cnn.cur_obs = cr_arena_get(a, M_CUR_OBS), p->cnn.mb_obs = cr_arena_get(a, M_MB_OBS);
         cr_ppo_conv_carve(p, cr_arena_get(a, M_CACHE_A), cr_arena_get(a, M_CACHE_C));
+        p->cnn.kept_obs = cr_arena_get(a, M_KEPT_OBS);
+        p->cnn.kept_step = cr_arena_get(a, M_KEPT_STEP);
+        p->cnn.kept_values = cr_arena_get(a, M_KEPT_VALUES);
     }
     p->params = cr_arena_get(a, M_PARAMS), p->grads = cr_arena_get(a, M_GRADS);
     p->adam_m = cr_arena_get(a, M_ADAM_M), p->adam_v = cr_arena_get(a, M_ADAM_V);

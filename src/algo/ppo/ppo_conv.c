@@ -178,16 +178,28 @@ size_t cr_ppo_conv_twin_bytes(const cr_ppo *p) {
     return bytes;
 }
 
+int cr_ppo_conv_keeps_truncated(const cr_ppo *p) {
+    const int limit = p->env_info->def->max_episode_steps;
+    return p->conv && p->twin_envs && limit > 0 && p->T <= limit;
+}
+
 /* The pool's schedule with one group (ppo_pool.c: act, then the step's outputs), every op on the
  * device: the same uniforms, forwards of N rows and sampling, so the same seed gives the pool's
- * trajectories and weights. V(final obs) is computed for every env when the env can truncate
- * (the pool computes it only when one did; other rows are masked in GAE either way) and not at
- * all for MinAtar, whose episodes only terminate. */
+ * trajectories and weights. V(final obs) is needed only where an env was truncated (GAE masks
+ * the other rows, which must only be finite). With a time limit no shorter than the rollout
+ * (cr_ppo_conv_keeps_truncated: each env truncated at most once in it) the truncated envs' final
+ * observations are kept in row i of kept_obs as the steps go, and valued by one forward of N rows
+ * after the rollout: the same rows of a batch of N as a forward at their step, so the same values,
+ * for one forward where there were T; the other rows of final_values are zeros. Otherwise (a
+ * rollout longer than the time limit) every step's N final observations are valued; MinAtar's
+ * episodes only terminate, so there is no such forward at all. */
 void cr_ppo_conv_rollout_twin(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     const size_t N = (size_t)p->N, D = (size_t)p->D;
     const int truncates = cr_image_twin_truncates(&p->twin);
+    const int keep = truncates && cr_ppo_conv_keeps_truncated(p);
+    if (keep) o->zero(ctx, p->final_values, (size_t)p->T * N * sizeof(float));
     for (int t = 0; t < p->T; t++) {
         const size_t r = (size_t)t * N;
         uint8_t *obs = p->cnn.obs + r * D;
@@ -199,18 +211,28 @@ void cr_ppo_conv_rollout_twin(cr_ppo *p) {
         cr_ppo_part(p, CR_PART_ENV);
         cr_image_twin_step(ctx, &p->twin, p->actions + r, p->cnn.cur_obs, p->rewards + r,
                            p->terminated + r, p->truncated + r, p->done + r, p->cnn.final_obs);
-        cr_ppo_part(p, truncates ? CR_PART_FORWARD : CR_PART_NONE);
-        if (truncates) { /* the logits serve as the actor's scratch (sampled from already) */
+        if (keep) {
+            cr_ppo_part(p, CR_PART_NONE);
+            o->keep_rows(ctx, p->cnn.final_obs, p->truncated + r, p->cnn.kept_obs,
+                         p->cnn.kept_step, t + 1, p->N, D);
+        } else if (truncates) { /* the logits serve as the actor's scratch (sampled from) */
+            cr_ppo_part(p, CR_PART_FORWARD);
             cr_ppo_conv_forward(p, p->act_params, p->cnn.final_obs, p->logits,
                                 p->final_values + r, p->N);
-            cr_ppo_part(p, CR_PART_NONE);
         }
+        cr_ppo_part(p, CR_PART_NONE);
         o->episodes_record(ctx, p->rewards + r, p->done + r, p->ep_return, p->ep_length, p->log,
                            p->N);
-        cr_ppo_count_rows(p, truncates ? 2 * p->N : p->N);
+        cr_ppo_count_rows(p, truncates && !keep ? 2 * p->N : p->N);
     }
     cr_ppo_part(p, CR_PART_FORWARD);
     cr_ppo_conv_forward(p, p->act_params, p->cnn.cur_obs, p->logits, p->last_values, p->N);
+    if (keep) { /* rows never truncated give values nobody reads */
+        cr_ppo_conv_forward(p, p->act_params, p->cnn.kept_obs, p->logits, p->cnn.kept_values,
+                            p->N);
+        cr_ppo_part(p, CR_PART_NONE);
+        o->place_values(ctx, p->cnn.kept_values, p->cnn.kept_step, p->final_values, p->N);
+    }
     cr_ppo_part(p, CR_PART_NONE);
-    cr_ppo_count_rows(p, p->N);
+    cr_ppo_count_rows(p, keep ? 2 * p->N : p->N);
 }

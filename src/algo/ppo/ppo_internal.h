@@ -91,6 +91,12 @@ typedef struct cr_ppo_conv {
     uint8_t *final_obs;               /* (N, C, H, W) one step's final observations (rows of
                                        * envs that truncated; the others stale) */
     uint8_t *mb_obs;                  /* (mb, C, H, W) */
+    /* envs on the twin whose episodes can be truncated (cr_ppo_conv_keeps_truncated): row i of
+     * kept_obs the final observation of env i's truncation in this rollout, kept_step[i] its
+     * step + 1 (0: none), kept_values the values of those rows; NULL otherwise */
+    uint8_t *kept_obs;
+    int32_t *kept_step;
+    float *kept_values;
     /* --separate-critic: a second network of the same spec (`critic`) whose critic head gives
      * the value, its parameters after the actor's in the flat buffers (offset net.num_params);
      * the actor's critic head and the critic's actor head are never trained (their gradient is
@@ -275,6 +281,11 @@ void cr_ppo_conv_backward(cr_ppo *p, const float *params, const float *dlogits,
                           const float *dvalue, int B);
 /* Bytes of the conv policy's envs on the GPU (their image twin) for N envs; 0 without. */
 size_t cr_ppo_conv_twin_bytes(const cr_ppo *p);
+/* Whether the twin rollout keeps its truncated envs' final observations and values them in one
+ * forward after the rollout, instead of a forward of every env's final observation at every
+ * step: envs on the twin whose episodes have a time limit no shorter than the rollout, so that
+ * an env is truncated at most once per rollout. */
+int cr_ppo_conv_keeps_truncated(const cr_ppo *p);
 /* The rollout's T steps with the envs' image twin on the device (p->twin_envs): the same ops
  * as the pool's schedule with one group, the env step a kernel instead of CPU threads. */
 void cr_ppo_conv_rollout_twin(cr_ppo *p);

@@ -309,7 +309,7 @@ static void peaks(cudarl_ctx *ctx, cudarl_precision precision, cr_peaks *out) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 72 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 74 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -336,6 +336,8 @@ extern "C" const cr_backend cr_backend_cuda = {
     .value_stats = cr_cuda_value_stats,
     .gather_rows = cr_cuda_gather_rows,
     .gather_rows_many = cr_cuda_gather_rows_many,
+    .keep_rows = cr_cuda_keep_rows,
+    .place_values = cr_cuda_place_values,
     .ppo_loss = cr_cuda_ppo_loss,
     .gaussian_sample = cr_cuda_gaussian_sample,
     .ppo_loss_gaussian = cr_cuda_ppo_loss_gaussian,

@@ -201,6 +201,9 @@ void cr_cuda_zero(cudarl_ctx *ctx, void *dst, size_t bytes);
 void cr_cuda_sync(cudarl_ctx *ctx);
 void cr_cuda_gather_rows_many(cudarl_ctx *ctx, const int32_t *idx, int rows, int count,
                               const cr_gather_item *items);
+void cr_cuda_keep_rows(cudarl_ctx *ctx, const void *src, const uint8_t *flag, void *dst,
+                       int32_t *step, int32_t t, int rows, size_t row_bytes);
+void cr_cuda_place_values(cudarl_ctx *ctx, const float *v, int32_t *step, float *out, int rows);
 void cr_cuda_gather_rows(cudarl_ctx *ctx, const void *src, const int32_t *idx, void *dst,
                          int rows, size_t row_bytes);
 // linear.cu

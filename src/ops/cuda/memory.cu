@@ -124,6 +124,57 @@ void cr_cuda_gather_rows(cudarl_ctx *ctx, const void *src, const int32_t *idx, v
     else gather_as<unsigned char>(ctx, src, idx, dst, rows, row_bytes);
 }
 
+// keep_rows: thread j of row i's words copies word j when flag[i] is set; word 0 also sets step.
+template <typename W>
+__global__ void keep_rows_kernel(const W *__restrict__ src, const uint8_t *__restrict__ flag,
+                                 W *__restrict__ dst, int32_t *__restrict__ step, int32_t t,
+                                 size_t rows, size_t row_words) {
+    size_t n = rows * row_words, stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        size_t r = i / row_words, k = i - r * row_words;
+        if (!flag[r]) continue;
+        dst[i] = src[i];
+        if (k == 0) step[r] = t;
+    }
+}
+
+template <typename W>
+static void keep_as(cudarl_ctx *ctx, const void *src, const uint8_t *flag, void *dst,
+                    int32_t *step, int32_t t, int rows, size_t row_bytes) {
+    size_t words = row_bytes / sizeof(W);
+    keep_rows_kernel<W><<<cr_cuda_blocks((size_t)rows * words, CR_CUDA_THREADS), CR_CUDA_THREADS,
+                          0, cr_stream(ctx)>>>((const W *)src, flag, (W *)dst, step, t,
+                                               (size_t)rows, words);
+    CR_CUDA_LAUNCHED(ctx);
+}
+
+void cr_cuda_keep_rows(cudarl_ctx *ctx, const void *src, const uint8_t *flag, void *dst,
+                       int32_t *step, int32_t t, int rows, size_t row_bytes) {
+    if (rows <= 0 || row_bytes == 0) return;
+    uintptr_t align = (uintptr_t)src | (uintptr_t)dst | (uintptr_t)row_bytes;
+    if (align % 16 == 0) keep_as<uint4>(ctx, src, flag, dst, step, t, rows, row_bytes);
+    else if (align % 4 == 0) keep_as<uint32_t>(ctx, src, flag, dst, step, t, rows, row_bytes);
+    else keep_as<unsigned char>(ctx, src, flag, dst, step, t, rows, row_bytes);
+}
+
+__global__ void place_values_kernel(const float *__restrict__ v, int32_t *__restrict__ step,
+                                    float *__restrict__ out, int rows) {
+    int stride = gridDim.x * blockDim.x;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += stride) {
+        int32_t k = step[i];
+        if (k <= 0) continue;
+        out[(size_t)(k - 1) * (size_t)rows + (size_t)i] = v[i];
+        step[i] = 0;
+    }
+}
+
+void cr_cuda_place_values(cudarl_ctx *ctx, const float *v, int32_t *step, float *out, int rows) {
+    if (rows <= 0) return;
+    place_values_kernel<<<cr_cuda_blocks((size_t)rows, CR_CUDA_THREADS), CR_CUDA_THREADS, 0,
+                          cr_stream(ctx)>>>(v, step, out, rows);
+    CR_CUDA_LAUNCHED(ctx);
+}
+
 // gather_rows of up to CR_GATHER_MAX arrays in one launch: thread r reads idx[r] once and copies
 // row r of every array (16-byte words where an array's rows and bases allow, else 4-byte words,
 // else bytes).
