@@ -34,6 +34,27 @@ bench_deps() {
   export PATH=/tmp/deps/usr/bin:$PATH
 }
 
+# bench_wheels: gymnasium (and gymnax, farama-notifications) from the repository's .whl/ into
+# /tmp/site where python3 lacks gymnasium, and /tmp/site on PYTHONPATH, before cmake configures:
+# the gpu tests' Python cases (test_python_gpu's make_vec) and the Python benchmarks import it.
+# Only these wheels: the others (Pillow, MuJoCo, SB3) are the benchmarks' to install.
+bench_wheels() {
+  python3 -c 'import gymnasium' 2>/dev/null && return 0
+  local w=()
+  for p in gymnasium-1 farama_notifications gymnax; do
+    w+=("$BENCH_ROOT"/.whl/"$p"*.whl)
+  done
+  if ! ls "${w[@]}" >/dev/null 2>&1; then
+    echo "bench_wheels: gymnasium is not installed and .whl/ lacks its wheels (bench/README.md," \
+         "\"Wheels\")" >&2
+    return 1
+  fi
+  [ -f /tmp/site/.gym ] ||
+    { python3 -m pip install -q --no-index --no-deps --target /tmp/site "${w[@]}" &&
+      touch /tmp/site/.gym; } || return 1
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+}
+
 # The first GPU's architecture as CMake names it (90-real), or nothing when nvidia-smi cannot say.
 bench_cuda_arch() {
   local cap

@@ -6,7 +6,8 @@
 #   --tests REGEX  only the gpu tests whose names match
 # $OUT gets ctest-gpu.log, a log per benchmark, and build.log where the build failed; the last
 # lines printed are the benchmarks' summary, then the build's and the tests' status.
-# cJSON and protobuf-c come from .debs/ where the machine lacks them (bench/prep.sh).
+# cJSON and protobuf-c come from .debs/ where the machine lacks them (bench/prep.sh), gymnasium
+# from .whl/ (bench_wheels in bench/build.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/out}
@@ -25,6 +26,7 @@ mkdir -p "$OUT"
 # shellcheck source=bench/build.sh
 . bench/build.sh
 bench_deps || exit 1
+bench_wheels || exit 1
 
 t0=$(date +%s)
 bench_build . build-gpu "$(nproc)" >/tmp/build.log 2>&1
