@@ -21,7 +21,8 @@
  *
  * cuda, beside the same checks with the policies and the frames on the GPU: the op table's CUDA
  * frame_to_obs against the CPU reference bit for bit (every format, gray and RGB, odd sizes,
- * crops at odd offsets, padded rows, up, down and mixed ratios, up to 3840x2160); the device tick
+ * crops at odd offsets, padded rows, up, down and mixed ratios, up to 3840x2160; a thread or, at
+ * shrinks of 8 and more along x, a warp per output pixel); the device tick
  * of a CUDA policy against the CPU tick of a CPU policy of the same weights (three setups:
  * nature-cnn over five cameras of the five formats, RGB stacks of two over four, one-frame
  * stacks): the observations bit for bit over several ticks and after a reset, the outputs within
@@ -606,7 +607,8 @@ static void test_cuda_twin(void) {
             twin_case(gpu, f, w, h, 13, 0, 0, 0, 0, 5, 3, ch);  /* down, padded rows */
             twin_case(gpu, f, w, h, 7, 3, 5, 17, 11, 7, 4, ch); /* a crop at odd x, y */
             twin_case(gpu, f, w, h, 0, 1, 1, 17, 11, 17, 11, ch); /* 1:1 */
-            twin_case(gpu, f, w, h, 0, 0, 0, 0, 0, 1, 1, ch);   /* one pixel */
+            twin_case(gpu, f, w, h, 0, 0, 0, 0, 0, 1, 1, ch);   /* one pixel (by warp) */
+            twin_case(gpu, f, w, h, 5, 3, 2, 33, 19, 4, 2, ch); /* by warp, a crop */
             twin_case(gpu, f, w, h, 3, 5, 2, 9, 13, 20, 6, ch); /* x up, y down */
             twin_case(gpu, f, 640, 480, 64, 0, 0, 0, 0, 84, 84, ch);
         }
@@ -616,7 +618,8 @@ static void test_cuda_twin(void) {
     twin_case(gpu, CUDARL_PIXEL_YUYV, 1280, 720, 128, 0, 0, 0, 0, 96, 54, 1);
     cudarl_ctx_free(gpu);
     printf("cuda twin: frame_to_obs equals the CPU reference bit for bit in %d cases (5 formats, "
-           "gray and RGB, crops, pitches, up and down, up to 3840x2160)\n", twin_cases);
+           "gray and RGB, crops, pitches, up and down, by thread and by warp, up to "
+           "3840x2160)\n", twin_cases);
 }
 
 /* Where a tick's frames may live. */

@@ -1,8 +1,9 @@
 /* The CUDA twin of frame_to_obs (ops/frames.h) and the kernels of the frames' device tick
- * (runtime/frames_cuda.cu): one thread per output pixel, each calling cr_frame_box, the CPU
- * reference's own integer arithmetic, so that every byte equals cr_cpu_frame_to_obs's. Every
- * function enqueues on ctx's stream and allocates nothing: capturable into a CUDA graph.
- * (ops/cuda/frames.cu) */
+ * (runtime/frames_cuda.cu): one thread per output pixel calling cr_frame_box, the CPU
+ * reference's own integer arithmetic, or where the crop is 8 or more times wider than the output
+ * one warp per output pixel over the same functions, its lanes' exact integer sums adding up to
+ * cr_frame_box's; every byte equals cr_cpu_frame_to_obs's. Every function enqueues on ctx's
+ * stream and allocates nothing: capturable into a CUDA graph. (ops/cuda/frames.cu) */
 #ifndef CUDARL_OPS_CUDA_FRAMES_CUDA_H
 #define CUDARL_OPS_CUDA_FRAMES_CUDA_H
 
