@@ -976,23 +976,34 @@ static inline cudarl_status cudarl_frames_options_default(cudarl_frames_options 
 /* The preprocessing of num_cameras cameras (cameras[i], host, copied) into `policy`, which must
  * take uint8 (C, H, W) pixel observations (a convolutional network whose input is scaled by
  * 1/255: nature-cnn, or a custom spec), 1 <= num_cameras <= its max_batch; opt NULL: the
- * defaults. The policy stays the caller's: free it after the frames. Memory: one host arena (the
- * handle, each camera's stack, the observation batch, the latency ring); ticks allocate nothing.
- * Today the preprocessing runs on the CPU for every policy; a CUDA policy receives the batch
- * from host memory through cudarl_policy_act (the GPU's twin is not built yet). A bad camera,
- * option or policy is CUDARL_ERR_INVALID_ARG naming the problem and the fix. */
+ * defaults. The policy stays the caller's: free it after the frames. The preprocessing runs where
+ * the policy runs. Memory: one host arena (the handle, the latency ring; for a CPU policy each
+ * camera's stack and the observation batch); for a CUDA policy also one device arena (a staging
+ * buffer per camera, the stacks, the batch), one pinned host block (the outputs and two bounce
+ * buffers for pageable frames, each min(largest frame, 4 MiB)), a copy stream, events and one
+ * CUDA graph of a tick's device work (conversion, stacking, the policy's forward), launched once
+ * here; ticks allocate nothing. A bad camera, option or policy is CUDARL_ERR_INVALID_ARG naming
+ * the problem and the fix; a CUDA failure _CUDA or _OUT_OF_MEMORY. */
 cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *cameras,
                                    int num_cameras, const cudarl_frames_options *opt,
                                    cudarl_frames **out);
 
-/* One tick: frames[i] (host memory) is camera i's frame now; each is converted, cropped and
+/* One tick: frames[i] is camera i's frame now; each is converted, cropped and
  * resized into the newest slot of camera i's stack, the stacks packed into the observation batch
  * (num_cameras rows of (C, H, W); in a row the frames oldest first, newest last, each frame's
  * channels R, G, B or its gray plane, as CartPolePixels-v1 and Gymnasium's FrameStackObservation
  * stack them), and the policy acts on it: actions, values, logits as cudarl_policy_act writes
  * them for n = num_cameras rows. The first tick after create or cudarl_frames_reset fills each
  * camera's whole stack with its frame (Gymnasium's reset padding). The tick's duration (entry to
- * return) goes to the frames' own latency ring. Allocates nothing. */
+ * return: uploads, conversion, act, the outputs on the host) goes to the frames' own latency ring.
+ * Allocates nothing. Where frames[i] lives: for a CPU policy host memory (device memory is
+ * CUDARL_ERR_UNSUPPORTED); for a CUDA policy each pointer is classified every tick
+ * (cudaPointerGetAttributes): device or managed memory of the policy's GPU is read in place (it
+ * must be complete when the tick is called: the tick does not wait for the caller's streams),
+ * pinned host memory is copied by DMA (read in place on an integrated GPU, whose pinned memory
+ * is the device's), pageable host memory through the pinned bounce buffers; camera i's
+ * conversion overlaps camera i+1's copy, and the device work is one CUDA graph launch. Outputs
+ * may be host or device memory of the policy's GPU, as for cudarl_policy_act. */
 cudarl_status cudarl_frames_tick(cudarl_frames *frames, const void *const *camera_frames,
                                  void *actions, float *values, float *logits);
 
@@ -1000,7 +1011,8 @@ cudarl_status cudarl_frames_tick(cudarl_frames *frames, const void *const *camer
 cudarl_status cudarl_frames_reset(cudarl_frames *frames);
 
 /* Copies the observation batch the last tick acted on (uint8 (num_cameras, C, H, W)) into out
- * (host, bytes >= that size); before the first tick CUDARL_ERR_INVALID_ARG. */
+ * (host, bytes >= that size; from the device for a CUDA policy); before the first tick
+ * CUDARL_ERR_INVALID_ARG. */
 cudarl_status cudarl_frames_observations(const cudarl_frames *frames, void *out, size_t bytes);
 
 /* Latency of the ticks, as cudarl_policy_latency for act(): p50, p99, max, deadline misses

@@ -290,9 +290,9 @@ struct cr_backend {
                             const float *w, const float *y, float *dy, float *dx, float *dw,
                             float *db, void *workspace, void *keep, int kept);
     void (*scale_u8)(cudarl_ctx *ctx, const uint8_t *x, float *y, size_t n);
-    /* optional (NULL on CUDA until its kernel is built, issue 27): one camera frame (backend
-     * memory, cr_frame_bytes(g)) converted, cropped and area-resized into out (backend memory,
-     * uint8 (g->channels, g->out_h, g->out_w)), as ops/frames.h defines it */
+    /* one camera frame (backend memory, cr_frame_bytes(g)) converted, cropped and area-resized
+     * into out (backend memory, uint8 (g->channels, g->out_h, g->out_w)), as ops/frames.h
+     * defines it; the CUDA twin (ops/cuda/frames.cu) equals the CPU's bit for bit */
     void (*frame_to_obs)(cudarl_ctx *ctx, const cr_frame_geom *g, const uint8_t *frame,
                          uint8_t *out);
 };

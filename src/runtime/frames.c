@@ -1,41 +1,21 @@
 /* Camera frames to a policy's observations (cudarl_frames_* and cudarl_frame_convert in
  * cudarl.h; docs/cameras.md): the checks of the cameras, options and policy, one host arena per
- * handle, and the tick: each frame through the op table's frame_to_obs on the CPU (ops/frames.h
- * defines the arithmetic) into its camera's stack, the stacks packed into the batch, then
- * cudarl_policy_act. Until the CUDA twin of frame_to_obs is built (issue 27), a CUDA policy gets
- * the same host batch through act(), which copies it to the device.
- *
- * Memory (one host arena): the handle, the cameras' geometry (num_cameras), the stacks
- * (num_cameras, depth, channels, H, W) as rings whose slot `newest` holds the latest frame, the
- * batch (num_cameras, C, H, W) act() reads, and the latency ring. */
+ * handle, and the tick. For a CPU policy: each frame through the op table's frame_to_obs
+ * (ops/frames.h defines the arithmetic) into its camera's stack, the stacks packed into the
+ * batch, then cudarl_policy_act. For a CUDA policy the same on its GPU, frames uploaded or read
+ * in place and the device work one CUDA graph (frames_cuda.cu). runtime/frames.h has the handle
+ * and its memory. */
 #include <math.h>
 #include <string.h>
 
 #include "core/abi.h"
 #include "core/core.h"
 #include "ops/frames.h"
+#include "runtime/frames.h"
 #include "runtime/latency.h"
 #include "runtime/policy.h"
 
 #define MAX_DEADLINE_US 1e9 /* 1000 s: longer is a mistake in units */
-
-struct cudarl_frames {
-    cudarl_policy *policy;  /* the caller's */
-    int num_cameras;
-    int channels, depth;    /* per frame; frames a stack: C = depth x channels */
-    int C, H, W;            /* the policy's observation */
-    size_t slot_bytes;      /* one frame: channels x H x W */
-    size_t row_bytes;       /* one observation: C x H x W */
-    cr_frame_geom *geom;    /* (host) (num_cameras) */
-    uint8_t *stacks;        /* (host) (num_cameras, depth, slot_bytes) rings */
-    uint8_t *batch;         /* (host) (num_cameras, C, H, W) */
-    int newest;             /* the ring slot of the newest frame, the same for every camera */
-    int fill;               /* the next tick fills each whole stack (after create and reset) */
-    int acted;              /* a tick has acted: batch holds its observations */
-    int check_device_ptrs;  /* a CUDA build on a machine with a GPU: refuse device frames */
-    cr_latency lat;
-    cr_arena host;          /* this handle lives in it */
-};
 
 static const char *format_name(int f) {
     switch (f) {
@@ -153,7 +133,7 @@ static cudarl_status policy_check(const cudarl_policy *p) {
 
 /* ---- create, free ------------------------------------------------------------------------ */
 
-enum { A_SELF, A_GEOM, A_STACKS, A_BATCH, A_RING };
+enum { A_SELF, A_GEOM, A_STACKS, A_BATCH, A_RING, A_STAGING, A_BYTES, A_SOURCE, A_EVENTS };
 
 cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *cameras,
                                    int num_cameras, const cudarl_frames_options *opt,
@@ -201,13 +181,19 @@ cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *c
     const int depth = s->in_c / o.channels;
     const size_t slot = (size_t)o.channels * (size_t)s->in_h * (size_t)s->in_w;
     const size_t row = (size_t)s->in_c * (size_t)s->in_h * (size_t)s->in_w;
+    const int on_device = policy->ctx->kind == CUDARL_DEVICE_CUDA;
+    const size_t cams = (size_t)num_cameras, on_host = on_device ? 0 : 1;
     cr_plan pl;
     cr_plan_init(&pl);
     cr_plan_add(&pl, "frames", sizeof(cudarl_frames));
-    cr_plan_add(&pl, "cameras", (size_t)num_cameras * sizeof(cr_frame_geom));
-    cr_plan_add(&pl, "stacks", (size_t)num_cameras * (size_t)depth * slot);
-    cr_plan_add(&pl, "batch", (size_t)num_cameras * row);
+    cr_plan_add(&pl, "cameras", cams * sizeof(cr_frame_geom));
+    cr_plan_add(&pl, "stacks", on_host * cams * (size_t)depth * slot);
+    cr_plan_add(&pl, "batch", on_host * cams * row);
     cr_plan_add(&pl, "latency ring", (size_t)CUDARL_LATENCY_WINDOW * sizeof(uint32_t));
+    cr_plan_add(&pl, "staging pointers", (1 - on_host) * cams * sizeof(uint8_t *));
+    cr_plan_add(&pl, "frame bytes", (1 - on_host) * cams * sizeof(size_t));
+    cr_plan_add(&pl, "frame sources", (1 - on_host) * cams * sizeof(int));
+    cr_plan_add(&pl, "upload events", (1 - on_host) * cams * sizeof(void *));
     cr_arena a;
     CR_TRY(cr_arena_alloc(&a, &pl, CR_MEM_HOST));
     cudarl_frames *f = cr_arena_get(&a, A_SELF);
@@ -218,8 +204,9 @@ cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *c
     f->C = s->in_c, f->H = s->in_h, f->W = s->in_w;
     f->slot_bytes = slot, f->row_bytes = row;
     f->geom = cr_arena_get(&a, A_GEOM);
-    f->stacks = cr_arena_get(&a, A_STACKS);
-    f->batch = cr_arena_get(&a, A_BATCH);
+    f->stacks = on_device ? NULL : cr_arena_get(&a, A_STACKS);
+    f->batch = on_device ? NULL : cr_arena_get(&a, A_BATCH);
+    f->on_device = on_device;
     f->fill = 1;
     for (int i = 0; i < num_cameras; i++) {
         const cudarl_camera *ci =
@@ -228,18 +215,33 @@ cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *c
         CR_TRY(camera_take(ci, where, "camera", &f->geom[i])); /* checked above */
         f->geom[i].out_w = f->W, f->geom[i].out_h = f->H, f->geom[i].channels = f->channels;
     }
-#ifdef CUDARL_WITH_CUDA
-    f->check_device_ptrs = cr_policy_cuda_devices() > 0;
-#endif
     cr_latency_init(&f->lat, cr_arena_get(&a, A_RING), o.deadline_us);
-    CR_DEBUG("frames: %d camera(s) -> (%d, %d, %d) stacks of %d %s frame(s), %zu bytes",
-             num_cameras, f->C, f->H, f->W, depth, o.channels == 3 ? "RGB" : "gray", pl.total);
+#ifdef CUDARL_WITH_CUDA
+    f->check_device_ptrs = !on_device && cr_policy_cuda_devices() > 0;
+    if (on_device) {
+        f->cuda.staging = cr_arena_get(&a, A_STAGING);
+        f->cuda.frame_bytes = cr_arena_get(&a, A_BYTES);
+        f->cuda.source = cr_arena_get(&a, A_SOURCE);
+        f->cuda.uploaded = cr_arena_get(&a, A_EVENTS);
+        cudarl_status st = cr_frames_cuda_init(f);
+        if (st != CUDARL_OK) {
+            cr_arena_free(&a);
+            return st;
+        }
+    }
+#endif
+    CR_DEBUG("frames: %d camera(s) -> (%d, %d, %d) stacks of %d %s frame(s) on the %s, %zu host "
+             "bytes", num_cameras, f->C, f->H, f->W, depth, o.channels == 3 ? "RGB" : "gray",
+             on_device ? "GPU" : "CPU", pl.total);
     *out = f;
     return CUDARL_OK;
 }
 
 void cudarl_frames_free(cudarl_frames *f) {
     if (!f) return;
+#ifdef CUDARL_WITH_CUDA
+    if (f->on_device) cr_frames_cuda_free(f);
+#endif
     cr_arena host = f->host; /* the handle lives in it */
     cr_arena_free(&host);
 }
@@ -259,35 +261,35 @@ static cudarl_status tick_check(const cudarl_frames *f, const void *const *frame
                "pointers, one a camera", f->num_cameras);
     for (int i = 0; i < f->num_cameras; i++) {
         CR_REQUIRE(frames[i], "cudarl_frames_tick: camera_frames[%d] is NULL; pass camera %d's "
-                   "frame of this tick (host memory, %zu bytes)", i, i,
+                   "frame of this tick (%s, %zu bytes)", i, i,
+                   f->on_device ? "host or device memory" : "host memory",
                    cr_frame_bytes(&f->geom[i]));
 #ifdef CUDARL_WITH_CUDA
         int dev = f->check_device_ptrs ? cr_policy_pointer_device(frames[i]) : -1;
         if (dev >= 0)
             return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_frames_tick: camera_frames[%d] is "
-                           "device memory (cuda:%d); this cudarl preprocesses frames on the CPU "
-                           "(the GPU preprocessing is not built yet): pass frames in host memory",
-                           i, dev);
+                           "device memory (cuda:%d), but the policy runs on the CPU, which "
+                           "preprocesses frames in host memory: pass host frames, or load the "
+                           "policy on CUDA (cudarl_policy_options.device) to read device frames "
+                           "in place", i, dev);
 #endif
     }
-    return cr_policy_act_check(f->policy, f->batch, CUDARL_OBS_U8, f->num_cameras, actions,
-                               values, logits);
+    /* obs: the batch of a CPU policy; a CUDA policy's is on the device (checked not NULL) */
+    return cr_policy_act_check(f->policy, f->on_device ? (const void *)frames : f->batch,
+                               CUDARL_OBS_U8, f->num_cameras, actions, values, logits);
 }
 
-cudarl_status cudarl_frames_tick(cudarl_frames *f, const void *const *frames, void *actions,
-                                 float *values, float *logits) {
-    const uint64_t t0 = cr_now_ns();
-    CR_TRY(tick_check(f, frames, actions, values, logits));
+/* The CPU policy's tick: each frame into its stack's newest slot, the stacks into the batch,
+ * then act(). */
+static cudarl_status tick_host(cudarl_frames *f, const void *const *frames, void *actions,
+                               float *values, float *logits) {
     const int K = f->depth;
     cudarl_ctx *ctx = f->policy->ctx;
     f->newest = f->fill ? 0 : (f->newest + 1) % K;
     for (int i = 0; i < f->num_cameras; i++) {
         uint8_t *ring = f->stacks + (size_t)i * (size_t)K * f->slot_bytes;
         uint8_t *slot = ring + (size_t)f->newest * f->slot_bytes;
-        if (ctx->kind == CUDARL_DEVICE_CPU)
-            ctx->ops->frame_to_obs(ctx, &f->geom[i], frames[i], slot);
-        else /* the CPU reference on host frames until the CUDA twin is built (issue 27) */
-            cr_cpu_frame_to_obs(&f->geom[i], frames[i], slot);
+        ctx->ops->frame_to_obs(ctx, &f->geom[i], frames[i], slot);
         if (f->fill) /* Gymnasium's reset: the first frame in every slot */
             for (int k = 1; k < K; k++)
                 memcpy(ring + (size_t)k * f->slot_bytes, ring, f->slot_bytes);
@@ -298,8 +300,26 @@ cudarl_status cudarl_frames_tick(cudarl_frames *f, const void *const *frames, vo
     }
     f->fill = 0;
     f->acted = 1;
-    CR_TRY(cudarl_policy_act(f->policy, f->batch, CUDARL_OBS_U8, f->num_cameras, actions, values,
-                             logits));
+    return cudarl_policy_act(f->policy, f->batch, CUDARL_OBS_U8, f->num_cameras, actions, values,
+                             logits);
+}
+
+cudarl_status cudarl_frames_tick(cudarl_frames *f, const void *const *frames, void *actions,
+                                 float *values, float *logits) {
+    const uint64_t t0 = cr_now_ns();
+    CR_TRY(tick_check(f, frames, actions, values, logits));
+#ifdef CUDARL_WITH_CUDA
+    if (f->on_device) { /* the ring advances only when the tick is taken */
+        const int newest = f->fill ? 0 : (f->newest + 1) % f->depth;
+        CR_TRY(cr_frames_cuda_tick(f, newest, frames, actions, values, logits));
+        f->newest = newest;
+        f->fill = 0;
+        f->acted = 1;
+        cr_latency_record(&f->lat, cr_now_ns() - t0);
+        return CUDARL_OK;
+    }
+#endif
+    CR_TRY(tick_host(f, frames, actions, values, logits));
     cr_latency_record(&f->lat, cr_now_ns() - t0);
     return CUDARL_OK;
 }
@@ -312,6 +332,9 @@ cudarl_status cudarl_frames_observations(const cudarl_frames *f, void *out, size
                "(%d cameras x %d x %d x %d uint8)", bytes, need, f->num_cameras, f->C, f->H, f->W);
     CR_REQUIRE(f->acted, "cudarl_frames_observations: no tick has run yet; call "
                "cudarl_frames_tick first");
+#ifdef CUDARL_WITH_CUDA
+    if (f->on_device) return cr_frames_cuda_observations(f, out);
+#endif
     memcpy(out, f->batch, need);
     return CUDARL_OK;
 }

@@ -1,5 +1,6 @@
 # Camera frames to observations (src/runtime/frames.c, ops/frames.h): test_frames on the CPU (label
-# cpu) and with its policies on the GPU (label gpu); it loads the CartPole MLP checkpoint that
+# cpu) and with its policies on the GPU (label gpu: the frames' device tick, frames_cuda.cu, and
+# the CUDA frame_to_obs, against the CPU's bit for bit); it loads the CartPole MLP checkpoint that
 # policy_runtime.cmake's fixture trains, to see it refused. test_frames_opencv holds the CPU
 # reference against OpenCV's cvtColor + resize(INTER_AREA) through the helper frames_dump (needs
 # python3 with numpy and opencv-python-headless, which scripts/setup.sh installs).

@@ -17,10 +17,23 @@
  * heap in use unchanged, the one check under ASan and on CUDA); end to end, three cameras of three formats into a nature-cnn
  * policy: each tick's observations equal the batch built by hand from cudarl_frame_convert's
  * outputs, and its actions, values and logits equal cudarl_policy_act's on that batch, bit for
- * bit; the latency record counts every tick and its misses. */
+ * bit; the latency record counts every tick and its misses.
+ *
+ * cuda, beside the same checks with the policies and the frames on the GPU: the op table's CUDA
+ * frame_to_obs against the CPU reference bit for bit (every format, gray and RGB, odd sizes,
+ * crops at odd offsets, padded rows, up, down and mixed ratios, up to 3840x2160; a thread or, at
+ * shrinks of 8 and more along x, a warp per output pixel); the device tick
+ * of a CUDA policy against the CPU tick of a CPU policy of the same weights (three setups:
+ * nature-cnn over five cameras of the five formats, RGB stacks of two over four, one-frame
+ * stacks): the observations bit for bit over several ticks and after a reset, the outputs within
+ * float rounding of the CPU's and bitwise act()'s on the CPU's observations, with each camera's
+ * frame in pageable, pinned, device and managed memory in turn, each kind alone alike, outputs
+ * in device memory alike; 200 ticks without a device allocation (the backend's cudaMalloc count
+ * and cudaMemGetInfo unchanged); device frames refused for a CPU policy. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <malloc.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +42,13 @@
 #include "check.h"
 #include "netspecs.h"
 #include "cudarl.h"
+#include "ops/backend.h"
+#include "ops/frames.h"
+#ifdef CUDARL_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "ops/cuda/cuda_backend.h"
+#endif
 
 /* ---- allocation count --------------------------------------------------------------------- */
 
@@ -131,7 +151,8 @@ static void small_net(char *buf, size_t cap, int C, int H, int W, const char *sc
 
 static const char NATURE[] = NETSPEC_NATURE_PPO6;
 
-static cudarl_policy *net_policy(const char *text, int max_batch, uint64_t seed) {
+static cudarl_policy *net_policy_on(const char *text, int max_batch, uint64_t seed,
+                                    cudarl_device_kind dev) {
     size_t np = 0;
     CHECK_OK(cudarl_network_init_params(text, seed, NULL, 0, &np));
     float *params = malloc(np * sizeof(float));
@@ -139,12 +160,17 @@ static cudarl_policy *net_policy(const char *text, int max_batch, uint64_t seed)
     CHECK_OK(cudarl_network_init_params(text, seed, params, np, &np));
     cudarl_policy_options o;
     CHECK_OK(cudarl_policy_options_default(&o));
-    o.device = device, o.max_batch = max_batch;
+    o.device = dev, o.max_batch = max_batch;
     cudarl_policy *p = NULL;
     CHECK_OK(cudarl_policy_load_network(text, params, np, "test frames", CUDARL_CONV_ENGINE_AUTO,
                                         &o, &p));
     free(params);
     return p;
+}
+
+/* A policy of `text` on the device under test. */
+static cudarl_policy *net_policy(const char *text, int max_batch, uint64_t seed) {
+    return net_policy_on(text, max_batch, seed, device);
 }
 
 /* Deterministic bytes (xorshift), for frames. */
@@ -391,7 +417,10 @@ static void test_refusals(const char *mlp_path) {
     refused(cudarl_frames_tick(f, NULL, actions, NULL, NULL), CUDARL_ERR_INVALID_ARG,
             "camera_frames is NULL; pass an array of 2 frame pointers");
     refused(cudarl_frames_tick(f, one_null, actions, NULL, NULL), CUDARL_ERR_INVALID_ARG,
-            "camera_frames[1] is NULL; pass camera 1's frame of this tick (host memory, 64 bytes)");
+            "camera_frames[1] is NULL; pass camera 1's frame of this tick (");
+    refused(cudarl_frames_tick(f, one_null, actions, NULL, NULL), CUDARL_ERR_INVALID_ARG,
+            device == CUDARL_DEVICE_CPU ? "(host memory, 64 bytes)"
+                                        : "(host or device memory, 64 bytes)");
     const void *both[2] = {frame, frame};
     refused(cudarl_frames_tick(f, both, NULL, NULL, NULL), CUDARL_ERR_INVALID_ARG,
             "actions is NULL");
@@ -497,6 +526,9 @@ static void test_end_to_end(void) {
            "tick p50 %.0f us, max %.0f us\n", E2E_TICKS, st.p50_us, st.max_us);
 
     /* no allocation in 200 ticks */
+#ifdef CUDARL_WITH_CUDA
+    const size_t dev_allocs = cr_cuda_alloc_count();
+#endif
     size_t heap = heap_in_use();
     allocs = 0, gomp_allocs = 0, counting = 1;
     for (int t = 0; t < 200; t++)
@@ -504,6 +536,10 @@ static void test_end_to_end(void) {
     counting = 0;
     CHECK_MSG(heap_in_use() == heap, "heap in use %zu before 200 ticks, %zu after", heap,
               heap_in_use());
+#ifdef CUDARL_WITH_CUDA
+    CHECK_MSG(cr_cuda_alloc_count() == dev_allocs, "%zu device allocations in 200 ticks",
+              cr_cuda_alloc_count() - dev_allocs);
+#endif
     if (interposed && device == CUDARL_DEVICE_CPU)
         CHECK_MSG(allocs == 0, "%ld allocations in 200 ticks", allocs);
     printf("200 ticks: %ld allocations%s (and %ld by libgomp, its teams of the CPU forward's "
@@ -515,6 +551,346 @@ static void test_end_to_end(void) {
     free(mine), free(theirs), free(conv);
     cudarl_policy_free(p);
 }
+
+/* ---- on the GPU ------------------------------------------------------------------------- */
+
+#ifdef CUDARL_WITH_CUDA
+#define CUDA_OK(expr)                                                                          \
+    CHECK_MSG((expr) == cudaSuccess, "%s: %s", #expr, cudaGetErrorString(cudaGetLastError()))
+
+static int twin_cases;
+
+/* One geometry (crop 0 x 0: the whole frame; pad: bytes past each row) through the CPU reference
+ * and the op table's CUDA frame_to_obs on the same random frame, bit for bit. */
+static void twin_case(cudarl_ctx *gpu, int format, int w, int h, size_t pad, int cx, int cy,
+                      int cw, int ch, int ow, int oh, int channels) {
+    cr_frame_geom g;
+    memset(&g, 0, sizeof g);
+    g.format = format, g.width = w, g.height = h;
+    g.pitch = (size_t)w * (size_t)cr_frame_pixel_bytes(format) + pad;
+    g.crop_x = cx, g.crop_y = cy, g.crop_w = cw ? cw : w, g.crop_h = ch ? ch : h;
+    g.out_w = ow, g.out_h = oh, g.channels = channels;
+    CHECK(g.crop_x + g.crop_w <= w && g.crop_y + g.crop_h <= h);
+    const size_t fb = cr_frame_bytes(&g), ob = (size_t)channels * (size_t)ow * (size_t)oh;
+    uint8_t *frame = malloc(fb), *want = malloc(ob), *got = malloc(ob), *d_frame, *d_out;
+    CHECK(frame && want && got);
+    for (size_t b = 0; b < fb; b++) frame[b] = rnd();
+    cr_cpu_frame_to_obs(&g, frame, want);
+    CUDA_OK(cudaMalloc((void **)&d_frame, fb));
+    CUDA_OK(cudaMalloc((void **)&d_out, ob));
+    CUDA_OK(cudaMemcpy(d_frame, frame, fb, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(d_out, 0xA5, ob));
+    gpu->ops->frame_to_obs(gpu, &g, d_frame, d_out);
+    gpu->ops->sync(gpu);
+    CUDA_OK(cudaMemcpy(got, d_out, ob, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < ob; i++)
+        CHECK_MSG(got[i] == want[i], "frame_to_obs twin: format %d %dx%d pitch %zu crop (%d, %d, "
+                  "%d x %d) -> %dx%dx%d: byte %zu is %d on CUDA, %d on the CPU", format, w, h,
+                  g.pitch, g.crop_x, g.crop_y, g.crop_w, g.crop_h, ow, oh, channels, i, got[i],
+                  want[i]);
+    CUDA_OK(cudaFree(d_frame));
+    CUDA_OK(cudaFree(d_out));
+    free(frame), free(want), free(got);
+    twin_cases++;
+}
+
+/* Every format and channel count over sizes, ratios (down, up, mixed, 1:1, one pixel), crops
+ * at odd offsets and padded rows; then camera-sized frames. */
+static void test_cuda_twin(void) {
+    cudarl_ctx *gpu;
+    CHECK_OK(cudarl_ctx_init(&gpu, CUDARL_DEVICE_CUDA, 0));
+    for (int f = CUDARL_PIXEL_GRAY8; f <= CUDARL_PIXEL_NV12; f++)
+        for (int ch = 1; ch <= 3; ch += 2) {
+            const int w = f == CUDARL_PIXEL_YUYV || f == CUDARL_PIXEL_NV12 ? 38 : 37;
+            const int h = f == CUDARL_PIXEL_NV12 ? 24 : 23;
+            twin_case(gpu, f, w, h, 0, 0, 0, 0, 0, 84, 84, ch); /* up */
+            twin_case(gpu, f, w, h, 13, 0, 0, 0, 0, 5, 3, ch);  /* down, padded rows */
+            twin_case(gpu, f, w, h, 7, 3, 5, 17, 11, 7, 4, ch); /* a crop at odd x, y */
+            twin_case(gpu, f, w, h, 0, 1, 1, 17, 11, 17, 11, ch); /* 1:1 */
+            twin_case(gpu, f, w, h, 0, 0, 0, 0, 0, 1, 1, ch);   /* one pixel (by warp) */
+            twin_case(gpu, f, w, h, 5, 3, 2, 33, 19, 4, 2, ch); /* by warp, a crop */
+            twin_case(gpu, f, w, h, 3, 5, 2, 9, 13, 20, 6, ch); /* x up, y down */
+            twin_case(gpu, f, 640, 480, 64, 0, 0, 0, 0, 84, 84, ch);
+        }
+    twin_case(gpu, CUDARL_PIXEL_NV12, 3840, 2160, 0, 0, 0, 0, 0, 84, 84, 1);
+    twin_case(gpu, CUDARL_PIXEL_NV12, 3840, 2160, 256, 0, 0, 0, 0, 84, 84, 3);
+    twin_case(gpu, CUDARL_PIXEL_RGB8, 1920, 1080, 0, 101, 61, 1699, 1001, 84, 84, 3);
+    twin_case(gpu, CUDARL_PIXEL_YUYV, 1280, 720, 128, 0, 0, 0, 0, 96, 54, 1);
+    cudarl_ctx_free(gpu);
+    printf("cuda twin: frame_to_obs equals the CPU reference bit for bit in %d cases (5 formats, "
+           "gray and RGB, crops, pitches, up and down, by thread and by warp, up to "
+           "3840x2160)\n", twin_cases);
+}
+
+/* Where a tick's frames may live. */
+enum { MEM_PAGEABLE, MEM_PINNED, MEM_DEVICE, MEM_MANAGED, MEM_KINDS };
+static const char *const mem_name[MEM_KINDS] = {"pageable", "pinned", "device", "managed"};
+
+/* One camera's frame in each kind of memory, the same bytes in all. */
+typedef struct frame_copies {
+    uint8_t *at[MEM_KINDS];
+    size_t bytes;
+} frame_copies;
+
+static void copies_alloc(frame_copies *c, size_t bytes) {
+    c->bytes = bytes;
+    CHECK((c->at[MEM_PAGEABLE] = malloc(bytes)));
+    CUDA_OK(cudaMallocHost((void **)&c->at[MEM_PINNED], bytes));
+    CUDA_OK(cudaMalloc((void **)&c->at[MEM_DEVICE], bytes));
+    CUDA_OK(cudaMallocManaged((void **)&c->at[MEM_MANAGED], bytes, cudaMemAttachGlobal));
+}
+
+static void copies_free(frame_copies *c) {
+    free(c->at[MEM_PAGEABLE]);
+    CUDA_OK(cudaFreeHost(c->at[MEM_PINNED]));
+    CUDA_OK(cudaFree(c->at[MEM_DEVICE]));
+    CUDA_OK(cudaFree(c->at[MEM_MANAGED]));
+}
+
+/* New random bytes in every copy. */
+static void copies_fill(frame_copies *c) {
+    for (size_t b = 0; b < c->bytes; b++) c->at[MEM_PAGEABLE][b] = rnd();
+    memcpy(c->at[MEM_PINNED], c->at[MEM_PAGEABLE], c->bytes);
+    CUDA_OK(cudaMemcpy(c->at[MEM_DEVICE], c->at[MEM_PAGEABLE], c->bytes, cudaMemcpyDefault));
+    CUDA_OK(cudaMemcpy(c->at[MEM_MANAGED], c->at[MEM_PAGEABLE], c->bytes, cudaMemcpyDefault));
+}
+
+#define TC_MAX 5
+#define TC_ACTIONS 6
+
+/* A tick's outputs. */
+typedef struct tick_out {
+    int32_t a[TC_MAX];
+    float v[TC_MAX], l[TC_MAX * TC_ACTIONS];
+} tick_out;
+
+/* The same cameras into the same network on a CPU policy (frames on the CPU) and a CUDA policy
+ * (frames on the GPU, each camera's frame in another kind of memory every tick). */
+typedef struct tick_pair {
+    const char *what;
+    int n, channels, A;
+    size_t obs_bytes;
+    cudarl_policy *pc, *pg;
+    cudarl_frames *fc, *fg;
+    frame_copies copies[TC_MAX];
+    uint8_t *obs_c, *obs_g;
+} tick_pair;
+
+static void pair_open(tick_pair *tp, const char *what, const char *net, int C, int H, int W,
+                      int channels, const cudarl_camera *cams, int n, uint64_t seed) {
+    CHECK(n <= TC_MAX);
+    memset(tp, 0, sizeof *tp);
+    tp->what = what, tp->n = n, tp->channels = channels;
+    tp->pc = net_policy_on(net, n, seed, CUDARL_DEVICE_CPU);
+    tp->pg = net_policy_on(net, n, seed, CUDARL_DEVICE_CUDA);
+    cudarl_policy_info info;
+    cudarl_policy_get_info(tp->pg, &info);
+    tp->A = info.num_actions;
+    CHECK(tp->A <= TC_ACTIONS);
+    cudarl_frames_options o;
+    CHECK_OK(cudarl_frames_options_default(&o));
+    o.channels = channels;
+    CHECK_OK(cudarl_frames_create(tp->pc, cams, n, &o, &tp->fc));
+    CHECK_OK(cudarl_frames_create(tp->pg, cams, n, &o, &tp->fg));
+    tp->obs_bytes = (size_t)n * (size_t)C * (size_t)H * (size_t)W;
+    CHECK((tp->obs_c = malloc(tp->obs_bytes)) && (tp->obs_g = malloc(tp->obs_bytes)));
+    for (int i = 0; i < n; i++) copies_alloc(&tp->copies[i], frame_bytes(&cams[i]));
+}
+
+static void pair_close(tick_pair *tp) {
+    cudarl_frames_free(tp->fc), cudarl_frames_free(tp->fg);
+    cudarl_policy_free(tp->pc), cudarl_policy_free(tp->pg);
+    for (int i = 0; i < tp->n; i++) copies_free(&tp->copies[i]);
+    free(tp->obs_c), free(tp->obs_g);
+}
+
+/* The CUDA tick with camera i's frame in memory kind[i]; its observations into obs_g. */
+static void tick_gpu(tick_pair *tp, const int *kind, tick_out *o) {
+    const void *frames[TC_MAX];
+    for (int i = 0; i < tp->n; i++) frames[i] = tp->copies[i].at[kind[i]];
+    CHECK_OK(cudarl_frames_tick(tp->fg, frames, o->a, o->v, o->l));
+    CHECK_OK(cudarl_frames_observations(tp->fg, tp->obs_g, tp->obs_bytes));
+}
+
+/* The CUDA tick's outputs against the CPU tick's: logits and values to float rounding (the
+ * GPU's forward sums in another order), actions equal where the CPU's top two logits are apart. */
+static void outputs_close(const tick_pair *tp, int t, const tick_out *g, const tick_out *c) {
+    for (int i = 0; i < tp->n; i++) {
+        const float *lc = c->l + (size_t)i * tp->A, *lg = g->l + (size_t)i * tp->A;
+        float top = -INFINITY, second = -INFINITY;
+        for (int k = 0; k < tp->A; k++) {
+            CHECK_MSG(fabsf(lg[k] - lc[k]) <= 1e-3f + 1e-3f * fabsf(lc[k]), "%s tick %d camera "
+                      "%d logit %d: CUDA %.9g, CPU %.9g", tp->what, t, i, k, lg[k], lc[k]);
+            if (lc[k] > top) second = top, top = lc[k];
+            else if (lc[k] > second) second = lc[k];
+        }
+        CHECK_MSG(fabsf(g->v[i] - c->v[i]) <= 1e-3f + 1e-3f * fabsf(c->v[i]), "%s tick %d camera "
+                  "%d value: CUDA %.9g, CPU %.9g", tp->what, t, i, g->v[i], c->v[i]);
+        if (top - second > 1e-3f)
+            CHECK_MSG(g->a[i] == c->a[i], "%s tick %d camera %d: action %d on CUDA, %d on the CPU",
+                      tp->what, t, i, g->a[i], c->a[i]);
+    }
+}
+
+/* The CUDA tick's outputs equal act() of its policy on the CPU tick's observations, bitwise
+ * (the same forward on the same batch). */
+static void outputs_equal_act(tick_pair *tp, int t, const tick_out *g) {
+    tick_out r;
+    CHECK_OK(cudarl_policy_act(tp->pg, tp->obs_c, CUDARL_OBS_U8, tp->n, r.a, r.v, r.l));
+    CHECK_MSG(!memcmp(g->a, r.a, (size_t)tp->n * sizeof *r.a) &&
+                  !memcmp(g->v, r.v, (size_t)tp->n * sizeof *r.v) &&
+                  !memcmp(g->l, r.l, (size_t)tp->n * (size_t)tp->A * sizeof *r.l),
+              "%s tick %d: the CUDA tick's outputs differ from act() on its observations",
+              tp->what, t);
+}
+
+/* `ticks` ticks (a reset before tick reset_at): new frames each tick, camera i's in memory kind
+ * (t + i) mod 4 on the GPU; then each kind alone after a reset, and device outputs; then 200
+ * ticks that allocate nothing. */
+static void pair_run(tick_pair *tp, int ticks, int reset_at) {
+    tick_out c, g, g0;
+    int kind[TC_MAX];
+    for (int t = 0; t < ticks; t++) {
+        if (t == reset_at) {
+            CHECK_OK(cudarl_frames_reset(tp->fc));
+            CHECK_OK(cudarl_frames_reset(tp->fg));
+        }
+        const void *frames[TC_MAX];
+        for (int i = 0; i < tp->n; i++) {
+            copies_fill(&tp->copies[i]);
+            frames[i] = tp->copies[i].at[MEM_PAGEABLE];
+            kind[i] = (t + i) % MEM_KINDS;
+        }
+        CHECK_OK(cudarl_frames_tick(tp->fc, frames, c.a, c.v, c.l));
+        CHECK_OK(cudarl_frames_observations(tp->fc, tp->obs_c, tp->obs_bytes));
+        tick_gpu(tp, kind, &g);
+        for (size_t b = 0; b < tp->obs_bytes; b++)
+            CHECK_MSG(tp->obs_g[b] == tp->obs_c[b], "%s tick %d: observation byte %zu (camera "
+                      "%zu) is %d on CUDA, %d on the CPU", tp->what, t, b,
+                      b / (tp->obs_bytes / (size_t)tp->n), tp->obs_g[b], tp->obs_c[b]);
+        outputs_close(tp, t, &g, &c);
+        outputs_equal_act(tp, t, &g);
+    }
+    /* each kind of memory alone, from a reset: the same observations and outputs */
+    for (int k = 0; k < MEM_KINDS; k++) {
+        CHECK_OK(cudarl_frames_reset(tp->fg));
+        for (int i = 0; i < tp->n; i++) kind[i] = k;
+        tick_gpu(tp, kind, k == 0 ? &g0 : &g);
+        if (k == 0) {
+            memcpy(tp->obs_c, tp->obs_g, tp->obs_bytes);
+            continue;
+        }
+        CHECK_MSG(!memcmp(tp->obs_g, tp->obs_c, tp->obs_bytes) &&
+                      !memcmp(g.a, g0.a, (size_t)tp->n * sizeof *g.a) &&
+                      !memcmp(g.v, g0.v, (size_t)tp->n * sizeof *g.v) &&
+                      !memcmp(g.l, g0.l, (size_t)tp->n * (size_t)tp->A * sizeof *g.l),
+                  "%s: %s frames give other observations or outputs than pageable ones",
+                  tp->what, mem_name[k]);
+    }
+    /* outputs in device memory */
+    int32_t *d_a;
+    float *d_v, *d_l;
+    CUDA_OK(cudaMalloc((void **)&d_a, sizeof g.a));
+    CUDA_OK(cudaMalloc((void **)&d_v, sizeof g.v));
+    CUDA_OK(cudaMalloc((void **)&d_l, sizeof g.l));
+    CHECK_OK(cudarl_frames_reset(tp->fg));
+    const void *frames[TC_MAX];
+    for (int i = 0; i < tp->n; i++) frames[i] = tp->copies[i].at[MEM_DEVICE];
+    CHECK_OK(cudarl_frames_tick(tp->fg, frames, d_a, d_v, d_l));
+    CUDA_OK(cudaMemcpy(g.a, d_a, (size_t)tp->n * sizeof *g.a, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g.v, d_v, (size_t)tp->n * sizeof *g.v, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g.l, d_l, (size_t)tp->n * (size_t)tp->A * sizeof *g.l,
+                       cudaMemcpyDeviceToHost));
+    CHECK_MSG(!memcmp(g.a, g0.a, (size_t)tp->n * sizeof *g.a) &&
+                  !memcmp(g.v, g0.v, (size_t)tp->n * sizeof *g.v) &&
+                  !memcmp(g.l, g0.l, (size_t)tp->n * (size_t)tp->A * sizeof *g.l),
+              "%s: outputs written to device memory differ from host ones", tp->what);
+    CUDA_OK(cudaFree(d_a));
+    CUDA_OK(cudaFree(d_v));
+    CUDA_OK(cudaFree(d_l));
+    /* no allocation: the backend's cudaMalloc count and the device's free memory unchanged
+     * (frames pageable, pinned and device: managed pages could migrate and move the free bytes) */
+    size_t count = cr_cuda_alloc_count(), free0 = 0, free1 = 0, total = 0;
+    CUDA_OK(cudaMemGetInfo(&free0, &total));
+    for (int t = 0; t < 200; t++) {
+        for (int i = 0; i < tp->n; i++) kind[i] = (t + i) % MEM_MANAGED;
+        tick_gpu(tp, kind, &g);
+    }
+    CUDA_OK(cudaMemGetInfo(&free1, &total));
+    CHECK_MSG(cr_cuda_alloc_count() == count, "%s: %zu device allocations in 200 ticks", tp->what,
+              cr_cuda_alloc_count() - count);
+    CHECK_MSG(free1 == free0, "%s: device memory free %zu before 200 ticks, %zu after", tp->what,
+              free0, free1);
+    cudarl_latency_stats st;
+    CHECK_OK(cudarl_frames_latency(tp->fg, &st));
+    CHECK_MSG(st.count == ticks + MEM_KINDS + 1 + 200, "%s: %lld ticks counted", tp->what,
+              (long long)st.count);
+    printf("cuda ticks (%s): %d ticks (reset before %d) equal the CPU's observations bit for "
+           "bit, outputs as act(); pageable, pinned, device, managed frames alike; 200 ticks: no "
+           "device allocation; p50 %.0f us, p99 %.0f us\n", tp->what, ticks, reset_at, st.p50_us,
+           st.p99_us);
+}
+
+static void test_cuda_ticks(void) {
+    tick_pair tp;
+    /* nature-cnn, 4 gray frames a stack, the five formats (graph batch 8: rows past 5 zeroed) */
+    cudarl_camera a[5] = {camera(1280, 720, CUDARL_PIXEL_NV12), camera(322, 242, CUDARL_PIXEL_YUYV),
+                          camera(211, 157, CUDARL_PIXEL_RGB8), camera(160, 120, CUDARL_PIXEL_BGR8),
+                          camera(97, 61, CUDARL_PIXEL_GRAY8)};
+    a[0].crop_x = 101, a[0].crop_y = 33, a[0].crop_width = 1001, a[0].crop_height = 613;
+    a[1].pitch = 700;
+    a[3].pitch = 500, a[3].crop_x = 7, a[3].crop_y = 3, a[3].crop_width = 150;
+    a[3].crop_height = 111;
+    pair_open(&tp, "nature-cnn gray x5", NATURE, 4, 84, 84, 1, a, 5, 21);
+    pair_run(&tp, 9, 5);
+    pair_close(&tp);
+    /* RGB: stacks of 2 frames of 3 planes, 10 x 14 */
+    char net[1024];
+    small_net(net, sizeof net, 6, 10, 14, "1/255");
+    cudarl_camera b[4] = {camera(64, 48, CUDARL_PIXEL_NV12), camera(31, 17, CUDARL_PIXEL_BGR8),
+                          camera(9, 7, CUDARL_PIXEL_GRAY8), camera(30, 20, CUDARL_PIXEL_YUYV)};
+    b[0].crop_x = 3, b[0].crop_y = 5, b[0].crop_width = 41, b[0].crop_height = 33;
+    b[1].pitch = 100;
+    pair_open(&tp, "rgb x4", net, 6, 10, 14, 3, b, 4, 22);
+    pair_run(&tp, 7, 3);
+    pair_close(&tp);
+    /* one frame a stack (nothing to shift) */
+    small_net(net, sizeof net, 1, 9, 7, "1/255");
+    cudarl_camera c = camera(33, 21, CUDARL_PIXEL_RGB8);
+    pair_open(&tp, "gray depth 1", net, 1, 9, 7, 1, &c, 1, 23);
+    pair_run(&tp, 4, 2);
+    pair_close(&tp);
+}
+
+/* Device frames for a CPU policy are refused; a CUDA policy's messages name device memory. */
+static void test_cuda_refusals(void) {
+    char net[1024];
+    small_net(net, sizeof net, 4, 6, 6, "1/255");
+    cudarl_camera c = camera(8, 8, CUDARL_PIXEL_GRAY8);
+    uint8_t *d_frame;
+    CUDA_OK(cudaMalloc((void **)&d_frame, 64));
+    CUDA_OK(cudaMemset(d_frame, 0, 64));
+    const void *frames[1] = {d_frame};
+    int32_t action;
+    cudarl_policy *pc = net_policy_on(net, 1, 30, CUDARL_DEVICE_CPU);
+    cudarl_frames *f;
+    CHECK_OK(cudarl_frames_create(pc, &c, 1, NULL, &f));
+    refused(cudarl_frames_tick(f, frames, &action, NULL, NULL), CUDARL_ERR_UNSUPPORTED,
+            "camera_frames[0] is device memory (cuda:0), but the policy runs on the CPU");
+    cudarl_frames_free(f);
+    cudarl_policy_free(pc);
+    cudarl_policy *pg = net_policy_on(net, 1, 30, CUDARL_DEVICE_CUDA);
+    CHECK_OK(cudarl_frames_create(pg, &c, 1, NULL, &f));
+    const void *none[1] = {NULL};
+    refused(cudarl_frames_tick(f, none, &action, NULL, NULL), CUDARL_ERR_INVALID_ARG,
+            "(host or device memory, 64 bytes)");
+    CHECK_OK(cudarl_frames_tick(f, frames, &action, NULL, NULL)); /* read in place */
+    cudarl_frames_free(f);
+    cudarl_policy_free(pg);
+    CUDA_OK(cudaFree(d_frame));
+    printf("cuda refusals: device frames for a CPU policy, each named\n");
+}
+#endif
 
 int main(int argc, char **argv) {
     if (argc != 3 || (strcmp(argv[1], "cpu") && strcmp(argv[1], "cuda"))) {
@@ -529,6 +905,16 @@ int main(int argc, char **argv) {
     test_stack_rgb();
     test_refusals(argv[2]);
     test_end_to_end();
+    if (device == CUDARL_DEVICE_CUDA) {
+#ifdef CUDARL_WITH_CUDA
+        test_cuda_twin();
+        test_cuda_ticks();
+        test_cuda_refusals();
+#else
+        fprintf(stderr, "FAIL test_frames cuda: this build has no CUDA\n");
+        return 1;
+#endif
+    }
     printf("test_frames (%s): OK\n", argv[1]);
     return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "ops/cuda/cuda_common.cuh"
 #include "ops/cuda/conv2d_cuda.h"
+#include "ops/cuda/frames_cuda.h"
 #include "ops/cuda/loss_scale_cuda.h"
 #include "ops/cuda/meminfo.h"
 
@@ -387,7 +388,7 @@ extern "C" const cr_backend cr_backend_cuda = {
     .conv2d_forward = cr_cuda_conv2d_op_forward,
     .conv2d_backward = cr_cuda_conv2d_op_backward,
     .scale_u8 = cr_cuda_scale_u8,
-    .frame_to_obs = NULL, // camera frames are converted on the CPU for now (runtime/frames.c)
+    .frame_to_obs = cr_cuda_frame_to_obs,
 };
 
 #ifndef CUDARL_RUNTIME_ONLY

@@ -1,0 +1,94 @@
+/* The frames' handle (cudarl_frames in cudarl.h), shared by its CPU side (frames.c: checks,
+ * create, the CPU tick) and its CUDA side (frames_cuda.cu: the device tick of a CUDA policy).
+ *
+ * Memory of one handle:
+ *   host arena (one allocation): the handle, the cameras' geometry (num_cameras), the latency
+ *     ring, the CUDA side's per-camera arrays (staging pointers, events), and for a CPU policy
+ *     the stacks (num_cameras, depth, channels, H, W) as rings whose slot `newest` holds the
+ *     latest frame and the batch (num_cameras, C, H, W) act() reads;
+ *   CUDA policy (cr_frames_cuda): one device arena (each camera's staging, the stacks as rings,
+ *     the batch, the tick state), one pinned host block (the tick state, the out block, two
+ *     bounce buffers for pageable frames), a copy stream, events and the tick's graph. */
+#ifndef CUDARL_RUNTIME_FRAMES_H
+#define CUDARL_RUNTIME_FRAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "ops/frames.h"
+#include "runtime/latency.h"
+#include "runtime/policy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes of one pageable-frame bounce buffer at most: a frame larger than this goes up in
+ * chunks, the host's copy of chunk c+1 overlapping the device's of chunk c. */
+#define CR_FRAMES_BOUNCE_MAX ((size_t)4 << 20)
+
+/* The CUDA side's state (frames_cuda.cu); zero for a CPU policy. Stream, event and graph
+ * handles are cudaStream_t, cudaEvent_t, cudaGraphExec_t. */
+typedef struct cr_frames_cuda {
+    cr_arena dev;             /* the device arena */
+    uint8_t **staging;        /* (host arena) (num_cameras): camera i's frame on the device */
+    size_t *frame_bytes;      /* (host arena) (num_cameras): cr_frame_bytes of each camera */
+    int *source;              /* (host arena) (num_cameras): where this tick's frame lives */
+    uint8_t *rings;           /* (device) (num_cameras, depth, slot_bytes) */
+    uint8_t *batch;           /* (device) (num_cameras, C, H, W): the observations acted on */
+    void *state_dev;          /* (device) cr_frames_tick_state, then num_cameras pointers */
+    unsigned char *pinned;    /* (host, pinned) the one cudaHostAlloc */
+    size_t pinned_bytes;
+    void *state_host;         /* (host, pinned) what the tick copies to state_dev */
+    size_t state_bytes;
+    unsigned char *out;       /* (host, pinned) the policy's out block of `rows` rows */
+    unsigned char *bounce[2]; /* (host, pinned) bounce_bytes each */
+    size_t bounce_bytes;
+    int rows;                 /* the policy's graph batch: num_cameras up to a power of two */
+    int maps_host;            /* an integrated GPU: pinned host frames are read in place */
+    void *copy;               /* the copy stream (the compute stream is the policy's) */
+    void **uploaded;          /* (host arena) (num_cameras) events: camera i's frame is there */
+    void *bounced[2];         /* events: bounce buffer j may be written again */
+    void *graph;              /* the tick's device work: state, shift, stacks, pack, act */
+} cr_frames_cuda;
+
+struct cudarl_frames {
+    cudarl_policy *policy;  /* the caller's */
+    int num_cameras;
+    int channels, depth;    /* per frame; frames a stack: C = depth x channels */
+    int C, H, W;            /* the policy's observation */
+    size_t slot_bytes;      /* one frame: channels x H x W */
+    size_t row_bytes;       /* one observation: C x H x W */
+    cr_frame_geom *geom;    /* (host) (num_cameras) */
+    uint8_t *stacks;        /* (host) (num_cameras, depth, slot_bytes) rings; CPU policy only */
+    uint8_t *batch;         /* (host) (num_cameras, C, H, W); CPU policy only */
+    int newest;             /* the ring slot of the newest frame, the same for every camera */
+    int fill;               /* the next tick fills each whole stack (after create and reset) */
+    int acted;              /* a tick has acted: the batch holds its observations */
+    int on_device;          /* a CUDA policy: the tick runs on its GPU (frames_cuda.cu) */
+    int check_device_ptrs;  /* a CPU policy in a CUDA build with a GPU: refuse device frames */
+    cr_latency lat;
+    cr_frames_cuda cuda;
+    cr_arena host;          /* this handle lives in it */
+};
+
+#ifdef CUDARL_WITH_CUDA
+/* After the host arena: the device arena, the pinned block, the streams and events, the tick's
+ * graph, and one launch of it. On failure frees what it made. */
+cudarl_status cr_frames_cuda_init(cudarl_frames *f);
+void cr_frames_cuda_free(cudarl_frames *f);
+/* The tick on the device with ring slot `newest` (f->fill says whether it fills the stacks),
+ * arguments checked but for where the memory lives: each frame uploaded (host) or read in place
+ * (device, managed; mapped on an integrated GPU), the graph launched, the outputs written.
+ * A frame or output of another GPU is refused before anything is enqueued. */
+cudarl_status cr_frames_cuda_tick(cudarl_frames *f, int newest, const void *const *frames,
+                                  void *actions, float *values, float *logits);
+/* Copies the device batch (num_cameras rows) into out (host). */
+cudarl_status cr_frames_cuda_observations(const cudarl_frames *f, void *out);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,339 @@
+// The CUDA side of the frames (runtime/frames.h): a CUDA policy's tick on its GPU.
+//
+// At create: one device arena (each camera's staging, the stacks as rings, the batch, the tick
+// state), one pinned block (the tick state, the out block, two bounce buffers), a copy stream,
+// an event per camera and per bounce buffer, and one CUDA graph of a tick's device work,
+// captured on the policy's own stream (the compute stream: its cuBLAS handle is bound to it):
+//   the tick state (pinned) -> device;
+//   shift: the old frames of every ring into the batch, oldest first;
+//   for each camera i: wait for the event uploaded[i] (an external event of the copy stream),
+//     then stack: its frame converted, cropped and resized (ops/frames.h's arithmetic, one thread
+//     per output pixel) into its ring slot and the newest slot of its batch row;
+//   pack: the batch into the policy's graph input, the rows past num_cameras zeroed (as act()
+//     does with device observations);
+//   the policy's forward (cr_policy_forward, as its own graphs run it), its out block -> pinned.
+// A tick classifies each camera's frame (cudaPointerGetAttributes): device or managed memory of
+// the policy's GPU is read in place; on an integrated GPU (the policy's maps_obs) pinned host
+// memory is read in place at its mapped address; other pinned memory is copied to the camera's
+// staging by cudaMemcpyAsync on the copy stream; pageable memory goes up in chunks through the
+// two pinned bounce buffers, the host filling one while the copy stream empties the other (an
+// event each). uploaded[i] is recorded after camera i's copy, and the graph is launched once
+// every copy is enqueued: camera i's conversion runs while camera i+1's frame is still on the
+// bus, so a tick takes about the copies plus one camera's conversion and the forward. One
+// synchronisation of the compute stream ends the tick; nothing is allocated.
+//
+// The tick is synchronous (it returns the actions of its own frames), so tick t+1's copies
+// cannot begin before tick t has returned: the overlap is inside a tick, camera by camera and
+// chunk by chunk, and one staging buffer per camera suffices.
+#include <string.h>
+
+#include "ops/cuda/cuda_common.cuh"
+#include "ops/cuda/frames_cuda.h"
+// actor_critic.h and qnet.h (included by policy.h) have no extern "C" of their own.
+extern "C" {
+#include "runtime/frames.h"
+}
+
+#define STAGING_ALIGN 256 // each camera's staging starts on a 256-byte line
+
+enum { SRC_DEVICE, SRC_MAPPED, SRC_PINNED, SRC_PAGEABLE };
+
+static cudarl_status cuda_failed(const cudarl_frames *f, const char *what, cudaError_t e) {
+    cudaGetLastError(); // clear a non-sticky error so that later calls start clean
+    return cr_fail(e == cudaErrorMemoryAllocation ? CUDARL_ERR_OUT_OF_MEMORY : CUDARL_ERR_CUDA,
+                   "frames on cuda:%d: %s failed: %s", f->policy->ctx->device_index, what,
+                   cudaGetErrorString(e));
+}
+
+static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// Records the tick's device work into c->graph (the file's comment).
+static cudarl_status capture(cudarl_frames *f) {
+    cudarl_policy *p = f->policy;
+    cudarl_ctx *ctx = p->ctx;
+    cr_frames_cuda *c = &f->cuda;
+    cudaStream_t st = cr_stream(ctx);
+    const int n = f->num_cameras, K = f->depth;
+    const cr_frames_tick_state *state = (const cr_frames_tick_state *)c->state_dev;
+    CR_TRY(cr_cuda_graph_begin(ctx));
+    cudaError_t e = cudaMemcpyAsync(c->state_dev, c->state_host, c->state_bytes,
+                                    cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess) cr_cuda_frames_shift(ctx, state, c->rings, c->batch, n, K, f->slot_bytes);
+    for (int i = 0; i < n && e == cudaSuccess; i++) {
+        e = cudaStreamWaitEvent(st, (cudaEvent_t)c->uploaded[i], cudaEventWaitExternal);
+        if (e == cudaSuccess)
+            cr_cuda_frames_stack(ctx, &f->geom[i], state, i,
+                                 c->rings + (size_t)i * (size_t)K * f->slot_bytes,
+                                 c->batch + (size_t)i * f->row_bytes, K, f->slot_bytes);
+    }
+    if (e == cudaSuccess) {
+        cr_cuda_frames_pack(ctx, c->batch, p->cuda.in, (size_t)n * f->row_bytes,
+                            (size_t)c->rows * f->row_bytes);
+        cr_policy_forward(p, p->cuda.in, c->rows, 1);
+        e = cudaMemcpyAsync(c->out, p->out, cr_policy_out_bytes(p, c->rows),
+                            cudaMemcpyDeviceToHost, st);
+    }
+    cudarl_status s = cr_cuda_graph_end(ctx, &c->graph);
+    if (e != cudaSuccess) {
+        if (c->graph) cudaGraphExecDestroy((cudaGraphExec_t)c->graph);
+        c->graph = NULL;
+        return cuda_failed(f, "capturing the tick's graph", e);
+    }
+    return s;
+}
+
+// The pinned block: the tick state, the out block of c->rows rows, two bounce buffers.
+static cudarl_status pinned_alloc(cudarl_frames *f, size_t largest_frame) {
+    cr_frames_cuda *c = &f->cuda;
+    const size_t state = align_up(c->state_bytes, CR_ARENA_ALIGN);
+    const size_t out = align_up(cr_policy_out_bytes(f->policy, c->rows), CR_ARENA_ALIGN);
+    c->bounce_bytes = largest_frame < CR_FRAMES_BOUNCE_MAX ? largest_frame : CR_FRAMES_BOUNCE_MAX;
+    c->bounce_bytes = align_up(c->bounce_bytes, CR_ARENA_ALIGN);
+    c->pinned_bytes = state + out + 2 * c->bounce_bytes;
+    cudaError_t e = cudaHostAlloc((void **)&c->pinned, c->pinned_bytes, cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+        c->pinned = NULL;
+        return cuda_failed(f, "cudaHostAlloc (the tick state, outputs and bounce buffers)", e);
+    }
+    memset(c->pinned, 0, c->pinned_bytes);
+    c->state_host = c->pinned;
+    c->out = c->pinned + state;
+    c->bounce[0] = c->out + out;
+    c->bounce[1] = c->bounce[0] + c->bounce_bytes;
+    return CUDARL_OK;
+}
+
+// The device arena: staging (each camera's, on 256-byte lines), rings, batch, tick state.
+static cudarl_status device_alloc(cudarl_frames *f, size_t *largest_frame) {
+    cudarl_ctx *ctx = f->policy->ctx;
+    cr_frames_cuda *c = &f->cuda;
+    const int n = f->num_cameras;
+    size_t staging = 0, largest = 0;
+    for (int i = 0; i < n; i++) {
+        c->frame_bytes[i] = cr_frame_bytes(&f->geom[i]);
+        staging += align_up(c->frame_bytes[i], STAGING_ALIGN);
+        largest = c->frame_bytes[i] > largest ? c->frame_bytes[i] : largest;
+    }
+    *largest_frame = largest;
+    c->state_bytes = sizeof(cr_frames_tick_state) + (size_t)n * sizeof(const uint8_t *);
+    cr_plan pl;
+    cr_plan_init(&pl);
+    const int a_staging = cr_plan_add(&pl, "frame staging", staging);
+    const int a_rings = cr_plan_add(&pl, "stacks", (size_t)n * (size_t)f->depth * f->slot_bytes);
+    const int a_batch = cr_plan_add(&pl, "batch", (size_t)n * f->row_bytes);
+    const int a_state = cr_plan_add(&pl, "tick state", c->state_bytes);
+    CR_TRY(ctx->ops->arena_alloc(ctx, &c->dev, &pl));
+    uint8_t *at = (uint8_t *)cr_arena_get(&c->dev, a_staging);
+    for (int i = 0; i < n; i++) {
+        c->staging[i] = at;
+        at += align_up(c->frame_bytes[i], STAGING_ALIGN);
+    }
+    c->rings = (uint8_t *)cr_arena_get(&c->dev, a_rings);
+    c->batch = (uint8_t *)cr_arena_get(&c->dev, a_batch);
+    c->state_dev = cr_arena_get(&c->dev, a_state);
+    CR_DEBUG("frames: device arena %zu bytes (staging %zu)", pl.total, staging);
+    return CUDARL_OK;
+}
+
+static cudarl_status streams_create(cudarl_frames *f) {
+    cr_frames_cuda *c = &f->cuda;
+    cudaError_t e = cudaStreamCreateWithFlags((cudaStream_t *)&c->copy, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        c->copy = NULL;
+        return cuda_failed(f, "cudaStreamCreateWithFlags (the copy stream)", e);
+    }
+    for (int i = 0; i < f->num_cameras + 2; i++) {
+        void **ev = i < f->num_cameras ? &c->uploaded[i] : &c->bounced[i - f->num_cameras];
+        e = cudaEventCreateWithFlags((cudaEvent_t *)ev, cudaEventDisableTiming);
+        if (e != cudaSuccess) {
+            *ev = NULL;
+            return cuda_failed(f, "cudaEventCreateWithFlags", e);
+        }
+    }
+    return CUDARL_OK;
+}
+
+extern "C" void cr_frames_cuda_free(cudarl_frames *f) {
+    cr_frames_cuda *c = &f->cuda;
+    cudarl_ctx *ctx = f->policy->ctx;
+    if (c->copy) cudaStreamSynchronize((cudaStream_t)c->copy);
+    cudaStreamSynchronize(cr_stream(ctx));
+    cudaGetLastError();
+    if (c->graph) cudaGraphExecDestroy((cudaGraphExec_t)c->graph);
+    for (int i = 0; c->uploaded && i < f->num_cameras; i++)
+        if (c->uploaded[i]) cudaEventDestroy((cudaEvent_t)c->uploaded[i]);
+    for (int j = 0; j < 2; j++)
+        if (c->bounced[j]) cudaEventDestroy((cudaEvent_t)c->bounced[j]);
+    if (c->copy) cudaStreamDestroy((cudaStream_t)c->copy);
+    if (c->pinned) cudaFreeHost(c->pinned);
+    if (c->dev.base) ctx->ops->arena_free(ctx, &c->dev);
+    uint8_t **staging = c->staging;
+    size_t *frame_bytes = c->frame_bytes;
+    void **uploaded = c->uploaded;
+    int *source = c->source;
+    memset(c, 0, sizeof *c);
+    c->staging = staging, c->frame_bytes = frame_bytes, c->uploaded = uploaded;
+    c->source = source; // host arena arrays: the handle's
+}
+
+extern "C" cudarl_status cr_frames_cuda_init(cudarl_frames *f) {
+    cudarl_policy *p = f->policy;
+    cr_frames_cuda *c = &f->cuda;
+    c->rows = 1;
+    while (c->rows < f->num_cameras) c->rows <<= 1;
+    CUDARL_ASSERT(c->rows <= p->rows);
+    c->maps_host = p->maps_obs;
+    size_t largest = 0;
+    cudarl_status s = device_alloc(f, &largest);
+    if (s == CUDARL_OK) s = pinned_alloc(f, largest);
+    if (s == CUDARL_OK) s = streams_create(f);
+    if (s == CUDARL_OK) {
+        cr_frames_tick_state *st = (cr_frames_tick_state *)c->state_host;
+        st->newest = 0, st->fill = 1;
+        const uint8_t **src = (const uint8_t **)(void *)(st + 1);
+        for (int i = 0; i < f->num_cameras; i++) src[i] = c->staging[i];
+        // the arena's zeroing is queued on the policy's stream: done before the capture
+        cudaError_t e = cudaStreamSynchronize(cr_stream(p->ctx));
+        s = e == cudaSuccess ? capture(f) : cuda_failed(f, "zeroing the device arena", e);
+    }
+    if (s == CUDARL_OK) { // one launch, so that no tick pays for the graph's first upload
+        cudaStream_t st = cr_stream(p->ctx);
+        cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)c->graph, st);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+        if (e != cudaSuccess) s = cuda_failed(f, "the first launch of the tick's graph", e);
+    }
+    if (s != CUDARL_OK) {
+        cr_frames_cuda_free(f);
+        return s;
+    }
+    CR_DEBUG("frames: tick graph of %d camera(s) into the policy's batch of %d; pinned %zu "
+             "bytes (bounce buffers 2 x %zu)", f->num_cameras, c->rows, c->pinned_bytes,
+             c->bounce_bytes);
+    return CUDARL_OK;
+}
+
+// ---- the tick ---------------------------------------------------------------------------
+
+// Where camera i's frame lives: SRC_* into *source, and for memory read in place its device
+// address into *in_place. Memory of another GPU is refused.
+static cudarl_status classify(const cudarl_frames *f, int i, const void *frame, int *source,
+                              const uint8_t **in_place) {
+    const int dev = f->policy->ctx->device_index;
+    cudaPointerAttributes at;
+    memset(&at, 0, sizeof at);
+    if (cudaPointerGetAttributes(&at, frame) != cudaSuccess) {
+        cudaGetLastError(); // not known to CUDA: ordinary host memory
+        at.type = cudaMemoryTypeUnregistered;
+    }
+    *in_place = NULL;
+    if (at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged) {
+        if (at.device != dev)
+            return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_frames_tick: camera_frames[%d] is "
+                           "memory of cuda:%d, but the policy runs on cuda:%d; pass host memory "
+                           "or memory of cuda:%d", i, at.device, dev, dev);
+        *source = SRC_DEVICE;
+        *in_place = (const uint8_t *)frame;
+    } else if (at.type == cudaMemoryTypeHost) {
+        *source = f->cuda.maps_host && at.devicePointer ? SRC_MAPPED : SRC_PINNED;
+        if (*source == SRC_MAPPED) *in_place = (const uint8_t *)at.devicePointer;
+    } else {
+        *source = SRC_PAGEABLE;
+    }
+    return CUDARL_OK;
+}
+
+// A pageable frame into the device through the bounce buffers, chunk by chunk; *next: the
+// buffer the next chunk takes.
+static cudaError_t upload_pageable(cr_frames_cuda *c, uint8_t *dst, const uint8_t *src,
+                                   size_t bytes, int *next) {
+    cudaStream_t cp = (cudaStream_t)c->copy;
+    cudaError_t e = cudaSuccess;
+    for (size_t at = 0; at < bytes && e == cudaSuccess; at += c->bounce_bytes) {
+        const size_t k = bytes - at < c->bounce_bytes ? bytes - at : c->bounce_bytes;
+        const int j = *next;
+        *next ^= 1;
+        e = cudaEventSynchronize((cudaEvent_t)c->bounced[j]); // its last copy has left
+        if (e != cudaSuccess) break;
+        memcpy(c->bounce[j], src + at, k);
+        e = cudaMemcpyAsync(dst + at, c->bounce[j], k, cudaMemcpyHostToDevice, cp);
+        if (e == cudaSuccess) e = cudaEventRecord((cudaEvent_t)c->bounced[j], cp);
+    }
+    return e;
+}
+
+extern "C" cudarl_status cr_frames_cuda_tick(cudarl_frames *f, int newest,
+                                             const void *const *frames, void *actions,
+                                             float *values, float *logits) {
+    cudarl_policy *p = f->policy;
+    cudarl_ctx *ctx = p->ctx;
+    cr_frames_cuda *c = &f->cuda;
+    const int n = f->num_cameras;
+    // where everything lives, before anything is enqueued
+    cr_frames_tick_state *state = (cr_frames_tick_state *)c->state_host;
+    const uint8_t **src = (const uint8_t **)(void *)(state + 1);
+    for (int i = 0; i < n; i++) {
+        const uint8_t *in_place;
+        CR_TRY(classify(f, i, frames[i], &c->source[i], &in_place));
+        src[i] = in_place ? in_place : c->staging[i];
+    }
+    void *out[3] = {actions, values, logits};
+    static const char *const name[3] = {"actions", "values", "logits"};
+    int on_dev[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        if (!out[k]) continue;
+        int d = cr_policy_pointer_device(out[k]);
+        if (d >= 0 && d != ctx->device_index)
+            return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_frames_tick: %s is memory of cuda:%d, "
+                           "but the policy runs on cuda:%d; pass host memory or memory of "
+                           "cuda:%d", name[k], d, ctx->device_index, ctx->device_index);
+        on_dev[k] = d >= 0;
+    }
+    state->newest = newest, state->fill = f->fill;
+    // the copies, camera by camera, each followed by its event
+    cudaStream_t cp = (cudaStream_t)c->copy, st = cr_stream(ctx);
+    cudaError_t e = cudaSuccess;
+    int next = 0;
+    for (int i = 0; i < n && e == cudaSuccess; i++) {
+        if (c->source[i] == SRC_PINNED)
+            e = cudaMemcpyAsync(c->staging[i], frames[i], c->frame_bytes[i],
+                                cudaMemcpyHostToDevice, cp);
+        else if (c->source[i] == SRC_PAGEABLE)
+            e = upload_pageable(c, c->staging[i], (const uint8_t *)frames[i], c->frame_bytes[i],
+                                &next);
+        if (e == cudaSuccess) e = cudaEventRecord((cudaEvent_t)c->uploaded[i], cp);
+    }
+    if (e == cudaSuccess) e = cudaGraphLaunch((cudaGraphExec_t)c->graph, st);
+    int32_t *da, *ha;
+    float *dv, *dl, *hv, *hl;
+    cr_policy_out_layout(p, p->out, c->rows, &da, &dv, &dl);
+    cr_policy_out_layout(p, c->out, c->rows, &ha, &hv, &hl);
+    const size_t A = (size_t)p->net.num_actions;
+    if (e == cudaSuccess && on_dev[0])
+        e = cudaMemcpyAsync(actions, da, (size_t)n * cr_policy_action_bytes(p), cudaMemcpyDefault,
+                            st);
+    if (e == cudaSuccess && on_dev[1])
+        e = cudaMemcpyAsync(values, dv, (size_t)n * sizeof *dv, cudaMemcpyDefault, st);
+    if (e == cudaSuccess && on_dev[2])
+        e = cudaMemcpyAsync(logits, dl, (size_t)n * A * sizeof *dl, cudaMemcpyDefault, st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess) {
+        cudarl_status s = cuda_failed(f, "cudarl_frames_tick", e);
+        // nothing of this tick may still run when the next one starts
+        cudaStreamSynchronize(cp);
+        cudaStreamSynchronize(st);
+        cudaGetLastError();
+        return s;
+    }
+    ctx->host_syncs++;
+    if (!on_dev[0]) memcpy(actions, ha, (size_t)n * cr_policy_action_bytes(p));
+    if (values && !on_dev[1]) memcpy(values, hv, (size_t)n * sizeof *hv);
+    if (logits && !on_dev[2]) memcpy(logits, hl, (size_t)n * A * sizeof *hl);
+    return CUDARL_OK;
+}
+
+extern "C" cudarl_status cr_frames_cuda_observations(const cudarl_frames *f, void *out) {
+    cudaError_t e = cudaMemcpy(out, f->cuda.batch, (size_t)f->num_cameras * f->row_bytes,
+                               cudaMemcpyDeviceToHost);
+    return e == cudaSuccess ? CUDARL_OK : cuda_failed(f, "copying the observations to the host",
+                                                      e);
+}
