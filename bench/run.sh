@@ -101,7 +101,8 @@ done
 
 # "label<TAB>value<TAB>higher|lower|same" for each figure found in the output on stdin:
 # cudarl train's summary (steps/s, the solve), bench/train.sh's time from launch, bench_replay's
-# uniform buffer in a graph, cudarl bench infer's fp16 rows.
+# uniform buffer in a graph, cudarl bench infer's fp16 rows, cudarl bench frames's timed p99 and
+# --find-max's camera count.
 figures() {
   awk -F'|' '
     /^cudarl: step [0-9]+: [0-9]+ steps in .* steps\/s\)/ {
@@ -117,6 +118,10 @@ figures() {
       print "insert 1,024 us (graph)\t" $6 + 0 "\tlower"
       print "sample 32 us (window, graph)\t" $9 + 0 "\tlower"
       print "sample 1,024 us (window, graph)\t" $10 + 0 "\tlower" }
+    /^latency \(the [0-9]+ timed ticks\): p50 [0-9.]+ ms, p99 [0-9.]+ ms/ {
+      s = $0; sub(/.* p99 /, "", s); print "frames tick p99 ms\t" s + 0 "\tlower" }
+    /^the most .* cameras sustained at .*: [0-9]+/ {
+      s = $0; sub(/.*ms: /, "", s); print "cameras sustained\t" s + 0 "\thigher" }
     /^\| cudarl \([a-z]+\) \| fp16 \| / && NF == 12 {
       b = $4 + 0
       print "fp16 b" b " GPU p50 ms\t" $5 + 0 "\tlower"

@@ -18,6 +18,8 @@ int cmd_export(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* `cudarl bench frames` (tools/bench_frames.c), dispatched by cmd_bench. */
+int cmd_bench_frames(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 
 /* Whether argv[0..argc) asks for help (--help or -h anywhere). */

@@ -1,4 +1,5 @@
-/* cudarl bench infer: the deployment latency table. Builds a pixel policy in memory - input
+/* cudarl bench infer (and the dispatch of `cudarl bench frames`, tools/bench_frames.c): the
+ * deployment latency table. Builds a pixel policy in memory - input
  * 4x256x256 uint8 scaled by 1/255, conv 32@8x8/4, 64@4x4/2, 64@3x3/1 (ReLU after each), flatten,
  * FC 512 ReLU, CleanRL ppo_atari heads actor FC 7 and critic FC 1, PyTorch's default init
  * (uniform in +-1/sqrt(fan_in)) from a fixed seed - and runs it through the policy runtime
@@ -533,15 +534,19 @@ static int cmd_infer(int argc, char **argv) {
 
 int cmd_bench(int argc, char **argv) {
     if (argc >= 1 && !strcmp(argv[0], "infer")) return cmd_infer(argc - 1, argv + 1);
+    if (argc >= 1 && !strcmp(argv[0], "frames")) return cmd_bench_frames(argc - 1, argv + 1);
     if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
-        printf("usage: cudarl bench infer [flags]   how fast a deployed policy acts (cudarl "
-               "bench infer --help)\n");
+        printf("usage: cudarl bench infer [flags]    how fast a deployed policy acts (cudarl "
+               "bench infer --help)\n"
+               "       cudarl bench frames [flags]   camera frames to actions "
+               "(cudarl bench frames --help)\n");
         return 0;
     }
     if (argc)
-        fprintf(stderr, "cudarl bench: unknown benchmark '%s'; benchmarks: infer (cudarl bench "
-                        "infer --help)\n", argv[0]);
+        fprintf(stderr, "cudarl bench: unknown benchmark '%s'; benchmarks: infer, frames "
+                        "(cudarl bench BENCHMARK --help)\n", argv[0]);
     else
-        fprintf(stderr, "cudarl bench: which benchmark? usage: cudarl bench infer [flags]\n");
+        fprintf(stderr, "cudarl bench: which benchmark? usage: cudarl bench infer|frames "
+                        "[flags]\n");
     return EXIT_USAGE;
 }
