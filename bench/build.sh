@@ -45,9 +45,10 @@ bench_wheels() {
     w+=("$BENCH_ROOT"/.whl/"$p"*.whl)
   done
   if ! ls "${w[@]}" >/dev/null 2>&1; then
+    # not fatal: the tests and benchmarks that need gymnasium say so themselves
     echo "bench_wheels: gymnasium is not installed and .whl/ lacks its wheels (bench/README.md," \
-         "\"Wheels\")" >&2
-    return 1
+         "\"Wheels\"): test_python_gpu's make_vec case will fail" >&2
+    return 0
   fi
   [ -f /tmp/site/.gym ] ||
     { python3 -m pip install -q --no-index --no-deps --target /tmp/site "${w[@]}" &&
