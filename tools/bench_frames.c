@@ -128,23 +128,6 @@ typedef struct frames_bench {
     char device_name[256];
 } frames_bench;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The nearest-rank q-quantile of v (n, sorted). */
-static double quantile(const double *v, int64_t n, double q) {
-    int64_t k = (int64_t)ceil(q * (double)n) - 1;
-    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
-}
-
 /* ---- the frames -------------------------------------------------------------------------- */
 
 static int format_of(const char *s, cudarl_pixel_format *f) {
@@ -313,8 +296,8 @@ static double h2d_bandwidth(const frames_bench *b, int n) {
     }
     double t[BW_REPS];
     for (int r = 0; r < BW_REPS; r++) t[r] = ms[r];
-    qsort(t, BW_REPS, sizeof *t, cmp_double);
-    gbps = (double)bytes / (quantile(t, BW_REPS, 0.5) * 1e-3) / 1e9;
+    qsort(t, BW_REPS, sizeof *t, cmd_cmp_double);
+    gbps = (double)bytes / (cmd_quantile(t, BW_REPS, 0.5) * 1e-3) / 1e9;
 done:
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
@@ -433,20 +416,20 @@ static int run_cameras(frames_bench *b, int n, frames_run *r) {
         if (cudarl_frames_tick(fr, frames, b->actions, NULL, NULL) != CUDARL_OK) goto fail;
     }
     cudarl_frames_latency(fr, &warm);
-    double start = now_s(), next = start;
+    double start = cmd_now_s(), next = start;
     int64_t k = 0;
-    for (; want ? k < want : (k < cap && now_s() - start < b->o.seconds); k++, t++) {
+    for (; want ? k < want : (k < cap && cmd_now_s() - start < b->o.seconds); k++, t++) {
         if (period > 0) {
-            double now = now_s();
+            double now = cmd_now_s();
             if (now > next + 1e-4) r->late_periods++;
             else sleep_until(next);
             next += period;
             if (now > next) next = now; /* over a period behind: start over from now */
         }
         for (int i = 0; i < n; i++) frames[i] = b->pool[(t + i) % pool];
-        double t0 = now_s();
+        double t0 = cmd_now_s();
         if (cudarl_frames_tick(fr, frames, b->actions, NULL, NULL) != CUDARL_OK) goto fail;
-        b->times[k] = now_s() - t0;
+        b->times[k] = cmd_now_s() - t0;
     }
     r->ticks = t, r->timed_ticks = k;
     if (b->builtin && t > 0) {
@@ -458,9 +441,9 @@ static int run_cameras(frames_bench *b, int n, frames_run *r) {
     }
     cudarl_frames_latency(fr, &r->lib);
     r->timed_misses = r->lib.deadline_misses - warm.deadline_misses;
-    qsort(b->times, (size_t)k, sizeof *b->times, cmp_double);
-    r->timed_p50 = k ? 1e3 * quantile(b->times, k, 0.5) : NAN;
-    r->timed_p99 = k ? 1e3 * quantile(b->times, k, 0.99) : NAN;
+    qsort(b->times, (size_t)k, sizeof *b->times, cmd_cmp_double);
+    r->timed_p50 = k ? 1e3 * cmd_quantile(b->times, k, 0.5) : NAN;
+    r->timed_p99 = k ? 1e3 * cmd_quantile(b->times, k, 0.99) : NAN;
     r->timed_max = k ? 1e3 * b->times[k - 1] : NAN;
     r->h2d_gbps = h2d_bandwidth(b, n);
     r->floor_ms = r->bytes_per_tick / (r->h2d_gbps * 1e9) * 1e3;

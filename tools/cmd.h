@@ -5,6 +5,8 @@
 #ifndef CUDARL_TOOLS_CMD_H
 #define CUDARL_TOOLS_CMD_H
 
+#include <stdint.h>
+
 enum { EXIT_USAGE = 2 };
 
 /* Upper bound of a CLI-only integer flag with no natural limit (a seed); the library's settings
@@ -21,6 +23,12 @@ int cmd_bench(int argc, char **argv);
 /* `cudarl bench frames` (tools/bench_frames.c), dispatched by cmd_bench. */
 int cmd_bench_frames(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+
+/* The benchmarks' clock and order statistics (tools/cmd_bench.c): CLOCK_MONOTONIC in seconds;
+ * qsort's comparison of doubles; the nearest-rank q-quantile of v (n values, sorted). */
+double cmd_now_s(void);
+int cmd_cmp_double(const void *a, const void *b);
+double cmd_quantile(const double *v, int64_t n, double q);
 
 /* Whether argv[0..argc) asks for help (--help or -h anywhere). */
 int cmd_wants_help(int argc, char **argv);

@@ -119,20 +119,19 @@ typedef struct infer_bench {
 
 /* ---- measuring --------------------------------------------------------------------------- */
 
-static double now_s(void) {
+double cmd_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b) {
+int cmd_cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-/* The nearest-rank q-quantile of v (n, sorted). */
-static double quantile(const double *v, int n, double q) {
-    int k = (int)ceil(q * n) - 1;
+double cmd_quantile(const double *v, int64_t n, double q) {
+    int64_t k = (int64_t)ceil(q * (double)n) - 1;
     return v[k < 0 ? 0 : k >= n ? n - 1 : k];
 }
 
@@ -189,14 +188,14 @@ static cudarl_status time_acts(infer_bench *b, cudarl_policy *p, const void *obs
         TRY(cudarl_policy_act(p, obs, CUDARL_OBS_U8, batch, actions, NULL, NULL));
     *total = 0;
     for (int i = 0; i < b->o.iters; i++) {
-        double t0 = now_s();
+        double t0 = cmd_now_s();
         TRY(cudarl_policy_act(p, obs, CUDARL_OBS_U8, batch, actions, NULL, NULL));
-        b->times[i] = now_s() - t0;
+        b->times[i] = cmd_now_s() - t0;
         *total += b->times[i];
     }
-    qsort(b->times, (size_t)b->o.iters, sizeof *b->times, cmp_double);
-    *p50 = 1e3 * quantile(b->times, b->o.iters, 0.5);
-    *p99 = 1e3 * quantile(b->times, b->o.iters, 0.99);
+    qsort(b->times, (size_t)b->o.iters, sizeof *b->times, cmd_cmp_double);
+    *p50 = 1e3 * cmd_quantile(b->times, b->o.iters, 0.5);
+    *p99 = 1e3 * cmd_quantile(b->times, b->o.iters, 0.99);
     return CUDARL_OK;
 }
 
@@ -232,9 +231,9 @@ static cudarl_status time_gpu(infer_bench *b, cudarl_policy *p, int batch, infer
     if (b->kind != CUDARL_DEVICE_CUDA) return CUDARL_OK;
     TRY(cudarl_policy_time_forward(p, batch, b->o.iters, b->gpu_ms));
     for (int i = 0; i < b->o.iters; i++) b->times[i] = b->gpu_ms[i];
-    qsort(b->times, (size_t)b->o.iters, sizeof *b->times, cmp_double);
-    row->gpu_p50 = quantile(b->times, b->o.iters, 0.5);
-    row->gpu_p99 = quantile(b->times, b->o.iters, 0.99);
+    qsort(b->times, (size_t)b->o.iters, sizeof *b->times, cmd_cmp_double);
+    row->gpu_p50 = cmd_quantile(b->times, b->o.iters, 0.5);
+    row->gpu_p99 = cmd_quantile(b->times, b->o.iters, 0.99);
     return CUDARL_OK;
 }
 
