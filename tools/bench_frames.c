@@ -69,6 +69,7 @@ typedef struct frames_opts {
     int cameras, width, height, channels, warmup, max_cameras, find_max;
     double rate, seconds;
     cudarl_device_kind device;
+    cudarl_precision precision;
     char format[16], source[16];
     char policy[PATH_MAX];
     char json[PATH_MAX];
@@ -85,6 +86,7 @@ static const arg_spec frames_specs[] = {
     {"policy", ARG_STR, offsetof(frames_opts, policy), PATH_MAX, 0, 0, "a pixel policy's checkpoint, or nature-cnn: built in memory, random weights (4x84x84: 4 gray frames; with --channels 3, 12x84x84: 4 RGB frames)"},
     {"channels", ARG_INT, offsetof(frames_opts, channels), 0, 1, 3, "per frame: 1 gray or 3 RGB (the policy's input channels a multiple of it)"},
     {"device", ARG_DEVICE, offsetof(frames_opts, device), 0, 0, 0, "the policy's device: cuda, cpu or auto (the GPU if there is one)"},
+    {"precision", ARG_PRECISION, offsetof(frames_opts, precision), 0, 0, 0, "the policy's arithmetic (cudarl_policy_options.precision; bf16 and fp16 need a GPU)"},
     {"source", ARG_STR, offsetof(frames_opts, source), 16, 0, 0, "where the frames are: pageable, pinned (host), device, or auto (pinned with a GPU, else pageable)"},
     {"find-max", ARG_BOOL, offsetof(frames_opts, find_max), 0, 0, 0, "find the most cameras whose timed p99 stays within 1 / rate"},
     {"max-cameras", ARG_INT, offsetof(frames_opts, max_cameras), 0, 1, MAX_CAMERAS, "--find-max's upper bound"},
@@ -316,7 +318,7 @@ done:
 static cudarl_status load_policy(const frames_bench *b, int n, cudarl_policy **p) {
     cudarl_policy_options po;
     cudarl_policy_options_default(&po);
-    po.device = b->o.device, po.max_batch = n;
+    po.device = b->o.device, po.precision = b->o.precision, po.max_batch = n;
     if (b->builtin)
         return cudarl_policy_load_network(b->net, b->params, b->num_params,
                                           "bench frames (in memory)", CUDARL_CONV_ENGINE_AUTO,
@@ -461,11 +463,11 @@ fail:
 /* ---- output ------------------------------------------------------------------------------ */
 
 static void print_run(const frames_bench *b, const frames_run *r) {
-    printf("\n" CMD ": %s; %d camera%s, %s %dx%d from %s memory, %g Hz, policy %s on %s\n",
+    printf("\n" CMD ": %s; %d camera%s, %s %dx%d from %s memory, %g Hz, policy %s on %s, %s\n",
            b->device_name, r->cameras, r->cameras == 1 ? "" : "s", b->o.format, b->o.width,
            b->o.height, SOURCE_NAMES[b->source], b->o.rate,
            b->builtin ? "nature-cnn (in memory)" : b->o.policy,
-           b->kind == CUDARL_DEVICE_CUDA ? "cuda" : "cpu");
+           b->kind == CUDARL_DEVICE_CUDA ? "cuda" : "cpu", cudarl_precision_name(b->o.precision));
     printf("ticks: %lld (%d warm-up, back to back, then %lld timed)\n", (long long)r->ticks,
            b->o.warmup, (long long)r->timed_ticks);
     printf("bytes per tick: %.0f (%.2f MB)\n", r->bytes_per_tick, r->bytes_per_tick / 1e6);
@@ -538,6 +540,7 @@ static int write_json(const frames_bench *b) {
     fputs(", \"seconds\": ", f), json_number(f, b->o.seconds);
     fprintf(f, ", \"warmup\": %d, \"policy\": ", b->o.warmup);
     json_string(f, b->builtin ? "nature-cnn (in memory)" : b->o.policy);
+    fprintf(f, ", \"precision\": \"%s\"", cudarl_precision_name(b->o.precision));
     if (b->o.find_max) fprintf(f, ", \"find_max\": true, \"max_cameras_sustained\": %d", b->best);
     fputs(", \"runs\": [", f);
     for (int i = 0; i < b->nruns; i++) {
@@ -705,7 +708,8 @@ int cmd_bench_frames(int argc, char **argv) {
     }
     b->o = (frames_opts){.cameras = 4, .width = 3840, .height = 2160, .channels = 1,
                          .warmup = 10, .max_cameras = 64, .rate = 30, .seconds = 5,
-                         .device = CUDARL_DEVICE_AUTO, .format = "nv12", .source = "auto",
+                         .device = CUDARL_DEVICE_AUTO, .precision = CUDARL_PRECISION_FP32,
+                         .format = "nv12", .source = "auto",
                          .policy = "nature-cnn"};
     if (cmd_wants_help(argc, argv)) {
         printf("usage: cudarl bench frames [flags]: camera frames to a pixel policy's actions "

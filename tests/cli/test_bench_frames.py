@@ -71,12 +71,15 @@ def bad_input(work):
     expect_error(["--max-cameras", "3"], ["--max-cameras", "add --find-max"])
     expect_error(["--max-cameras", "0", "--find-max"], ["--max-cameras", "between 1 and 256"])
     expect_error(["--device", "tpu"], ["--device", "cpu, cuda or auto"])
+    expect_error(["--precision", "fp8"], ["--precision", "fp32, tf32, bf16 or fp16"])
     expect_error(["--camera", "2"], ["unknown flag '--camera'", "--cameras"])
     expect_error(["--json", os.path.join(work, "no-such-dir", "x.json")],
                  ["--json", "does not exist"])
     # failures in the run: exit code 1, the library's message
     expect_error(["--device", "cpu", "--policy", os.path.join(work, "missing.safetensors"),
                   "--width", "64", "--height", "64"], ["missing.safetensors"], rc=1)
+    expect_error(["--device", "cpu", "--precision", "bf16", "--width", "64", "--height", "64"],
+                 ["PRECISION_BF16 runs on CUDA only"], rc=1)
     if not GPU:
         p, _ = run(["--source", "pinned", "--device", "cpu", "--width", "64", "--height", "64",
                     "--seconds", "0.01", "--warmup", "0"])
@@ -116,7 +119,7 @@ def runs(work):
     cpu = ["--device", "cpu", "--source", "pageable"]
     doc, _ = expect_run(cpu + ["--seconds", "0.1", "--rate", "20", "--warmup", "1"], j,
                         {"bench": "frames", "format": "nv12", "width": 3840, "height": 2160,
-                         "source": "pageable", "policy_device": "cpu"})
+                         "source": "pageable", "policy_device": "cpu", "precision": "fp32"})
     r = doc["runs"][0]
     if r["cameras"] != 4 or r["bytes_per_tick"] != 4 * 3840 * 2160 * 1.5 or r["timed_ticks"] != 2:
         fail("4K run: 4 cameras, 49,766,400 bytes a tick, 2 timed ticks (0.1 s at 20 Hz)",
