@@ -15,7 +15,7 @@ static void cartpole_init(cr_env_batch *b, void *mem) {
 }
 
 static void cartpole_reset(cr_env_batch *b, uint64_t seed, float *obs) {
-    cr_cartpole_reset(&b->cartpole, seed, obs);
+    cr_cartpole_reset_from(&b->cartpole, seed, b->first, obs);
 }
 
 static void cartpole_step(cr_env_batch *b, const void *actions, float *obs, float *reward,
@@ -80,7 +80,7 @@ static void classic_init(cr_env_batch *b, void *mem) {
 }
 
 static void classic_reset(cr_env_batch *b, uint64_t seed, float *obs) {
-    cr_classic_reset(&b->classic, seed, obs);
+    cr_classic_reset_from(&b->classic, seed, b->first, obs);
 }
 
 static void classic_step(cr_env_batch *b, const void *actions, float *obs, float *reward,
@@ -146,6 +146,7 @@ void cr_env_batch_init(cr_env_batch *b, const cr_env_info *info, int n, void *me
 void cr_env_batch_reset(cudarl_ctx *ctx, cr_env_batch *b, uint64_t seed, float *obs) {
 #ifdef CUDARL_WITH_CUDA
     if (ctx->kind == CUDARL_DEVICE_CUDA) {
+        CUDARL_ASSERT(b->first == 0); /* data parallel runs the CPU twins only (multigpu.md) */
         b->info->batch->cuda_reset(ctx, b, seed, obs);
         return;
     }

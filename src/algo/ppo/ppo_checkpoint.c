@@ -23,6 +23,7 @@
 #include "env/env_check.h"
 #include "runtime/mlp_check.h"
 #include "io/safetensors.h"
+#include "ops/comm.h"
 
 _Static_assert(sizeof(cr_philox_state) == 11 * sizeof(uint32_t), "philox state is 11 words");
 
@@ -263,17 +264,20 @@ static int param_tensors(const cr_ppo *p, param_desc *t) {
     return n;
 }
 
-cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
+/* Writes the checkpoint of this process's state, or (`given`, data parallel) of the job's state
+ * gathered into `given` (p->N the job's while it runs). */
+static cudarl_status save_file(cr_ppo *p, const char *path, const host_state *given) {
     host_state h;
     char spec[CR_CONVNET_TEXT_MAX];
     if (p->conv) CR_TRY(cr_convnet_spec_to_text(&p->cnn.net.spec, spec, sizeof spec));
-    CR_TRY(host_state_alloc(&h, p));
+    if (given) h = *given;
+    else CR_TRY(host_state_alloc(&h, p));
     cr_st_writer *w = malloc(sizeof *w);
     if (!w) {
-        cr_arena_free(&h.arena);
+        if (!given) cr_arena_free(&h.arena);
         return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
     }
-    host_state_transfer(&h, p, 1);
+    if (!given) host_state_transfer(&h, p, 1);
     /* CPU envs: the observations the next step takes (the pool's, which --norm-obs has not
      * normalized; the same as cur_obs otherwise) */
     if (p->pool) cr_ppo_pool_get_obs(p, h.obs);
@@ -304,7 +308,7 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     const char *block_name;
     if (env_block(p, &block_mem, &block_name) && !twin_state) {
         free(w);
-        cr_arena_free(&h.arena);
+        if (!given) cr_arena_free(&h.arena);
         return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the envs' state");
     }
     int64_t s_twin[1] = {(int64_t)twin_bytes};
@@ -320,7 +324,7 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     if (ns == CUDARL_OK) ns = norm_add_tensors(w, p, &nh);
     if (ns != CUDARL_OK) {
         free(nh.all), free(twin_state), free(w);
-        cr_arena_free(&h.arena);
+        if (!given) cr_arena_free(&h.arena);
         return ns;
     }
     param_desc pt[PPO_MAX_TENSORS];
@@ -358,8 +362,61 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     free(nh.all);
     free(twin_state);
     free(w);
-    cr_arena_free(&h.arena);
+    if (!given) cr_arena_free(&h.arena);
     return s;
+}
+
+/* Data parallel: every rank's envs gathered into rank 0's host state in the job's env order
+ * (rank r's are envs r*N .. (r+1)*N-1), with the weights, Adam's moments and the streams of
+ * rank 0 (every rank's are the same: the sampler's position is the job's, the shuffle streams
+ * differ by their stream number only) and the job's episode log; rank 0 writes the file in the
+ * one-process format, and every rank returns its status. A collective: every rank calls it. */
+static cudarl_status save_world(cr_ppo *p, const char *path) {
+    host_state hl, hw;
+    cudarl_status s = host_state_alloc(&hl, p);
+    CUDARL_ASSERT(s == CUDARL_OK); /* a few KiB; a failure would leave the others waiting */
+    host_state_transfer(&hl, p, 1);
+    const int local = p->N, root = p->rank == 0;
+    if (root) {
+        p->N = p->world_N;
+        s = host_state_alloc(&hw, p);
+        p->N = local;
+        if (s != CUDARL_OK) cr_comm_abort(1); /* the others wait in the gather */
+    }
+    const size_t n = (size_t)local, D = (size_t)p->D;
+    struct { const void *mine; void *all; size_t bytes; } g[] = {
+        {hl.obs, root ? hw.obs : NULL, n * D * sizeof(float)},
+        {hl.env, root ? hw.env : NULL, n * 4 * 8},
+        {hl.ep_return, root ? hw.ep_return : NULL, n * 8},
+        {hl.ep_length, root ? hw.ep_length : NULL, n * 8},
+        {hl.elapsed, root ? hw.elapsed : NULL, n * 4},
+        {hl.env_rng, root ? hw.env_rng : NULL, n * sizeof(cr_philox_state)},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) cr_comm_gather0(g[i].mine, g[i].all, g[i].bytes);
+    if (root) {
+        const size_t P = p->num_params * sizeof(float);
+        memcpy(hw.params, hl.params, P), memcpy(hw.m, hl.m, P), memcpy(hw.v, hl.v, P);
+        hw.sampler = hl.sampler, hw.shuffler = hl.shuffler;
+        hw.shuffler.stream[0] = (uint32_t)CR_STREAM_SHUFFLE; /* rank 0's: one process's */
+        hw.shuffler.stream[1] = (uint32_t)(CR_STREAM_SHUFFLE >> 32);
+        hw.log = p->world_log;
+        hw.counters[C_ADAM_T] = hl.counters[C_ADAM_T];
+        p->N = p->world_N;
+        s = save_file(p, path, &hw);
+        p->N = local;
+        cr_arena_free(&hw.arena);
+    }
+    cr_arena_free(&hl.arena);
+    int32_t st = (int32_t)s; /* every rank fails with rank 0, so that none waits for it */
+    cr_comm_bcast0(&st, sizeof st);
+    if (!root && st != CUDARL_OK)
+        return cr_fail((cudarl_status)st, "rank 0 could not write the checkpoint '%s' (its "
+                       "message says why)", path);
+    return s;
+}
+
+cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
+    return p->ranks > 1 ? save_world(p, path) : save_file(p, path, NULL);
 }
 
 /* Copies tensor `name` of exactly `bytes` bytes and `dtype` into dst. */
@@ -580,7 +637,24 @@ static cudarl_status norm_read(const cr_st_file *f, const char *path, const cr_p
     return CUDARL_OK;
 }
 
-static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path) {
+/* Data parallel (load_state): rows rank*N .. (rank+1)*N-1 of the job's per-env state to the
+ * front of h, and p->N this rank's again for the transfer. */
+static void take_slice(cr_ppo *p, host_state *h) {
+    const size_t n = (size_t)p->dist_local_N, first = (size_t)p->rank * n, D = (size_t)p->D;
+    p->N = p->dist_local_N, p->batch = p->T * p->N;
+    memmove(h->obs, (float *)h->obs + first * D, n * D * sizeof(float));
+    memmove(h->env, h->env + first * 4, n * 4 * 8);
+    memmove(h->ep_return, h->ep_return + first, n * 8);
+    memmove(h->ep_length, h->ep_length + first, n * 8);
+    memmove(h->elapsed, h->elapsed + first, n * 4);
+    memmove(h->env_rng, h->env_rng + first, n * sizeof(cr_philox_state));
+    const uint64_t stream = CR_STREAM_SHUFFLE_OF(p->rank);
+    h->shuffler.stream[0] = (uint32_t)stream, h->shuffler.stream[1] = (uint32_t)(stream >> 32);
+    p->world_log = h->log; /* the job's; this rank's own starts empty */
+    memset(&h->log, 0, sizeof h->log);
+}
+
+static cudarl_status load_state_of(cr_ppo *p, const cr_st_file *f, const char *path) {
     host_state h;
     CR_TRY(host_state_alloc(&h, p));
     size_t P = p->num_params, N = (size_t)p->N;
@@ -652,12 +726,26 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     if (s == CUDARL_OK) {
         h.log.episodes = (int64_t)ep_sums[0];
         h.log.iter_return_sum = ep_sums[1], h.log.iter_length_sum = ep_sums[2];
+        if (p->ranks > 1) take_slice(p, &h);
         host_state_transfer(&h, p, 0);
         p->iteration = h.counters[C_ITERATION], p->global_step = h.counters[C_GLOBAL_STEP];
         p->solved_step = h.counters[C_SOLVED_STEP];
-        p->h_log = h.log;
+        p->h_log = p->ranks > 1 ? p->world_log : h.log;
     }
     cr_arena_free(&h.arena);
+    return s;
+}
+
+/* Data parallel: a resume reads and checks the job's state (p->N, p->batch the job's), then
+ * this rank keeps its envs' rows (rank*N ..), its own shuffle stream at the file's position,
+ * and a fresh log of its own: the file's episode log is the job's (world_log). */
+static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path) {
+    if (p->ranks == 1) return load_state_of(p, f, path);
+    const int local = p->N, local_batch = p->batch;
+    p->dist_local_N = local;
+    p->N = p->world_N, p->batch = p->world_batch;
+    cudarl_status s = load_state_of(p, f, path);
+    p->N = local, p->batch = local_batch;
     return s;
 }
 

@@ -1,0 +1,21 @@
+# Data-parallel PPO over MPI on the CPU (tests/cli/test_mpi.py, docs/multigpu.md): mpirun -np 1
+# equals a plain run; 2 ranks share 8 envs as one process would (the first rollout the same,
+# identical weights on the ranks, CartPole learned); resume on 2 ranks bit for bit; refusals; a
+# killed rank ends the job. One ctest entry per group, each in its own folder.
+if(NOT CUDARL_HAVE_MPI OR NOT MPIEXEC_EXECUTABLE)
+  message(STATUS "cudarl: MPI not found: the data-parallel tests (label mpi) are not registered; "
+                 "install libopenmpi-dev and openmpi-bin (scripts/setup.sh does) and reconfigure")
+  return()
+endif()
+if(Python3_EXECUTABLE)
+  set(CUDARL_MPI_PYTHON ${Python3_EXECUTABLE})
+else()
+  set(CUDARL_MPI_PYTHON python3) # never skip silently: fails saying so if there is none
+endif()
+foreach(group np1 np2 resume bad kill)
+  add_test(NAME mpi_${group}
+           COMMAND ${CUDARL_MPI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_mpi.py
+                   --cudarl ${CUDARL_CLI_RUN} --mpirun ${MPIEXEC_EXECUTABLE}
+                   --work ${CMAKE_CURRENT_BINARY_DIR}/mpi-work --only ${group})
+  set_tests_properties(mpi_${group} PROPERTIES LABELS "cpu;mpi" TIMEOUT 120)
+endforeach()
