@@ -12,10 +12,10 @@ if(Python3_EXECUTABLE)
 else()
   set(CUDARL_MPI_PYTHON python3) # never skip silently: fails saying so if there is none
 endif()
-foreach(group np1 np2 resume bad kill)
+foreach(group np1 np2 learn resume bad kill)
   add_test(NAME mpi_${group}
            COMMAND ${CUDARL_MPI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_mpi.py
                    --cudarl ${CUDARL_CLI_RUN} --mpirun ${MPIEXEC_EXECUTABLE}
                    --work ${CMAKE_CURRENT_BINARY_DIR}/mpi-work --only ${group})
-  set_tests_properties(mpi_${group} PROPERTIES LABELS "cpu;mpi" TIMEOUT 120)
+  set_tests_properties(mpi_${group} PROPERTIES LABELS "cpu;mpi" TIMEOUT 300)
 endforeach()

@@ -41,6 +41,8 @@ typedef struct host_state {
     cr_episode_log log;
     int64_t counters[C_COUNT];
     cr_arena arena;
+    void *block;         /* data parallel: the job's env batch block (save_world), or NULL */
+    size_t block_bytes;
 } host_state;
 
 /* Bytes of the current observations (N, D) as stored: floats, or uint8 (conv policy). */
@@ -62,6 +64,7 @@ static cudarl_status host_state_alloc(host_state *h, const cr_ppo *p) {
     h->env = cr_arena_get(&h->arena, 4), h->ep_return = cr_arena_get(&h->arena, 5);
     h->ep_length = cr_arena_get(&h->arena, 6), h->elapsed = cr_arena_get(&h->arena, 7);
     h->env_rng = cr_arena_get(&h->arena, 8);
+    h->block = NULL, h->block_bytes = 0;
     return CUDARL_OK;
 }
 
@@ -116,7 +119,8 @@ static const char *where_of(const cr_ppo *p) {
  * (batch_block), and its tensor's name; 0 when the envs' state is not such a block. */
 static size_t env_block(const cr_ppo *p, void **mem, const char **name) {
     if (p->twin_envs) return *mem = p->twin.mem, *name = "state.twin", p->twin.bytes;
-    if (batch_block(p)) return *mem = p->env.mem, *name = "state.env_batch", p->env.bytes;
+    const cr_env_batch *b = p->dist_env ? p->dist_env : &p->env; /* a resume's job batch */
+    if (batch_block(p)) return *mem = b->mem, *name = "state.env_batch", b->bytes;
     return *mem = NULL, *name = NULL, 0;
 }
 
@@ -304,7 +308,9 @@ static cudarl_status save_file(cr_ppo *p, const char *path, const host_state *gi
     if (p->pool) cr_ppo_pool_state(p, &pool_states, &pool_bytes, &pool_elapsed);
     int64_t s_pool[1] = {(int64_t)pool_bytes};
     size_t twin_bytes = 0;
-    void *twin_state = env_block_to_host(p, &twin_bytes), *block_mem;
+    const int given_block = given && given->block; /* the job's, gathered (save_world) */
+    void *twin_state = given_block ? given->block : env_block_to_host(p, &twin_bytes), *block_mem;
+    if (given_block) twin_bytes = given->block_bytes;
     const char *block_name;
     if (env_block(p, &block_mem, &block_name) && !twin_state) {
         free(w);
@@ -323,7 +329,8 @@ static cudarl_status save_file(cr_ppo *p, const char *path, const host_state *gi
     cudarl_status ns = norm_to_host(p, &nh);
     if (ns == CUDARL_OK) ns = norm_add_tensors(w, p, &nh);
     if (ns != CUDARL_OK) {
-        free(nh.all), free(twin_state), free(w);
+        free(nh.all), free(w);
+        if (!given_block) free(twin_state);
         if (!given) cr_arena_free(&h.arena);
         return ns;
     }
@@ -360,10 +367,23 @@ static cudarl_status save_file(cr_ppo *p, const char *path, const host_state *gi
     }
     if (s == CUDARL_OK) s = cr_st_write_atomic(w, path);
     free(nh.all);
-    free(twin_state);
+    if (!given_block) free(twin_state);
     free(w);
     if (!given) cr_arena_free(&h.arena);
     return s;
+}
+
+/* Host memory for an env batch's block (aligned as the batch carves it); ends the job when there
+ * is none, since the other ranks wait for this one in a collective. */
+static void *host_block(size_t bytes) {
+    size_t n = (bytes + CR_ARENA_ALIGN - 1) / CR_ARENA_ALIGN * CR_ARENA_ALIGN;
+    void *m = aligned_alloc(CR_ARENA_ALIGN, n ? n : CR_ARENA_ALIGN);
+    if (!m) {
+        fprintf(stderr, "cudarl: out of host memory for an env batch block of %zu bytes (data "
+                "parallel checkpoint); ending the job\n", bytes);
+        cr_comm_abort(1);
+    }
+    return m;
 }
 
 /* Data parallel: every rank's envs gathered into rank 0's host state in the job's env order
@@ -393,6 +413,28 @@ static cudarl_status save_world(cr_ppo *p, const char *path) {
         {hl.env_rng, root ? hw.env_rng : NULL, n * sizeof(cr_philox_state)},
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) cr_comm_gather0(g[i].mine, g[i].all, g[i].bytes);
+    /* the env batch's block (every batch env but CartPole-v1): each rank's to rank 0, which
+     * copies the envs one by one into the job's batch (a block is carved by its env count) */
+    void *world_block = NULL;
+    if (batch_block(p)) {
+        const size_t lb = p->env.bytes;
+        unsigned char *all = root ? host_block(lb * (size_t)p->ranks) : NULL;
+        cr_comm_gather0(p->env.mem, all, lb); /* the CPU batch: host memory */
+        if (root) {
+            cr_env_batch wb, lv;
+            world_block = host_block(cr_env_batch_bytes(p->env_info, p->world_N));
+            cr_env_batch_init(&wb, p->env_info, p->world_N, world_block);
+            void *one = host_block(lb);
+            for (int r = 0; r < p->ranks; r++) {
+                memcpy(one, all + (size_t)r * lb, lb);
+                cr_env_batch_init(&lv, p->env_info, local, one);
+                for (int j = 0; j < local; j++) cr_env_batch_copy_env(&wb, r * local + j, &lv, j);
+            }
+            free(one);
+            free(all);
+            hw.block = world_block, hw.block_bytes = wb.bytes;
+        }
+    }
     if (root) {
         const size_t P = p->num_params * sizeof(float);
         memcpy(hw.params, hl.params, P), memcpy(hw.m, hl.m, P), memcpy(hw.v, hl.v, P);
@@ -405,6 +447,7 @@ static cudarl_status save_world(cr_ppo *p, const char *path) {
         s = save_file(p, path, &hw);
         p->N = local;
         cr_arena_free(&hw.arena);
+        free(world_block);
     }
     cr_arena_free(&hl.arena);
     int32_t st = (int32_t)s; /* every rank fails with rank 0, so that none waits for it */
@@ -536,7 +579,8 @@ static cudarl_status check_envs(const cr_ppo *p, const char *path, const host_st
         return CUDARL_OK;
     }
     if (batch_block(p)) {
-        if ((i = cr_env_batch_check_state(&p->env, twin_state, &bad, why, sizeof why)) >= 0)
+        const cr_env_batch *b = p->dist_env ? p->dist_env : &p->env; /* a resume's job batch */
+        if ((i = cr_env_batch_check_state(b, twin_state, &bad, why, sizeof why)) >= 0)
             return bad_state(path, "state.env_batch", "env %d: %s", i, why);
         return CUDARL_OK;
     }
@@ -742,10 +786,21 @@ static cudarl_status load_state_of(cr_ppo *p, const cr_st_file *f, const char *p
 static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path) {
     if (p->ranks == 1) return load_state_of(p, f, path);
     const int local = p->N, local_batch = p->batch;
+    cr_env_batch wb; /* the job's batch, where the file's block is read and checked */
+    void *world_block = NULL;
+    if (batch_block(p)) {
+        world_block = host_block(cr_env_batch_bytes(p->env_info, p->world_N));
+        cr_env_batch_init(&wb, p->env_info, p->world_N, world_block);
+        p->dist_env = &wb;
+    }
     p->dist_local_N = local;
     p->N = p->world_N, p->batch = p->world_batch;
     cudarl_status s = load_state_of(p, f, path);
     p->N = local, p->batch = local_batch;
+    p->dist_env = NULL;
+    if (s == CUDARL_OK && world_block) /* this rank's envs: the job's rank*N .. (the CPU batch) */
+        for (int j = 0; j < local; j++) cr_env_batch_copy_env(&p->env, j, &wb, p->rank * local + j);
+    free(world_block);
     return s;
 }
 

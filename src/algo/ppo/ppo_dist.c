@@ -5,7 +5,8 @@
  * rank shuffles its own T*N/R rows (its own shuffle stream; rank 0's is one process's) into
  * minibatches of mb/R rows; the gradients are averaged across ranks in rank order before the
  * clip and Adam, so the weights stay identical on every rank (checked every iteration).
- * The CPU path only for now: the MLP policy on the CPU env batch, the op-by-op update. */
+ * The CPU path only for now: the MLP policy on the CPU env batch (CartPole-v1, the classic-control
+ * envs), the op-by-op update. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +28,8 @@ typedef struct dist_part {
 
 static cudarl_status refuse(const cr_ppo *p, const char *what) {
     return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s, and this run is one of %d ranks (mpirun): "
-                   "data-parallel training runs PPO with --policy mlp on CartPole-v1's CPU env "
-                   "batch (--device cpu) for now (docs/multigpu.md); run it as one process, or "
+                   "data-parallel training runs PPO with --policy mlp on the CPU env batch "
+                   "(--device cpu: CartPole-v1 and the classic-control envs) for now (docs/multigpu.md); run it as one process, or "
                    "drop the setting", what, p->ranks);
 }
 
@@ -44,9 +45,6 @@ cudarl_status cr_ppo_dist_init(cr_ppo *p) {
     if (p->conv) return refuse(p, "--policy is a convolutional network");
     if (cr_ppo_pool_wanted(p)) return refuse(p, "the envs step on CPU threads (--env-device cpu "
                                                 "or an env without a batch twin)");
-    if (p->env_info->batch != &cr_cartpole_batch)
-        return refuse(p, "the env is not CartPole-v1 (its env batch's state is not yet gathered "
-                         "per env into the checkpoint)");
     if (c->async) return refuse(p, "--async is set");
     if (c->norm_obs || c->norm_reward)
         return refuse(p, "--norm-obs or --norm-reward is set (their running statistics would "

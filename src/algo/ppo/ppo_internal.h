@@ -128,6 +128,7 @@ typedef struct cr_ppo {
      * mb*ranks rows; one process: rank 0 of 1, world_N = N, world_batch = batch */
     int rank, ranks, world_N, world_batch;
     int dist_local_N;      /* a resume's local N while load_state reads the job's (ppo_checkpoint.c) */
+    cr_env_batch *dist_env; /* ... and the job's env batch (host) that it reads the block into */
     cr_episode_log world_log; /* ranks > 1: the job's finished episodes (rank 0's rows report it) */
     float *dist_grads;     /* ranks > 1: every rank's gradient (ranks x P), host memory */
     int dist_stop;         /* ranks > 1: some rank was asked to stop (the loop ends on all) */
