@@ -3,8 +3,19 @@
 # identical weights on the ranks, CartPole learned); resume on 2 ranks bit for bit; refusals; a
 # killed rank ends the job. One ctest entry per group, each in its own folder.
 if(NOT CUDARL_HAVE_MPI OR NOT MPIEXEC_EXECUTABLE)
-  message(STATUS "cudarl: MPI not found: the data-parallel tests (label mpi) are not registered; "
-                 "install libopenmpi-dev and openmpi-bin (scripts/setup.sh does) and reconfigure")
+  message(STATUS "cudarl: no MPI in this build (CUDARL_MPI=OFF, or MPI or mpirun not found): the "
+                 "data-parallel tests (label mpi) are not registered, but for the refusal of a "
+                 "2-rank launch; install libopenmpi-dev and openmpi-bin (scripts/setup.sh "
+                 "does) and reconfigure")
+  if(NOT CUDARL_HAVE_MPI)
+    # a build without MPI refuses a launch of 2 ranks (the launcher's variable, no mpirun needed)
+    add_test(NAME mpi_refused_without_mpi
+             COMMAND ${CMAKE_COMMAND} -E env OMPI_COMM_WORLD_SIZE=2 ${CUDARL_CLI_RUN} train
+                     --device cpu --quiet --total-timesteps 1024
+                     --runs-dir ${CMAKE_CURRENT_BINARY_DIR}/mpi-work/refused)
+    set_tests_properties(mpi_refused_without_mpi PROPERTIES LABELS "cpu;mpi" TIMEOUT 60
+                         PASS_REGULAR_EXPRESSION "built without MPI.*-DCUDARL_MPI=ON")
+  endif()
   return()
 endif()
 if(Python3_EXECUTABLE)
