@@ -13,7 +13,8 @@ Groups (--only GROUP), each in its own folder <work>/<group>, emptied first:
           trainer, and a job whose ranks differ (rank 1 with another --learning-rate: the
           weights part after the first update) is stopped with that error. Acrobot-v1 and
           Pendulum-v1 (Gaussian): the first rollout's explained variance equals one process's
-          to 1e-6 (no episode ends in it; the sums' order differs).
+          to 1e-6 (no episode ends in it; the sums' order differs). --target-kl 0.0022 on 2
+          ranks runs to its end (every rank stops the epochs after the same one).
   learn   the 2-rank run learns CartPole as one process does: its mean return of the last 100
           episodes after 51200 steps is >= 250 (one process with the same seed: 341; solved is
           475), and within 150 of one process's (2 ranks: 317).
@@ -167,6 +168,12 @@ def group_np2(work):
         if not abs(a - b) <= 1e-6 * max(1e-3, abs(a)):
             fail(f"{env_id}: the first rollout on 2 ranks is one process's",
                  f"explained variance: one process {a!r}, 2 ranks {b!r}")
+    # --target-kl: every rank stops its epochs after the same one (the job's KL), or the ranks'
+    # exchanges would pair other calls (a hang, which the timeout fails, or an MPI error). 0.0022
+    # lies between the two ranks' own KLs after iteration 1's first epoch (0.0020 and 0.0024 on
+    # this seed): ranks that each read their own part there (checked: such a build hangs)
+    train(work, "kl", ["--total-timesteps", "10240", "--seed", "1", "--target-kl", "0.0022"],
+          ranks=2)
     # the weight check: rank 1 with another learning rate parts the weights at the first update
     p = run(["train", *BASE, "--run-name", "split", *extra, ":", "-np", "1", CUDARL, "train",
              *BASE, "--run-name", "split", *extra, "--learning-rate", "0.001"], work, ranks=1)

@@ -611,6 +611,8 @@ void cr_ppo_update(cr_ppo *p) {
         if (p->cfg.target_kl > 0) {
             cr_ppo_stats_acc acc;
             ctx->ops->copy_to_host(ctx, &acc, p->acc, sizeof acc);
+            /* data parallel: the job's last minibatch's KL, so that every rank stops together */
+            if (p->ranks > 1) acc.last_approx_kl = cr_ppo_dist_mean(p, acc.last_approx_kl);
             if (acc.last_approx_kl > p->cfg.target_kl) break;
         }
     }

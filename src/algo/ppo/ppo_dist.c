@@ -49,8 +49,6 @@ cudarl_status cr_ppo_dist_init(cr_ppo *p) {
     if (c->norm_obs || c->norm_reward)
         return refuse(p, "--norm-obs or --norm-reward is set (their running statistics would "
                          "differ per rank)");
-    if (c->target_kl > 0) return refuse(p, "--target-kl is set (its early stop reads one rank's "
-                                           "statistic)");
     if (c->precision != CUDARL_PRECISION_FP32) return refuse(p, "--precision is not fp32");
     if (c->num_envs % R != 0)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--num-envs %d is the job's total, which its %d "
@@ -140,7 +138,7 @@ void cr_ppo_dist_combine(cr_ppo *p) {
         for (int i = 0; i < 7; i++) m->acc.sum[i] += d->acc.sum[i];
         m->acc.count += d->acc.count;
         m->acc.grad_norm_sum += d->acc.grad_norm_sum; /* the same on every rank; so is count */
-        m->acc.last_approx_kl += d->acc.last_approx_kl / R;
+        m->acc.last_approx_kl += d->acc.last_approx_kl / R; /* the job's last minibatch's */
         for (int i = 0; i < 5; i++) m->value_stats[i] += d->value_stats[i];
         w->iter_episodes += d->iter_episodes;
         w->iter_return_sum += d->iter_return_sum, w->iter_length_sum += d->iter_length_sum;
@@ -164,6 +162,16 @@ void cr_ppo_dist_combine(cr_ppo *p) {
                  (unsigned long long)all[0].weights_hash);
     }
     free(all);
+}
+
+double cr_ppo_dist_mean(cr_ppo *p, double v) {
+    double all[64], *a = p->ranks <= 64 ? all : malloc((size_t)p->ranks * sizeof *a);
+    CUDARL_ASSERT(a);
+    cr_comm_allgather(&v, a, sizeof v);
+    double s = 0;
+    for (int r = 0; r < p->ranks; r++) s += a[r];
+    if (a != all) free(a);
+    return s / p->ranks;
 }
 
 int cr_ppo_dist_stop_requested(const cr_ppo *p) {

@@ -349,6 +349,8 @@ void cr_ppo_dist_mean_grads(cr_ppo *p);
  * episodes: the world log), the ranks' weights are compared (a difference: p->diverged with the
  * reason), and a stop asked of any rank is p->dist_stop on all. */
 void cr_ppo_dist_combine(cr_ppo *p);
+/* ranks > 1: the mean of every rank's v, summed in rank order (the same on every rank). */
+double cr_ppo_dist_mean(cr_ppo *p, double v);
 /* Whether the loop stops after this iteration: cr_stop_requested(), or with ranks > 1 any rank's. */
 int cr_ppo_dist_stop_requested(const cr_ppo *p);
 
