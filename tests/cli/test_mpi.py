@@ -12,19 +12,21 @@ Groups (--only GROUP), each in its own folder <work>/<group>, emptied first:
           same seed gives the same run); the ranks' weights are compared every iteration by the
           trainer, and a job whose ranks differ (rank 1 with another --learning-rate: the
           weights part after the first update) is stopped with that error. Acrobot-v1 and
-          Pendulum-v1 (Gaussian): the first rollout's explained variance equals one process's
-          to 1e-6 (no episode ends in it; the sums' order differs). --target-kl 0.0022 on 2
+          Pendulum-v1 (Gaussian, --norm-obs and --norm-reward on): after one iteration every
+          state.* and obs_rms.* tensor of the checkpoint is one process's bit for bit, and the
+          rollout's explained variance equals one process's to 1e-6 (the sums' order differs). --target-kl 0.0022 on 2
           ranks runs to its end (every rank stops the epochs after the same one).
   learn   the 2-rank run learns CartPole as one process does: its mean return of the last 100
           episodes after 51200 steps is >= 250 (one process with the same seed: 341; solved is
           475), and within 150 of one process's (2 ranks: 317).
   resume  a 2-rank run of 10 iterations resumed on 2 ranks to 20 equals an uninterrupted 2-rank
           run of 20 bit for bit (checkpoint tensors, metrics.csv less timing), on CartPole-v1
-          (its env arrays) and Pendulum-v1 (the batch block, gathered per env); the CartPole
+          (its env arrays) and Pendulum-v1 (the batch block, gathered per env, and the
+          normalizations' statistics); the CartPole
           file resumes on 1 process too (the state is the job's, in one process's format).
   bad     refusals under 2 ranks, each naming the problem and the fix: --num-envs not divisible,
-          a minibatch that does not split, and the paths not supported yet (DQN, --norm-obs,
-          envs on CPU threads); the job ends (non-zero) without hanging.
+          a minibatch that does not split, and the paths not supported yet (DQN, envs on CPU
+          threads); the job ends (non-zero) without hanging.
   kill    rank 1 killed (SIGKILL) mid-run: the job ends non-zero within 30 s, and the checkpoint
           rank 0 wrote before (every iteration) is intact: one process resumes it.
 
@@ -155,14 +157,22 @@ def group_np2(work):
             fail("the first iteration's episodes equal one process's (the same rollout)",
                  f"{c}: one process {a!r}, 2 ranks {b!r}")
     same_run(work, "two", "two_again", "two 2-rank runs of one seed")
-    # the classic envs' batch, discrete and Gaussian: no episode ends in the first 128 steps, so
-    # the first rollout is compared by its explained variance (the rollout's values and returns,
-    # before any update), summed in another order on 2 ranks: equal to 1e-6
+    # the classic envs' batch, discrete and Gaussian (Pendulum's preset: --norm-obs and
+    # --norm-reward on): after one iteration every env state, observation, episode sum, stream
+    # position and normalization statistic is one process's bit for bit (the checkpoint's
+    # state.* and obs_rms.*; only the weights moved by the update differ), and the rollout's
+    # explained variance, summed in another order on 2 ranks, equal to 1e-6
     for env_id in ("Acrobot-v1", "Pendulum-v1"):
-        flags = ["--total-timesteps", "1024", "--seed", "2", "--env-id", env_id,
-                 "--norm-obs", "false", "--norm-reward", "false"]
+        flags = ["--total-timesteps", "1024", "--seed", "2", "--env-id", env_id]
         train(work, f"one_{env_id}", flags)
         train(work, f"two_{env_id}", flags, ranks=2)
+        _, ta = safetensors(os.path.join(work, "runs", f"one_{env_id}", "model.safetensors"))
+        _, tb = safetensors(os.path.join(work, "runs", f"two_{env_id}", "model.safetensors"))
+        state = [k for k in ta if k.startswith(("state.", "obs_rms."))]
+        differ = [k for k in state if ta[k] != tb.get(k)]
+        if differ or len(state) < 8:
+            fail(f"{env_id}: the first rollout on 2 ranks leaves one process's state",
+                 f"differ: {differ} (of {sorted(state)})")
         a = float(column(work, f"one_{env_id}", "losses/explained_variance")[0])
         b = float(column(work, f"two_{env_id}", "losses/explained_variance")[0])
         if not abs(a - b) <= 1e-6 * max(1e-3, abs(a)):
@@ -212,8 +222,9 @@ def group_resume(work):
     same_run(work, "full", "part", "a 2-rank run resumed on 2 ranks against an uninterrupted one")
     run_ok(["train", "--resume", "runs/part_copy/model.safetensors", "--total-timesteps",
             "20480", "--quiet"], work)
-    # Pendulum-v1: the env batch's block gathered per env, and a Gaussian policy
-    pend = extra + ["--env-id", "Pendulum-v1", "--norm-obs", "false", "--norm-reward", "false"]
+    # Pendulum-v1: the env batch's block gathered per env, a Gaussian policy, the running
+    # normalizations (its preset)
+    pend = extra + ["--env-id", "Pendulum-v1"]
     train(work, "pend_full", pend + ["--total-timesteps", "20480"], ranks=2)
     train(work, "pend_part", pend + ["--total-timesteps", "10240"], ranks=2)
     run_ok(["train", "--resume", "runs/pend_part/model.safetensors", "--total-timesteps",
@@ -241,11 +252,9 @@ def group_bad(work):
     refused(work, ["train", "--algo", "dqn", "--device", "cpu", "--quiet", "--runs-dir", "runs",
                    "--total-timesteps", "2000"], 2,
             ["DQN runs as one process", "without mpirun"], "DQN on 2 ranks")
-    refused(work, ["train", *BASE, "--norm-obs", "true", *small], 2,
-            ["--norm-obs", "for now", "docs/multigpu.md"], "--norm-obs on 2 ranks")
     refused(work, ["train", *BASE, "--env-device", "cpu", *small], 2,
             ["CPU threads", "for now"], "envs on CPU threads on 2 ranks")
-    print("bad: --num-envs, the minibatch split, DQN, --norm-obs and the env pool refused on 2 ranks")
+    print("bad: --num-envs, the minibatch split, DQN and the env pool refused on 2 ranks")
 
 
 def group_kill(work):

@@ -35,7 +35,7 @@ enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_ADAM_T, M_LR, M_ENV, M_OBS, M_FI
 
 size_t cr_ppo_norm_doubles(const cr_ppo *p) {
     return (p->cfg.norm_obs ? 2 * (size_t)p->D + 1 : 0) +
-           (p->cfg.norm_reward ? 3 + (size_t)p->N : 0);
+           (p->cfg.norm_reward ? 3 + (size_t)p->world_N : 0); /* every env's return: the job's */
 }
 
 /* Views with the MLPs' shapes only (no buffer), for the shape checks of the fused kernels. */
@@ -238,7 +238,8 @@ static void swap_rollout_bufs(cr_ppo *p) {
 void cr_ppo_norm_obs_take(cr_ppo *p, float *obs, int n) {
     if (!p->cfg.norm_obs) return;
     cudarl_ctx *ctx = p->ctx;
-    ctx->ops->running_stats_update(ctx, p->obs_mean, p->obs_var, p->obs_count, obs, n, p->D);
+    if (p->ranks > 1) cr_ppo_dist_obs_stats(p, obs); /* the job's rows, as one process */
+    else ctx->ops->running_stats_update(ctx, p->obs_mean, p->obs_var, p->obs_count, obs, n, p->D);
     ctx->ops->normalize_obs(ctx, p->obs_mean, p->obs_var, obs, obs, n, p->D, CR_NORM_CLIP);
 }
 
@@ -251,6 +252,11 @@ void cr_ppo_norm_obs_apply(cr_ppo *p, float *obs, int n) {
 void cr_ppo_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated, int b, int n) {
     if (!p->cfg.norm_reward) return;
     cudarl_ctx *ctx = p->ctx;
+    if (p->ranks > 1) {
+        CUDARL_ASSERT(b == 0 && n == p->N);
+        cr_ppo_dist_norm_reward(p, reward, terminated, CR_NORM_CLIP);
+        return;
+    }
     ctx->ops->normalize_reward(ctx, p->ret_mean, p->ret_var, p->ret_count, p->ret_acc + b, reward,
                                terminated, reward, n, (float)p->cfg.gamma, CR_NORM_CLIP);
 }

@@ -4,7 +4,8 @@
  * until the first update every rank's rollout is its slice of the one-process rollout. Each
  * rank shuffles its own T*N/R rows (its own shuffle stream; rank 0's is one process's) into
  * minibatches of mb/R rows; the gradients are averaged across ranks in rank order before the
- * clip and Adam, so the weights stay identical on every rank (checked every iteration).
+ * clip and Adam, so the weights stay identical on every rank (checked every iteration). The
+ * running normalizations take the job's rows of each step, gathered, as one process does.
  * The CPU path only for now: the MLP policy on the CPU env batch (CartPole-v1, the classic-control
  * envs), the op-by-op update. */
 #include <stdlib.h>
@@ -46,9 +47,6 @@ cudarl_status cr_ppo_dist_init(cr_ppo *p) {
     if (cr_ppo_pool_wanted(p)) return refuse(p, "the envs step on CPU threads (--env-device cpu "
                                                 "or an env without a batch twin)");
     if (c->async) return refuse(p, "--async is set");
-    if (c->norm_obs || c->norm_reward)
-        return refuse(p, "--norm-obs or --norm-reward is set (their running statistics would "
-                         "differ per rank)");
     if (c->precision != CUDARL_PRECISION_FP32) return refuse(p, "--precision is not fp32");
     if (c->num_envs % R != 0)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--num-envs %d is the job's total, which its %d "
@@ -69,12 +67,21 @@ cudarl_status cr_ppo_dist_init(cr_ppo *p) {
     if (!p->dist_grads) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the "
                                        "ranks' gradients (%d x %zu floats)", R, p->num_params);
     memset(&p->world_log, 0, sizeof p->world_log);
+    const size_t W = (size_t)c->num_envs;
+    if (c->norm_obs) p->dist_obs = malloc(W * (size_t)p->D * sizeof(float));
+    if (c->norm_reward) {
+        p->dist_rew = malloc(2 * W * sizeof(float));
+        p->dist_term = malloc(W);
+    }
+    if ((c->norm_obs && !p->dist_obs) || (c->norm_reward && (!p->dist_rew || !p->dist_term)))
+        return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the job's observations "
+                       "and rewards (--norm-obs, --norm-reward)");
     return CUDARL_OK;
 }
 
 void cr_ppo_dist_free(cr_ppo *p) {
-    free(p->dist_grads);
-    p->dist_grads = NULL;
+    free(p->dist_grads), free(p->dist_obs), free(p->dist_rew), free(p->dist_term);
+    p->dist_grads = p->dist_obs = p->dist_rew = NULL, p->dist_term = NULL;
 }
 
 void cr_ppo_dist_skip(cr_ppo *p, int64_t words) {
@@ -92,6 +99,24 @@ void cr_ppo_dist_mean_grads(cr_ppo *p) {
         for (int r = 1; r < R; r++) s += p->dist_grads[(size_t)r * P + i];
         p->grads[i] = s * inv;
     }
+}
+
+void cr_ppo_dist_obs_stats(cr_ppo *p, const float *obs) {
+    cudarl_ctx *ctx = p->ctx; /* the CPU: obs and the statistics are host memory */
+    cr_comm_allgather(obs, p->dist_obs, (size_t)p->N * (size_t)p->D * sizeof(float));
+    ctx->ops->running_stats_update(ctx, p->obs_mean, p->obs_var, p->obs_count, p->dist_obs,
+                                   p->world_N, p->D);
+}
+
+void cr_ppo_dist_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated, float clip) {
+    cudarl_ctx *ctx = p->ctx;
+    const size_t n = (size_t)p->N, W = (size_t)p->world_N;
+    float *all = p->dist_rew, *out = p->dist_rew + W;
+    cr_comm_allgather(reward, all, n * sizeof(float));
+    cr_comm_allgather(terminated, p->dist_term, n);
+    ctx->ops->normalize_reward(ctx, p->ret_mean, p->ret_var, p->ret_count, p->ret_acc, all,
+                               p->dist_term, out, p->world_N, (float)p->cfg.gamma, clip);
+    memcpy(reward, out + (size_t)p->rank * n, n * sizeof(float));
 }
 
 /* FNV-1a over the bytes of the weights and Adam's moments. */

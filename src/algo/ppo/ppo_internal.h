@@ -132,6 +132,8 @@ typedef struct cr_ppo {
     cr_episode_log world_log; /* ranks > 1: the job's finished episodes (rank 0's rows report it) */
     float *dist_grads;     /* ranks > 1: every rank's gradient (ranks x P), host memory */
     int dist_stop;         /* ranks > 1: some rank was asked to stop (the loop ends on all) */
+    float *dist_obs, *dist_rew; /* ranks > 1, --norm-obs / --norm-reward: the job's step (host) */
+    uint8_t *dist_term;
     int64_t num_iterations, iteration, global_step;
     int64_t start_iteration; /* iteration this process started at (resume) */
     int64_t rep_iteration, rep_step; /* the iteration being reported (metrics may trail) */
@@ -351,6 +353,12 @@ void cr_ppo_dist_mean_grads(cr_ppo *p);
 void cr_ppo_dist_combine(cr_ppo *p);
 /* ranks > 1: the mean of every rank's v, summed in rank order (the same on every rank). */
 double cr_ppo_dist_mean(cr_ppo *p, double v);
+/* ranks > 1, --norm-obs: the statistics updated with the job's N observations (every rank's
+ * obs, n rows each, gathered in env order), as one process updates them. */
+void cr_ppo_dist_obs_stats(cr_ppo *p, const float *obs);
+/* ranks > 1, --norm-reward: reward (n) normalized as one process normalizes the job's N rewards,
+ * with the job's per-env discounted returns (every rank holds all N). */
+void cr_ppo_dist_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated, float clip);
 /* Whether the loop stops after this iteration: cr_stop_requested(), or with ranks > 1 any rank's. */
 int cr_ppo_dist_stop_requested(const cr_ppo *p);
 
