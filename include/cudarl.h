@@ -536,6 +536,22 @@ static inline cudarl_status cudarl_ppo_config_load(const char *path, cudarl_ppo_
     return cudarl_ppo_config_load_sized(path, cfg, sizeof *cfg);
 }
 
+/* ---- Data parallel (docs/multigpu.md) ------------------------------------------------ */
+
+/* Joins the MPI job that `mpirun -np R` started this process in (MPI_Init), so that
+ * cudarl_ppo_train trains one policy on R ranks, each with num_envs / R of the envs; nothing
+ * when no launcher started it (a plain run never touches MPI). A build without MPI refuses a
+ * launch of 2 or more ranks, naming the rebuild. Call once, before the context and the run. */
+cudarl_status cudarl_dist_init(void);
+/* Leaves the job (MPI_Finalize); nothing if cudarl_dist_init joined none. */
+void cudarl_dist_finalize(void);
+/* This process's rank and the job's rank count (0 and 1 outside a job). */
+int cudarl_dist_rank(void);
+int cudarl_dist_size(void);
+/* Ends the whole job with exit code `code` (MPI_Abort: mpirun ends the other ranks); exit(code)
+ * outside a job. For a rank whose run failed, so that the others do not wait for it. */
+void cudarl_dist_abort(int code);
+
 /* Asks a running cudarl_ppo_train or cudarl_dqn_train to stop after its current iteration (DQN
  * on the GPU: its current graph block) and write its checkpoint (safe to call from a signal
  * handler). */

@@ -4,8 +4,9 @@
 # MuJoCo (its pip wheel: the library and headers the MuJoCo tasks build on, and, with imageio,
 # Gymnasium's MuJoCo envs that their test compares with), giflib for GIF videos, and pygame and
 # Pillow for the tests that hold cudarl's renders against Gymnasium's and decode its GIFs, and
-# OpenCV (opencv-python-headless) for the test that holds the camera preprocessing against it.
-# Idempotent; quiet when everything is there.
+# OpenCV (opencv-python-headless) for the test that holds the camera preprocessing against it,
+# and OpenMPI (libopenmpi-dev, openmpi-bin) for data-parallel training and its tests
+# (`mpirun -np 2 cudarl train`, docs/multigpu.md). Idempotent; quiet when everything is there.
 set -euo pipefail
 
 need_apt=()
@@ -21,6 +22,9 @@ command -v protoc-c >/dev/null || need_apt+=(protobuf-c-compiler)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config) # scripts/consumer-check.sh
 command -v clang >/dev/null || need_apt+=(clang)            # the fuzz harnesses (libFuzzer)
 compgen -G '/usr/lib/llvm-*/lib/libomp.so' >/dev/null || need_apt+=(libomp-dev)
+# OpenMPI: the headers and library (CMake's FindMPI asks mpicc) and mpirun
+compgen -G '/usr/lib/*/openmpi/include/mpi.h' >/dev/null || need_apt+=(libopenmpi-dev)
+command -v mpirun >/dev/null || need_apt+=(openmpi-bin)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} (apt-get)" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

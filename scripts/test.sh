@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=$(nproc)
 
-cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release -DCUDARL_WERROR=ON
+# CUDARL_MPI=ON: the data-parallel tests (ctest -L mpi) run, never skipped for a missing MPI
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release -DCUDARL_WERROR=ON -DCUDARL_MPI=ON
 cmake --build build-test -j"$jobs"
 (cd build-test && ctest --output-on-failure -j"$jobs" -LE gpu)
 scripts/consumer-check.sh build-test # install, consume (CMake, pkg-config), runtime-only build
@@ -19,7 +20,7 @@ CMAKE_ARGS="-DCUDARL_CUDA=OFF" build-test/venv/bin/pip install -q ".[test]"
 CUDARL_TEST_CLI="$PWD/build-test/cudarl" build-test/venv/bin/python -m pytest -q python/tests
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCUDARL_WERROR=ON -DCUDARL_SANITIZE=ON \
-      -DCUDARL_CUDA=OFF
+      -DCUDARL_CUDA=OFF -DCUDARL_MPI=ON
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -LE "gpu|slow")
 

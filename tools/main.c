@@ -100,6 +100,25 @@ static const struct {
     {"export", cmd_export}, {"render", cmd_render}, {"bench", cmd_bench},  {"plot", cmd_plot},
 };
 
+/* `cudarl train`, which `mpirun -np R cudarl train ...` runs on R ranks (docs/multigpu.md):
+ * joins the MPI job when a launcher started this process (nothing for a plain run); a rank whose
+ * run failed ends the whole job (MPI_Abort: mpirun ends the others, which would otherwise wait
+ * for it in their next exchange). */
+static int train_in_job(int argc, char **argv) {
+    if (cudarl_dist_init() != CUDARL_OK) {
+        fprintf(stderr, "cudarl train: %s\n", cudarl_last_error());
+        return EXIT_FAILURE;
+    }
+    int rc = cmd_train(argc, argv);
+    if (cudarl_dist_size() > 1 && rc != 0 && !cmd_stop_signal()) {
+        fprintf(stderr, "cudarl: rank %d of %d failed (exit code %d); ending the job\n",
+                cudarl_dist_rank(), cudarl_dist_size(), rc);
+        cudarl_dist_abort(rc);
+    }
+    cudarl_dist_finalize();
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -110,6 +129,7 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    if (!strcmp(cmd, "train")) return train_in_job(argc - 2, argv + 2);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].verb)) return commands[i].run(argc - 2, argv + 2);
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {

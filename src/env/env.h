@@ -112,6 +112,8 @@ typedef struct cr_env_batch {
     int num_envs;
     void *mem;            /* the block (cr_env_batch_bytes of backend memory) */
     size_t bytes;
+    int64_t first;        /* the stream of env 0's seed (env i: first + i): 0, or a data-parallel
+                           * rank's first env of the job (docs/multigpu.md); the CPU twins only */
     cr_cartpole cartpole; /* CartPole-v1: its arrays in the block (PPO's fused rollout steps
                            * them); zero for other envs */
     cr_classic classic;   /* the classic-control envs: their arrays in the block */
@@ -132,6 +134,8 @@ struct cr_env_batch_twin {
                       float *reward, uint8_t *terminated, uint8_t *truncated, uint8_t *done,
                       float *final_obs);
     int (*check_env)(const cr_env_batch *b, const void *block, int i, char *why, size_t cap);
+    /* env di of dst = env si of src (both in host memory, batches of one env with any sizes) */
+    void (*copy_env)(cr_env_batch *dst, int di, const cr_env_batch *src, int si);
 };
 
 /* The batch twins of env_batch.c: CartPole-v1's, and the classic-control envs' (one for all). */
@@ -156,6 +160,10 @@ void cr_env_batch_step(cudarl_ctx *ctx, cr_env_batch *b, const void *actions, fl
 /* Checks every env's state and step count in `block`, a host copy of the batch's block
  * (b->bytes, as a checkpoint holds it): -1 when all pass; else the first bad env, with *bad = 1
  * (its state) or 2 (its step count) and what is wrong in why (cap bytes). Any build. */
+/* Env di of dst = env si of src, its whole state (step count and RNG included): batches of one
+ * env in host memory (the CPU twins'), of any sizes. Data parallel moves envs between a rank's
+ * batch and the job's with it (algo/ppo/ppo_checkpoint.c). */
+void cr_env_batch_copy_env(cr_env_batch *dst, int di, const cr_env_batch *src, int si);
 int cr_env_batch_check_state(const cr_env_batch *b, const void *block, int *bad, char *why,
                              size_t cap);
 

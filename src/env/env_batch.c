@@ -15,7 +15,7 @@ static void cartpole_init(cr_env_batch *b, void *mem) {
 }
 
 static void cartpole_reset(cr_env_batch *b, uint64_t seed, float *obs) {
-    cr_cartpole_reset(&b->cartpole, seed, obs);
+    cr_cartpole_reset_from(&b->cartpole, seed, b->first, obs);
 }
 
 static void cartpole_step(cr_env_batch *b, const void *actions, float *obs, float *reward,
@@ -44,6 +44,15 @@ static int cartpole_check_env(const cr_env_batch *b, const void *block, int i, c
     return cr_cartpole_check_state(s, why, cap) || cr_check_rng(why, cap, "rng", &rng);
 }
 
+static void cartpole_copy_env(cr_env_batch *dst, int di, const cr_env_batch *src, int si) {
+    const cr_cartpole *s = &src->cartpole;
+    cr_cartpole *d = &dst->cartpole;
+    memcpy(d->state + (size_t)di * CR_CARTPOLE_OBS_DIM, s->state + (size_t)si * CR_CARTPOLE_OBS_DIM,
+           CR_CARTPOLE_OBS_DIM * sizeof(double));
+    d->elapsed[di] = s->elapsed[si];
+    d->rng[di] = s->rng[si];
+}
+
 #ifdef CUDARL_WITH_CUDA
 static void cartpole_cuda_reset(cudarl_ctx *ctx, cr_env_batch *b, uint64_t seed, float *obs) {
     cr_cartpole_cuda_reset(&b->cartpole, seed, obs, ctx->stream);
@@ -67,6 +76,7 @@ const cr_env_batch_twin cr_cartpole_batch = {
     .cuda_step = cartpole_cuda_step,
 #endif
     .check_env = cartpole_check_env,
+    .copy_env = cartpole_copy_env,
 };
 
 /* ---- the classic-control envs: classic/classic.h's batch ------------------------------------- */
@@ -80,7 +90,7 @@ static void classic_init(cr_env_batch *b, void *mem) {
 }
 
 static void classic_reset(cr_env_batch *b, uint64_t seed, float *obs) {
-    cr_classic_reset(&b->classic, seed, obs);
+    cr_classic_reset_from(&b->classic, seed, b->first, obs);
 }
 
 static void classic_step(cr_env_batch *b, const void *actions, float *obs, float *reward,
@@ -100,6 +110,12 @@ static int classic_check_env(const cr_env_batch *b, const void *block, int i, ch
     memcpy(&elapsed, base + offset_in(b, c->elapsed) + sizeof elapsed * (size_t)i,
            sizeof elapsed);
     return cr_env_check_state(c->def, state, elapsed, why, cap);
+}
+
+static void classic_copy_env(cr_env_batch *dst, int di, const cr_env_batch *src, int si) {
+    _Alignas(16) unsigned char state[CR_CLASSIC_STATE_MAX];
+    cr_classic_get_state(&src->classic, src->classic.states, si, state);
+    cr_classic_set_state(&dst->classic, di, state, src->classic.elapsed[si]);
 }
 
 #ifdef CUDARL_WITH_CUDA
@@ -125,6 +141,7 @@ const cr_env_batch_twin cr_classic_batch = {
     .cuda_step = classic_cuda_step,
 #endif
     .check_env = classic_check_env,
+    .copy_env = classic_copy_env,
 };
 
 /* ---- the batch ------------------------------------------------------------------------------- */
@@ -146,6 +163,7 @@ void cr_env_batch_init(cr_env_batch *b, const cr_env_info *info, int n, void *me
 void cr_env_batch_reset(cudarl_ctx *ctx, cr_env_batch *b, uint64_t seed, float *obs) {
 #ifdef CUDARL_WITH_CUDA
     if (ctx->kind == CUDARL_DEVICE_CUDA) {
+        CUDARL_ASSERT(b->first == 0); /* data parallel runs the CPU twins only (multigpu.md) */
         b->info->batch->cuda_reset(ctx, b, seed, obs);
         return;
     }
@@ -164,6 +182,12 @@ void cr_env_batch_step(cudarl_ctx *ctx, cr_env_batch *b, const void *actions, fl
     }
 #endif
     b->info->batch->step(b, actions, obs, reward, terminated, truncated, done, final_obs);
+}
+
+void cr_env_batch_copy_env(cr_env_batch *dst, int di, const cr_env_batch *src, int si) {
+    CUDARL_ASSERT(dst->info == src->info && 0 <= di && di < dst->num_envs && 0 <= si &&
+                  si < src->num_envs);
+    src->info->batch->copy_env(dst, di, src, si);
 }
 
 int cr_env_batch_check_state(const cr_env_batch *b, const void *block, int *bad, char *why,

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "algo/dqn/dqn_internal.h"
+#include "ops/comm.h"
 
 
 /* ---- setup ------------------------------------------------------------------------------ */
@@ -666,6 +667,11 @@ static void fill_summary(const cr_dqn *d, cudarl_train_summary *summary) {
 /* The run: set up, load `resume_path` (NULL: a fresh run), claim the folder, train, save. */
 static cudarl_status dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
                                const char *resume_path, cudarl_train_summary *summary) {
+    if (cr_comm_size() > 1) /* data parallel is PPO's for now (docs/multigpu.md) */
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "DQN runs as one process, and this one is one of %d "
+                       "ranks (mpirun): data-parallel training runs PPO (--algo ppo) for now; "
+                       "DQN's replay shards per rank are the plan in docs/multigpu.md; run DQN "
+                       "without mpirun", cr_comm_size());
     cr_dqn *d = calloc(1, sizeof *d);
     if (!d) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
     d->run_lock = -1;

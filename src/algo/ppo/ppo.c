@@ -35,7 +35,7 @@ enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_ADAM_T, M_LR, M_ENV, M_OBS, M_FI
 
 size_t cr_ppo_norm_doubles(const cr_ppo *p) {
     return (p->cfg.norm_obs ? 2 * (size_t)p->D + 1 : 0) +
-           (p->cfg.norm_reward ? 3 + (size_t)p->N : 0);
+           (p->cfg.norm_reward ? 3 + (size_t)p->world_N : 0); /* every env's return: the job's */
 }
 
 /* Views with the MLPs' shapes only (no buffer), for the shape checks of the fused kernels. */
@@ -238,7 +238,8 @@ static void swap_rollout_bufs(cr_ppo *p) {
 void cr_ppo_norm_obs_take(cr_ppo *p, float *obs, int n) {
     if (!p->cfg.norm_obs) return;
     cudarl_ctx *ctx = p->ctx;
-    ctx->ops->running_stats_update(ctx, p->obs_mean, p->obs_var, p->obs_count, obs, n, p->D);
+    if (p->ranks > 1) cr_ppo_dist_obs_stats(p, obs); /* the job's rows, as one process */
+    else ctx->ops->running_stats_update(ctx, p->obs_mean, p->obs_var, p->obs_count, obs, n, p->D);
     ctx->ops->normalize_obs(ctx, p->obs_mean, p->obs_var, obs, obs, n, p->D, CR_NORM_CLIP);
 }
 
@@ -251,6 +252,11 @@ void cr_ppo_norm_obs_apply(cr_ppo *p, float *obs, int n) {
 void cr_ppo_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated, int b, int n) {
     if (!p->cfg.norm_reward) return;
     cudarl_ctx *ctx = p->ctx;
+    if (p->ranks > 1) {
+        CUDARL_ASSERT(b == 0 && n == p->N);
+        cr_ppo_dist_norm_reward(p, reward, terminated, CR_NORM_CLIP);
+        return;
+    }
     ctx->ops->normalize_reward(ctx, p->ret_mean, p->ret_var, p->ret_count, p->ret_acc + b, reward,
                                terminated, reward, n, (float)p->cfg.gamma, CR_NORM_CLIP);
 }
@@ -288,7 +294,7 @@ static cudarl_status seed_state(cr_ppo *p) {
     free(h_params);
     cr_rng_stream sampler, shuffler;
     cr_rng_stream_seed(&sampler, p->cfg.seed, CR_STREAM_SAMPLER);
-    cr_rng_stream_seed(&shuffler, p->cfg.seed, CR_STREAM_SHUFFLE);
+    cr_rng_stream_seed(&shuffler, p->cfg.seed, CR_STREAM_SHUFFLE_OF(p->rank)); /* rank 0: 1 process's */
     ctx->ops->copy_from_host(ctx, p->sampler, &sampler, sizeof sampler);
     ctx->ops->copy_from_host(ctx, p->shuffler, &shuffler, sizeof shuffler);
     if (p->act_params != p->params)
@@ -299,6 +305,7 @@ static cudarl_status seed_state(cr_ppo *p) {
     } else if (p->twin_envs) {
         cr_image_twin_reset(ctx, &p->twin, p->cfg.seed, p->cnn.cur_obs);
     } else {
+        p->env.first = (int64_t)p->rank * p->N; /* env i: the job's env rank*N + i */
         cr_env_batch_reset(ctx, &p->env, p->cfg.seed, p->cur_obs);
         cr_ppo_norm_obs_take(p, p->cur_obs, p->N);
     }
@@ -364,7 +371,6 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
     p->act_bytes = cr_env_def_action_bytes(p->env_info->def);
     p->batch = p->T * p->N;
     p->mb = p->batch / cfg->num_minibatches;
-    p->num_iterations = cfg->total_timesteps / p->batch;
     p->solved_step = -1, p->solved_seconds = -1;
     if (cfg->threads > 0) cr_cpu_set_threads(cfg->threads);
     p->conv = strcmp(cfg->policy, "mlp") != 0;
@@ -380,6 +386,13 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
         else cr_ac_layout_init(&p->layout, p->D, cfg->hidden, p->A);
         p->num_params = p->layout.num_params;
     }
+    cudarl_status ds = cr_ppo_dist_init(p); /* ranks > 1: this rank's N, batch and mb */
+    if (ds != CUDARL_OK) {
+        cr_ppo_dist_free(p);
+        cr_ppo_conv_free(p);
+        return ds;
+    }
+    p->num_iterations = cfg->total_timesteps / p->world_batch;
 
     cr_plan pl;
     plan_memory(p, ctx, &pl);
@@ -412,6 +425,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
 }
 
 void cr_ppo_free(cr_ppo *p) {
+    cr_ppo_dist_free(p);
     cr_ppo_pool_free(p);
     cr_ppo_parts_free(p);
     if (p->precision_set) cr_precision_restore(p->ctx);
@@ -456,8 +470,12 @@ const void *cr_ppo_sample(cr_ppo *p, int b, int n, size_t row) {
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     const size_t A = (size_t)p->A;
+    /* data parallel: this rank's envs' words of the job's draw (docs/multigpu.md) */
+    const int64_t words = (int64_t)n * (p->K > 0 ? 2 * p->K : 1);
+    if (p->ranks > 1) cr_ppo_dist_skip(p, words * p->rank);
     if (p->K == 0) {
         o->uniform(ctx, p->sampler, p->u + b, n);
+        if (p->ranks > 1) cr_ppo_dist_skip(p, words * (p->ranks - 1 - p->rank));
         o->categorical_sample(ctx, p->logits + (size_t)b * A, p->u + b, p->actions + row,
                               p->logp + row, n, p->A);
         return p->actions + row;
@@ -465,6 +483,7 @@ const void *cr_ppo_sample(cr_ppo *p, int b, int n, size_t row) {
     const size_t K = (size_t)p->K;
     float *u = p->u + 2 * K * (size_t)b, *a = p->act_f + row * K;
     o->uniform(ctx, p->sampler, u, 2 * p->K * n);
+    if (p->ranks > 1) cr_ppo_dist_skip(p, words * (p->ranks - 1 - p->rank));
     o->gaussian_sample(ctx, p->logits + (size_t)b * A, cr_ac_logstd(&p->layout, p->act_params), u,
                        a, p->logp + row, n, p->K);
     return a;
@@ -573,6 +592,7 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
         cr_mlp_backward(ctx, &actor, &g_actor, p->mb_obs, p->mb_dlogits, &p->cache_actor, mb);
         cr_mlp_backward(ctx, &critic, &g_critic, p->mb_obs, p->mb_dvalue, &p->cache_critic, mb);
     }
+    if (p->ranks > 1) cr_ppo_dist_mean_grads(p); /* the job's gradient, the same on every rank */
     cr_amp_step(ctx, &p->amp, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr,
                 0.9f, 0.999f, 1e-5f, p->adam_t, 1, p->cfg.max_grad_norm,
                 &p->acc->grad_norm_sum);
@@ -597,6 +617,8 @@ void cr_ppo_update(cr_ppo *p) {
         if (p->cfg.target_kl > 0) {
             cr_ppo_stats_acc acc;
             ctx->ops->copy_to_host(ctx, &acc, p->acc, sizeof acc);
+            /* data parallel: the job's last minibatch's KL, so that every rank stops together */
+            if (p->ranks > 1) acc.last_approx_kl = cr_ppo_dist_mean(p, acc.last_approx_kl);
             if (acc.last_approx_kl > p->cfg.target_kl) break;
         }
     }
@@ -624,6 +646,7 @@ static void fmt_num(char *b, size_t cap, double v) {
 }
 
 static void log_iteration(cr_ppo *p, float lr, double elapsed) {
+    if (!p->csv) return; /* data parallel: rank 0 writes the job's rows */
     const cr_ppo_stats_acc acc = p->h_metrics.acc;
     double c = acc.count > 0 ? acc.count : 1;
     const cr_episode_log *l = &p->h_log;
@@ -639,7 +662,7 @@ static void log_iteration(cr_ppo *p, float lr, double elapsed) {
         fmt_num(b, sizeof b, vals[i]);
         fprintf(p->csv, ",%s", b);
     }
-    double sps = elapsed > 0 ? (double)((p->rep_iteration - p->start_iteration) * p->batch) / elapsed : 0;
+    double sps = elapsed > 0 ? (double)((p->rep_iteration - p->start_iteration) * p->world_batch) / elapsed : 0;
     fprintf(p->csv, ",%.0f,%.6f", sps, elapsed);
     /* fp16: the scale after this iteration's steps, steps skipped ever */
     cr_amp_log(&p->amp, &p->h_metrics.scaler, p->csv, &p->tb, p->rep_step);
@@ -656,7 +679,7 @@ static void log_iteration(cr_ppo *p, float lr, double elapsed) {
 }
 
 static void progress(cr_ppo *p, double elapsed, int final) {
-    if (p->cfg.quiet) return;
+    if (p->cfg.quiet || p->rank != 0) return;
     double now = cr_time_now();
     int64_t every = p->num_iterations / 10 > 0 ? p->num_iterations / 10 : 1;
     if (!final) {
@@ -664,16 +687,16 @@ static void progress(cr_ppo *p, double elapsed, int final) {
         if (!p->tty && p->rep_iteration % every != 0) return;
     }
     p->last_progress = now;
-    int64_t done_steps = (p->rep_iteration - p->start_iteration) * p->batch;
+    int64_t done_steps = (p->rep_iteration - p->start_iteration) * p->world_batch;
     double sps = elapsed > 0 ? (double)done_steps / elapsed : 0;
-    double remaining = sps > 0 ? (double)(p->num_iterations - p->rep_iteration) * p->batch / sps : 0;
+    double remaining = sps > 0 ? (double)(p->num_iterations - p->rep_iteration) * p->world_batch / sps : 0;
     double mean = cr_episode_log_recent_mean(&p->h_log);
     char m[32];
     if (isnan(mean)) snprintf(m, sizeof m, "-");
     else snprintf(m, sizeof m, "%.1f", mean);
     fprintf(stderr, "%sstep %9lld/%lld  %5.1f%%  SPS %9.0f  return(100) %6s  ETA %5.1fs%s",
             p->tty ? "\r" : "", (long long)p->rep_step,
-            (long long)(p->num_iterations * p->batch),
+            (long long)(p->num_iterations * p->world_batch),
             100.0 * (double)p->rep_iteration / (double)p->num_iterations, sps, m, remaining,
             p->tty ? (final ? "\n" : "") : "\n");
     fflush(stderr);
@@ -682,6 +705,7 @@ static void progress(cr_ppo *p, double elapsed, int final) {
 /* ---- run directory ---------------------------------------------------------------------- */
 
 static cudarl_status open_run_dir(cr_ppo *p, int resuming) {
+    if (p->rank != 0) return CUDARL_OK; /* data parallel: rank 0 writes the run folder */
     CR_TRY(cr_run_open(p->cfg.runs_dir, p->cfg.run_name, sizeof p->cfg.run_name, p->cfg.env_id,
                        "ppo", p->cfg.seed, resuming ? p->iteration : -1, csv_header, p->run_dir,
                        sizeof p->run_dir, &p->csv, &p->run_lock));
@@ -693,8 +717,8 @@ static cudarl_status open_run_dir(cr_ppo *p, int resuming) {
 static cudarl_status save_checkpoint(cr_ppo *p) {
     char path[600];
     snprintf(path, sizeof path, "%s/model.safetensors", p->run_dir);
-    fflush(p->csv);
-    return cr_ppo_checkpoint_save(p, path);
+    if (p->csv) fflush(p->csv);
+    return cr_ppo_checkpoint_save(p, path); /* data parallel: a collective; rank 0 writes */
 }
 
 /* ---- the loop --------------------------------------------------------------------------- */
@@ -768,6 +792,7 @@ static cudarl_status diverged(const cr_ppo *p) {
 static void report_iteration(cr_ppo *p, int64_t iteration, int64_t step, float lr) {
     cudarl_ctx *ctx = p->ctx;
     p->rep_iteration = iteration, p->rep_step = step;
+    if (p->ranks > 1) cr_ppo_dist_combine(p); /* the job's metrics; the weights compared */
     check_update(p, &p->h_metrics.acc, iteration, step);
     p->h_log = p->h_metrics.log;
     if (ctx->ops->bytes_in_use && iteration == p->start_iteration + 1)
@@ -821,7 +846,7 @@ static void iterate(cr_ppo *p, cr_metrics_pipe *m, float lr, void **g_rollout, v
         cr_ppo_rollout(p);
     else
         run_phase(p, cr_ppo_rollout, g_rollout);
-    p->global_step += p->batch;
+    p->global_step += p->world_batch;
     cr_ppo_phase_end(p, CR_PHASE_ROLLOUT);
     CR_RANGE_PUSH("update");
     if (capture_update) run_phase(p, cr_ppo_update, g_update);
@@ -863,7 +888,7 @@ static void iterate_async(cr_ppo *p, void **g_update) {
     CR_RANGE_PUSH("rollout (beside the update)");
     cr_ppo_rollout(p);
     actor->ops->event_record(actor, p->ev_rollout);
-    p->global_step += p->batch;
+    p->global_step += p->world_batch;
     if (learn) p->learner->ops->event_wait(p->learner, p->ev_update);
     cr_ppo_phase_end(p, CR_PHASE_ROLLOUT);
 }
@@ -880,7 +905,7 @@ static cudarl_status train_loop(cr_ppo *p) {
     cr_metrics_pipe m; /* not with --profile, whose phase timing synchronises anyway, nor with
                         * --async, whose metrics are read after the host waits for the update */
     cr_pipe_init(&m, ctx, sizeof(cr_ppo_slot), !p->cfg.profile && !p->learner);
-    while (p->iteration < p->num_iterations && !cr_stop_requested() && s == CUDARL_OK) {
+    while (p->iteration < p->num_iterations && !cr_ppo_dist_stop_requested(p) && s == CUDARL_OK) {
         p->iteration++;
         float lr = current_lr(p);
         if (p->learner)
@@ -940,13 +965,16 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
     if (s == CUDARL_OK) s = open_run_dir(&p, resume_path != NULL);
     p.tty = isatty(STDERR_FILENO);
     if (s == CUDARL_OK) {
+        if (p.ranks > 1)
+            CR_INFO("data parallel: rank %d of %d, envs %d..%d of %d, minibatches of %d rows here",
+                    p.rank, p.ranks, p.rank * p.N, (p.rank + 1) * p.N - 1, p.world_N, p.mb);
         CR_INFO("training PPO on %s: %d envs x %d steps (%s), %lld iterations, policy %s, %zu "
-                "parameters, %s, run %s", p.cfg.env_id, p.N, p.T,
+                "parameters, %s, run %s", p.cfg.env_id, p.world_N, p.T,
                 p.pool ? "stepped on CPU threads" : p.twin_envs ? "stepped by their CUDA twin"
                 : ctx->kind == CUDARL_DEVICE_CUDA ? "stepped by the CUDA env batch"
                                                   : "stepped by the env batch",
                 (long long)p.num_iterations, p.cfg.policy, p.num_params, ctx->ops->name,
-                p.run_dir);
+                p.rank == 0 ? p.run_dir : "(rank 0 writes it)");
         int64_t start_step = p.global_step;
         s = train_loop(&p);
         double secs = cr_time_now() - p.loop_start;

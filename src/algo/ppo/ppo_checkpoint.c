@@ -23,6 +23,7 @@
 #include "env/env_check.h"
 #include "runtime/mlp_check.h"
 #include "io/safetensors.h"
+#include "ops/comm.h"
 
 _Static_assert(sizeof(cr_philox_state) == 11 * sizeof(uint32_t), "philox state is 11 words");
 
@@ -40,6 +41,8 @@ typedef struct host_state {
     cr_episode_log log;
     int64_t counters[C_COUNT];
     cr_arena arena;
+    void *block;         /* data parallel: the job's env batch block (save_world), or NULL */
+    size_t block_bytes;
 } host_state;
 
 /* Bytes of the current observations (N, D) as stored: floats, or uint8 (conv policy). */
@@ -61,6 +64,7 @@ static cudarl_status host_state_alloc(host_state *h, const cr_ppo *p) {
     h->env = cr_arena_get(&h->arena, 4), h->ep_return = cr_arena_get(&h->arena, 5);
     h->ep_length = cr_arena_get(&h->arena, 6), h->elapsed = cr_arena_get(&h->arena, 7);
     h->env_rng = cr_arena_get(&h->arena, 8);
+    h->block = NULL, h->block_bytes = 0;
     return CUDARL_OK;
 }
 
@@ -115,7 +119,8 @@ static const char *where_of(const cr_ppo *p) {
  * (batch_block), and its tensor's name; 0 when the envs' state is not such a block. */
 static size_t env_block(const cr_ppo *p, void **mem, const char **name) {
     if (p->twin_envs) return *mem = p->twin.mem, *name = "state.twin", p->twin.bytes;
-    if (batch_block(p)) return *mem = p->env.mem, *name = "state.env_batch", p->env.bytes;
+    const cr_env_batch *b = p->dist_env ? p->dist_env : &p->env; /* a resume's job batch */
+    if (batch_block(p)) return *mem = b->mem, *name = "state.env_batch", b->bytes;
     return *mem = NULL, *name = NULL, 0;
 }
 
@@ -263,17 +268,20 @@ static int param_tensors(const cr_ppo *p, param_desc *t) {
     return n;
 }
 
-cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
+/* Writes the checkpoint of this process's state, or (`given`, data parallel) of the job's state
+ * gathered into `given` (p->N the job's while it runs). */
+static cudarl_status save_file(cr_ppo *p, const char *path, const host_state *given) {
     host_state h;
     char spec[CR_CONVNET_TEXT_MAX];
     if (p->conv) CR_TRY(cr_convnet_spec_to_text(&p->cnn.net.spec, spec, sizeof spec));
-    CR_TRY(host_state_alloc(&h, p));
+    if (given) h = *given;
+    else CR_TRY(host_state_alloc(&h, p));
     cr_st_writer *w = malloc(sizeof *w);
     if (!w) {
-        cr_arena_free(&h.arena);
+        if (!given) cr_arena_free(&h.arena);
         return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
     }
-    host_state_transfer(&h, p, 1);
+    if (!given) host_state_transfer(&h, p, 1);
     /* CPU envs: the observations the next step takes (the pool's, which --norm-obs has not
      * normalized; the same as cur_obs otherwise) */
     if (p->pool) cr_ppo_pool_get_obs(p, h.obs);
@@ -300,11 +308,13 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     if (p->pool) cr_ppo_pool_state(p, &pool_states, &pool_bytes, &pool_elapsed);
     int64_t s_pool[1] = {(int64_t)pool_bytes};
     size_t twin_bytes = 0;
-    void *twin_state = env_block_to_host(p, &twin_bytes), *block_mem;
+    const int given_block = given && given->block; /* the job's, gathered (save_world) */
+    void *twin_state = given_block ? given->block : env_block_to_host(p, &twin_bytes), *block_mem;
+    if (given_block) twin_bytes = given->block_bytes;
     const char *block_name;
     if (env_block(p, &block_mem, &block_name) && !twin_state) {
         free(w);
-        cr_arena_free(&h.arena);
+        if (!given) cr_arena_free(&h.arena);
         return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the envs' state");
     }
     int64_t s_twin[1] = {(int64_t)twin_bytes};
@@ -319,8 +329,9 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     cudarl_status ns = norm_to_host(p, &nh);
     if (ns == CUDARL_OK) ns = norm_add_tensors(w, p, &nh);
     if (ns != CUDARL_OK) {
-        free(nh.all), free(twin_state), free(w);
-        cr_arena_free(&h.arena);
+        free(nh.all), free(w);
+        if (!given_block) free(twin_state);
+        if (!given) cr_arena_free(&h.arena);
         return ns;
     }
     param_desc pt[PPO_MAX_TENSORS];
@@ -356,10 +367,99 @@ cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
     }
     if (s == CUDARL_OK) s = cr_st_write_atomic(w, path);
     free(nh.all);
-    free(twin_state);
+    if (!given_block) free(twin_state);
     free(w);
-    cr_arena_free(&h.arena);
+    if (!given) cr_arena_free(&h.arena);
     return s;
+}
+
+/* Host memory for an env batch's block (aligned as the batch carves it); ends the job when there
+ * is none, since the other ranks wait for this one in a collective. */
+static void *host_block(size_t bytes) {
+    size_t n = (bytes + CR_ARENA_ALIGN - 1) / CR_ARENA_ALIGN * CR_ARENA_ALIGN;
+    void *m = aligned_alloc(CR_ARENA_ALIGN, n ? n : CR_ARENA_ALIGN);
+    if (!m) {
+        fprintf(stderr, "cudarl: out of host memory for an env batch block of %zu bytes (data "
+                "parallel checkpoint); ending the job\n", bytes);
+        cr_comm_abort(1);
+    }
+    return m;
+}
+
+/* Data parallel: every rank's envs gathered into rank 0's host state in the job's env order
+ * (rank r's are envs r*N .. (r+1)*N-1), with the weights, Adam's moments and the streams of
+ * rank 0 (every rank's are the same: the sampler's position is the job's, the shuffle streams
+ * differ by their stream number only) and the job's episode log; rank 0 writes the file in the
+ * one-process format, and every rank returns its status. A collective: every rank calls it. */
+static cudarl_status save_world(cr_ppo *p, const char *path) {
+    host_state hl, hw;
+    cudarl_status s = host_state_alloc(&hl, p);
+    CUDARL_ASSERT(s == CUDARL_OK); /* a few KiB; a failure would leave the others waiting */
+    host_state_transfer(&hl, p, 1);
+    const int local = p->N, root = p->rank == 0;
+    if (root) {
+        p->N = p->world_N;
+        s = host_state_alloc(&hw, p);
+        p->N = local;
+        if (s != CUDARL_OK) cr_comm_abort(1); /* the others wait in the gather */
+    }
+    const size_t n = (size_t)local, D = (size_t)p->D;
+    struct { const void *mine; void *all; size_t bytes; } g[] = {
+        {hl.obs, root ? hw.obs : NULL, n * D * sizeof(float)},
+        {hl.env, root ? hw.env : NULL, n * 4 * 8},
+        {hl.ep_return, root ? hw.ep_return : NULL, n * 8},
+        {hl.ep_length, root ? hw.ep_length : NULL, n * 8},
+        {hl.elapsed, root ? hw.elapsed : NULL, n * 4},
+        {hl.env_rng, root ? hw.env_rng : NULL, n * sizeof(cr_philox_state)},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) cr_comm_gather0(g[i].mine, g[i].all, g[i].bytes);
+    /* the env batch's block (every batch env but CartPole-v1): each rank's to rank 0, which
+     * copies the envs one by one into the job's batch (a block is carved by its env count) */
+    void *world_block = NULL;
+    if (batch_block(p)) {
+        const size_t lb = p->env.bytes;
+        unsigned char *all = root ? host_block(lb * (size_t)p->ranks) : NULL;
+        cr_comm_gather0(p->env.mem, all, lb); /* the CPU batch: host memory */
+        if (root) {
+            cr_env_batch wb, lv;
+            world_block = host_block(cr_env_batch_bytes(p->env_info, p->world_N));
+            cr_env_batch_init(&wb, p->env_info, p->world_N, world_block);
+            void *one = host_block(lb);
+            for (int r = 0; r < p->ranks; r++) {
+                memcpy(one, all + (size_t)r * lb, lb);
+                cr_env_batch_init(&lv, p->env_info, local, one);
+                for (int j = 0; j < local; j++) cr_env_batch_copy_env(&wb, r * local + j, &lv, j);
+            }
+            free(one);
+            free(all);
+            hw.block = world_block, hw.block_bytes = wb.bytes;
+        }
+    }
+    if (root) {
+        const size_t P = p->num_params * sizeof(float);
+        memcpy(hw.params, hl.params, P), memcpy(hw.m, hl.m, P), memcpy(hw.v, hl.v, P);
+        hw.sampler = hl.sampler, hw.shuffler = hl.shuffler;
+        hw.shuffler.stream[0] = (uint32_t)CR_STREAM_SHUFFLE; /* rank 0's: one process's */
+        hw.shuffler.stream[1] = (uint32_t)(CR_STREAM_SHUFFLE >> 32);
+        hw.log = p->world_log;
+        hw.counters[C_ADAM_T] = hl.counters[C_ADAM_T];
+        p->N = p->world_N;
+        s = save_file(p, path, &hw);
+        p->N = local;
+        cr_arena_free(&hw.arena);
+        free(world_block);
+    }
+    cr_arena_free(&hl.arena);
+    int32_t st = (int32_t)s; /* every rank fails with rank 0, so that none waits for it */
+    cr_comm_bcast0(&st, sizeof st);
+    if (!root && st != CUDARL_OK)
+        return cr_fail((cudarl_status)st, "rank 0 could not write the checkpoint '%s' (its "
+                       "message says why)", path);
+    return s;
+}
+
+cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path) {
+    return p->ranks > 1 ? save_world(p, path) : save_file(p, path, NULL);
 }
 
 /* Copies tensor `name` of exactly `bytes` bytes and `dtype` into dst. */
@@ -479,7 +579,8 @@ static cudarl_status check_envs(const cr_ppo *p, const char *path, const host_st
         return CUDARL_OK;
     }
     if (batch_block(p)) {
-        if ((i = cr_env_batch_check_state(&p->env, twin_state, &bad, why, sizeof why)) >= 0)
+        const cr_env_batch *b = p->dist_env ? p->dist_env : &p->env; /* a resume's job batch */
+        if ((i = cr_env_batch_check_state(b, twin_state, &bad, why, sizeof why)) >= 0)
             return bad_state(path, "state.env_batch", "env %d: %s", i, why);
         return CUDARL_OK;
     }
@@ -580,7 +681,24 @@ static cudarl_status norm_read(const cr_st_file *f, const char *path, const cr_p
     return CUDARL_OK;
 }
 
-static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path) {
+/* Data parallel (load_state): rows rank*N .. (rank+1)*N-1 of the job's per-env state to the
+ * front of h, and p->N this rank's again for the transfer. */
+static void take_slice(cr_ppo *p, host_state *h) {
+    const size_t n = (size_t)p->dist_local_N, first = (size_t)p->rank * n, D = (size_t)p->D;
+    p->N = p->dist_local_N, p->batch = p->T * p->N;
+    memmove(h->obs, (float *)h->obs + first * D, n * D * sizeof(float));
+    memmove(h->env, h->env + first * 4, n * 4 * 8);
+    memmove(h->ep_return, h->ep_return + first, n * 8);
+    memmove(h->ep_length, h->ep_length + first, n * 8);
+    memmove(h->elapsed, h->elapsed + first, n * 4);
+    memmove(h->env_rng, h->env_rng + first, n * sizeof(cr_philox_state));
+    const uint64_t stream = CR_STREAM_SHUFFLE_OF(p->rank);
+    h->shuffler.stream[0] = (uint32_t)stream, h->shuffler.stream[1] = (uint32_t)(stream >> 32);
+    p->world_log = h->log; /* the job's; this rank's own starts empty */
+    memset(&h->log, 0, sizeof h->log);
+}
+
+static cudarl_status load_state_of(cr_ppo *p, const cr_st_file *f, const char *path) {
     host_state h;
     CR_TRY(host_state_alloc(&h, p));
     size_t P = p->num_params, N = (size_t)p->N;
@@ -652,12 +770,37 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     if (s == CUDARL_OK) {
         h.log.episodes = (int64_t)ep_sums[0];
         h.log.iter_return_sum = ep_sums[1], h.log.iter_length_sum = ep_sums[2];
+        if (p->ranks > 1) take_slice(p, &h);
         host_state_transfer(&h, p, 0);
         p->iteration = h.counters[C_ITERATION], p->global_step = h.counters[C_GLOBAL_STEP];
         p->solved_step = h.counters[C_SOLVED_STEP];
-        p->h_log = h.log;
+        p->h_log = p->ranks > 1 ? p->world_log : h.log;
     }
     cr_arena_free(&h.arena);
+    return s;
+}
+
+/* Data parallel: a resume reads and checks the job's state (p->N, p->batch the job's), then
+ * this rank keeps its envs' rows (rank*N ..), its own shuffle stream at the file's position,
+ * and a fresh log of its own: the file's episode log is the job's (world_log). */
+static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path) {
+    if (p->ranks == 1) return load_state_of(p, f, path);
+    const int local = p->N, local_batch = p->batch;
+    cr_env_batch wb; /* the job's batch, where the file's block is read and checked */
+    void *world_block = NULL;
+    if (batch_block(p)) {
+        world_block = host_block(cr_env_batch_bytes(p->env_info, p->world_N));
+        cr_env_batch_init(&wb, p->env_info, p->world_N, world_block);
+        p->dist_env = &wb;
+    }
+    p->dist_local_N = local;
+    p->N = p->world_N, p->batch = p->world_batch;
+    cudarl_status s = load_state_of(p, f, path);
+    p->N = local, p->batch = local_batch;
+    p->dist_env = NULL;
+    if (s == CUDARL_OK && world_block) /* this rank's envs: the job's rank*N .. (the CPU batch) */
+        for (int j = 0; j < local; j++) cr_env_batch_copy_env(&p->env, j, &wb, p->rank * local + j);
+    free(world_block);
     return s;
 }
 

@@ -18,6 +18,8 @@
 #define CR_STREAM_SAMPLER (1ull << 40)
 #define CR_STREAM_SHUFFLE ((1ull << 40) + 1)
 #define CR_STREAM_INIT ((1ull << 40) + 2)
+/* Data parallel: rank r's shuffle stream (rank 0's is CR_STREAM_SHUFFLE; none meets another) */
+#define CR_STREAM_SHUFFLE_OF(r) (CR_STREAM_SHUFFLE + ((uint64_t)(r) << 20))
 
 /* What the host reads each iteration, in one copy (backend memory). */
 typedef struct cr_ppo_metrics {
@@ -120,7 +122,18 @@ typedef struct cr_ppo {
                             * means of a continuous env's Gaussian) */
     int K;                 /* floats per continuous action; 0: discrete actions */
     size_t act_bytes;      /* bytes of one stored action: an int32, or K floats */
-    int batch, mb;         /* T*N, rows per minibatch */
+    int batch, mb;         /* T*N, rows per minibatch (this rank's: docs/multigpu.md) */
+    /* data parallel (ppo_dist.c, docs/multigpu.md): this process is rank `rank` of `ranks`, its
+     * N envs are the job's [rank*N, (rank+1)*N) of world_N, its minibatches mb of the job's
+     * mb*ranks rows; one process: rank 0 of 1, world_N = N, world_batch = batch */
+    int rank, ranks, world_N, world_batch;
+    int dist_local_N;      /* a resume's local N while load_state reads the job's (ppo_checkpoint.c) */
+    cr_env_batch *dist_env; /* ... and the job's env batch (host) that it reads the block into */
+    cr_episode_log world_log; /* ranks > 1: the job's finished episodes (rank 0's rows report it) */
+    float *dist_grads;     /* ranks > 1: every rank's gradient (ranks x P), host memory */
+    int dist_stop;         /* ranks > 1: some rank was asked to stop (the loop ends on all) */
+    float *dist_obs, *dist_rew; /* ranks > 1, --norm-obs / --norm-reward: the job's step (host) */
+    uint8_t *dist_term;
     int64_t num_iterations, iteration, global_step;
     int64_t start_iteration; /* iteration this process started at (resume) */
     int64_t rep_iteration, rep_step; /* the iteration being reported (metrics may trail) */
@@ -320,5 +333,33 @@ static inline void cr_ppo_count_rows(cr_ppo *p, int rows) {
 cudarl_status cr_ppo_checkpoint_save(cr_ppo *p, const char *path);
 /* Restores the training state from `path` into an initialised trainer of the same shapes. */
 cudarl_status cr_ppo_checkpoint_load(cr_ppo *p, const char *path);
+
+/* ---- data parallel (ppo_dist.c, docs/multigpu.md) ---- */
+
+/* Takes this process's rank and the job's rank count (ops/comm.h), refuses a config that the
+ * data-parallel path does not run yet (ranks > 1), and makes N, batch and mb this rank's share.
+ * After p->conv and the config's check; before the memory plan. */
+cudarl_status cr_ppo_dist_init(cr_ppo *p);
+void cr_ppo_dist_free(cr_ppo *p);
+/* ranks > 1: moves the sampler past `before` of the job's uniforms of a draw (the lower ranks'
+ * envs') or `after` them (the higher ranks'). */
+void cr_ppo_dist_skip(cr_ppo *p, int64_t words);
+/* ranks > 1: grads = the mean of every rank's grads, summed in rank order (identical on every
+ * rank whatever MPI does). */
+void cr_ppo_dist_mean_grads(cr_ppo *p);
+/* ranks > 1, once per reported iteration: h_metrics becomes the job's (losses, value sums,
+ * episodes: the world log), the ranks' weights are compared (a difference: p->diverged with the
+ * reason), and a stop asked of any rank is p->dist_stop on all. */
+void cr_ppo_dist_combine(cr_ppo *p);
+/* ranks > 1: the mean of every rank's v, summed in rank order (the same on every rank). */
+double cr_ppo_dist_mean(cr_ppo *p, double v);
+/* ranks > 1, --norm-obs: the statistics updated with the job's N observations (every rank's
+ * obs, n rows each, gathered in env order), as one process updates them. */
+void cr_ppo_dist_obs_stats(cr_ppo *p, const float *obs);
+/* ranks > 1, --norm-reward: reward (n) normalized as one process normalizes the job's N rewards,
+ * with the job's per-env discounted returns (every rank holds all N). */
+void cr_ppo_dist_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated, float clip);
+/* Whether the loop stops after this iteration: cr_stop_requested(), or with ranks > 1 any rank's. */
+int cr_ppo_dist_stop_requested(const cr_ppo *p);
 
 #endif

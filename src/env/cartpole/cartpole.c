@@ -39,9 +39,14 @@ void cr_cartpole_init(cr_cartpole *env, int num_envs, void *mem) {
 }
 
 void cr_cartpole_reset(cr_cartpole *env, uint64_t seed, float *obs) {
+    cr_cartpole_reset_from(env, seed, 0, obs);
+}
+
+void cr_cartpole_reset_from(cr_cartpole *env, uint64_t seed, int64_t first, float *obs) {
+    CUDARL_ASSERT(first >= 0);
     for (int i = 0; i < env->num_envs; i++) {
         size_t row = (size_t)i * CR_CARTPOLE_OBS_DIM;
-        cr_philox_seed(&env->rng[i], seed, (uint64_t)i);
+        cr_philox_seed(&env->rng[i], seed, (uint64_t)(first + i));
         cr_cartpole_reset_one(env->state + row, &env->elapsed[i], &env->rng[i]);
         cr_cartpole_observe(env->state + row, obs + row);
     }

@@ -40,6 +40,8 @@ size_t cr_cartpole_bytes(int num_envs);
 void cr_cartpole_init(cr_cartpole *env, int num_envs, void *mem);
 /* Seeds env i with stream i of `seed`, resets every env, writes obs (N, 4). */
 void cr_cartpole_reset(cr_cartpole *env, uint64_t seed, float *obs);
+/* cr_cartpole_reset with env i seeded as env first + i of a larger batch. */
+void cr_cartpole_reset_from(cr_cartpole *env, uint64_t seed, int64_t first, float *obs);
 /* Steps every env with actions (N) in {0, 1}. Writes obs (N, 4), reward (N), terminated (N),
  * truncated (N) and, for envs that ended, final_obs (N, 4) rows (other rows untouched). */
 void cr_cartpole_step(cr_cartpole *env, const int32_t *actions, float *obs, float *reward,

@@ -74,12 +74,17 @@ void cr_classic_set_state(cr_classic *c, int i, const void *state, int32_t elaps
 }
 
 void cr_classic_reset(cr_classic *c, uint64_t seed, float *obs) {
+    cr_classic_reset_from(c, seed, 0, obs);
+}
+
+void cr_classic_reset_from(cr_classic *c, uint64_t seed, int64_t first, float *obs) {
+    CUDARL_ASSERT(first >= 0);
     const cudarl_env_def *d = c->def;
     const size_t D = (size_t)d->obs_shape[0];
     _Alignas(16) unsigned char state[CR_CLASSIC_STATE_MAX];
     for (int i = 0; i < c->num_envs; i++) {
         memset(state, 0, sizeof state);
-        d->seed(state, seed, (uint64_t)i);
+        d->seed(state, seed, (uint64_t)(first + i));
         d->reset(state, obs + (size_t)i * D);
         put_state(c, i, state);
         c->elapsed[i] = 0;

@@ -59,6 +59,8 @@ size_t cr_classic_bytes(const cudarl_env_def *def, int num_envs);
 void cr_classic_init(cr_classic *c, const cudarl_env_def *def, int num_envs, void *mem);
 /* Seeds env i with (seed, i) and resets every env (host memory); obs (N, D). */
 void cr_classic_reset(cr_classic *c, uint64_t seed, float *obs);
+/* cr_classic_reset with env i seeded as env first + i of a larger batch. */
+void cr_classic_reset_from(cr_classic *c, uint64_t seed, int64_t first, float *obs);
 /* Steps every env (host memory): actions int32 (N) for a discrete env (each in 0 .. A-1, else a
  * bug: it aborts saying so), float (N, action_dim) for a continuous one (clipped into the box).
  * Writes obs (N, D), reward (N), terminated, truncated (N), done = terminated | truncated (N)

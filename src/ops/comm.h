@@ -1,0 +1,46 @@
+/* The communicator of a data-parallel job (docs/multigpu.md): the ranks of one MPI job, each a
+ * process with its own envs and a replica of the networks. Device plumbing, so the ops layer's:
+ * ops/cpu/comm_mpi.c over MPI (built with CUDARL_MPI), ops/comm_single.c (one rank, built
+ * without MPI). A process that mpirun did not start, or that never called cr_comm_init, is rank
+ * 0 of 1 and every call below is a copy or nothing. Every collective is called by every rank in
+ * the same order; an MPI error ends the whole job (MPI's default handler aborts). Results are
+ * in rank order and identical on every rank, whatever algorithm MPI picks. */
+#ifndef CUDARL_OPS_COMM_H
+#define CUDARL_OPS_COMM_H
+
+#include <stddef.h>
+
+#include "core/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The world size the launcher's environment names (OMPI_COMM_WORLD_SIZE, PMI_SIZE, or
+ * PMIX_RANK's job, taken as 1 when only a rank is named), or 0 when no launcher started this
+ * process. Read by cr_comm_init, never by a plain run. */
+int cr_comm_launched_size(void);
+/* 1 when this build has MPI (CUDARL_MPI), else 0. */
+int cr_comm_built(void);
+/* Joins the job mpirun started (MPI_Init) when cr_comm_launched_size() > 0; nothing otherwise.
+ * Without MPI, a launch of 2 or more ranks is refused naming the rebuild. Once per process. */
+cudarl_status cr_comm_init(void);
+/* Leaves the job (MPI_Finalize) if cr_comm_init joined one. */
+void cr_comm_finalize(void);
+int cr_comm_rank(void);
+int cr_comm_size(void);
+/* recv (size * bytes) = every rank's `send` (bytes), in rank order, on every rank. */
+void cr_comm_allgather(const void *send, void *recv, size_t bytes);
+/* recv (size * bytes, rank 0 only; other ranks may pass NULL) = every rank's send, rank order. */
+void cr_comm_gather0(const void *send, void *recv, size_t bytes);
+/* buf (bytes) = rank 0's buf on every rank. */
+void cr_comm_bcast0(void *buf, size_t bytes);
+/* Ends the whole job with `code`: this process, and mpirun the others (MPI_Abort). Without a
+ * job, exit(code). */
+_Noreturn void cr_comm_abort(int code);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,33 @@
+# Data-parallel PPO over MPI on the CPU (tests/cli/test_mpi.py, docs/multigpu.md): mpirun -np 1
+# equals a plain run; 2 ranks share 8 envs as one process would (the first rollout the same,
+# identical weights on the ranks, CartPole learned); resume on 2 ranks bit for bit; refusals; a
+# killed rank ends the job. One ctest entry per group, each in its own folder. Release: 1-8 s
+# each on 2 cores; the ASan+UBSan Debug pass (scripts/test.sh): 6-143 s, hence the timeout.
+if(NOT CUDARL_HAVE_MPI OR NOT MPIEXEC_EXECUTABLE)
+  message(STATUS "cudarl: no MPI in this build (CUDARL_MPI=OFF, or MPI or mpirun not found): the "
+                 "data-parallel tests (label mpi) are not registered, but for the refusal of a "
+                 "2-rank launch; install libopenmpi-dev and openmpi-bin (scripts/setup.sh "
+                 "does) and reconfigure")
+  if(NOT CUDARL_HAVE_MPI)
+    # a build without MPI refuses a launch of 2 ranks (the launcher's variable, no mpirun needed)
+    add_test(NAME mpi_refused_without_mpi
+             COMMAND ${CMAKE_COMMAND} -E env OMPI_COMM_WORLD_SIZE=2 ${CUDARL_CLI_RUN} train
+                     --device cpu --quiet --total-timesteps 1024
+                     --runs-dir ${CMAKE_CURRENT_BINARY_DIR}/mpi-work/refused)
+    set_tests_properties(mpi_refused_without_mpi PROPERTIES LABELS "cpu;mpi" TIMEOUT 60
+                         PASS_REGULAR_EXPRESSION "built without MPI.*-DCUDARL_MPI=ON")
+  endif()
+  return()
+endif()
+if(Python3_EXECUTABLE)
+  set(CUDARL_MPI_PYTHON ${Python3_EXECUTABLE})
+else()
+  set(CUDARL_MPI_PYTHON python3) # never skip silently: fails saying so if there is none
+endif()
+foreach(group np1 np2 learn resume bad kill)
+  add_test(NAME mpi_${group}
+           COMMAND ${CUDARL_MPI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_mpi.py
+                   --cudarl ${CUDARL_CLI_RUN} --mpirun ${MPIEXEC_EXECUTABLE}
+                   --work ${CMAKE_CURRENT_BINARY_DIR}/mpi-work --only ${group})
+  set_tests_properties(mpi_${group} PROPERTIES LABELS "cpu;mpi" TIMEOUT 600)
+endforeach()
