@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ops/backend.h"
+#include "ops/comm.h"
 #include "ops/parallel.h"
 #ifdef CUDARL_WITH_CUDA
 #include "ops/cuda/cuda_backend.h"
@@ -90,8 +91,12 @@ void cudarl_info(char *buf, size_t cap) {
 #ifdef CUDARL_WITH_CUDA
     cr_cuda_describe(buf, cap);
 #endif
-#ifndef CUDARL_RUNTIME_ONLY /* which has no envs */
+#ifndef CUDARL_RUNTIME_ONLY /* which has no envs and no communicator */
     size_t len = strlen(buf);
+    snprintf(buf + len, cap - len, "  data parallel: %s\n",
+             cr_comm_built() ? "MPI (mpirun -np R cudarl train ...; docs/multigpu.md)"
+                             : "not built (no MPI: one process only)");
+    len = strlen(buf);
     const char *const *envs = cudarl_env_names();
     snprintf(buf + len, cap - len, "  environments:");
     for (int i = 0; envs[i]; i++) {

@@ -16,6 +16,9 @@ if(NOT CUDARL_HAVE_MPI OR NOT MPIEXEC_EXECUTABLE)
                      --runs-dir ${CMAKE_CURRENT_BINARY_DIR}/mpi-work/refused)
     set_tests_properties(mpi_refused_without_mpi PROPERTIES LABELS "cpu;mpi" TIMEOUT 60
                          PASS_REGULAR_EXPRESSION "built without MPI.*-DCUDARL_MPI=ON")
+    add_test(NAME mpi_info_without_mpi COMMAND ${CUDARL_CLI_RUN} info)
+    set_tests_properties(mpi_info_without_mpi PROPERTIES LABELS "cpu;mpi" TIMEOUT 60
+                         PASS_REGULAR_EXPRESSION "data parallel: not built")
   endif()
   return()
 endif()
@@ -31,3 +34,7 @@ foreach(group np1 np2 learn resume bad kill)
                    --work ${CMAKE_CURRENT_BINARY_DIR}/mpi-work --only ${group})
   set_tests_properties(mpi_${group} PROPERTIES LABELS "cpu;mpi" TIMEOUT 600)
 endforeach()
+# cudarl info says the build has MPI
+add_test(NAME mpi_info COMMAND ${CUDARL_CLI_RUN} info)
+set_tests_properties(mpi_info PROPERTIES LABELS "cpu;mpi" TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "data parallel: MPI \\(mpirun -np R")
