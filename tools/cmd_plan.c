@@ -47,6 +47,8 @@ int cmd_plan(int argc, char **argv) {
     int n = (int)(sizeof plan_specs / sizeof plan_specs[0]);
     if (cmd_wants_help(argc, argv)) {
         printf("usage: cudarl plan [flags]: the replay buffer's memory plan, without training\n"
+               "(one process's; a DQN job of R ranks plans each rank's shard: pass --buffer-size\n"
+               "and --num-envs divided by R, and --mem-budget is each rank's)\n"
                "\nflags:\n");
         args_print_help(plan_specs, n, &o, CUDARL_FLAGS_REPLAY);
         return 0;
@@ -75,5 +77,7 @@ int cmd_plan(int argc, char **argv) {
         return s == CUDARL_ERR_OUT_OF_MEMORY ? EXIT_FAILURE : EXIT_USAGE;
     }
     printf("fits\n");
+    printf("(one process's plan; under mpirun -np R each DQN rank holds a shard: plan it with "
+           "--buffer-size and --num-envs divided by R, against each rank's --mem-budget)\n");
     return 0;
 }

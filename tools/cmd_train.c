@@ -376,7 +376,8 @@ static int train_dqn(int argc, char **argv, const toml_doc *doc, const char *doc
                                   : cudarl_dqn_train(ctx, &o.cfg, &sum);
     cudarl_ctx_free(ctx);
     if (s != CUDARL_OK) return cmd_fail("training failed");
-    print_summary(&sum);
+    if (cudarl_dist_rank() != 0) return sum.interrupted ? cmd_interrupted_exit_code() : 0;
+    print_summary(&sum); /* data parallel: rank 0's, the job's */
     if (sum.interrupted) {
         printf("cudarl: stopped by %s; continue with: cudarl train --resume "
                "%s/model.safetensors\n", cmd_signal_name(cmd_stop_signal()), sum.run_dir);

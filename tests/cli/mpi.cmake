@@ -1,4 +1,4 @@
-# Data-parallel PPO over MPI on the CPU (tests/cli/test_mpi.py, docs/multigpu.md): mpirun -np 1
+# Data-parallel PPO and DQN over MPI on the CPU (tests/cli/test_mpi.py, docs/multigpu.md): mpirun -np 1
 # equals a plain run; 2 ranks share 8 envs as one process would (the first rollout the same,
 # identical weights on the ranks, CartPole learned); resume on 2 ranks bit for bit; refusals; a
 # killed rank ends the job. One ctest entry per group, each in its own folder. Release: 1-8 s
@@ -27,7 +27,7 @@ if(Python3_EXECUTABLE)
 else()
   set(CUDARL_MPI_PYTHON python3) # never skip silently: fails saying so if there is none
 endif()
-foreach(group np1 np2 learn resume bad kill)
+foreach(group np1 np2 learn resume bad kill dqn_np1 dqn_np2 dqn_learn dqn_resume dqn_bad)
   add_test(NAME mpi_${group}
            COMMAND ${CUDARL_MPI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_mpi.py
                    --cudarl ${CUDARL_CLI_RUN} --mpirun ${MPIEXEC_EXECUTABLE}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Data-parallel PPO over MPI on the CPU (docs/multigpu.md): `mpirun -np R cudarl train`.
+"""Data-parallel PPO and DQN over MPI on the CPU (docs/multigpu.md): `mpirun -np R cudarl train`.
 
 Groups (--only GROUP), each in its own folder <work>/<group>, emptied first:
 
@@ -25,8 +25,22 @@ Groups (--only GROUP), each in its own folder <work>/<group>, emptied first:
           normalizations' statistics); the CartPole
           file resumes on 1 process too (the state is the job's, in one process's format).
   bad     refusals under 2 ranks, each naming the problem and the fix: --num-envs not divisible,
-          a minibatch that does not split, and the paths not supported yet (DQN, envs on CPU
+          a minibatch that does not split, and the paths not supported yet (envs on CPU
           threads); the job ends (non-zero) without hanging.
+  dqn_np1    DQN: `mpirun -np 1` equals a plain run bit for bit (checkpoint, replay included, and
+             metrics.csv less timing).
+  dqn_np2    DQN on 2 ranks sharing 8 envs: every metrics row before the first train step
+             (learning_starts) equals one process's exactly (the transitions are the same: the
+             episodes' columns and epsilon), and the replay shards hold one process's
+             transitions (rank r's rows are one process's envs r*4..r*4+3); two 2-rank runs are
+             identical; a rank with another --learning-rate is stopped by the weight check.
+  dqn_learn  DQN on 2 ranks learns CartPole: mean return of the last 100 episodes after 60000
+             steps >= 150 (random play: about 20; one process with the same seed: about 290).
+  dqn_resume a 2-rank DQN run of 800 steps resumed on 2 ranks to 1600 equals an uninterrupted
+             2-rank run bit for bit (the replay shards wrap); the 2-rank file is refused on 1
+             process and on 4 ranks, naming the rank count.
+  dqn_bad    DQN refusals on 2 ranks: --num-envs, --batch-size and --buffer-size that do not
+             split, --prioritized, the env pool.
   kill    rank 1 killed (SIGKILL) mid-run: the job ends non-zero within 30 s, and the checkpoint
           rank 0 wrote before (every iteration) is intact: one process resumes it.
 
@@ -249,12 +263,132 @@ def group_bad(work):
             ["--num-envs 7", "does not divide it", "pick a multiple of 2"], "--num-envs 7 on 2 ranks")
     refused(work, ["train", *BASE, "--num-minibatches", "1024", *small], 2,
             ["minibatch of 1 rows", "pick --num-minibatches"], "a minibatch of 1 row on 2 ranks")
-    refused(work, ["train", "--algo", "dqn", "--device", "cpu", "--quiet", "--runs-dir", "runs",
-                   "--total-timesteps", "2000"], 2,
-            ["DQN runs as one process", "without mpirun"], "DQN on 2 ranks")
     refused(work, ["train", *BASE, "--env-device", "cpu", *small], 2,
             ["CPU threads", "for now"], "envs on CPU threads on 2 ranks")
-    print("bad: --num-envs, the minibatch split, DQN and the env pool refused on 2 ranks")
+    print("bad: --num-envs, the minibatch split and the env pool refused on 2 ranks")
+
+
+DQN = ["--algo", "dqn", "--device", "cpu", "--threads", "1", "--quiet", "--runs-dir", "runs",
+       "--num-envs", "8"]
+
+
+def dqn(work, name, extra, ranks=None):
+    return run_ok(["train", *DQN, "--run-name", name, *extra], work, ranks)
+
+
+def group_dqn_np1(work):
+    extra = ["--total-timesteps", "4000", "--learning-starts", "1000", "--seed", "3"]
+    dqn(work, "plain", extra)
+    dqn(work, "np1", extra, ranks=1)
+    same_run(work, "plain", "np1", "DQN: mpirun -np 1 against a plain run")
+    print("dqn_np1: mpirun -np 1 equals the plain DQN run bit for bit")
+
+
+def group_dqn_np2(work):
+    extra = ["--total-timesteps", "4000", "--learning-starts", "1000", "--seed", "1",
+             "--buffer-size", "4000"]
+    dqn(work, "one", extra)
+    dqn(work, "two", extra, ranks=2)
+    dqn(work, "two_again", extra, ranks=2)
+    head, ra, keep = metrics(os.path.join(work, "runs", "one", "metrics.csv"))
+    _, rb, _ = metrics(os.path.join(work, "runs", "two", "metrics.csv"))
+    names = [head[i] for i in keep]
+    step = names.index("global_step")
+    before = [r for r in ra if int(r[step]) <= 1000]
+    episodes = names.index("charts/episodes")
+    if len(before) < 20 or before[-1][episodes] in ("", "0"):
+        fail("the rows before learning_starts have episodes", f"{before[-3:]}")
+    if rb[:len(before)] != before:
+        bad = next(i for i in range(len(before)) if rb[i] != before[i])
+        fail("every metrics row before the first train step equals one process's",
+             f"row {bad}: one process {before[bad]}, 2 ranks {rb[bad]}")
+    # the shards: each env has its own ring of buffer_size / num_envs rows (500), rank r's
+    # shard holds its 4 envs' rings; the first 125 rows of each (the steps before learning
+    # starts) are one process's env r*4+j's, byte for byte
+    _, ta = safetensors(os.path.join(work, "runs", "one", "model.safetensors"))
+    _, tb = safetensors(os.path.join(work, "runs", "two", "model.safetensors"))
+    for piece in ("frames", "actions", "rewards", "flags"):
+        one = ta["state.replay." + piece][2]
+        shards = [tb.get(f"state.replay.rank{r}.{piece}") for r in range(2)]
+        if None in shards:
+            fail("the 2-rank checkpoint holds both ranks' shards", f"{sorted(tb)}")
+        row = len(one) // 4000
+        ring = 500 * row
+        for e in range(8):
+            r, j = divmod(e, 4)
+            if shards[r][2][j * ring:j * ring + 125 * row] != one[e * ring:e * ring + 125 * row]:
+                fail("rank r's replay shard holds one process's envs r*4..r*4+3",
+                     f"{piece}: env {e} (rank {r}'s env {j}) differs")
+    same_run(work, "two", "two_again", "two 2-rank DQN runs of one seed")
+    p = run(["train", *DQN, "--run-name", "split", *extra, ":", "-np", "1", CUDARL, "train",
+             *DQN, "--run-name", "split", *extra, "--learning-rate", "0.001"], work, ranks=1)
+    if p.returncode == 0 or "weights, target and Adam moments differ" not in p.stderr:
+        fail("a DQN job whose ranks' weights differ stops saying so",
+             f"exit code {p.returncode}\nstderr: {p.stderr[-3000:]}")
+    print(f"dqn_np2: the {len(before)} rows before learning_starts equal one process's, and so "
+          "do the replay shards' transitions; 2-rank runs repeat bit for bit; a rank with other "
+          "weights stops the job")
+
+
+def group_dqn_learn(work):
+    extra = ["--num-envs", "4", "--total-timesteps", "60000", "--learning-starts", "2000",
+             "--train-frequency", "4", "--target-network-frequency", "500", "--batch-size", "64",
+             "--buffer-size", "20000", "--learning-rate", "0.001", "--exploration-fraction",
+             "0.3", "--seed", "1"]
+    t0 = time.monotonic()
+    dqn(work, "one", extra)
+    t1 = time.monotonic()
+    dqn(work, "two", extra, ranks=2)
+    t2 = time.monotonic()
+    one = float(column(work, "one", "charts/mean_return_100")[-1])
+    two = float(column(work, "two", "charts/mean_return_100")[-1])
+    if not two >= 150:
+        fail("DQN on 2 ranks learns CartPole",
+             f"mean return of the last 100 after 60000 steps: 2 ranks {two} (wanted >= 150), "
+             f"one process {one}")
+    print(f"dqn_learn: mean return(100) after 60000 steps: 2 ranks {two}, one process {one} "
+          f"(one process {t1 - t0:.1f} s, 2 ranks {t2 - t1:.1f} s)")
+
+
+def group_dqn_resume(work):
+    # a constant epsilon and log rows every iteration (total / 200 < 8 envs): neither depends
+    # on --total-timesteps, so the resumed run's schedule is the uninterrupted one's
+    extra = ["--seed", "5", "--learning-starts", "200", "--start-e", "0.3", "--end-e", "0.3",
+             "--batch-size", "32", "--buffer-size", "1000", "--train-frequency", "2",
+             "--target-network-frequency", "64"]
+    dqn(work, "full", extra + ["--total-timesteps", "1600"], ranks=2)
+    dqn(work, "part", extra + ["--total-timesteps", "800"], ranks=2)
+    shutil.copytree(os.path.join(work, "runs", "part"), os.path.join(work, "runs", "part_copy"))
+    run_ok(["train", "--resume", "runs/part/model.safetensors", "--total-timesteps", "1600",
+            "--quiet"], work, ranks=2)
+    same_run(work, "full", "part", "a 2-rank DQN run resumed on 2 ranks against uninterrupted")
+    refused(work, ["train", "--resume", "runs/part_copy/model.safetensors", "--total-timesteps",
+                   "1600", "--quiet"], None,
+            ["written by a DQN job of 2 rank(s)", "this run is 1", "resume it on 2 rank(s)"],
+            "a 2-rank DQN checkpoint resumed on 1 process")
+    refused(work, ["train", "--resume", "runs/part_copy/model.safetensors", "--total-timesteps",
+                   "1600", "--quiet"], 4,
+            ["written by a DQN job of 2 rank(s)", "this run is 4"],
+            "a 2-rank DQN checkpoint resumed on 4 ranks")
+    print("dqn_resume: 2 ranks stopped at 800 steps and resumed to 1600 equal 1600 "
+          "uninterrupted, bit for bit; the file is refused on 1 process and on 4 ranks")
+
+
+def group_dqn_bad(work):
+    small = ["--total-timesteps", "2000"]
+    refused(work, ["train", *DQN[:-2], "--num-envs", "7", *small], 2,
+            ["--num-envs 7", "does not divide it", "pick a multiple of 2"],
+            "DQN --num-envs 7 on 2 ranks")
+    refused(work, ["train", *DQN, "--batch-size", "33", *small], 2,
+            ["--batch-size 33", "does not divide it"], "DQN --batch-size 33 on 2 ranks")
+    refused(work, ["train", *DQN, "--buffer-size", "10001", *small], 2,
+            ["--buffer-size 10001", "does not divide it"], "DQN --buffer-size 10001 on 2 ranks")
+    refused(work, ["train", *DQN, "--prioritized", "true", *small], 2,
+            ["--prioritized is set", "for now"], "DQN --prioritized on 2 ranks")
+    refused(work, ["train", *DQN, "--env-device", "cpu", *small], 2,
+            ["CPU threads", "for now"], "DQN with envs on CPU threads on 2 ranks")
+    print("dqn_bad: --num-envs, --batch-size, --buffer-size, --prioritized and the env pool "
+          "refused on 2 ranks")
 
 
 def group_kill(work):
@@ -311,12 +445,16 @@ def main():
     ap.add_argument("--cudarl", required=True)
     ap.add_argument("--mpirun", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--only", choices=["np1", "np2", "learn", "resume", "bad", "kill"])
+    ap.add_argument("--only", choices=["np1", "np2", "learn", "resume", "bad", "kill",
+                                       "dqn_np1", "dqn_np2", "dqn_learn", "dqn_resume",
+                                       "dqn_bad"])
     a = ap.parse_args()
     CUDARL, MPIRUN = os.path.abspath(a.cudarl), a.mpirun
     v = subprocess.run([MPIRUN, "--version"], capture_output=True, text=True).stdout
     MPI_FLAGS = ["--oversubscribe"] if "Open MPI" in v or "OpenRTE" in v else []
-    groups = [a.only] if a.only else ["np1", "np2", "learn", "resume", "bad", "kill"]
+    groups = [a.only] if a.only else ["np1", "np2", "learn", "resume", "bad", "kill",
+                                      "dqn_np1", "dqn_np2", "dqn_learn", "dqn_resume",
+                                      "dqn_bad"]
     for g in groups:
         work = os.path.join(a.work, g)
         shutil.rmtree(work, ignore_errors=True)

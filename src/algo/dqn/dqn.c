@@ -33,7 +33,10 @@
  *     observations as its spec says; both behind the qnet_* functions below, on one flat
  *     parameter buffer.
  * On the CPU every op is the CPU reference and metrics are read after every iteration, which is
- * what this trainer computed before it ran through the backend, bit for bit. */
+ * what this trainer computed before it ran through the backend, bit for bit.
+ * Under mpirun -np R (dqn_dist.c, docs/multigpu.md) each rank steps N/R of the job's envs into
+ * its own replay shard; d->N, d->B and d->buffer are this rank's, while the global step, the
+ * schedules and the log count the job's world_N envs per iteration. */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -76,7 +79,7 @@ static size_t env_bytes(const cr_dqn *d, int where) {
 static cr_replay_spec replay_spec(const cr_dqn *d) {
     cr_replay_spec s;
     memset(&s, 0, sizeof s);
-    s.capacity = d->cfg.buffer_size / d->N * d->N;
+    s.capacity = d->buffer / d->N * d->N; /* data parallel: this rank's shard */
     s.num_envs = d->N;
     s.frame_elems = d->D / d->K; /* a frame of each stack, or the whole observation */
     s.dtype = d->u8 ? CR_REPLAY_UINT8 : CR_REPLAY_FLOAT32;
@@ -174,11 +177,20 @@ static void act(cr_dqn *d) {
     cudarl_ctx *ctx = d->ctx;
     const cr_backend *o = d->o;
     const cudarl_dqn_config *c = &d->cfg;
-    o->epsilon_schedule(ctx, &d->m->step, d->N, c->start_e, c->end_e, d->duration,
-                        &d->s->epsilon);
+    o->epsilon_schedule(ctx, &d->m->step, d->world_N, c->start_e, c->end_e, d->duration,
+                        &d->s->epsilon); /* the job's step */
     const void *x = cr_dqn_qnet_input(d, d->obs, d->obs_f, d->N);
     cr_dqn_qnet_forward(d, d->online, x, d->q, &d->cache_q, d->N);
-    o->uniform(ctx, &d->s->explore, d->u, 2 * d->N);
+    if (d->ranks == 1) {
+        o->uniform(ctx, &d->s->explore, d->u, 2 * d->N);
+    } else { /* data parallel: this rank's envs' words of the job's 2 world_N uniforms */
+        const int64_t n = d->N, r = d->rank, R = d->ranks;
+        cr_dqn_dist_skip(d, r * n);
+        o->uniform(ctx, &d->s->explore, d->u, d->N);
+        cr_dqn_dist_skip(d, (R - 1) * n);
+        o->uniform(ctx, &d->s->explore, d->u + d->N, d->N);
+        cr_dqn_dist_skip(d, (R - 1 - r) * n);
+    }
     o->epsilon_greedy(ctx, d->q, d->u, d->u + d->N, &d->s->epsilon, d->actions, d->N, d->A);
 }
 
@@ -234,6 +246,7 @@ static cudarl_status train_step(cr_dqn *d, int64_t step) {
                 d->A);
     cr_amp_scale(ctx, &d->amp, d->b_dq, (size_t)d->B * d->A); /* fp16: times the scale */
     cr_dqn_qnet_backward(d, d->online, d->grads, x, d->b_dq, &d->cache_q, d->B);
+    if (d->ranks > 1) cr_dqn_dist_mean_grads(d); /* the job's gradient, the same on every rank */
     size_t P = d->net.num_params;
     cr_amp_step(ctx, &d->amp, d->online, d->grads, d->adam_m, d->adam_v, P, &d->s->lr, 0.9f,
                 0.999f, 1e-8f, &d->s->adam_t, c->max_grad_norm > 0, c->max_grad_norm,
@@ -255,14 +268,14 @@ static cudarl_status train_step(cr_dqn *d, int64_t step) {
 /* Train steps that follow the iteration starting at global step `before` (N env steps). */
 static int64_t train_steps_after(const cr_dqn *d, int64_t before) {
     const cudarl_dqn_config *c = &d->cfg;
-    int64_t after = before + d->N;
+    int64_t after = before + d->world_N; /* the job's steps */
     if (after <= c->learning_starts) return 0;
     return after / c->train_frequency - before / c->train_frequency;
 }
 
 static int target_update_after(const cr_dqn *d, int64_t before) {
     const cudarl_dqn_config *c = &d->cfg;
-    int64_t after = before + d->N;
+    int64_t after = before + d->world_N;
     return after > c->learning_starts &&
            after / c->target_network_frequency != before / c->target_network_frequency;
 }
@@ -272,7 +285,7 @@ static int target_update_after(const cr_dqn *d, int64_t before) {
 static cudarl_status iteration(cr_dqn *d, int64_t before) {
     act_and_store(d);
     int64_t steps = train_steps_after(d, before);
-    for (int64_t k = 0; k < steps; k++) CR_TRY(train_step(d, before + d->N));
+    for (int64_t k = 0; k < steps; k++) CR_TRY(train_step(d, before + d->world_N));
     if (target_update_after(d, before))
         d->o->polyak(d->ctx, d->target, d->online, d->net.num_params, d->cfg.tau);
     return CUDARL_OK;
@@ -338,6 +351,7 @@ static const char *const dqn_csv_header =
 
 /* One metrics row from d->h at global step `step`. */
 static void log_row(cr_dqn *d, int64_t step, int64_t iteration) {
+    if (d->rank != 0) return; /* data parallel: rank 0 writes the job's rows */
     const cr_episode_log *l = &d->h.log;
     const cr_dqn_stats_acc *acc = &d->h.acc;
     double elapsed = cr_time_now() - d->loop_start;
@@ -365,7 +379,7 @@ static void log_row(cr_dqn *d, int64_t step, int64_t iteration) {
 }
 
 static void progress(cr_dqn *d, int64_t step, int final) {
-    if (d->cfg.quiet) return;
+    if (d->cfg.quiet || d->rank != 0) return;
     double now = cr_time_now(), elapsed = now - d->loop_start;
     if (!final && now - d->last_progress < (d->tty ? 0.1 : 1.0)) return;
     d->last_progress = now;
@@ -428,6 +442,10 @@ static cudarl_status report_point(cr_dqn *d, int log) {
     const cr_backend *o = d->o;
     if (!d->pipe.on) {
         o->copy_to_host(ctx, &d->h, d->m, sizeof d->h);
+        if (d->ranks > 1) { /* the job's metrics; at a log row the weights compared */
+            cr_dqn_dist_combine(d, log);
+            if (d->diverged) return cr_fail(CUDARL_ERR_NUMERIC, "%s", d->diverged_why);
+        }
         uint32_t bits = 0;
         const uint32_t *eb = cr_replay_buffer_error_bits(&d->replay);
         if (eb) o->copy_to_host(ctx, &bits, eb, sizeof bits);
@@ -486,20 +504,22 @@ static cudarl_status run_block(cr_dqn *d, int *ran) {
 
 static cudarl_status dqn_loop(cr_dqn *d) {
     const cudarl_dqn_config *c = &d->cfg;
-    d->log_every = c->total_timesteps / 200 > d->N ? c->total_timesteps / 200 : d->N;
+    const int64_t W = d->world_N; /* the job's env steps per iteration */
+    d->log_every = c->total_timesteps / 200 > W ? c->total_timesteps / 200 : W;
     d->next_log = (d->global_step / d->log_every + 1) * d->log_every; /* resume: the next row's */
     d->start_step = d->global_step;
     d->loop_start = cr_time_now();
     d->syncs_start = d->ctx->host_syncs;
     int64_t since_report = 0;
-    while (d->global_step < c->total_timesteps && !cr_stop_requested()) {
+    while (d->global_step < c->total_timesteps &&
+           !(d->ranks > 1 ? d->dist_stop : cr_stop_requested())) {
         int ran = 0;
         if (block_here(d)) CR_TRY(run_block(d, &ran));
         if (!ran) {
             int64_t before = d->global_step;
             CR_TRY(iteration(d, before));
             d->train_steps += train_steps_after(d, before);
-            d->global_step += d->N;
+            d->global_step += W;
             d->iteration++;
         }
         since_report++;
@@ -534,7 +554,7 @@ static cudarl_status seed_state(cr_dqn *d) {
     cr_dqn_scalars s;
     memset(&s, 0, sizeof s);
     cr_rng_stream_seed(&s.explore, cfg->seed, DQN_STREAM_EXPLORE);
-    cr_rng_stream_seed(&s.sample, cfg->seed, DQN_STREAM_REPLAY);
+    cr_rng_stream_seed(&s.sample, cfg->seed, DQN_STREAM_REPLAY_OF(d->rank)); /* 0: 1 process's */
     s.lr = (float)cfg->learning_rate;
     d->o->copy_from_host(ctx, d->s, &s, sizeof s);
     if (d->pool) {
@@ -543,6 +563,7 @@ static cudarl_status seed_state(cr_dqn *d) {
     } else if (d->where == CR_DQN_ENVS_TWIN) {
         cr_image_twin_reset(ctx, &d->twin, cfg->seed, d->obs);
     } else {
+        d->env.first = (int64_t)d->rank * d->N; /* env i: the job's env rank*N + i */
         cr_env_batch_reset(ctx, &d->env, cfg->seed, d->obs);
     }
     d->o->sync(ctx); /* the pageable sources above are read by now */
@@ -567,7 +588,7 @@ static cudarl_status check_budget(cr_dqn *d, const cr_plan *pl) {
     const char *source = NULL; /* --mem-budget, or (0) the host's available memory */
     if (budget == 0 && d->on_device) budget = cr_ctx_mem_budget(d->ctx, &source);
     if (budget < 0) budget = 0, source = NULL;
-    cudarl_replay_request rq = {sizeof rq, d->cfg.buffer_size, d->N, d->D, d->u8, 1,
+    cudarl_replay_request rq = {sizeof rq, d->buffer, d->N, d->D, d->u8, 1,
                                 d->cfg.prioritized, (int64_t)pl->offsets[D_REPLAY], budget,
                                 source};
     char report[2048];
@@ -599,9 +620,11 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     CR_TRY(envs_place(cfg, ctx, &where));
     d->where = (int)where;
     if (d->where == CR_DQN_ENVS_POOL) CR_TRY(cr_dqn_pool_init(d));
+    CR_TRY(cr_dqn_dist_init(d)); /* ranks > 1: this rank's N, B and replay shard */
     cr_plan pl;
     CR_TRY(plan_memory(d, &pl));
-    cr_plan_print(&pl, d->on_device ? "DQN (device)" : "DQN (host)");
+    cr_plan_print(&pl, d->ranks > 1 ? "DQN (host, per rank)"
+                       : d->on_device ? "DQN (device)" : "DQN (host)");
     CR_TRY(check_budget(d, &pl));
     CR_TRY(cr_precision_apply(ctx, cfg->precision, &d->precision_set)); /* the device is known */
     if (cfg->precision != CUDARL_PRECISION_FP32)
@@ -631,6 +654,7 @@ static void dqn_free(cr_dqn *d) {
     cr_run_release(d->run_lock);
     d->run_lock = -1;
     cr_tb_close(&d->tb);
+    cr_dqn_dist_free(d);
     if (d->mem.base) ctx->ops->arena_free(ctx, &d->mem);
     if (d->precision_set) cr_precision_restore(ctx);
     d->precision_set = 0;
@@ -639,8 +663,8 @@ static void dqn_free(cr_dqn *d) {
 static cudarl_status save(cr_dqn *d) {
     char path[600];
     snprintf(path, sizeof path, "%s/model.safetensors", d->run_dir);
-    fflush(d->csv);
-    return cr_dqn_checkpoint_save(d, path);
+    if (d->csv) fflush(d->csv);
+    return cr_dqn_checkpoint_save(d, path); /* data parallel: a collective; rank 0 writes */
 }
 
 static void fill_summary(const cr_dqn *d, cudarl_train_summary *summary) {
@@ -667,29 +691,30 @@ static void fill_summary(const cr_dqn *d, cudarl_train_summary *summary) {
 /* The run: set up, load `resume_path` (NULL: a fresh run), claim the folder, train, save. */
 static cudarl_status dqn_train(cudarl_ctx *ctx, const cudarl_dqn_config *cfg,
                                const char *resume_path, cudarl_train_summary *summary) {
-    if (cr_comm_size() > 1) /* data parallel is PPO's for now (docs/multigpu.md) */
-        return cr_fail(CUDARL_ERR_UNSUPPORTED, "DQN runs as one process, and this one is one of %d "
-                       "ranks (mpirun): data-parallel training runs PPO (--algo ppo) for now; "
-                       "DQN's replay shards per rank are the plan in docs/multigpu.md; run DQN "
-                       "without mpirun", cr_comm_size());
     cr_dqn *d = calloc(1, sizeof *d);
     if (!d) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
     d->run_lock = -1;
     cudarl_status s = dqn_init(d, ctx, cfg);
     if (s == CUDARL_OK && resume_path) s = cr_dqn_checkpoint_load(d, resume_path);
-    if (s == CUDARL_OK)
+    if (s == CUDARL_OK && d->rank == 0) /* data parallel: rank 0 writes the run folder */
         s = cr_run_open(d->cfg.runs_dir, d->cfg.run_name, sizeof d->cfg.run_name, d->cfg.env_id,
                         "dqn", d->cfg.seed, resume_path ? d->iteration : -1, dqn_csv_header,
                         d->run_dir, sizeof d->run_dir, &d->csv, &d->run_lock);
-    if (s == CUDARL_OK) s = cr_tb_open(&d->tb, d->run_dir);
-    if (s == CUDARL_OK && d->cfg.config_toml)
+    if (s == CUDARL_OK && d->rank == 0) s = cr_tb_open(&d->tb, d->run_dir);
+    if (s == CUDARL_OK && d->rank == 0 && d->cfg.config_toml)
         s = cr_run_save_config(d->run_dir, d->cfg.config_toml, &d->tb);
     d->tty = isatty(STDERR_FILENO);
     if (s == CUDARL_OK) {
+        if (d->ranks > 1)
+            CR_INFO("data parallel: rank %d of %d, envs %d..%d of %d, a replay shard of %lld, "
+                    "minibatches of %d rows here", d->rank, d->ranks, d->rank * d->N,
+                    (d->rank + 1) * d->N - 1, d->world_N, (long long)d->buffer / d->N * d->N,
+                    d->B);
         CR_INFO("training DQN on %s: %d env(s), buffer %lld, batch %d, %zu parameters, %s%s, "
-                "run %s", d->cfg.env_id, d->N, (long long)d->cfg.buffer_size / d->N * d->N, d->B,
+                "run %s", d->cfg.env_id, d->world_N,
+                (long long)(d->buffer / d->N * d->N) * d->ranks, d->world_B,
                 d->net.num_params, ctx->ops->name, d->pool ? " (envs on CPU threads)" : "",
-                d->run_dir);
+                d->rank == 0 ? d->run_dir : "(rank 0 writes it)");
         if (d->graph_iters)
             CR_DEBUG("DQN: blocks of %d iterations captured as one graph from step %lld",
                      d->graph_iters, (long long)d->graph_start);

@@ -23,6 +23,7 @@
 #include "core/abi.h"
 #include "env/env_check.h"
 #include "nn/precision.h"
+#include "ops/comm.h"
 
 /* state.counters */
 enum { K_ITERATION, K_GLOBAL_STEP, K_TRAIN_STEPS, K_ADAM_T, K_SOLVED_STEP, K_METRICS_STEP,
@@ -32,6 +33,9 @@ enum { S_ITER_RETURN, S_ITER_LENGTH, S_LOSS, S_Q, S_TD_ABS, S_COUNT, S_LAST_LOSS
        S_NUM };
 
 #define REPLAY_PREFIX "state.replay."
+/* Data parallel: a rank's row sums (state.rank_sums): the loss, Q and |TD| sums, the count,
+ * the last loss, the episodes' return and length sums and their count. */
+#define RANK_SUMS 8
 
 static const char *where_name(int where) {
     return where == CR_DQN_ENVS_POOL ? "cpu" : where == CR_DQN_ENVS_TWIN ? "cuda-twin" : "batch";
@@ -158,26 +162,21 @@ static void add_meta(cr_st_writer *w, const cr_dqn *d, const char *spec) {
     for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) meta_num(w, reals[i].k, reals[i].v);
 }
 
-cudarl_status cr_dqn_checkpoint_save(cr_dqn *d, const char *path) {
+/* Writes the file from the host state h (d->N envs, env_bytes of env block) and the replay
+ * pieces of `ranks` shards (ranks x CR_REPLAY_PIECES, nrp each; data parallel: rank r's named
+ * state.replay.rank<r>.*, with their per-rank row sums in rank_sums (ranks x RANK_SUMS)). */
+static cudarl_status write_file(cr_dqn *d, const char *path, host_state *hp, size_t env_bytes,
+                                const cr_replay_piece *rps, int nrp, int ranks,
+                                const double *rank_sums, const cr_rng_stream *rank_samples) {
     char spec[CR_CONVNET_TEXT_MAX];
     if (d->net.conv) CR_TRY(cr_convnet_spec_to_text(&d->net.cnn.spec, spec, sizeof spec));
     void *env_mem;
     const char *env_name;
-    const size_t env_bytes = env_block(d, &env_mem, &env_name);
-    host_state h;
-    CR_TRY(host_state_alloc(&h, d, env_bytes));
-    cr_replay_piece rp[CR_REPLAY_PIECES];
-    int nrp = 0;
-    void *replay_block = NULL;
+    (void)env_block(d, &env_mem, &env_name);
+    host_state h = *hp;
     cr_st_writer *w = malloc(sizeof *w);
-    cudarl_status s = w ? CUDARL_OK : cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory "
-                                              "writing '%s'", path);
-    if (s == CUDARL_OK) s = cr_replay_buffer_save(&d->replay, rp, &nrp, &replay_block);
-    if (s != CUDARL_OK) {
-        free(w), free(h.block);
-        return s;
-    }
-    host_state_transfer(&h, d, 1);
+    if (!w) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
+    cudarl_status s;
     const cr_dqn_metrics *m = &h.m;
     int64_t k[K_COUNT] = {d->iteration, d->global_step, d->train_steps, h.s.adam_t,
                           d->solved_step, m->step, m->log.episodes, m->log.iter_episodes};
@@ -186,6 +185,13 @@ cudarl_status cr_dqn_checkpoint_save(cr_dqn *d, const char *path) {
                           m->grad_norm_sum};
     cr_st_writer_init(w);
     add_meta(w, d, spec);
+    char rb[24];
+    if (ranks > 1) snprintf(rb, sizeof rb, "%d", ranks), cr_st_add_meta(w, "ranks", rb);
+    const int64_t s_rs[2] = {ranks, RANK_SUMS};
+    if (ranks > 1) cr_st_add_tensor(w, "state.rank_sums", CR_ST_F64, 2, s_rs, rank_sums);
+    const int64_t s_rng[2] = {ranks, sizeof(cr_rng_stream) / 4};
+    if (ranks > 1) /* the replay's rejection sampling moves each rank's stream its own way */
+        cr_st_add_tensor(w, "state.rank_rng_sample", CR_ST_U32, 2, s_rng, rank_samples);
     const int64_t N = d->N, s_n[1] = {N}, s_k[1] = {K_COUNT}, s_s[1] = {S_NUM};
     const int64_t s_rec[1] = {CR_RECENT_EPISODES}, s_st[1] = {sizeof(cr_rng_stream) / 4};
     const int64_t s_obs[2] = {N, d->D}, s_env[1] = {(int64_t)env_bytes};
@@ -197,14 +203,19 @@ cudarl_status cr_dqn_checkpoint_save(cr_dqn *d, const char *path) {
     cr_st_add_tensor(w, "state.episode_length", CR_ST_I64, 1, s_n, h.ep_length);
     char name[128];
     for (int pass = 0; pass < 3; pass++) /* the replay's pieces by width: 8, 4, 1 bytes */
-        for (int i = 0; i < nrp; i++) {
-            int wide = rp[i].elem == CR_REPLAY_ELEM_I64 ? 0 : rp[i].elem == CR_REPLAY_ELEM_U8 ? 2 : 1;
-            if (wide != pass) continue;
-            const int64_t frame = d->D / d->K; /* a slot's frame */
-            const int64_t shape[2] = {rp[i].count / (i == 0 ? frame : 1), frame};
-            snprintf(name, sizeof name, REPLAY_PREFIX "%s", rp[i].name);
-            cr_st_add_tensor(w, name, elem_dtype(rp[i].elem), i == 0 ? 2 : 1, shape, rp[i].data);
-        }
+        for (int r = 0; r < ranks; r++)
+            for (int i = 0; i < nrp; i++) {
+                const cr_replay_piece *rp = rps + (size_t)r * CR_REPLAY_PIECES;
+                int wide = rp[i].elem == CR_REPLAY_ELEM_I64 ? 0
+                           : rp[i].elem == CR_REPLAY_ELEM_U8 ? 2 : 1;
+                if (wide != pass) continue;
+                const int64_t frame = d->D / d->K; /* a slot's frame */
+                const int64_t shape[2] = {rp[i].count / (i == 0 ? frame : 1), frame};
+                if (ranks > 1) snprintf(name, sizeof name, REPLAY_PREFIX "rank%d.%s", r, rp[i].name);
+                else snprintf(name, sizeof name, REPLAY_PREFIX "%s", rp[i].name);
+                cr_st_add_tensor(w, name, elem_dtype(rp[i].elem), i == 0 ? 2 : 1, shape,
+                                 rp[i].data);
+            }
     const char *prefix[4] = {"", "target_", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
     cr_dqn_tensor t[CR_CONVNET_MAX_TENSORS];
     const int n = cr_dqn_qnet_tensors(d, t);
@@ -230,9 +241,145 @@ cudarl_status cr_dqn_checkpoint_save(cr_dqn *d, const char *path) {
         cr_st_add_tensor(w, "state.loss_scale", CR_ST_U8, 1, s_scaler, &m->scaler);
     s = cr_st_write_atomic(w, path);
     free(w);
+    return s;
+}
+
+static cudarl_status save_one(cr_dqn *d, const char *path) {
+    void *env_mem;
+    const char *env_name;
+    const size_t env_bytes = env_block(d, &env_mem, &env_name);
+    host_state h;
+    CR_TRY(host_state_alloc(&h, d, env_bytes));
+    cr_replay_piece rp[CR_REPLAY_PIECES];
+    int nrp = 0;
+    void *replay_block = NULL;
+    cudarl_status s = cr_replay_buffer_save(&d->replay, rp, &nrp, &replay_block);
+    if (s == CUDARL_OK) {
+        host_state_transfer(&h, d, 1);
+        s = write_file(d, path, &h, env_bytes, rp, nrp, 1, NULL, NULL);
+    }
     free(replay_block);
     free(h.block);
     return s;
+}
+
+/* Host memory (aligned as an arena carves it); ends the job when there is none, since the
+ * other ranks wait for this one in a collective. */
+static void *host_block(size_t bytes) {
+    size_t n = (bytes + CR_ARENA_ALIGN - 1) / CR_ARENA_ALIGN * CR_ARENA_ALIGN;
+    void *m = aligned_alloc(CR_ARENA_ALIGN, n ? n : CR_ARENA_ALIGN);
+    if (!m) {
+        fprintf(stderr, "cudarl: out of host memory for %zu bytes (data parallel DQN "
+                "checkpoint); ending the job\n", bytes);
+        cr_comm_abort(1);
+    }
+    return m;
+}
+
+/* Data parallel: every rank's envs gathered into rank 0's host state in the job's env order
+ * (rank r's are envs r*N .. (r+1)*N-1), every rank's replay shard (state.replay.rank<r>.*)
+ * and its row sums (state.rank_sums), with rank 0's weights, Adam moments and streams (every
+ * rank's are the same but for the sampling stream's number) and the job's episode log; rank 0
+ * writes the file and every rank returns its status. A collective: every rank calls it. */
+static cudarl_status save_world(cr_dqn *d, const char *path) {
+    void *env_mem;
+    const char *env_name;
+    const size_t lb = env_block(d, &env_mem, &env_name); /* the CPU batch: host memory */
+    const int local = d->N, R = d->ranks, root = d->rank == 0;
+    host_state hl, hw;
+    cudarl_status s = host_state_alloc(&hl, d, lb);
+    if (s != CUDARL_OK) cr_comm_abort(1); /* the others would wait in the gathers */
+    host_state_transfer(&hl, d, 1);
+    const double mine[RANK_SUMS] = {hl.m.acc.loss_sum, hl.m.acc.q_sum, hl.m.acc.td_abs_sum,
+                                    hl.m.acc.count, hl.m.acc.last_loss,
+                                    hl.m.log.iter_return_sum, hl.m.log.iter_length_sum,
+                                    (double)hl.m.log.iter_episodes};
+    double *rank_sums = root ? host_block((size_t)R * sizeof mine) : NULL;
+    cr_comm_gather0(mine, rank_sums, sizeof mine);
+    cr_rng_stream *rank_samples = root ? host_block((size_t)R * sizeof hl.s.sample) : NULL;
+    cr_comm_gather0(&hl.s.sample, rank_samples, sizeof hl.s.sample);
+    const size_t wbytes = cr_env_batch_bytes(d->env_info, d->world_N);
+    if (root) {
+        d->N = d->world_N;
+        s = host_state_alloc(&hw, d, wbytes);
+        d->N = local;
+        if (s != CUDARL_OK) cr_comm_abort(1);
+    }
+    const size_t n = (size_t)local;
+    struct { const void *mine; void *all; size_t bytes; } g[] = {
+        {hl.obs, root ? hw.obs : NULL, n * d->obs_bytes},
+        {hl.ep_return, root ? hw.ep_return : NULL, n * 8},
+        {hl.ep_length, root ? hw.ep_length : NULL, n * 8},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
+        cr_comm_gather0(g[i].mine, g[i].all, g[i].bytes);
+    /* the env batch's block: each rank's to rank 0, which copies the envs one by one into the
+     * job's batch (a block is carved by its env count) */
+    unsigned char *all = root ? host_block(lb * (size_t)R) : NULL;
+    cr_comm_gather0(env_mem, all, lb);
+    void *world_block = NULL;
+    if (root) {
+        cr_env_batch wb, lv;
+        world_block = host_block(wbytes);
+        memset(world_block, 0, wbytes); /* the padding between the carved arrays too */
+        cr_env_batch_init(&wb, d->env_info, d->world_N, world_block);
+        void *one = host_block(lb);
+        for (int r = 0; r < R; r++) {
+            memcpy(one, all + (size_t)r * lb, lb);
+            cr_env_batch_init(&lv, d->env_info, local, one);
+            for (int j = 0; j < local; j++) cr_env_batch_copy_env(&wb, r * local + j, &lv, j);
+        }
+        free(one);
+        memcpy(hw.env, world_block, wbytes);
+    }
+    free(all);
+    /* the replay shards, piece by piece (every rank's pieces have the same sizes) */
+    cr_replay_piece rp[CR_REPLAY_PIECES];
+    int nrp = 0;
+    void *replay_block = NULL;
+    s = cr_replay_buffer_save(&d->replay, rp, &nrp, &replay_block); /* the CPU: views */
+    CUDARL_ASSERT(s == CUDARL_OK);
+    cr_replay_piece *rps = root ? host_block((size_t)R * CR_REPLAY_PIECES * sizeof *rps) : NULL;
+    unsigned char *shards[CR_REPLAY_PIECES] = {0};
+    for (int i = 0; i < nrp; i++) {
+        shards[i] = root ? host_block(rp[i].bytes * (size_t)R) : NULL;
+        cr_comm_gather0(rp[i].data, shards[i], rp[i].bytes);
+        for (int r = 0; root && r < R; r++) {
+            rps[(size_t)r * CR_REPLAY_PIECES + i] = rp[i];
+            rps[(size_t)r * CR_REPLAY_PIECES + i].data = shards[i] + (size_t)r * rp[i].bytes;
+        }
+    }
+    if (root) {
+        hw.params = hl.params, hw.s = hl.s; /* rank 0's sampling stream: one process's */
+        hw.m = hl.m;
+        hw.m.log = d->world_log; /* the job's episodes; its row sums: every rank's, in order */
+        hw.m.log.iter_return_sum = 0, hw.m.log.iter_length_sum = 0, hw.m.log.iter_episodes = 0;
+        memset(&hw.m.acc, 0, sizeof hw.m.acc);
+        for (int r = 0; r < R; r++) { /* as cr_dqn_dist_combine sums them */
+            const double *x = rank_sums + (size_t)r * RANK_SUMS;
+            hw.m.acc.loss_sum += x[0] / R, hw.m.acc.q_sum += x[1] / R;
+            hw.m.acc.td_abs_sum += x[2] / R, hw.m.acc.count = x[3];
+            hw.m.acc.last_loss += x[4] / R;
+            hw.m.log.iter_return_sum += x[5], hw.m.log.iter_length_sum += x[6];
+            hw.m.log.iter_episodes += (int64_t)x[7];
+        }
+        d->N = d->world_N;
+        s = write_file(d, path, &hw, wbytes, rps, nrp, R, rank_sums, rank_samples);
+        d->N = local;
+        free(hw.block);
+    }
+    for (int i = 0; i < nrp; i++) free(shards[i]);
+    free(rps), free(rank_sums), free(rank_samples), free(world_block), free(replay_block), free(hl.block);
+    int32_t st = (int32_t)s; /* every rank fails with rank 0, so that none waits for it */
+    cr_comm_bcast0(&st, sizeof st);
+    if (!root && st != CUDARL_OK)
+        return cr_fail((cudarl_status)st, "rank 0 could not write the checkpoint '%s' (its "
+                       "message says why)", path);
+    return s;
+}
+
+cudarl_status cr_dqn_checkpoint_save(cr_dqn *d, const char *path) {
+    return d->ranks > 1 ? save_world(d, path) : save_one(d, path);
 }
 
 /* ---- resume: the run's shape against the file ---------------------------------------------- */
@@ -288,6 +435,14 @@ static cudarl_status check_shape(const cr_dqn *d, const cr_st_file *f, const cha
                            "%lld; a resumed run must keep the checkpoint's %s", path, k[i].key, v,
                            k[i].want, k[i].flag);
     }
+    long long ranks = 1;
+    if (cr_st_meta(f, "ranks")) CR_TRY(cr_checkpoint_meta_ll(f, path, "ranks", &ranks));
+    if (ranks != d->ranks)
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was written by a DQN job of %lld "
+                       "rank(s), each with its own replay shard and sampling stream, and this run "
+                       "is %d; the shards cannot be redistributed exactly, so resume it on %lld "
+                       "rank(s) (%s)", path, ranks, d->ranks, ranks,
+                       ranks > 1 ? "mpirun -np with that count" : "without mpirun");
     /* every parameter tensor and Adam moment of this run's layout, in the file's dtype and shape */
     static const char *const prefix[4] = {"", "target_", "optimizer.exp_avg.",
                                           "optimizer.exp_avg_sq."};
@@ -333,7 +488,8 @@ static cudarl_status read_raw(const cr_st_file *f, const char *path, const char 
 /* Train steps the iterations up to global step g took: those of every iteration that ends past
  * learning_starts (dqn.c's train_steps_after, summed). */
 static int64_t train_steps_until(const cr_dqn *d, int64_t g) {
-    int64_t first = d->cfg.learning_starts / d->N * d->N; /* the first training iteration */
+    const int64_t W = d->world_N; /* the job's envs */
+    int64_t first = d->cfg.learning_starts / W * W; /* the first training iteration */
     return g > first ? g / d->cfg.train_frequency - first / d->cfg.train_frequency : 0;
 }
 
@@ -444,7 +600,9 @@ static cudarl_status load_replay(cr_dqn *d, const cr_st_file *f, const char *pat
     const int n = cr_replay_buffer_pieces(&d->replay, rp);
     for (int i = 0; i < n; i++) {
         char name[128];
-        snprintf(name, sizeof name, REPLAY_PREFIX "%s", rp[i].name);
+        if (d->ranks > 1)
+            snprintf(name, sizeof name, REPLAY_PREFIX "rank%d.%s", d->rank, rp[i].name);
+        else snprintf(name, sizeof name, REPLAY_PREFIX "%s", rp[i].name);
         cr_st_tensor t;
         CR_TRY(cr_st_find(f, name, &t));
         if (t.dtype != elem_dtype(rp[i].elem) || t.nbytes != rp[i].bytes)
@@ -458,11 +616,13 @@ static cudarl_status load_replay(cr_dqn *d, const cr_st_file *f, const char *pat
     }
     int bad = -1;
     char why[300];
-    cudarl_status s = cr_replay_buffer_restore(&d->replay, rp, d->global_step / d->N, d->A, &bad,
+    cudarl_status s = cr_replay_buffer_restore(&d->replay, rp, d->global_step / d->world_N, d->A, &bad,
                                                why, sizeof why);
     if (s == CUDARL_ERR_FORMAT && bad >= 0) {
         char name[128];
-        snprintf(name, sizeof name, REPLAY_PREFIX "%s", rp[bad].name);
+        if (d->ranks > 1)
+            snprintf(name, sizeof name, REPLAY_PREFIX "rank%d.%s", d->rank, rp[bad].name);
+        else snprintf(name, sizeof name, REPLAY_PREFIX "%s", rp[bad].name);
         /* the leaves and the count disagree with where the heads and flags put the sampleable
          * transitions: any of the three may be the altered one */
         const int derived = !strcmp(rp[bad].name, "leaves") || !strcmp(rp[bad].name, "num_valid");
@@ -472,12 +632,84 @@ static cudarl_status load_replay(cr_dqn *d, const cr_st_file *f, const char *pat
     return s;
 }
 
+/* Data parallel (load_state): the job's envs in h (world_N, checked) become this rank's: rows
+ * rank*N .. (rank+1)*N-1 to the front of h, its envs' states into the batch's block layout of
+ * N envs (h->env), the sampling stream its own, and the job's episode log into d->world_log,
+ * this rank's own log and row sums from state.rank_sums. */
+static cudarl_status take_slice(cr_dqn *d, const cr_st_file *f, const char *path, host_state *h,
+                                int local, double *mine) {
+    const size_t n = (size_t)local, first = (size_t)d->rank * n;
+    const int R = d->ranks;
+    double sums[64 * RANK_SUMS], *rs = R <= 64 ? sums : malloc((size_t)R * RANK_SUMS * 8);
+    if (!rs) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
+    cudarl_status s = read_raw(f, path, "state.rank_sums", CR_ST_F64, rs,
+                               (size_t)R * RANK_SUMS * 8);
+    const double *x = rs + (size_t)d->rank * RANK_SUMS;
+    for (int i = 0; s == CUDARL_OK && i < RANK_SUMS; i++)
+        if (!isfinite(x[i]) || ((i == 3 || i >= 6) && !whole_in(x[i], 1e18)))
+            s = bad_state(path, "state.rank_sums", "rank %d's element %d is %g, expected a "
+                          "finite%s number", d->rank, i, x[i], i == 3 || i >= 6 ? " whole" : "");
+    if (s == CUDARL_OK) {
+        memmove(h->obs, (uint8_t *)h->obs + first * d->obs_bytes, n * d->obs_bytes);
+        memmove(h->ep_return, h->ep_return + first, n * 8);
+        memmove(h->ep_length, h->ep_length + first, n * 8);
+        cr_env_batch wb, lv;
+        const size_t wbytes = cr_env_batch_bytes(d->env_info, d->world_N);
+        void *wblock = aligned_alloc(CR_ARENA_ALIGN, (wbytes + CR_ARENA_ALIGN - 1) /
+                                     CR_ARENA_ALIGN * CR_ARENA_ALIGN);
+        void *lblock = aligned_alloc(CR_ARENA_ALIGN, (d->env.bytes + CR_ARENA_ALIGN - 1) /
+                                     CR_ARENA_ALIGN * CR_ARENA_ALIGN);
+        if (!wblock || !lblock) s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
+        if (s == CUDARL_OK) {
+            memcpy(wblock, h->env, wbytes);
+            memcpy(lblock, d->env.mem, d->env.bytes); /* this rank's padding as it is */
+            cr_env_batch_init(&wb, d->env_info, d->world_N, wblock);
+            cr_env_batch_init(&lv, d->env_info, local, lblock);
+            for (int j = 0; j < local; j++) cr_env_batch_copy_env(&lv, j, &wb, (int)first + j);
+            memcpy(h->env, lblock, d->env.bytes);
+        }
+        free(wblock), free(lblock);
+    }
+    if (s == CUDARL_OK) { /* this rank's sampling stream, at its own position */
+        const size_t sb = sizeof(cr_rng_stream);
+        unsigned char *all = malloc((size_t)R * sb);
+        if (!all) s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
+        if (s == CUDARL_OK)
+            s = read_raw(f, path, "state.rank_rng_sample", CR_ST_U32, all, (size_t)R * sb);
+        if (s == CUDARL_OK) {
+            cr_rng_stream mine_s;
+            memcpy(&mine_s, all + (size_t)d->rank * sb, sb);
+            const uint64_t want = DQN_STREAM_REPLAY_OF(d->rank);
+            uint64_t got = (uint64_t)mine_s.stream[0] | (uint64_t)mine_s.stream[1] << 32;
+            if (got != want)
+                s = bad_state(path, "state.rank_rng_sample", "rank %d's stream number is %llu, "
+                              "expected %llu", d->rank, (unsigned long long)got,
+                              (unsigned long long)want);
+            else h->s.sample = mine_s;
+        }
+        free(all);
+    }
+    if (s == CUDARL_OK) memcpy(mine, x, RANK_SUMS * sizeof *x);
+    if (rs != sums) free(rs);
+    return s;
+}
+
 static cudarl_status load_state(cr_dqn *d, const cr_st_file *f, const char *path) {
     void *env_mem;
     const char *env_name;
-    const size_t env_bytes = env_block(d, &env_mem, &env_name);
+    const int local = d->N;
+    size_t env_bytes = env_block(d, &env_mem, &env_name);
+    if (d->ranks > 1) { /* the file holds the job's envs: read and checked whole */
+        d->N = d->world_N;
+        env_bytes = cr_env_batch_bytes(d->env_info, d->world_N);
+    }
     host_state h;
-    CR_TRY(host_state_alloc(&h, d, env_bytes));
+    double mine[RANK_SUMS] = {0}; /* data parallel: this rank's row sums */
+    cudarl_status hs = host_state_alloc(&h, d, env_bytes);
+    if (hs != CUDARL_OK) {
+        d->N = local;
+        return hs;
+    }
     const size_t P = d->net.num_params, N = (size_t)d->N;
     cudarl_status s = CUDARL_OK;
     static const char *const prefix[4] = {"", "target_", "optimizer.exp_avg.",
@@ -515,7 +747,26 @@ static cudarl_status load_state(cr_dqn *d, const cr_st_file *f, const char *path
         if (r[i].bytes) s = read_raw(f, path, r[i].name, r[i].dtype, r[i].dst, r[i].bytes);
     if (s == CUDARL_OK) s = check_counters(d, path, k, sums, &h);
     if (s == CUDARL_OK && d->amp.scaling) s = check_scaler(d, path, &h.m.scaler, k[K_TRAIN_STEPS]);
-    if (s == CUDARL_OK) s = check_envs(d, path, h.env);
+    if (s == CUDARL_OK && d->ranks > 1) { /* the job's envs, checked as one batch */
+        cr_env_batch wb;
+        char why[256];
+        int bad = 0, i;
+        void *wblock = aligned_alloc(CR_ARENA_ALIGN, (env_bytes + CR_ARENA_ALIGN - 1) /
+                                     CR_ARENA_ALIGN * CR_ARENA_ALIGN);
+        if (!wblock) s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory");
+        if (s == CUDARL_OK) {
+            memcpy(wblock, h.env, env_bytes);
+            cr_env_batch_init(&wb, d->env_info, d->world_N, wblock);
+            if ((i = cr_env_batch_check_state(&wb, h.env, &bad, why, sizeof why)) >= 0)
+                s = bad_state(path, "state.env_batch", "env %d: %s", i, why);
+        }
+        free(wblock);
+        d->N = local;
+        if (s == CUDARL_OK) s = take_slice(d, f, path, &h, local, mine);
+    } else if (s == CUDARL_OK) {
+        s = check_envs(d, path, h.env);
+    }
+    d->N = local;
     if (s == CUDARL_OK) {
         d->iteration = k[K_ITERATION], d->global_step = k[K_GLOBAL_STEP];
         d->train_steps = k[K_TRAIN_STEPS], d->solved_step = k[K_SOLVED_STEP];
@@ -529,12 +780,22 @@ static cudarl_status load_state(cr_dqn *d, const cr_st_file *f, const char *path
         m->acc.loss_sum = sums[S_LOSS], m->acc.q_sum = sums[S_Q], m->acc.td_abs_sum = sums[S_TD_ABS];
         m->acc.count = sums[S_COUNT], m->acc.last_loss = sums[S_LAST_LOSS];
         m->grad_norm_sum = sums[S_GRAD_NORM];
+        if (d->ranks > 1) { /* the job's log aside; this rank's own: its row sums */
+            d->world_log = m->log;
+            memset(&m->log, 0, sizeof m->log);
+            m->acc.loss_sum = mine[0], m->acc.q_sum = mine[1], m->acc.td_abs_sum = mine[2];
+            m->acc.count = mine[3], m->acc.last_loss = mine[4];
+            m->log.iter_return_sum = mine[5], m->log.iter_length_sum = mine[6];
+            m->log.iter_episodes = (int64_t)mine[7];
+            d->dist_seen = 0;
+        }
         if (!d->amp.scaling) d->ctx->ops->copy_to_host(d->ctx, &m->scaler, &d->m->scaler,
                                                        sizeof m->scaler);
         h.s.adam_t = k[K_ADAM_T];
         h.s.lr = (float)d->cfg.learning_rate, h.s.epsilon = 0; /* act() computes epsilon */
         host_state_transfer(&h, d, 0);
         d->h = h.m;
+        if (d->ranks > 1) d->h.log = d->world_log;
     }
     free(h.block);
     return s;

@@ -160,7 +160,33 @@ typedef struct cr_dqn {
     int tty;
     int precision_set;     /* cfg.precision changed ctx's math mode (restored at free) */
     cr_amp amp;            /* the optimizer step under cfg.precision (its state: metrics) */
+    /* data parallel (dqn_dist.c, docs/multigpu.md): this rank of `ranks`; N, B and `buffer`
+     * are this rank's shares of the job's world_N envs, world_B rows and buffer_size */
+    int rank, ranks, world_N, world_B;
+    int64_t buffer;            /* this rank's replay shard's --buffer-size */
+    float *dist_grads;         /* (ranks, P): every rank's gradient */
+    cr_episode_log world_log;  /* the job's episodes (ranks > 1) */
+    int64_t dist_seen;         /* this rank's episodes already sent to the job's log */
+    int dist_stop, diverged;
+    char diverged_why[512];
 } cr_dqn;
+
+/* ---- data parallel (dqn_dist.c) ---- */
+
+/* The sampling stream of rank r: rank 0's is one process's. */
+#define DQN_STREAM_REPLAY_OF(r) (DQN_STREAM_REPLAY + ((uint64_t)(r) << 20))
+/* rank, ranks, and for ranks > 1 this rank's N, B and buffer (refusing what R ranks do not
+ * run); ranks == 1 leaves them one process's. */
+cudarl_status cr_dqn_dist_init(cr_dqn *d);
+void cr_dqn_dist_free(cr_dqn *d);
+/* Advances the explore stream by `words` (the other ranks' uniforms). */
+void cr_dqn_dist_skip(cr_dqn *d, int64_t words);
+/* d->grads = the mean of every rank's, summed in rank order (the same bits on every rank). */
+void cr_dqn_dist_mean_grads(cr_dqn *d);
+/* d->h (this rank's host copy) becomes the job's metrics; at a log row (`log`) the weights
+ * are compared across ranks (d->diverged). A collective. */
+void cr_dqn_dist_combine(cr_dqn *d, int log);
+
 
 enum { D_ONLINE, D_TARGET, D_GRADS, D_M, D_V, D_ENV, D_OBS, D_NEXT, D_FINAL, D_OBSF, D_Q, D_U,
        D_REW, D_ACT, D_TERM, D_TRUNC, D_DONE, D_EPRET, D_EPLEN, D_METRICS, D_SCALARS, D_BOBS,
