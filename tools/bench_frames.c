@@ -487,38 +487,23 @@ static void print_run(const frames_bench *b, const frames_run *r) {
                "floor: %.2fx\n", r->h2d_gbps, r->floor_ms, r->timed_p99 / r->floor_ms);
 }
 
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-static void json_number(FILE *f, double v) {
-    if (isfinite(v)) fprintf(f, "%.9g", v);
-    else fputs("null", f);
-}
 
 static void json_run(FILE *f, const frames_run *r) {
     fprintf(f, "{\"cameras\": %d, \"ticks\": %lld, \"timed_ticks\": %lld, \"bytes_per_tick\": ",
             r->cameras, (long long)r->ticks, (long long)r->timed_ticks);
-    json_number(f, r->bytes_per_tick);
-    fputs(", \"p50_ms\": ", f), json_number(f, r->lib.p50_us / 1e3);
-    fputs(", \"p99_ms\": ", f), json_number(f, r->lib.p99_us / 1e3);
-    fputs(", \"max_ms\": ", f), json_number(f, r->lib.max_us / 1e3);
+    cmd_json_number(f, r->bytes_per_tick);
+    fputs(", \"p50_ms\": ", f), cmd_json_number(f, r->lib.p50_us / 1e3);
+    fputs(", \"p99_ms\": ", f), cmd_json_number(f, r->lib.p99_us / 1e3);
+    fputs(", \"max_ms\": ", f), cmd_json_number(f, r->lib.max_us / 1e3);
     fprintf(f, ", \"deadline_misses\": %lld, \"timed_deadline_misses\": %lld, "
             "\"late_ticks\": %lld", (long long)r->lib.deadline_misses,
             (long long)r->timed_misses, (long long)r->late_periods);
-    fputs(", \"timed_p50_ms\": ", f), json_number(f, r->timed_p50);
-    fputs(", \"timed_p99_ms\": ", f), json_number(f, r->timed_p99);
-    fputs(", \"timed_max_ms\": ", f), json_number(f, r->timed_max);
-    fputs(", \"h2d_gbps\": ", f), json_number(f, r->h2d_gbps);
-    fputs(", \"copy_floor_ms\": ", f), json_number(f, r->floor_ms);
-    fputs(", \"p99_over_floor\": ", f), json_number(f, r->timed_p99 / r->floor_ms);
+    fputs(", \"timed_p50_ms\": ", f), cmd_json_number(f, r->timed_p50);
+    fputs(", \"timed_p99_ms\": ", f), cmd_json_number(f, r->timed_p99);
+    fputs(", \"timed_max_ms\": ", f), cmd_json_number(f, r->timed_max);
+    fputs(", \"h2d_gbps\": ", f), cmd_json_number(f, r->h2d_gbps);
+    fputs(", \"copy_floor_ms\": ", f), cmd_json_number(f, r->floor_ms);
+    fputs(", \"p99_over_floor\": ", f), cmd_json_number(f, r->timed_p99 / r->floor_ms);
     fprintf(f, ", \"within_period\": %s}", r->ok ? "true" : "false");
 }
 
@@ -531,15 +516,15 @@ static int write_json(const frames_bench *b) {
     }
     fprintf(f, "{\"bench\": \"frames\", \"runtime\": \"cudarl %s\", \"device\": ",
             CUDARL_VERSION_STRING);
-    json_string(f, b->device_name);
+    cmd_json_string(f, b->device_name);
     fprintf(f, ", \"policy_device\": \"%s\", \"format\": \"%s\", \"width\": %d, \"height\": %d, "
             "\"channels\": %d, \"source\": \"%s\", \"rate_hz\": ",
             b->kind == CUDARL_DEVICE_CUDA ? "cuda" : "cpu", b->o.format, b->o.width,
             b->o.height, b->o.channels, SOURCE_NAMES[b->source]);
-    json_number(f, b->o.rate);
-    fputs(", \"seconds\": ", f), json_number(f, b->o.seconds);
+    cmd_json_number(f, b->o.rate);
+    fputs(", \"seconds\": ", f), cmd_json_number(f, b->o.seconds);
     fprintf(f, ", \"warmup\": %d, \"policy\": ", b->o.warmup);
-    json_string(f, b->builtin ? "nature-cnn (in memory)" : b->o.policy);
+    cmd_json_string(f, b->builtin ? "nature-cnn (in memory)" : b->o.policy);
     fprintf(f, ", \"precision\": \"%s\"", cudarl_precision_name(b->o.precision));
     if (b->o.find_max) fprintf(f, ", \"find_max\": true, \"max_cameras_sustained\": %d", b->best);
     fputs(", \"runs\": [", f);

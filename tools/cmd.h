@@ -6,6 +6,7 @@
 #define CUDARL_TOOLS_CMD_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 enum { EXIT_USAGE = 2 };
 
@@ -29,6 +30,10 @@ int cmd_info(int argc, char **argv);
 double cmd_now_s(void);
 int cmd_cmp_double(const void *a, const void *b);
 double cmd_quantile(const double *v, int64_t n, double q);
+/* The benchmarks' JSON (tools/cmd_bench.c): s as a JSON string (quotes, backslashes and control
+ * characters escaped); a number, or null for NAN or inf. */
+void cmd_json_string(FILE *f, const char *s);
+void cmd_json_number(FILE *f, double v);
 
 /* Whether argv[0..argc) asks for help (--help or -h anywhere). */
 int cmd_wants_help(int argc, char **argv);

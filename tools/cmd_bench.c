@@ -347,7 +347,7 @@ static void print_table(const infer_bench *b) {
 }
 
 /* s as a JSON string (quotes, backslashes and control characters escaped). */
-static void json_string(FILE *f, const char *s) {
+void cmd_json_string(FILE *f, const char *s) {
     fputc('"', f);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -359,7 +359,7 @@ static void json_string(FILE *f, const char *s) {
 }
 
 /* A number, or null for NAN. */
-static void json_number(FILE *f, double v) {
+void cmd_json_number(FILE *f, double v) {
     if (isfinite(v)) fprintf(f, "%.9g", v);
     else fputs("null", f);
 }
@@ -375,7 +375,7 @@ static int write_json(const infer_bench *b) {
     }
     fprintf(f, "{\"bench\": \"infer\", \"runtime\": \"cudarl %s\", \"device\": ",
             CUDARL_VERSION_STRING);
-    json_string(f, b->device_name);
+    cmd_json_string(f, b->device_name);
     fprintf(f, ", \"input\": [4, %d, %d], \"actions\": %d, \"params\": %zu, \"iters\": %d, "
             "\"warmup\": %d, \"rows\": [", HW, HW, ACTIONS, b->num_params, b->o.iters,
             b->o.warmup);
@@ -384,22 +384,22 @@ static int write_json(const infer_bench *b) {
         fprintf(f, "%s\n  {\"name\": \"cudarl (%s)\", \"runtime\": \"cudarl\", \"variant\": "
                 "\"%s\", \"precision\": \"%s\", \"batch\": %d, \"gpu_ms_p50\": ", i ? "," : "",
                 r->variant, r->variant, cudarl_precision_name(r->precision), r->batch);
-        json_number(f, r->gpu_p50);
-        fputs(", \"gpu_ms_p99\": ", f), json_number(f, r->gpu_p99);
-        fputs(", \"e2e_ms_p50\": ", f), json_number(f, r->e2e_p50);
-        fputs(", \"e2e_ms_p99\": ", f), json_number(f, r->e2e_p99);
-        fputs(", \"e2e_pinned_ms_p50\": ", f), json_number(f, r->pin_p50);
-        fputs(", \"e2e_pinned_ms_p99\": ", f), json_number(f, r->pin_p99);
-        fputs(", \"obs_per_s\": ", f), json_number(f, r->obs_per_s);
+        cmd_json_number(f, r->gpu_p50);
+        fputs(", \"gpu_ms_p99\": ", f), cmd_json_number(f, r->gpu_p99);
+        fputs(", \"e2e_ms_p50\": ", f), cmd_json_number(f, r->e2e_p50);
+        fputs(", \"e2e_ms_p99\": ", f), cmd_json_number(f, r->e2e_p99);
+        fputs(", \"e2e_pinned_ms_p50\": ", f), cmd_json_number(f, r->pin_p50);
+        fputs(", \"e2e_pinned_ms_p99\": ", f), cmd_json_number(f, r->pin_p99);
+        fputs(", \"obs_per_s\": ", f), cmd_json_number(f, r->obs_per_s);
         fprintf(f, ", \"peak_mem_bytes\": %zu, \"max_rel_err\": ", r->mem_bytes);
-        json_number(f, r->max_rel_err);
+        cmd_json_number(f, r->max_rel_err);
         fputc('}', f);
     }
     fputs("],\n \"skipped\": [", f);
     for (int i = 0; i < b->nskips; i++) {
         fprintf(f, "%s{\"precision\": \"%s\", \"why\": ", i ? ", " : "",
                 cudarl_precision_name(b->skips[i].precision));
-        json_string(f, b->skips[i].why);
+        cmd_json_string(f, b->skips[i].why);
         fputc('}', f);
     }
     fputs("]}\n", f);

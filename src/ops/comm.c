@@ -15,6 +15,26 @@ int cr_comm_launched_size(void) {
     return getenv("PMIX_RANK") || getenv("PMI_RANK") ? 1 : 0; /* a rank, its size unnamed */
 }
 
+void cr_comm_mean_f32(float *buf, float *scratch, size_t n) {
+    const int R = cr_comm_size();
+    cr_comm_allgather(buf, scratch, n * sizeof(float));
+    const float inv = 1.0f / (float)R;
+    for (size_t i = 0; i < n; i++) {
+        float s = scratch[i];
+        for (int r = 1; r < R; r++) s += scratch[(size_t)r * n + i];
+        buf[i] = s * inv;
+    }
+}
+
+uint64_t cr_comm_fnv1a(uint64_t h, const void *p, size_t bytes) {
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = 0; i < bytes; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
 cudarl_status cudarl_dist_init(void) { return cr_comm_init(); }
 void cudarl_dist_finalize(void) { cr_comm_finalize(); }
 int cudarl_dist_rank(void) { return cr_comm_rank(); }

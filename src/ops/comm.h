@@ -9,6 +9,7 @@
 #define CUDARL_OPS_COMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/core.h"
 
@@ -35,6 +36,13 @@ void cr_comm_allgather(const void *send, void *recv, size_t bytes);
 void cr_comm_gather0(const void *send, void *recv, size_t bytes);
 /* buf (bytes) = rank 0's buf on every rank. */
 void cr_comm_bcast0(void *buf, size_t bytes);
+/* buf (n floats) = the mean of every rank's buf: gathered into scratch (size * n floats), summed
+ * in rank order, times 1 / size; the same bits on every rank. */
+void cr_comm_mean_f32(float *buf, float *scratch, size_t n);
+/* FNV-1a of `bytes` bytes at p, continuing from h (start: CR_COMM_FNV1A_START): the ranks compare
+ * their weights' hashes. */
+#define CR_COMM_FNV1A_START 1469598103934665603ull
+uint64_t cr_comm_fnv1a(uint64_t h, const void *p, size_t bytes);
 /* Ends the whole job with `code`: this process, and mpirun the others (MPI_Abort). Without a
  * job, exit(code). */
 _Noreturn void cr_comm_abort(int code);

@@ -92,28 +92,14 @@ void cr_dqn_dist_skip(cr_dqn *d, int64_t words) {
 }
 
 void cr_dqn_dist_mean_grads(cr_dqn *d) {
-    const size_t P = d->net.num_params;
-    const int R = d->ranks;
-    cr_comm_allgather(d->grads, d->dist_grads, P * sizeof(float));
-    const float inv = 1.0f / (float)R;
-    for (size_t i = 0; i < P; i++) {
-        float s = d->dist_grads[i];
-        for (int r = 1; r < R; r++) s += d->dist_grads[(size_t)r * P + i];
-        d->grads[i] = s * inv;
-    }
+    cr_comm_mean_f32(d->grads, d->dist_grads, d->net.num_params);
 }
 
 /* FNV-1a over the bytes of the weights, the target and Adam's moments. */
 static uint64_t weights_hash(const cr_dqn *d) {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = CR_COMM_FNV1A_START;
     const float *arr[4] = {d->online, d->target, d->adam_m, d->adam_v};
-    for (int k = 0; k < 4; k++) {
-        const unsigned char *b = (const unsigned char *)arr[k];
-        for (size_t i = 0; i < d->net.num_params * sizeof(float); i++) {
-            h ^= b[i];
-            h *= 1099511628211ull;
-        }
-    }
+    for (int k = 0; k < 4; k++) h = cr_comm_fnv1a(h, arr[k], d->net.num_params * sizeof(float));
     return h;
 }
 

@@ -90,15 +90,7 @@ void cr_ppo_dist_skip(cr_ppo *p, int64_t words) {
 }
 
 void cr_ppo_dist_mean_grads(cr_ppo *p) {
-    const size_t P = p->num_params;
-    const int R = p->ranks;
-    cr_comm_allgather(p->grads, p->dist_grads, P * sizeof(float));
-    const float inv = 1.0f / (float)R;
-    for (size_t i = 0; i < P; i++) {
-        float s = p->dist_grads[i];
-        for (int r = 1; r < R; r++) s += p->dist_grads[(size_t)r * P + i];
-        p->grads[i] = s * inv;
-    }
+    cr_comm_mean_f32(p->grads, p->dist_grads, p->num_params);
 }
 
 void cr_ppo_dist_obs_stats(cr_ppo *p, const float *obs) {
@@ -121,15 +113,9 @@ void cr_ppo_dist_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated
 
 /* FNV-1a over the bytes of the weights and Adam's moments. */
 static uint64_t weights_hash(const cr_ppo *p) {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = CR_COMM_FNV1A_START;
     const float *arr[3] = {p->params, p->adam_m, p->adam_v};
-    for (int k = 0; k < 3; k++) {
-        const unsigned char *b = (const unsigned char *)arr[k];
-        for (size_t i = 0; i < p->num_params * sizeof(float); i++) {
-            h ^= b[i];
-            h *= 1099511628211ull;
-        }
-    }
+    for (int k = 0; k < 3; k++) h = cr_comm_fnv1a(h, arr[k], p->num_params * sizeof(float));
     return h;
 }
 
