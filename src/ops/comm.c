@@ -1,4 +1,5 @@
 /* The communicator's launch detection, shared by both builds (ops/comm.h). */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ops/comm.h"
@@ -33,6 +34,17 @@ uint64_t cr_comm_fnv1a(uint64_t h, const void *p, size_t bytes) {
         h *= 1099511628211ull;
     }
     return h;
+}
+
+void *cr_comm_host_alloc(size_t bytes, const char *what) {
+    size_t n = (bytes + CR_ARENA_ALIGN - 1) / CR_ARENA_ALIGN * CR_ARENA_ALIGN;
+    void *m = aligned_alloc(CR_ARENA_ALIGN, n ? n : CR_ARENA_ALIGN);
+    if (!m) {
+        fprintf(stderr, "cudarl: out of host memory for %zu bytes (%s); ending the job\n", bytes,
+                what);
+        cr_comm_abort(1);
+    }
+    return m;
 }
 
 cudarl_status cudarl_dist_init(void) { return cr_comm_init(); }

@@ -43,6 +43,9 @@ void cr_comm_mean_f32(float *buf, float *scratch, size_t n);
  * their weights' hashes. */
 #define CR_COMM_FNV1A_START 1469598103934665603ull
 uint64_t cr_comm_fnv1a(uint64_t h, const void *p, size_t bytes);
+/* `bytes` of host memory aligned to CR_ARENA_ALIGN (free()); without it, says so naming `what`
+ * and ends the whole job, since the other ranks would wait for this one in a collective. */
+void *cr_comm_host_alloc(size_t bytes, const char *what);
 /* Ends the whole job with `code`: this process, and mpirun the others (MPI_Abort). Without a
  * job, exit(code). */
 _Noreturn void cr_comm_abort(int code);

@@ -263,18 +263,8 @@ static cudarl_status save_one(cr_dqn *d, const char *path) {
     return s;
 }
 
-/* Host memory (aligned as an arena carves it); ends the job when there is none, since the
- * other ranks wait for this one in a collective. */
-static void *host_block(size_t bytes) {
-    size_t n = (bytes + CR_ARENA_ALIGN - 1) / CR_ARENA_ALIGN * CR_ARENA_ALIGN;
-    void *m = aligned_alloc(CR_ARENA_ALIGN, n ? n : CR_ARENA_ALIGN);
-    if (!m) {
-        fprintf(stderr, "cudarl: out of host memory for %zu bytes (data parallel DQN "
-                "checkpoint); ending the job\n", bytes);
-        cr_comm_abort(1);
-    }
-    return m;
-}
+/* Host memory for the gathered state, or the job ends (ops/comm.h). */
+static void *host_block(size_t bytes) { return cr_comm_host_alloc(bytes, "data parallel DQN checkpoint"); }
 
 /* Data parallel: every rank's envs gathered into rank 0's host state in the job's env order
  * (rank r's are envs r*N .. (r+1)*N-1), every rank's replay shard (state.replay.rank<r>.*)

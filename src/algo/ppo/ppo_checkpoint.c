@@ -373,18 +373,8 @@ static cudarl_status save_file(cr_ppo *p, const char *path, const host_state *gi
     return s;
 }
 
-/* Host memory for an env batch's block (aligned as the batch carves it); ends the job when there
- * is none, since the other ranks wait for this one in a collective. */
-static void *host_block(size_t bytes) {
-    size_t n = (bytes + CR_ARENA_ALIGN - 1) / CR_ARENA_ALIGN * CR_ARENA_ALIGN;
-    void *m = aligned_alloc(CR_ARENA_ALIGN, n ? n : CR_ARENA_ALIGN);
-    if (!m) {
-        fprintf(stderr, "cudarl: out of host memory for an env batch block of %zu bytes (data "
-                "parallel checkpoint); ending the job\n", bytes);
-        cr_comm_abort(1);
-    }
-    return m;
-}
+/* Host memory for the gathered state, or the job ends (ops/comm.h). */
+static void *host_block(size_t bytes) { return cr_comm_host_alloc(bytes, "data parallel PPO checkpoint"); }
 
 /* Data parallel: every rank's envs gathered into rank 0's host state in the job's env order
  * (rank r's are envs r*N .. (r+1)*N-1), with the weights, Adam's moments and the streams of
