@@ -60,7 +60,8 @@ import time
 
 CUDARL = MPIRUN = None
 MPI_FLAGS = []
-TIMEOUT = 240  # any single command; a hang fails the test instead of stalling ctest
+TIMEOUT = 420  # any single command (ASan Debug: dqn_learn's one process ~150 s, more on a busy
+#                machine); a hang fails the test instead of stalling ctest
 BASE = ["--device", "cpu", "--threads", "1", "--quiet", "--runs-dir", "runs", "--num-envs", "8",
         "--num-steps", "128"]
 TIMING = {"charts/SPS", "time/elapsed_s"}
