@@ -2,7 +2,8 @@
 # equals a plain run; 2 ranks share 8 envs as one process would (the first rollout the same,
 # identical weights on the ranks, CartPole learned); resume on 2 ranks bit for bit; refusals; a
 # killed rank ends the job. One ctest entry per group, each in its own folder. Release: 1-8 s
-# each on 2 cores; the ASan+UBSan Debug pass (scripts/test.sh): 6-290 s (dqn_learn the longest), hence the timeout.
+# each on 2 cores; the ASan+UBSan Debug pass (scripts/test.sh): 6-290 s (dqn_learn the
+# longest), hence the timeout.
 if(NOT CUDARL_HAVE_MPI OR NOT MPIEXEC_EXECUTABLE)
   message(STATUS "cudarl: no MPI in this build (CUDARL_MPI=OFF, or MPI or mpirun not found): the "
                  "data-parallel tests (label mpi) are not registered, but for the refusal of a "
