@@ -14,7 +14,7 @@
 // input gradient). bench/peers/convnet_peer.py times PyTorch on the same step the same way and,
 // given --json's file, prints the two side by side.
 //
-// Usage: bench_convnet_cuda [--reps N] [--engine gemm|cudnn|all]
+// Usage: bench_convnet_cuda [--reps N] [--engine gemm|cudnn|igemm|all]
 //                           [--precision fp32|tf32|bf16|fp16|all] [--case K] [--batch N]
 //                           [--json FILE]
 // --case K: only the K-th of the cases below (0-based; for a profiler).
@@ -23,6 +23,8 @@
 // of cr_convnet_cuda_init_training): fp32, tf32 (cuBLAS's products on TF32 tensor cores), bf16
 // and fp16 (the conv products in the format on the GEMM engine, linear layers in TF32; fp16's
 // step with loss scaling as the trainers take it), or all (default), one row each.
+// --engine igemm: bf16 and fp16 only, the training engine of the policy runtime's
+// implicit-GEMM forward with cuDNN's gradients (nn/convnet_half_train.cu; builds with cuDNN).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,7 +240,7 @@ static double step_flops(const cr_convnet *net, int B) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: bench_convnet_cuda [--reps N >= 1] [--engine gemm|cudnn|all] "
+    fprintf(stderr, "usage: bench_convnet_cuda [--reps N >= 1] [--engine gemm|cudnn|igemm|all] "
                     "[--precision fp32|tf32|bf16|fp16|all] [--case K] [--batch N >= 1] "
                     "[--json FILE]\n");
     exit(2);
@@ -262,13 +264,15 @@ int main(int argc, char **argv) {
         else usage();
     }
     if (reps < 1 || only_case >= NUM_CASES) usage();
-    cr_convnet_engine engines[2];
+    cr_convnet_engine engines[3];
     int n_engines = 0;
     if (!strcmp(engine_arg, "gemm") || !strcmp(engine_arg, "all"))
         engines[n_engines++] = CR_CONVNET_ENGINE_GEMM;
 #ifdef CUDARL_WITH_CUDNN
     if (!strcmp(engine_arg, "cudnn") || !strcmp(engine_arg, "all"))
         engines[n_engines++] = CR_CONVNET_ENGINE_CUDNN;
+    if (!strcmp(engine_arg, "igemm") || !strcmp(engine_arg, "all"))
+        engines[n_engines++] = CR_CONVNET_ENGINE_IGEMM;
 #endif
     if (!n_engines) usage();
     cudarl_precision precisions[CUDARL_PRECISION_COUNT];
@@ -301,9 +305,9 @@ int main(int argc, char **argv) {
                 if (batch) one.batch = batch;
                 const bench_case *c = &one;
                 const cudarl_precision pq = precisions[q];
-                if ((pq == CUDARL_PRECISION_BF16 || pq == CUDARL_PRECISION_FP16) &&
-                    engines[e] != CR_CONVNET_ENGINE_GEMM)
-                    continue; // the training handle's formats run on the GEMM engine only
+                const int half = pq == CUDARL_PRECISION_BF16 || pq == CUDARL_PRECISION_FP16;
+                if (half && engines[e] == CR_CONVNET_ENGINE_CUDNN) continue; // gemm or igemm
+                if (!half && engines[e] == CR_CONVNET_ENGINE_IGEMM) continue; // bf16, fp16 only
                 int changed = 0;
                 OK(cr_precision_apply(&ctx, pq, &changed));
                 step_bufs s;

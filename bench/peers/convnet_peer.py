@@ -329,22 +329,29 @@ def compare(path, rows):
                      and o.get("precision") == p] for p in ("bf16", "fp16")}) for r in rows]
     verdicts = []
     if any(m["bf16"] or m["fp16"] for _, m in half):
-        print("| network | batch | precision | cudarl graph | cudarl fp32 graph | PyTorch AMP eager "
-              "| vs cudarl fp32 | vs PyTorch AMP |\n|---|---:|---|---:|---:|---:|---:|---:|")
+        print("| network | batch | precision | cudarl graph (engine) | cudarl fp32 graph "
+              "| PyTorch AMP eager | PyTorch AMP channels_last | vs cudarl fp32 "
+              "| vs PyTorch's best AMP |\n|---|---:|---|---:|---:|---:|---:|---:|---:|")
         for r, m in half:
             f = [o for o in ours["rows"] if o["net"] == r["net"] and o["module"] == r["module"]
                  and o["batch"] == r["batch"] and o.get("precision", "fp32") == "fp32"]
             for p in ("bf16", "fp16"):
-                if not m[p] or not f or f"amp_{p}_ms" not in r:
+                if not m[p] or f"amp_{p}_ms" not in r:
                     continue
                 t = min(m[p], key=lambda o: o["graph_ms"])
-                f32 = min(f, key=lambda o: o["graph_ms"])
+                f32 = min(f, key=lambda o: o["graph_ms"])["graph_ms"] if f else float("nan")
                 peer = r[f"amp_{p}_ms"]
+                cl = r.get(f"amp_{p}_cl_ms", float("nan"))
+                best = min(peer, cl) if cl == cl else peer
                 print(f"| {r['net']} {r['module']} | {r['batch']} | {p} | {t['graph_ms']:.3f} "
-                      f"| {f32['graph_ms']:.3f} | {peer:.3f} "
-                      f"| {f32['graph_ms'] / t['graph_ms']:.2f}x | {peer / t['graph_ms']:.2f}x |")
-                if r["net"] == "nature-cnn" and r["module"] == "Agent" and r["batch"] == 256:
-                    own, vs = f32["graph_ms"] / t["graph_ms"], peer / t["graph_ms"]
+                      f"({t['engine']}) | {f32:.3f} | {peer:.3f} | {cl:.3f} "
+                      f"| {f32 / t['graph_ms']:.2f}x | {best / t['graph_ms']:.2f}x |")
+                for o in sorted(m[p], key=lambda o: o["engine"]):
+                    if o is not t:
+                        print(f"|  |  | {p} | {o['graph_ms']:.3f} ({o['engine']}) | | | | "
+                              f"| {best / o['graph_ms']:.2f}x |")
+                if r["net"] == "nature-cnn" and r["module"] == "Agent" and r["batch"] == 256 and f:
+                    own, vs = f32 / t["graph_ms"], peer / t["graph_ms"]
                     ok = own >= 1.5 and vs >= 2
                     verdicts.append(f"Nature-CNN Agent learner step, batch 256, {p}: {own:.2f}x "
                                     f"cudarl fp32 and {vs:.2f}x PyTorch AMP "

@@ -31,6 +31,7 @@
 // convnet.h and convnet_cuda.h have their own extern "C"
 #include "nn/convnet_cuda.h"
 #include "nn/convnet_half.cuh"
+#include "nn/convnet_half_train.cuh"
 
 // Alignment of the workspace's and the caches' pieces (cudaMalloc's); the caller's workspace
 // pointer is rounded up inside, its size includes the slack.
@@ -59,6 +60,17 @@ struct cr_convnet_cuda {
     // IGEMM engine (fp16, bf16): its plan, and the converted weights (the caller's, device)
     cr_convnet_half_plan half;
     void *weights;
+    // IGEMM training handles: the backward's plans; the workspace's pieces (the converted
+    // weights, the packed observations of a forward whose rows are not, the forward's and then
+    // the backward's scratch); each cache's last forward (its x, as the key: the observations
+    // the backward reads again, their stride, the batch)
+    cr_convnet_half_train *train;
+    size_t weights_at, packed_at, scratch_at_half;
+    struct {
+        const void *key, *obs;
+        size_t stride;
+        int B;
+    } fwd[8];
     char describe[2048];
 };
 
@@ -272,6 +284,7 @@ static void describe(cr_convnet_cuda *cn) {
     if (cn->engine == CR_CONVNET_ENGINE_IGEMM)
         describe_add(cn, "; %s weights %zu bytes", cudarl_precision_name(cn->precision),
                      cn->half.weights_bytes);
+    if (cn->train) describe_add(cn, "; %s", cr_convnet_half_train_describe(cn->train));
     describe_add(cn, "\n");
     for (int i = 0; i < net->ntrunk; i++) {
         const cr_convnet_stage *st = &net->stage[i];
@@ -287,6 +300,7 @@ static void describe(cr_convnet_cuda *cn) {
 
 extern "C" void cr_convnet_cuda_free(cr_convnet_cuda *cn) {
     if (!cn) return;
+    cr_convnet_half_train_free(cn->train);
     for (int i = 0; i <= CR_CONVNET_MAX_LAYERS; i++)
         for (int b = 0; b < CR_CONVNET_CUDA_MAX_BATCHES; b++)
             cn->ctx->ops->conv2d_plan_free(cn->plan[i][b]);
@@ -341,7 +355,7 @@ static cudarl_status check_batches(const int *batches, int nbatches, int *max_ba
 // The handle on a resolved engine; mixed: conv products in the (half) precision's format.
 static cudarl_status create(cudarl_ctx *ctx, const cr_convnet *net, const int *batches,
                             int nbatches, int max_batch, cr_convnet_engine engine,
-                            cudarl_precision precision, int mixed, int sms,
+                            cudarl_precision precision, int mixed, int train, int sms,
                             cr_convnet_cuda **out) {
     CR_TRY(check_sizes(net, max_batch));
     cr_convnet_cuda *cn = (cr_convnet_cuda *)calloc(1, sizeof *cn);
@@ -355,8 +369,24 @@ static cudarl_status create(cudarl_ctx *ctx, const cr_convnet *net, const int *b
     cn->max_batch = max_batch;
     for (int b = 0; b < nbatches; b++) // distinct sizes only: one conv plan each
         if (batch_index(cn, batches[b]) < 0) cn->batches[cn->nbatches++] = batches[b];
-    if (engine == CR_CONVNET_ENGINE_IGEMM) {
-        cr_convnet_half_plan_init(net, precision, cn->batches, cn->nbatches, sms, &cn->half);
+    if (engine == CR_CONVNET_ENGINE_IGEMM && train) {
+        cr_convnet_half_plan_init(net, precision, cn->batches, cn->nbatches, sms, 1, &cn->half);
+        cudarl_status s = cr_convnet_half_train_init(ctx, net, &cn->half, cn->batches,
+                                                     cn->nbatches, &cn->train);
+        if (s != CUDARL_OK) {
+            cr_convnet_cuda_free(cn);
+            return s;
+        }
+        // [converted weights][packed observations][the forward's, then the backward's scratch]
+        const size_t obs_row = (size_t)net->in_floats * (net->spec.dtype == CR_CONVNET_U8 ? 1 : 4);
+        const size_t fwd = cn->half.workspace_bytes;
+        const size_t bwd = cr_convnet_half_train_workspace_bytes(cn->train);
+        cn->weights_at = 0;
+        cn->packed_at = round_up(cn->half.weights_bytes, WS_ALIGN);
+        cn->scratch_at_half = cn->packed_at + round_up((size_t)max_batch * obs_row, WS_ALIGN);
+        cn->workspace_bytes = cn->scratch_at_half + (fwd > bwd ? fwd : bwd) + WS_ALIGN - 1;
+    } else if (engine == CR_CONVNET_ENGINE_IGEMM) {
+        cr_convnet_half_plan_init(net, precision, cn->batches, cn->nbatches, sms, 0, &cn->half);
         cn->workspace_bytes = cn->half.workspace_bytes;
     } else {
         cudarl_status s = plan_convs(cn);
@@ -382,7 +412,7 @@ extern "C" cudarl_status cr_convnet_cuda_init_precision(cudarl_ctx *ctx, const c
     CR_TRY(check_batches(batches, nbatches, &max_batch));
     CR_TRY(resolve_engine(&engine, precision));
     if (is_half(precision)) CR_TRY(check_half_device(ctx, precision, &sms));
-    return create(ctx, net, batches, nbatches, max_batch, engine, precision, 0, sms, out);
+    return create(ctx, net, batches, nbatches, max_batch, engine, precision, 0, 0, sms, out);
 }
 
 extern "C" cudarl_status cr_convnet_cuda_init_training(cudarl_ctx *ctx, const cr_convnet *net,
@@ -395,15 +425,29 @@ extern "C" cudarl_status cr_convnet_cuda_init_training(cudarl_ctx *ctx, const cr
         return cr_convnet_cuda_init_precision(ctx, net, batches, nbatches, engine, precision, out);
     CUDARL_ASSERT(ctx && ctx->kind == CUDARL_DEVICE_CUDA && ctx->stream && net);
     *out = NULL;
-    if (engine != CR_CONVNET_ENGINE_AUTO && engine != CR_CONVNET_ENGINE_GEMM)
-        return cr_fail(CUDARL_ERR_INVALID_ARG, "convnet on CUDA: %s training runs on the gemm "
-                       "engine only (im2col + cublasGemmEx), not %s; ask for engine AUTO or GEMM",
-                       cudarl_precision_name(precision), cr_convnet_cuda_engine_name(engine));
+    if (engine == CR_CONVNET_ENGINE_CUDNN)
+        return cr_fail(CUDARL_ERR_INVALID_ARG, "convnet on CUDA: %s training runs on the igemm "
+                       "engine (implicit GEMM forward, cuDNN gradients) or the gemm engine "
+                       "(im2col + cublasGemmEx), not cudnn; ask for engine AUTO, IGEMM or GEMM",
+                       cudarl_precision_name(precision));
     int max_batch = 0, sms = 0;
     CR_TRY(check_half_device(ctx, precision, &sms));
     CR_TRY(check_batches(batches, nbatches, &max_batch));
+    if (engine == CR_CONVNET_ENGINE_AUTO || engine == CR_CONVNET_ENGINE_IGEMM) {
+        // AUTO: igemm where the net fits it (cuDNN built, the shapes its backward takes)
+        cr_convnet_half_plan probe;
+        cr_convnet_half_plan_init(net, precision, batches, nbatches, sms, 1, &probe);
+        char why[160];
+        const int fits = cr_convnet_half_train_fits(net, &probe, why, sizeof why);
+        if (engine == CR_CONVNET_ENGINE_IGEMM && !fits)
+            return cr_fail(CUDARL_ERR_UNSUPPORTED, "convnet on CUDA: %s cannot train on the "
+                           "igemm engine: %s; use engine AUTO or GEMM", net->spec.name, why);
+        if (fits)
+            return create(ctx, net, batches, nbatches, max_batch, CR_CONVNET_ENGINE_IGEMM,
+                          precision, 0, 1, sms, out);
+    }
     return create(ctx, net, batches, nbatches, max_batch, CR_CONVNET_ENGINE_GEMM, precision, 1,
-                  sms, out);
+                  0, sms, out);
 }
 
 extern "C" cr_convnet_engine cr_convnet_cuda_engine(const cr_convnet_cuda *cn) {
@@ -503,30 +547,31 @@ extern "C" void cr_convnet_cuda_forward_cache_carve(const cr_convnet *net, void 
 // ---- half precision (convnet_half.cu) --------------------------------------------------------
 
 extern "C" size_t cr_convnet_cuda_weights_bytes(const cr_convnet_cuda *cn) {
-    return cn->engine == CR_CONVNET_ENGINE_IGEMM ? cn->half.weights_bytes : 0;
+    // a training handle's converted weights are a piece of its workspace
+    return cn->engine == CR_CONVNET_ENGINE_IGEMM && !cn->train ? cn->half.weights_bytes : 0;
 }
 
 extern "C" void cr_convnet_cuda_set_weights(cr_convnet_cuda *cn, void *weights) {
-    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && ((uintptr_t)weights & 63) == 0);
+    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && !cn->train && ((uintptr_t)weights & 63) == 0);
     cn->weights = weights;
 }
 
 extern "C" void cr_convnet_cuda_weights_pack(const cr_convnet_cuda *cn, const float *params,
                                              void *out) {
-    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && params && out);
+    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && !cn->train && params && out);
     cr_convnet_half_pack(&cn->half, params, out);
 }
 
 extern "C" void cr_convnet_cuda_weights_update(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
                                                const float *params) {
-    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && cr_stream(ctx) == cn->stream);
+    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && !cn->train && cr_stream(ctx) == cn->stream);
     CUDARL_ASSERT(cn->weights != NULL); // cr_convnet_cuda_set_weights first
     cr_convnet_half_update(ctx, &cn->half, params, cn->weights);
 }
 
 extern "C" size_t cr_convnet_cuda_half_cache_bytes(const cr_convnet_cuda *cn, int max_rows,
                                                    size_t input_bytes) {
-    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && max_rows >= cn->max_batch);
+    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && !cn->train && max_rows >= cn->max_batch);
     cr_convnet_half_cache sizing;
     return cr_convnet_half_cache_carve(&cn->net, &cn->half, NULL, max_rows, NULL, input_bytes,
                                        &sizing);
@@ -535,7 +580,7 @@ extern "C" size_t cr_convnet_cuda_half_cache_bytes(const cr_convnet_cuda *cn, in
 extern "C" void cr_convnet_cuda_half_cache_carve(const cr_convnet_cuda *cn, void *mem,
                                                  int max_rows, void *input, size_t input_bytes,
                                                  cr_convnet_half_cache *c) {
-    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && max_rows >= cn->max_batch &&
+    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && !cn->train && max_rows >= cn->max_batch &&
                   mem != NULL && ((uintptr_t)mem & 63) == 0 &&
                   (input_bytes == 0 || (input != NULL && ((uintptr_t)input & 63) == 0)));
     cr_convnet_half_cache_carve(&cn->net, &cn->half, (unsigned char *)mem, max_rows,
@@ -546,8 +591,9 @@ extern "C" void cr_convnet_cuda_half_forward(cudarl_ctx *ctx, const cr_convnet_c
                                              const void *obs, float *out, float *value,
                                              const cr_convnet_half_cache *c, int B) {
     const int ppo = cn->net.spec.heads == CR_CONVNET_PPO;
-    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && cr_stream(ctx) == cn->stream &&
-                  batch_index(cn, B) >= 0 && c->max_rows >= cn->max_batch &&
+    CUDARL_ASSERT(cn->engine == CR_CONVNET_ENGINE_IGEMM && !cn->train &&
+                  cr_stream(ctx) == cn->stream && batch_index(cn, B) >= 0 &&
+                  c->max_rows >= cn->max_batch &&
                   (value != NULL) == ppo);
     CUDARL_ASSERT(cn->weights != NULL); // cr_convnet_cuda_set_weights and a pack or an update
     void *ws = cn->half.workspace_bytes ? aligned_ws(cn) : NULL;
@@ -578,6 +624,59 @@ static void input_to_float(cudarl_ctx *ctx, const cr_convnet_spec *s, const void
     CR_CUDA_LAUNCHED(ctx);
 }
 
+// ---- IGEMM training handles -------------------------------------------------------------
+
+// The forward of a training handle: the weights converted from params (they change between
+// calls), the observations packed where their rows are not (the first conv reads whole rows
+// from a 16-byte aligned start), the policy runtime's forward into c's float buffers (each
+// stage its own), and what the backward will read again remembered for c.
+static void half_train_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const float *params,
+                               const void *obs, size_t obs_stride, float *out, float *value,
+                               const cr_convnet_cache *c, int B) {
+    const cr_convnet *net = &cn->net;
+    CUDARL_ASSERT(c->max_rows >= cn->max_batch); // split-K partials may use the rows past B
+    char *ws = aligned_ws(cn);
+    void *weights = ws + cn->weights_at;
+    cr_convnet_half_update(ctx, &cn->half, params, weights);
+    const size_t esize = net->spec.dtype == CR_CONVNET_U8 ? 1 : sizeof(float);
+    const size_t row = (size_t)net->in_floats * esize;
+    const void *x = obs;
+    if (obs_stride != (size_t)net->in_floats || ((uintptr_t)obs & 15)) {
+        CUDA_CHECK(cudaMemcpy2DAsync(ws + cn->packed_at, row, obs, obs_stride * esize, row,
+                                     (size_t)B, cudaMemcpyDeviceToDevice, cr_stream(ctx)));
+        x = ws + cn->packed_at;
+    }
+    cr_convnet_half_cache hc;
+    memset(&hc, 0, sizeof hc);
+    hc.max_rows = c->max_rows;
+    for (int i = 0; i < net->ntrunk; i++) hc.act[i] = c->act[i];
+    cr_convnet_half_forward(ctx, net, &cn->half, weights, ws + cn->scratch_at_half, x, out,
+                            value, &hc, B);
+    // host state, in stream order of the enqueues (forwards and backwards on one handle are
+    // enqueued from one thread)
+    cr_convnet_cuda *w = (cr_convnet_cuda *)cn;
+    int slot = -1;
+    for (int k = 0; k < 8 && slot < 0; k++)
+        if (w->fwd[k].key == c->x || !w->fwd[k].key) slot = k;
+    CUDARL_ASSERT(slot >= 0); // more than 8 caches on one handle
+    w->fwd[slot].key = c->x, w->fwd[slot].obs = obs, w->fwd[slot].stride = obs_stride;
+    w->fwd[slot].B = B;
+}
+
+static void half_train_backward(cudarl_ctx *ctx, const cr_convnet_cuda *cn, const float *params,
+                                float *grads, const float *dout, const float *dvalue,
+                                const cr_convnet_cache *c, int B) {
+    int slot = -1;
+    for (int k = 0; k < 8 && slot < 0; k++)
+        if (cn->fwd[k].key == c->x) slot = k;
+    // the backward of a forward on this cache, at this batch
+    CUDARL_ASSERT(slot >= 0 && cn->fwd[slot].B == B);
+    char *ws = aligned_ws(cn);
+    cr_convnet_half_backward(ctx, &cn->net, &cn->half, cn->train, ws + cn->weights_at,
+                             ws + cn->scratch_at_half, cn->fwd[slot].obs, cn->fwd[slot].stride,
+                             params, grads, dout, dvalue, c, B);
+}
+
 extern "C" void cr_convnet_cuda_forward(cudarl_ctx *ctx, const cr_convnet_cuda *cn,
                                         const float *params, const void *obs, float *out,
                                         float *value, const cr_convnet_cache *c, int B) {
@@ -593,6 +692,10 @@ extern "C" void cr_convnet_cuda_forward_rows(cudarl_ctx *ctx, const cr_convnet_c
     const int ppo = net->spec.heads == CR_CONVNET_PPO, bi = batch_index(cn, B);
     CUDARL_ASSERT(cr_stream(ctx) == cn->stream && bi >= 0 && B <= c->max_rows &&
                   (value != NULL) == ppo && obs_stride >= (size_t)net->in_floats);
+    if (cn->train) {
+        half_train_forward(ctx, cn, params, obs, obs_stride, out, value, c, B);
+        return;
+    }
     CUDARL_ASSERT(cn->engine != CR_CONVNET_ENGINE_IGEMM); // cr_convnet_cuda_half_forward
     input_to_float(ctx, &net->spec, obs, obs_stride, c->x, (size_t)net->in_floats, B);
     // the conv matrices the stages write now are this forward's (host state; the handle is
@@ -652,7 +755,11 @@ extern "C" void cr_convnet_cuda_backward(cudarl_ctx *ctx, const cr_convnet_cuda 
     CUDARL_ASSERT(cr_stream(ctx) == cn->stream && bi >= 0 && B <= c->max_rows &&
                   (dvalue != NULL) == ppo);
     CUDARL_ASSERT(c->d[0] && c->d[1]); // not a forward-only cache
-    CUDARL_ASSERT(cn->engine != CR_CONVNET_ENGINE_IGEMM); // half handles run forwards only
+    if (cn->train) {
+        half_train_backward(ctx, cn, params, grads, dout, dvalue, c, B);
+        return;
+    }
+    CUDARL_ASSERT(cn->engine != CR_CONVNET_ENGINE_IGEMM); // inference handles run forwards only
     heads_backward(ctx, cn, params, grads, dout, dvalue, c, B);
     // a mixed handle's conv matrices are this cache's when its last forward was on it
     const int cols_kept = cn->cols_of == (const void *)c->x && cn->cols_batch == B;

@@ -72,10 +72,11 @@ __host__ __device__ static inline long long piece_source(const cr_half_piece &p,
 }
 
 void cr_convnet_half_plan_init(const cr_convnet *net, cudarl_precision precision,
-                               const int *batches, int nbatches, int sms,
+                               const int *batches, int nbatches, int sms, int train,
                                cr_convnet_half_plan *hp) {
     memset(hp, 0, sizeof *hp);
     hp->precision = precision;
+    hp->train = train;
     hp->dtype = cr_precision_policy_of(precision)->activations;
     CUDARL_ASSERT(hp->dtype == CR_DTYPE_F16 || hp->dtype == CR_DTYPE_BF16);
     CUDARL_ASSERT(nbatches >= 1 && sms >= 1);
@@ -112,6 +113,9 @@ void cr_convnet_half_plan_init(const cr_convnet *net, cudarl_precision precision
         p->CRSp = (int)round_up((size_t)p->CRS, HALF_BK);
         p->count = round_up((size_t)p->K, HALF_KP) * (size_t)p->CRSp;
     }
+    for (int s = 0; s < net->ntrunk; s++) // the buffer each stage writes: one of the two in
+        hp->row_bytes[s] = train ? (size_t)net->stage[s].out * sizeof(float) // turn, or its own
+                                 : hp->widest[s & 1] * 2;
     for (int s = 0; s < net->ntrunk; s++) { // each conv stage as its kernels' layer
         const cr_convnet_stage *st = &net->stage[s];
         if (st->op != CR_CONVNET_CONV) continue;
@@ -125,7 +129,7 @@ void cr_convnet_half_plan_init(const cr_convnet *net, cudarl_precision precision
         d->s2d = s == 0 && hp->s2d;
         d->sms = sms;
         // the output buffer holds max_batch rows of its widest stage
-        d->out_cap = (size_t)hp->max_batch * hp->widest[s & 1] * 2;
+        d->out_cap = (size_t)hp->max_batch * hp->row_bytes[s];
     }
     size_t at = 0;
     for (int i = 0; i < hp->npieces; i++) {
@@ -522,11 +526,11 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
             // one's input's input), or the tail of the input's buffer past the B rows it holds
             const size_t ALIGN = HALF_ALIGN, E = 2;
             unsigned char *out_buf = (unsigned char *)c->act[i];
-            size_t out_free = (size_t)c->max_rows * hp->widest[i & 1] * E, in_free = 0;
+            size_t out_free = (size_t)c->max_rows * hp->row_bytes[i], in_free = 0;
             unsigned char *in_tail = NULL;
             if (i > 0) {
                 const size_t used = round_up((size_t)B * s->in * E, ALIGN);
-                const size_t cap = (size_t)c->max_rows * hp->widest[(i - 1) & 1] * E;
+                const size_t cap = (size_t)c->max_rows * hp->row_bytes[i - 1];
                 if (cap > used) in_tail = (unsigned char *)c->act[i - 1] + used, in_free = cap - used;
             }
             if (B <= FC_MAXB && s->in % 8 == 0 && cluster_usable())
@@ -534,7 +538,7 @@ static void forward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet_
             else if (in_free > out_free)
                 gemm_ex(ctx, dt, w, h, ws, B, s->in, s->out, in_tail, in_free);
             else gemm_ex(ctx, dt, w, h, ws, B, s->in, s->out, out_buf, out_free);
-            if (i == net->ntrunk - 1) { // the heads do its epilogue
+            if (i == net->ntrunk - 1 && !hp->train) { // the heads do its epilogue
                 fused_acc = ws, fused_b = b, fused_act = act_of(s);
             } else {
                 linear_epilogue_kernel<T><<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS,

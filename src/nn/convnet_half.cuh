@@ -59,13 +59,19 @@ struct cr_convnet_half_plan {
     size_t widest[2];                     // elements per row of cache buffer 0 and 1
     int s2d;                              // the first conv runs hconv_s2d_kernel (its weight
                                           // is a HALF_PIECE_S2D; never split)
+    int train;                            // a training handle's forward: every stage writes
+                                          // a buffer of its own (a cr_convnet_cache's float
+                                          // act[i], which the backward reads) and the last
+                                          // linear's epilogue is not left to the heads
+    size_t row_bytes[CR_CONVNET_MAX_LAYERS]; // bytes per row of stage i's output buffer
     cr_conv2d_half_desc conv[CR_CONVNET_MAX_LAYERS]; // each conv stage's layer (by stage index)
 };
 
 // The plan of `net` at `precision` (FP16 or BF16) for the nbatches batch sizes of batches[] on
-// a device of `sms` SMs.
+// a device of `sms` SMs; train: for a training handle (the `train` field above), whose cache is
+// a cr_convnet_cache (convnet_cuda.h) holding the format's values in its float buffers.
 void cr_convnet_half_plan_init(const cr_convnet *net, cudarl_precision precision,
-                               const int *batches, int nbatches, int sms,
+                               const int *batches, int nbatches, int sms, int train,
                                cr_convnet_half_plan *hp);
 // Bytes of a cache for max_rows (>= hp->max_batch) rows, and carving it from mem (mem NULL:
 // sizing only); the odd stages' buffer in input (the observations' buffer, input_bytes) where

@@ -33,7 +33,11 @@
  *           of nets against the CPU's fp32, to the formats' tolerance (test_mixed says why),
  *           repeatable bit for bit, and a backward after a forward on another cache rebuilding
  *           its im2col matrices (the same gradients);
- * Usage: test_convnet_cuda [group]   group: nets repeat graph mixed bad (all when omitted).
+ *   igemm   the igemm training handles (implicit-GEMM forward, cuDNN gradients) in bf16 and
+ *           fp16 on the cases they take, to the mixed tolerance; AUTO's choice; repeat, no
+ *           allocation, graph, another cache between, spread rows (test_igemm says more);
+ * Usage: test_convnet_cuda [group]   group: nets repeat graph mixed igemm bad (all when
+ * omitted).
  * Needs a GPU (ctest label gpu); without one it fails and says so. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
@@ -596,6 +600,151 @@ static void test_mixed(void) {
     case_free(&k);
 }
 
+/* The igemm training handles (the policy runtime's implicit-GEMM forward, cuDNN's gradients;
+ * builds with cuDNN) against the CPU's fp32 on every case whose net they take (nature-cnn and
+ * minatar-cnn, dqn and ppo heads), in bf16 and fp16, to test_mixed's tolerance: the same
+ * rounding of every product's inputs, plus cuDNN's data and weight gradients rounded once to the
+ * format (2^-9 of a gradient in bf16: inside the sqrt(16u) the flips already take). Then, on
+ * nature-cnn ppo at 32: AUTO chooses igemm, a net with tanh stays on gemm (and igemm asked for
+ * it is refused, naming why); a second run repeats the bits, twenty more allocate nothing; a
+ * captured forward + backward replays the eager bits; a forward on another cache between a
+ * forward and its backward changes nothing (each cache remembers its observations); rows
+ * farther apart than the observation (DQN's replay windows) give the packed rows' bits. */
+static void test_igemm(void) {
+#ifndef CUDARL_WITH_CUDNN
+    printf("  skipped: the igemm training engine needs cuDNN, which this build lacks\n");
+#else
+    static const cudarl_precision precs[2] = {CUDARL_PRECISION_BF16, CUDARL_PRECISION_FP16};
+    static const int fits[5] = {0, 1, 2, 3, 4};
+    for (int q = 0; q < 2; q++)
+        for (int j = 0; j < 5; j++) {
+            net_case k;
+            make_case(&k, fits[j]);
+            int convs = 0;
+            for (int s = 0; s < k.net.ntrunk; s++) convs += k.net.stage[s].op == CR_CONVNET_CONV;
+            rtol_out = cr_precision_chain_rtol(precs[q], convs);
+            const double u = precs[q] == CUDARL_PRECISION_BF16 ? 0x1p-8 : 0x1p-11;
+            rtol_grad = cr_precision_chain_rtol(precs[q], 3 * convs) + sqrt(16 * u);
+            gpu_net g;
+            gpu_init_prec(&g, &k, CR_CONVNET_ENGINE_IGEMM, precs[q]);
+            if (j == 1 && q == 0) printf("%s", cr_convnet_cuda_describe(g.cn));
+            for (int b = 0; b < k.nbatches; b++) {
+                const int B = k.batches[b];
+                CASE("%s, batch %d, %s igemm training handle (rtol %.3g outputs, %.3g "
+                     "gradients)", k.what, B, cudarl_precision_name(precs[q]), rtol_out,
+                     rtol_grad);
+                results want = cpu_run(&k, B), got = gpu_run(&g, &k, B);
+                compare_results(&k, B, &got, &want, compare_rel);
+                results_free(&want), results_free(&got);
+                printf("  ok %s\n", case_name);
+            }
+            gpu_free(&g);
+            end_case();
+            case_free(&k);
+        }
+    rtol_out = RTOL_OUT, rtol_grad = RTOL_GRAD;
+
+    net_case k;
+    make_case(&k, 1); /* nature-cnn ppo, batches 1 and 32 */
+    const cudarl_precision bf16 = CUDARL_PRECISION_BF16;
+    cr_convnet_cuda *cn = NULL;
+    CASE("engine choice");
+    CHECK_OK(cr_convnet_cuda_init_training(&gpu, &k.net, k.batches, k.nbatches,
+                                           CR_CONVNET_ENGINE_AUTO, bf16, &cn));
+    CHECK_MSG(cr_convnet_cuda_engine(cn) == CR_CONVNET_ENGINE_IGEMM, "AUTO chose %s for %s",
+              cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(cn)), k.what);
+    cr_convnet_cuda_free(cn);
+    {
+        net_case t;
+        make_case(&t, 5); /* tanh: the igemm backward masks ReLUs only */
+        CHECK_OK(cr_convnet_cuda_init_training(&gpu, &t.net, t.batches, t.nbatches,
+                                               CR_CONVNET_ENGINE_AUTO, bf16, &cn));
+        CHECK(cr_convnet_cuda_engine(cn) == CR_CONVNET_ENGINE_GEMM);
+        cr_convnet_cuda_free(cn);
+        cn = (cr_convnet_cuda *)&t;
+        CHECK(cr_convnet_cuda_init_training(&gpu, &t.net, t.batches, t.nbatches,
+                                            CR_CONVNET_ENGINE_IGEMM, bf16, &cn) ==
+              CUDARL_ERR_UNSUPPORTED);
+        CHECK(cn == NULL && strstr(cudarl_last_error(), "activation") != NULL);
+        printf("  refused igemm for %s: %s\n", t.what, cudarl_last_error());
+        case_free(&t);
+    }
+    printf("  ok %s\n", case_name);
+
+    gpu_net g;
+    gpu_init_prec(&g, &k, CR_CONVNET_ENGINE_IGEMM, bf16);
+    CASE("%s, batch 32, bf16 igemm, second run", k.what);
+    results first = gpu_run(&g, &k, 32), again = gpu_run(&g, &k, 32);
+    compare_results(&k, 32, &again, &first, exact_adapter);
+    results_free(&again);
+    printf("  ok %s\n", case_name);
+
+    CASE("%s, batch 32, bf16 igemm, 20 more runs", k.what);
+    size_t free0 = 0, free1 = 0, total = 0, allocs = cr_cuda_alloc_count();
+    gpu.ops->sync(&gpu);
+    CHECK_OK(cr_cuda_mem_info(&gpu, &free0, &total));
+    for (int r = 0; r < 20; r++) gpu_enqueue(&g, &k, 32);
+    gpu.ops->sync(&gpu);
+    CHECK_OK(cr_cuda_mem_info(&gpu, &free1, &total));
+    CHECK_MSG(free1 == free0 && cr_cuda_alloc_count() == allocs, "%s: free %zu -> %zu bytes, "
+              "%zu more allocations", case_name, free0, free1, cr_cuda_alloc_count() - allocs);
+    printf("  ok %s\n", case_name);
+
+    CASE("%s, batch 32, bf16 igemm, captured and replayed", k.what);
+    void *graph = NULL;
+    gpu_poison(&g, &k, 32);
+    CHECK_OK(gpu.ops->graph_begin(&gpu));
+    gpu_enqueue(&g, &k, 32);
+    CHECK_OK(gpu.ops->graph_end(&gpu, &graph));
+    for (int n = 0; n < 2; n++) {
+        gpu.ops->graph_launch(&gpu, graph);
+        results got = gpu_fetch(&g, &k, 32);
+        compare_results(&k, 32, &got, &first, exact_adapter);
+        results_free(&got);
+    }
+    gpu.ops->graph_free(graph);
+    printf("  ok %s\n", case_name);
+
+    CASE("%s, batch 32, bf16 igemm, a forward on another cache between", k.what);
+    const size_t obs_bytes = (size_t)32 * k.net.in_floats;
+    uint8_t *other = malloc(obs_bytes);
+    CHECK(other != NULL);
+    for (size_t i = 0; i < obs_bytes; i++) other[i] = (uint8_t)(cr_philox_next_u32(&prng) >> 24);
+    void *other_obs = dev_copy(other, obs_bytes);
+    void *mem2 = dev(g.cache_bytes);
+    cr_convnet_cache c2;
+    cr_convnet_cuda_cache_carve(&k.net, mem2, 32, &c2);
+    gpu_poison(&g, &k, 32);
+    cr_convnet_cuda_forward(&gpu, g.cn, g.params, g.obs, g.out, g.value, &g.cache, 32);
+    cr_convnet_cuda_forward(&gpu, g.cn, g.params, other_obs, g.out, g.value, &c2, 32);
+    cr_convnet_cuda_backward(&gpu, g.cn, g.params, g.grads, g.dout, g.dvalue, &g.cache, 32);
+    float *grads = fetch(g.grads, k.net.num_params);
+    compare_exact("gradients", grads, first.grads, k.net.num_params);
+    free(grads);
+    printf("  ok %s\n", case_name);
+
+    CASE("%s, batch 32, bf16 igemm, rows 28,232 bytes apart", k.what);
+    const size_t row = (size_t)k.net.in_floats, stride = row + 8;
+    uint8_t *packed = malloc(obs_bytes), *spread = calloc(32, stride);
+    CHECK(packed && spread);
+    gpu.ops->copy_to_host(&gpu, packed, g.obs, obs_bytes);
+    for (int b = 0; b < 32; b++) memcpy(spread + b * stride, packed + b * row, row);
+    void *spread_obs = dev_copy(spread, 32 * stride);
+    free(packed), free(spread), free(other);
+    gpu_poison(&g, &k, 32);
+    cr_convnet_cuda_forward_rows(&gpu, g.cn, g.params, spread_obs, stride, g.out, g.value,
+                                 &g.cache, 32);
+    cr_convnet_cuda_backward(&gpu, g.cn, g.params, g.grads, g.dout, g.dvalue, &g.cache, 32);
+    results got = gpu_fetch(&g, &k, 32);
+    compare_results(&k, 32, &got, &first, exact_adapter);
+    results_free(&got), results_free(&first);
+    printf("  ok %s\n", case_name);
+    gpu_free(&g);
+    end_case();
+    case_free(&k);
+#endif
+}
+
 /* init with these arguments must fail with `want` and leave the handle NULL. */
 static void expect_refused(const char *what, const cr_convnet *net, const int *batches,
                            int nbatches, cr_convnet_engine engine, cudarl_status want) {
@@ -643,7 +792,7 @@ int main(int argc, char **argv) {
         const char *name;
         void (*run)(void);
     } tests[] = {{"nets", test_nets}, {"repeat", test_repeat}, {"graph", test_graph},
-                 {"mixed", test_mixed}, {"bad", test_bad}};
+                 {"mixed", test_mixed}, {"igemm", test_igemm}, {"bad", test_bad}};
     int known = argc < 2;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0] && !known; i++)
         known = strcmp(argv[1], tests[i].name) == 0;
