@@ -33,9 +33,21 @@
  *          streaming the weights, with an fp32 bias + activation epilogue that rounds to the
  *          format; the heads (and DQN's Q head) one kernel, fp32 sums of format products plus
  *          the fp32 bias, written in fp32.
- * Its weights are a converted copy in a block of their own (cr_convnet_cuda_weights_*): weights
- * in the format, conv weights zero-padded to the kernel's tile and, after the first conv,
- * reordered to the channels-last taps; biases fp32. Made once from the float parameters
+ * Trained too (cr_convnet_cuda_init_training in bf16 or fp16 with engine AUTO or IGEMM, where
+ * the net fits it: cuDNN built, the trunk's convs before its linears, ReLU or no activation,
+ * channel counts cuDNN's tensor-core kernels take; AUTO takes the GEMM engine below otherwise):
+ * the same calls as an fp32 handle (cr_convnet_cuda_forward, _backward on a cr_convnet_cache).
+ * Its forward converts the float parameters into a weights block inside its workspace, then runs
+ * the kernels above with every stage's output kept in the cache's float buffers (in the format);
+ * its backward (nn/convnet_half_train.cu) runs the conv data and weight gradients through cuDNN
+ * (NHWC in the format, fp32 compute, ALGO_1 on the tensor cores), the linear stages' and heads'
+ * through cublasGemmEx, and its own kernels for the masks, the layout changes and the bias
+ * sums, reading the observations its forward was given again (a handle remembers each cache's
+ * last forward). Rounding as the mixed GEMM engine's, plus cuDNN's gradients written in the
+ * format (docs/precision.md).
+ * An inference handle's weights are a converted copy in a block of their own
+ * (cr_convnet_cuda_weights_*): weights in the format, conv weights zero-padded to the kernel's
+ * tile and, after the first conv, reordered to the channels-last taps; biases fp32. Made once from the float parameters
  * (cr_convnet_cuda_weights_pack on the host, or cr_convnet_cuda_weights_update on the device when
  * the caller's float weights change); the float parameters are not read by its forward.
  * Deterministic as the fp32 engines: every sum in a fixed order (the conv tiles' chunk order,
@@ -101,7 +113,9 @@ cudarl_status cr_convnet_cuda_init(cudarl_ctx *ctx, const cr_convnet *net, const
  * (host) */
 /* A handle for training (forward and backward) in `precision`. FP32 and TF32: what
  * cr_convnet_cuda_init makes (TF32 is the context's math mode, set by the trainer). BF16 and
- * FP16: the GEMM engine (engine AUTO or GEMM; CUDNN and IGEMM are CUDARL_ERR_INVALID_ARG) with
+ * FP16: the IGEMM engine (above) where the net fits it and engine is AUTO or IGEMM (IGEMM on a
+ * net it does not fit is CUDARL_ERR_UNSUPPORTED naming why), else the GEMM engine (engine AUTO
+ * or GEMM; CUDNN is CUDARL_ERR_INVALID_ARG) with
  * the inputs of every conv product in the format - the im2col matrix, the activation-gradient
  * matrix G and the conv weights, converted from the float ones at each use - multiplied on the
  * tensor cores by cublasGemmEx with fp32 sums (CUBLAS_COMPUTE_32F) into fp32 outputs; biases,

@@ -314,7 +314,7 @@ static void validation_case(void) {
     CHECK_MSG(memcmp(&before, &c, sizeof c) == 0, "the mlp preset changed the config");
 
     /* the env's preset: its conv policy with ppo_atari.py's defaults on any device (as
-     * for_policy sets them), MinAtar's recipe at scale on CUDA only */
+     * for_policy sets them), the Nature-CNN's and MinAtar's recipes at scale on CUDA only */
     cudarl_ppo_config_default(&c, NULL);
     cudarl_ppo_config_for_env_on(&c, BREAKOUT, CUDARL_DEVICE_CPU);
     CHECK_MSG(!strcmp(c.env_id, BREAKOUT) && !strcmp(c.policy, "minatar-cnn") &&
@@ -338,9 +338,17 @@ static void validation_case(void) {
     cudarl_ppo_config_default(&c, NULL);
     cudarl_ppo_config_for_device(&c, CUDARL_DEVICE_CUDA);
     cudarl_ppo_config_for_env_on(&c, "CartPolePixels-v1", CUDARL_DEVICE_CUDA);
+    CHECK_MSG(!strcmp(c.policy, "nature-cnn") && c.num_envs == 256 && c.num_steps == 32 &&
+                  c.num_minibatches == 8 && c.learning_rate == 5e-4 && !c.anneal_lr &&
+                  !c.clip_vloss && c.separate_critic && c.precision == CUDARL_PRECISION_BF16,
+              "CartPolePixels-v1's CUDA recipe: policy %s, %d x %d, %d minibatches, lr %g",
+              c.policy, c.num_envs, c.num_steps, c.num_minibatches, c.learning_rate);
+    CHECK_OK(cudarl_ppo_config_validate(&c));
+    cudarl_ppo_config_default(&c, NULL);
+    cudarl_ppo_config_for_env_on(&c, "CartPolePixels-v1", CUDARL_DEVICE_CPU);
     CHECK_MSG(!strcmp(c.policy, "nature-cnn") && c.num_envs == 8 && c.num_steps == 128 &&
-                  c.precision == CUDARL_PRECISION_FP32,
-              "CartPolePixels-v1's preset: policy %s, %d x %d", c.policy, c.num_envs,
+                  c.precision == CUDARL_PRECISION_FP32 && !c.separate_critic,
+              "CartPolePixels-v1's CPU preset: policy %s, %d x %d", c.policy, c.num_envs,
               c.num_steps);
     cudarl_ppo_config_default(&c, NULL);
     cudarl_ppo_config_for_device(&c, CUDARL_DEVICE_CUDA);

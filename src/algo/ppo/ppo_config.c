@@ -85,7 +85,7 @@ static void ppo_for_policy(cudarl_ppo_config *c, const char *policy) {
 
 /* An image env (uint8 (C, H, W) observations): its conv policy with ppo_atari.py's defaults,
  * unless the calls before chose that policy already; then, training on CUDA (the envs on their
- * GPU twin unless --env-device cpu says otherwise), MinAtar's recipe at scale. Swept on the H200 (bench/RESULTS.md, "Pixels at
+ * GPU twin unless --env-device cpu says otherwise), the Nature-CNN's or MinAtar's recipe at scale. Swept on the H200 (bench/RESULTS.md, "Pixels at
  * scale"): on Breakout, 1024 x 128 with 32 minibatches of 4,096 and lr 2e-3 reached a mean of
  * 60 at 12M steps, the best of the ten shapes and rates tried; bf16 runs minatar-cnn 1.4x as
  * fast as fp32. */
@@ -94,7 +94,26 @@ static void ppo_for_images(cudarl_ppo_config *c, const cudarl_env_def *def,
     const int *s = def->obs_shape;
     const char *policy = cr_convnet_name_for(s[0], s[1], s[2]);
     if (strcmp(c->policy, policy)) ppo_for_policy(c, policy);
-    if (kind != CUDARL_DEVICE_CUDA || strcmp(policy, "minatar-cnn")) return;
+    if (kind != CUDARL_DEVICE_CUDA) return;
+    if (!strcmp(policy, "nature-cnn")) {
+        /* The Nature-CNN recipe at scale, swept on the H200 (bench/RESULTS.md, "Pixels at
+         * scale", 2026-12-02 third session): on CartPolePixels-v1, 256 x 32 with 8 minibatches,
+         * a network per head and a constant lr of 5e-4 solved at 0.53-0.62M steps, 6.6-7.7 s
+         * from launch, the fastest of six shapes over three seeds (a shared trunk runs twice as
+         * fast per step but needs twice the steps, and a seed in three took 11.7 s). */
+        c->num_envs = 256;
+        c->num_steps = 32;
+        c->num_minibatches = 8;
+        c->update_epochs = 4;
+        c->learning_rate = 5e-4;
+        c->anneal_lr = 0;
+        c->clip_vloss = 0;
+        c->separate_critic = 1;
+        c->precision = CUDARL_PRECISION_BF16;
+        c->total_timesteps = 2000000;
+        return;
+    }
+    if (strcmp(policy, "minatar-cnn")) return;
     c->num_envs = 1024;
     c->num_steps = 128;
     c->num_minibatches = 32;
