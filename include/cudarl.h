@@ -548,6 +548,16 @@ void cudarl_dist_finalize(void);
 /* This process's rank and the job's rank count (0 and 1 outside a job). */
 int cudarl_dist_rank(void);
 int cudarl_dist_size(void);
+/* This rank's index among the ranks on its host (0 outside a job): under mpirun, rank r trains
+ * on GPU cudarl_dist_local_rank() (counted from --actor-device). */
+int cudarl_dist_local_rank(void);
+/* `cudarl train --num-gpus N`: makes this process a data-parallel job of its own on N GPUs, which
+ * exchanges its gradients over NCCL (a GPU context's run then opens its NCCL communicator). For
+ * now N = 1: a job of one rank on the context's GPU, which runs the NCCL exchange and equals a
+ * plain run bit for bit; N > 1 (a thread per GPU) is refused naming mpirun -np N. Refused also
+ * under mpirun, with N < 1, with more GPUs than the machine has and in a build without NCCL.
+ * Call once, before the context and the run. */
+cudarl_status cudarl_dist_local_gpus(int num_gpus);
 /* Ends the whole job with exit code `code` (MPI_Abort: mpirun ends the other ranks); exit(code)
  * outside a job. For a rank whose run failed, so that the others do not wait for it. */
 void cudarl_dist_abort(int code);

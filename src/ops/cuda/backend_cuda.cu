@@ -310,7 +310,7 @@ static void peaks(cudarl_ctx *ctx, cudarl_precision precision, cr_peaks *out) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 74 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 75 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -328,6 +328,7 @@ extern "C" const cr_backend cr_backend_cuda = {
     .linear_relu_forward = cr_cuda_linear_relu_forward,
     .relu_backward = cr_cuda_relu_backward,
     .uniform = cr_cuda_uniform,
+    .rng_skip = cr_cuda_rng_advance,
     .permutation = cr_cuda_permutation,
     .categorical_sample = cr_cuda_categorical_sample,
     .categorical_argmax = cr_cuda_categorical_argmax,
