@@ -63,7 +63,7 @@ static const arg_spec train_specs[] = {
     {"precision", ARG_PRECISION, CFG(precision), 0, 0, 0, "fp32, or on the GPU tf32 (cuBLAS products on TF32 tensor cores), bf16 or fp16 (every product's inputs in the format, fp32 sums; fp16 with dynamic loss scaling)"},
     {"resume", ARG_STR, offsetof(train_opts, resume), PATH_MAX, 0, 0, "continue from this checkpoint"},
     {"config", ARG_STR, offsetof(train_opts, config), PATH_MAX, 0, 0, CONFIG_HELP},
-    {"num-gpus", ARG_INT, offsetof(train_opts, num_gpus), 0, 1, 1024, "data parallel in this process on this many GPUs, gradients exchanged over NCCL (docs/multigpu.md; for now 1: the NCCL path on one GPU; several: mpirun -np N)"},
+    {"num-gpus", ARG_INT, offsetof(train_opts, num_gpus), 0, 1, 1024, "data parallel in this process on this many GPUs (a thread each, from --actor-device on), gradients exchanged over NCCL (docs/multigpu.md; 1: the NCCL path on one GPU)"},
 };
 #define N_TRAIN_SPECS ((int)(sizeof train_specs / sizeof train_specs[0]))
 
@@ -409,6 +409,32 @@ static const char *algo_of(int argc, char **argv, const toml_doc *doc) {
 
 static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc_path);
 
+/* --num-gpus N > 1: the job's ranks, a thread each (cudarl_dist_run_threads), rank r on GPU
+ * first_gpu + r; rank 0 on the context the command opened. */
+typedef struct ppo_threads {
+    const cudarl_ppo_config *cfg;
+    const char *resume;
+    cudarl_ctx *ctx0;
+    int first_gpu;
+    cudarl_train_summary *sum0; /* rank 0's */
+} ppo_threads;
+
+static int ppo_rank(int rank, void *arg) {
+    const ppo_threads *j = arg;
+    cudarl_ctx *ctx = j->ctx0;
+    cudarl_train_summary sum;
+    if (rank > 0 && cudarl_ctx_init(&ctx, CUDARL_DEVICE_CUDA, j->first_gpu + rank) != CUDARL_OK) {
+        fprintf(stderr, "cudarl train: rank %d (cuda:%d): %s\n", rank, j->first_gpu + rank,
+                cudarl_last_error());
+        return EXIT_FAILURE;
+    }
+    cudarl_status s = cudarl_ppo_train(ctx, j->cfg, j->resume, rank == 0 ? j->sum0 : &sum);
+    if (s != CUDARL_OK)
+        fprintf(stderr, "cudarl train: rank %d: training failed: %s\n", rank, cudarl_last_error());
+    if (rank > 0) cudarl_ctx_free(ctx);
+    return s == CUDARL_OK ? 0 : EXIT_FAILURE;
+}
+
 int cmd_train(int argc, char **argv) {
     toml_doc *doc;
     const char *path;
@@ -503,6 +529,13 @@ static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc
             cudarl_ctx_free(ctx);
             return EXIT_USAGE;
         }
+        if (actor + o.num_gpus > cudarl_cuda_device_count()) {
+            fprintf(stderr, "cudarl train: --num-gpus %d from --actor-device %d needs cuda:%d, "
+                    "and this machine has %d CUDA GPUs; lower one of the two\n", o.num_gpus,
+                    actor, actor + o.num_gpus - 1, cudarl_cuda_device_count());
+            cudarl_ctx_free(ctx);
+            return EXIT_USAGE;
+        }
     }
     static char toml[16384];
     if (render_config(train_specs, N_TRAIN_SPECS, &o, &o.cfg.device, cudarl_ctx_kind(ctx), toml,
@@ -513,7 +546,14 @@ static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc
     o.cfg.config_toml = toml;
     cmd_catch_stop_signals();
     cudarl_train_summary sum;
-    cudarl_status s = cudarl_ppo_train(ctx, &o.cfg, o.resume[0] ? o.resume : NULL, &sum);
+    cudarl_status s;
+    if (o.num_gpus > 1) { /* a rank that fails ends the process, naming itself */
+        ppo_threads job = {&o.cfg, o.resume[0] ? o.resume : NULL, ctx, actor, &sum};
+        s = cudarl_dist_run_threads(o.num_gpus, ppo_rank, &job) == 0 ? CUDARL_OK
+                                                                      : CUDARL_ERR_IO;
+    } else {
+        s = cudarl_ppo_train(ctx, &o.cfg, o.resume[0] ? o.resume : NULL, &sum);
+    }
     cudarl_ctx_free(ctx);
     if (s != CUDARL_OK) return cmd_fail("training failed");
     if (cudarl_dist_rank() != 0) return sum.interrupted ? cmd_interrupted_exit_code() : 0;

@@ -1,6 +1,8 @@
 /* The communicator's launch detection, shared by both builds (ops/comm.h). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ops/comm.h"
 
@@ -57,11 +59,6 @@ cudarl_status cr_comm_local_gpus(int n) {
                        "NCCL, and this cudarl was built without it; install NCCL (libnccl-dev, "
                        "or pip's nvidia-nccl-cu13) and rebuild with -DCUDARL_NCCL=ON "
                        "(NCCL_ROOT=<its folder> if CMake does not find it)", n);
-    if (n > 1)
-        return cr_fail(CUDARL_ERR_UNSUPPORTED, "--num-gpus %d: one process driving several "
-                       "GPUs (a thread each) is not built yet, only --num-gpus 1; run "
-                       "mpirun -np %d cudarl train --device cuda ... (a rank per GPU; "
-                       "docs/multigpu.md)", n, n);
     local_gpus = n;
     return CUDARL_OK;
 }
@@ -80,6 +77,97 @@ int cr_comm_local_rank(void) {
 }
 
 int cr_comm_dev_wanted(void) { return cr_comm_size() > 1 || local_gpus > 0; }
+
+/* ---- a job of threads (--num-gpus N) ---- */
+
+typedef struct thread_group {
+    int n;
+    pthread_barrier_t barrier;
+    const void **slot; /* each rank's buffer of the exchange under way */
+} thread_group;
+
+static thread_group *group;          /* set while cr_comm_run_threads runs */
+static _Thread_local int group_rank = -1;
+
+typedef struct thread_start {
+    int rank;
+    int (*fn)(int rank, void *arg);
+    void *arg;
+} thread_start;
+
+static void *thread_main(void *a) {
+    const thread_start *t = a;
+    group_rank = t->rank;
+    int rc = t->fn(t->rank, t->arg);
+    if (rc != 0) {
+        fprintf(stderr, "cudarl: rank %d of %d failed (exit code %d); ending the job\n",
+                t->rank, group->n, rc);
+        fflush(stdout), fflush(stderr);
+        exit(rc); /* the others may wait for this rank in an exchange */
+    }
+    return NULL;
+}
+
+int cr_comm_run_threads(int n, int (*fn)(int rank, void *arg), void *arg) {
+    CUDARL_ASSERT(n >= 1 && n <= 4096 && !group && cr_comm_launched_size() == 0);
+    thread_group g = {.n = n};
+    thread_start *starts = calloc((size_t)n, sizeof *starts);
+    pthread_t *threads = calloc((size_t)n, sizeof *threads);
+    g.slot = calloc((size_t)n, sizeof *g.slot);
+    CUDARL_ASSERT(starts && threads && g.slot && pthread_barrier_init(&g.barrier, NULL, (unsigned)n) == 0);
+    group = &g;
+    for (int r = 0; r < n; r++) starts[r] = (thread_start){r, fn, arg};
+    for (int r = 1; r < n; r++)
+        if (pthread_create(&threads[r], NULL, thread_main, &starts[r]) != 0) {
+            fprintf(stderr, "cudarl: could not start the thread of rank %d of %d; ending\n", r, n);
+            exit(1);
+        }
+    group_rank = 0;
+    int rc = fn(0, arg);
+    if (rc != 0 && n > 1) {
+        fprintf(stderr, "cudarl: rank 0 of %d failed (exit code %d); ending the job\n", n, rc);
+        fflush(stdout), fflush(stderr);
+        exit(rc);
+    }
+    for (int r = 1; r < n; r++) pthread_join(threads[r], NULL);
+    group_rank = -1;
+    group = NULL;
+    pthread_barrier_destroy(&g.barrier);
+    free(starts), free(threads), free(g.slot);
+    return rc;
+}
+
+int cr_comm_thread_rank(void) { return group ? group_rank : -1; }
+int cr_comm_thread_size(void) { return group->n; }
+
+/* Every rank's `send` is posted, every rank reads what it needs, and none returns (so frees or
+ * reuses its buffer) before all have read. */
+void cr_comm_thread_allgather(const void *send, void *recv, size_t bytes) {
+    const int n = group->n;
+    group->slot[group_rank] = send;
+    pthread_barrier_wait(&group->barrier);
+    for (int r = 0; r < n; r++)
+        if ((char *)recv + (size_t)r * bytes != group->slot[r])
+            memmove((char *)recv + (size_t)r * bytes, group->slot[r], bytes);
+    pthread_barrier_wait(&group->barrier);
+}
+
+void cr_comm_thread_gather0(const void *send, void *recv, size_t bytes) {
+    group->slot[group_rank] = send;
+    pthread_barrier_wait(&group->barrier);
+    if (group_rank == 0)
+        for (int r = 0; r < group->n; r++)
+            if ((char *)recv + (size_t)r * bytes != group->slot[r])
+                memmove((char *)recv + (size_t)r * bytes, group->slot[r], bytes);
+    pthread_barrier_wait(&group->barrier);
+}
+
+void cr_comm_thread_bcast0(void *buf, size_t bytes) {
+    if (group_rank == 0) group->slot[0] = buf;
+    pthread_barrier_wait(&group->barrier);
+    if (group_rank != 0) memcpy(buf, group->slot[0], bytes);
+    pthread_barrier_wait(&group->barrier);
+}
 
 #ifdef CUDARL_WITH_CUDA
 #include "ops/backend.h"
@@ -162,4 +250,7 @@ int cudarl_dist_rank(void) { return cr_comm_rank(); }
 int cudarl_dist_size(void) { return cr_comm_size(); }
 cudarl_status cudarl_dist_local_gpus(int num_gpus) { return cr_comm_local_gpus(num_gpus); }
 int cudarl_dist_local_rank(void) { return cr_comm_local_rank(); }
+int cudarl_dist_run_threads(int n, int (*fn)(int rank, void *arg), void *arg) {
+    return cr_comm_run_threads(n, fn, arg);
+}
 void cudarl_dist_abort(int code) { cr_comm_abort(code); }

@@ -61,14 +61,28 @@ void cr_comm_sum_ranks_f32(const float *all, float *out, size_t n, int ranks);
 /* 1 when this build reduces device buffers over NCCL (CUDA and CUDARL_NCCL), else 0. */
 int cr_comm_nccl_built(void);
 /* --num-gpus: this process is a job of its own, `n` ranks of one GPU each, in one process (n = 1:
- * this thread, a job of one rank that still exchanges over NCCL). Refused when mpirun started the
- * process, n < 1, or n > 1 (one thread per GPU: not yet; mpirun -np N runs N GPUs). Before
- * cr_comm_dev_open. */
+ * this thread, a job of one rank that still exchanges over NCCL; n > 1: the threads of
+ * cr_comm_run_threads). Refused when mpirun started the process, n < 1, n over the GPU count,
+ * or without NCCL. Before cr_comm_dev_open. */
 cudarl_status cr_comm_local_gpus(int n);
 /* This rank's index among the job's ranks on its host (the launcher's OMPI_COMM_WORLD_LOCAL_RANK,
  * MPI_LOCALRANKID, PMI_LOCAL_RANK or SLURM_LOCALID; the rank where none is set; 0 outside a job):
  * the GPU a rank opens. */
 int cr_comm_local_rank(void);
+/* Runs fn(rank, arg) on n threads, rank 0 on the calling thread, as the ranks of a job of n in
+ * this process (--num-gpus n): meanwhile every host exchange above (cr_comm_rank, _size,
+ * _allgather, _gather0, _bcast0) is the calling thread's, through shared memory and a barrier.
+ * A rank whose fn returns non-zero ends the process with that code (the others would wait for it
+ * in their next exchange), as MPI_Abort ends a job. Returns rank 0's result once every thread
+ * ended; refused under mpirun or inside another group. */
+int cr_comm_run_threads(int n, int (*fn)(int rank, void *arg), void *arg);
+/* The calling thread's rank in the group of cr_comm_run_threads, or -1 outside one (the host
+ * communicators ask it first). */
+int cr_comm_thread_rank(void);
+int cr_comm_thread_size(void);
+void cr_comm_thread_allgather(const void *send, void *recv, size_t bytes);
+void cr_comm_thread_gather0(const void *send, void *recv, size_t bytes);
+void cr_comm_thread_bcast0(void *buf, size_t bytes);
 /* The --num-gpus of cr_comm_local_gpus, or 0. */
 int cr_comm_local_gpu_count(void);
 /* 1 when a run on a GPU context should open the device communicator: a job of 2 or more ranks,

@@ -12,6 +12,9 @@
         one process's with the same envs and seed (the same rollout), the ranks' weights stay
         identical (the trainer's per-iteration hash check would stop the job), and two runs
         repeat bit for bit.
+  ng2   (2 GPUs; else exit 77) `cudarl train --num-gpus 2` (one process, a thread per GPU): the
+        first iteration's episodes equal one GPU's, two runs repeat bit for bit, and, with
+        mpirun, the run equals `mpirun -np 2`'s bit for bit (the same job, threads or processes).
 """
 import argparse
 import os
@@ -92,19 +95,47 @@ def group_np2(work):
           "identical, 2-GPU runs repeat bit for bit")
 
 
+def group_ng2(work):
+    n = gpu_count()
+    if n < 2:
+        print(f"ng2: skipped: {n} GPU(s) here, 2 needed")
+        sys.exit(SKIP)
+    extra = ["--total-timesteps", "163840", "--seed", "1"]
+    tm.run_ok(["train", *GPU, "--run-name", "one", *extra], work)
+    ng2 = tm.run_ok(["train", *GPU, "--run-name", "ng2", "--num-gpus", "2", *extra], work)
+    out = ng2.stderr + ng2.stdout
+    for said in ("rank 1 of 2", "gradients averaged over NCCL on cuda:0",
+                 "gradients averaged over NCCL on cuda:1"):
+        if said not in out:
+            tm.fail(f"--num-gpus 2 says '{said}'", out[-3000:])
+    tm.run_ok(["train", *GPU, "--run-name", "ng2_again", "--num-gpus", "2", *extra], work)
+    for c in ["charts/episodic_return", "charts/episodic_length", "charts/episodes"]:
+        a, b = tm.column(work, "one", c)[0], tm.column(work, "ng2", c)[0]
+        if a != b or a == "":
+            tm.fail("the first iteration's episodes on --num-gpus 2 equal one GPU's",
+                    f"{c}: one GPU {a!r}, --num-gpus 2 {b!r}")
+    tm.same_run(work, "ng2", "ng2_again", "two --num-gpus 2 runs of one seed")
+    also = ""
+    if tm.MPIRUN:
+        tm.run_ok(["train", *GPU, "--run-name", "mpi2", *extra], work, ranks=2)
+        tm.same_run(work, "ng2", "mpi2", "--num-gpus 2 against mpirun -np 2")
+        also = "; it equals mpirun -np 2 bit for bit"
+    print(f"ng2: --num-gpus 2: the first rollout equals one GPU's, runs repeat bit for bit{also}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cudarl", required=True)
     ap.add_argument("--mpirun", default="")
     ap.add_argument("--work", required=True)
-    ap.add_argument("--only", choices=["np1", "bad", "np2"], required=True)
+    ap.add_argument("--only", choices=["np1", "bad", "np2", "ng2"], required=True)
     a = ap.parse_args()
     tm.CUDARL = a.cudarl
     tm.MPIRUN = a.mpirun or None
     work = os.path.join(a.work, a.only)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    {"np1": group_np1, "bad": group_bad, "np2": group_np2}[a.only](work)
+    {"np1": group_np1, "bad": group_bad, "np2": group_np2, "ng2": group_ng2}[a.only](work)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,12 @@
 #include <string.h>
 
 #include "ops/cuda/cuda_common.cuh"
+
+#ifndef CUDARL_RUNTIME_ONLY // which has no communicator
+extern "C" {
+#include "ops/comm.h"
+}
+#endif
 #include "ops/cuda/conv2d_cuda.h"
 #include "ops/cuda/frames_cuda.h"
 #include "ops/cuda/loss_scale_cuda.h"
@@ -204,8 +210,19 @@ cudarl_status cr_cuda_mem_info(cudarl_ctx *ctx, size_t *free_bytes, size_t *tota
 
 // ---- graphs -----------------------------------------------------------------------------
 
+// Global: a call that would break the capture is refused on every thread of the process, so
+// that one a helper thread makes cannot slip in. In a job of threads (--num-gpus N > 1,
+// ops/comm.h) the other threads are the other ranks, which wait, copy and capture on their own
+// GPUs meanwhile: each capture then guards its own thread only.
 cudarl_status cr_cuda_graph_begin(cudarl_ctx *ctx) {
-    cudaError_t e = cudaStreamBeginCapture(cr_stream(ctx), cudaStreamCaptureModeGlobal);
+#ifndef CUDARL_RUNTIME_ONLY
+    const cudaStreamCaptureMode mode = cr_comm_thread_rank() >= 0 && cr_comm_thread_size() > 1
+                                           ? cudaStreamCaptureModeThreadLocal
+                                           : cudaStreamCaptureModeGlobal;
+#else
+    const cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+#endif
+    cudaError_t e = cudaStreamBeginCapture(cr_stream(ctx), mode);
     if (e != cudaSuccess) {
         cudaGetLastError();
         return cr_fail(CUDARL_ERR_CUDA, "cudaStreamBeginCapture: %s", cudaGetErrorString(e));

@@ -1,0 +1,4 @@
+# The host communicator of a job of threads (--num-gpus N: cr_comm_run_threads, ops/comm.c), on
+# the CPU: ranks, allgather (in place too), gather0, bcast0 and the rank-order gradient mean, over
+# many rounds, against what one thread computes.
+cudarl_test(test_comm_threads SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_threads.c LABELS cpu)
