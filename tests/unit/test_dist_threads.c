@@ -138,6 +138,8 @@ int main(int argc, char **argv) {
     size_t la, lb;
     unsigned char *ta = tensors("two_a", &la), *tb = tensors("two_b", &lb);
     CHECK_MSG(la == lb && memcmp(ta, tb, la) == 0, "two jobs' checkpoint tensors differ");
+    for (int i = 0; i < na; i++) free(one[i]), free(a[i]), free(b[i]);
+    free(one), free(a), free(b), free(ta), free(tb);
     printf("dist_threads: 2 threads' job: the first rollout equals one process's, 10 iterations "
            "repeat bit for bit (metrics, %zu bytes of checkpoint tensors)\n", la);
     return 0;
