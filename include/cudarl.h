@@ -548,6 +548,21 @@ void cudarl_dist_finalize(void);
 /* This process's rank and the job's rank count (0 and 1 outside a job). */
 int cudarl_dist_rank(void);
 int cudarl_dist_size(void);
+/* This rank's index among the ranks on its host (0 outside a job): under mpirun, rank r trains
+ * on GPU cudarl_dist_local_rank() (counted from --actor-device). */
+int cudarl_dist_local_rank(void);
+/* `cudarl train --num-gpus N`: makes this process a data-parallel job of its own on N GPUs, which
+ * exchanges its gradients over NCCL (a GPU context's run then opens its NCCL communicator).
+ * N = 1: a job of one rank on the context's GPU, which runs the NCCL exchange and equals a plain
+ * run bit for bit; N > 1: run the N ranks with cudarl_dist_run_threads, each its own context on
+ * its own GPU. Refused under mpirun, with N < 1, with more GPUs than the machine has and in a
+ * build without NCCL. Call once, before the contexts and the run. */
+cudarl_status cudarl_dist_local_gpus(int num_gpus);
+/* Runs fn(rank, arg) on n threads (rank 0 on the calling thread), the ranks of one job in this
+ * process: cudarl_dist_rank and _size are the calling thread's, and a cudarl_ppo_train called
+ * from each (a context of its own each) trains one policy on the n ranks. A rank whose fn
+ * returns non-zero ends the process with that code. Returns rank 0's result. */
+int cudarl_dist_run_threads(int n, int (*fn)(int rank, void *arg), void *arg);
 /* Ends the whole job with exit code `code` (MPI_Abort: mpirun ends the other ranks); exit(code)
  * outside a job. For a rank whose run failed, so that the others do not wait for it. */
 void cudarl_dist_abort(int code);

@@ -28,10 +28,17 @@ mkdir -p "$OUT"
 bench_deps || exit 1
 bench_wheels || exit 1
 
+# NCCL (data parallel on GPUs, docs/multigpu.md): on the lent machines only pip's
+# nvidia-nccl-cu13 has it; name its folder so CMake finds it whichever python3 it picks.
+# NVLink multicast stays off there (KINDS.md): a program that uses it can take the host's GPUs
+# out of service.
+export NCCL_NVLS_ENABLE=0
+nccl_root=${NCCL_ROOT:-$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__path__[0] + "/x"))' 2>/dev/null)}
+
 t0=$(date +%s)
-bench_build . build-gpu "$(nproc)" >/tmp/build.log 2>&1
+bench_build . build-gpu "$(nproc)" ${nccl_root:+-DNCCL_ROOT=$nccl_root} >/tmp/build.log 2>&1
 rc=$?
-status=("build-gpu: rc=$rc in $(( $(date +%s) - t0 )) s")
+status=("build-gpu: rc=$rc in $(( $(date +%s) - t0 )) s; $(grep -o 'NCCL (data-parallel training on GPUs) .*' /tmp/build.log | tail -1)")
 if [ $rc -ne 0 ]; then
   cp /tmp/build.log "$OUT/build.log"
   tail -30 /tmp/build.log

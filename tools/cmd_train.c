@@ -16,6 +16,7 @@ typedef struct train_opts {
     char algo[16];
     char resume[PATH_MAX];
     char config[PATH_MAX];
+    int num_gpus; /* --num-gpus (0: not given) */
 } train_opts;
 
 #define CFG(field) offsetof(train_opts, cfg.field)
@@ -62,6 +63,7 @@ static const arg_spec train_specs[] = {
     {"precision", ARG_PRECISION, CFG(precision), 0, 0, 0, "fp32, or on the GPU tf32 (cuBLAS products on TF32 tensor cores), bf16 or fp16 (every product's inputs in the format, fp32 sums; fp16 with dynamic loss scaling)"},
     {"resume", ARG_STR, offsetof(train_opts, resume), PATH_MAX, 0, 0, "continue from this checkpoint"},
     {"config", ARG_STR, offsetof(train_opts, config), PATH_MAX, 0, 0, CONFIG_HELP},
+    {"num-gpus", ARG_INT, offsetof(train_opts, num_gpus), 0, 1, 1024, "data parallel in this process on this many GPUs (a thread each, from --actor-device on), gradients exchanged over NCCL (docs/multigpu.md; 1: the NCCL path on one GPU)"},
 };
 #define N_TRAIN_SPECS ((int)(sizeof train_specs / sizeof train_specs[0]))
 
@@ -70,7 +72,7 @@ static const char *const resume_overridable[] = {"total-timesteps", "device", "t
                                                  "checkpoint-every", "resume", "algo", "config",
                                                  "env-device", "env-threads", "env-groups",
                                                  "actor-device", "learner-device", "mem-budget",
-                                                 NULL};
+                                                 "num-gpus", NULL};
 /* Keys a config file may not set: they name files of this command line. */
 static const char *const not_in_file[] = {"config", "resume", NULL};
 
@@ -178,7 +180,7 @@ static const char config_header[] =
     "# and env, the --config file and the flags). `cudarl train --config config.toml` runs it\n"
     "# again (add --run-name or --runs-dir for a new folder; other flags given win).\n";
 /* The flags a run's config.toml leaves out: files of the command line, not the run's config. */
-static const char *const not_saved[] = {"config", "resume", NULL};
+static const char *const not_saved[] = {"config", "resume", "num-gpus", NULL};
 
 /* The resolved config of `opts` (its device: `kind`, the context's) as TOML into out; 0, or -1
  * after one line. */
@@ -407,6 +409,32 @@ static const char *algo_of(int argc, char **argv, const toml_doc *doc) {
 
 static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc_path);
 
+/* --num-gpus N > 1: the job's ranks, a thread each (cudarl_dist_run_threads), rank r on GPU
+ * first_gpu + r; rank 0 on the context the command opened. */
+typedef struct ppo_threads {
+    const cudarl_ppo_config *cfg;
+    const char *resume;
+    cudarl_ctx *ctx0;
+    int first_gpu;
+    cudarl_train_summary *sum0; /* rank 0's */
+} ppo_threads;
+
+static int ppo_rank(int rank, void *arg) {
+    const ppo_threads *j = arg;
+    cudarl_ctx *ctx = j->ctx0;
+    cudarl_train_summary sum;
+    if (rank > 0 && cudarl_ctx_init(&ctx, CUDARL_DEVICE_CUDA, j->first_gpu + rank) != CUDARL_OK) {
+        fprintf(stderr, "cudarl train: rank %d (cuda:%d): %s\n", rank, j->first_gpu + rank,
+                cudarl_last_error());
+        return EXIT_FAILURE;
+    }
+    cudarl_status s = cudarl_ppo_train(ctx, j->cfg, j->resume, rank == 0 ? j->sum0 : &sum);
+    if (s != CUDARL_OK)
+        fprintf(stderr, "cudarl train: rank %d: training failed: %s\n", rank, cudarl_last_error());
+    if (rank > 0) cudarl_ctx_free(ctx);
+    return s == CUDARL_OK ? 0 : EXIT_FAILURE;
+}
+
 int cmd_train(int argc, char **argv) {
     toml_doc *doc;
     const char *path;
@@ -452,8 +480,18 @@ static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc
         return EXIT_USAGE;
     }
     cudarl_ctx *ctx;
-    /* the run's context on the actor's GPU (flags are parsed over the defaults: -1 is unset) */
-    const int actor = o.cfg.actor_device > 0 ? o.cfg.actor_device : 0;
+    /* the run's context on the actor's GPU (flags are parsed over the defaults: -1 is unset);
+     * under mpirun each rank of a host its own GPU, counted from there (docs/multigpu.md) */
+    const int gpus = o.cfg.device == CUDARL_DEVICE_CPU ? 0 : cudarl_cuda_device_count();
+    const int local = gpus > 0 ? cudarl_dist_local_rank() : 0; /* no GPU: the CPU, as before */
+    const int actor = (o.cfg.actor_device > 0 ? o.cfg.actor_device : 0) + local;
+    if (local > 0 && actor >= gpus) {
+        fprintf(stderr, "cudarl train: rank %d is rank %d on its host, which would train on "
+                "cuda:%d, and the host has %d CUDA GPU%s: run at most that many ranks per host "
+                "on GPUs (mpirun -np R --map-by ppr:<GPUs>:node), or --device cpu\n",
+                cudarl_dist_rank(), local, actor, gpus, gpus == 1 ? "" : "s");
+        return EXIT_FAILURE;
+    }
     if (cudarl_ctx_init(&ctx, o.cfg.device, actor) != CUDARL_OK) return cmd_fail("no device");
     if (!o.resume[0]) {
         /* the device's batch shape, then the user's flags over it */
@@ -478,6 +516,27 @@ static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc
         cudarl_ctx_free(ctx);
         return EXIT_USAGE;
     }
+    if (o.num_gpus > 0) { /* a job of its own over NCCL (docs/multigpu.md); auto: the GPU */
+        if (o.cfg.device == CUDARL_DEVICE_CPU) {
+            fprintf(stderr, "cudarl train: --num-gpus %d trains on GPUs, and --device cpu was "
+                    "given; drop one of the two (the CPU's data parallel: mpirun -np R cudarl "
+                    "train --device cpu)\n", o.num_gpus);
+            cudarl_ctx_free(ctx);
+            return EXIT_USAGE;
+        }
+        if (cudarl_dist_local_gpus(o.num_gpus) != CUDARL_OK) {
+            fprintf(stderr, "cudarl train: %s\n", cudarl_last_error());
+            cudarl_ctx_free(ctx);
+            return EXIT_USAGE;
+        }
+        if (actor + o.num_gpus > cudarl_cuda_device_count()) {
+            fprintf(stderr, "cudarl train: --num-gpus %d from --actor-device %d needs cuda:%d, "
+                    "and this machine has %d CUDA GPUs; lower one of the two\n", o.num_gpus,
+                    actor, actor + o.num_gpus - 1, cudarl_cuda_device_count());
+            cudarl_ctx_free(ctx);
+            return EXIT_USAGE;
+        }
+    }
     static char toml[16384];
     if (render_config(train_specs, N_TRAIN_SPECS, &o, &o.cfg.device, cudarl_ctx_kind(ctx), toml,
                       sizeof toml)) {
@@ -487,7 +546,14 @@ static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc
     o.cfg.config_toml = toml;
     cmd_catch_stop_signals();
     cudarl_train_summary sum;
-    cudarl_status s = cudarl_ppo_train(ctx, &o.cfg, o.resume[0] ? o.resume : NULL, &sum);
+    cudarl_status s;
+    if (o.num_gpus > 1) { /* a rank that fails ends the process, naming itself */
+        ppo_threads job = {&o.cfg, o.resume[0] ? o.resume : NULL, ctx, actor, &sum};
+        s = cudarl_dist_run_threads(o.num_gpus, ppo_rank, &job) == 0 ? CUDARL_OK
+                                                                      : CUDARL_ERR_IO;
+    } else {
+        s = cudarl_ppo_train(ctx, &o.cfg, o.resume[0] ? o.resume : NULL, &sum);
+    }
     cudarl_ctx_free(ctx);
     if (s != CUDARL_OK) return cmd_fail("training failed");
     if (cudarl_dist_rank() != 0) return sum.interrupted ? cmd_interrupted_exit_code() : 0;

@@ -113,7 +113,7 @@ typedef struct cr_env_batch {
     void *mem;            /* the block (cr_env_batch_bytes of backend memory) */
     size_t bytes;
     int64_t first;        /* the stream of env 0's seed (env i: first + i): 0, or a data-parallel
-                           * rank's first env of the job (docs/multigpu.md); the CPU twins only */
+                           * rank's first env of the job (docs/multigpu.md) */
     cr_cartpole cartpole; /* CartPole-v1: its arrays in the block (PPO's fused rollout steps
                            * them); zero for other envs */
     cr_classic classic;   /* the classic-control envs: their arrays in the block */

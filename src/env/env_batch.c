@@ -55,7 +55,7 @@ static void cartpole_copy_env(cr_env_batch *dst, int di, const cr_env_batch *src
 
 #ifdef CUDARL_WITH_CUDA
 static void cartpole_cuda_reset(cudarl_ctx *ctx, cr_env_batch *b, uint64_t seed, float *obs) {
-    cr_cartpole_cuda_reset(&b->cartpole, seed, obs, ctx->stream);
+    cr_cartpole_cuda_reset(&b->cartpole, seed, b->first, obs, ctx->stream);
 }
 
 static void cartpole_cuda_step(cudarl_ctx *ctx, cr_env_batch *b, const void *actions,
@@ -120,7 +120,7 @@ static void classic_copy_env(cr_env_batch *dst, int di, const cr_env_batch *src,
 
 #ifdef CUDARL_WITH_CUDA
 static void classic_cuda_reset(cudarl_ctx *ctx, cr_env_batch *b, uint64_t seed, float *obs) {
-    cr_classic_cuda_reset(ctx, &b->classic, seed, obs);
+    cr_classic_cuda_reset(ctx, &b->classic, seed, b->first, obs);
 }
 
 static void classic_cuda_step(cudarl_ctx *ctx, cr_env_batch *b, const void *actions, float *obs,
@@ -163,7 +163,6 @@ void cr_env_batch_init(cr_env_batch *b, const cr_env_info *info, int n, void *me
 void cr_env_batch_reset(cudarl_ctx *ctx, cr_env_batch *b, uint64_t seed, float *obs) {
 #ifdef CUDARL_WITH_CUDA
     if (ctx->kind == CUDARL_DEVICE_CUDA) {
-        CUDARL_ASSERT(b->first == 0); /* data parallel runs the CPU twins only (multigpu.md) */
         b->info->batch->cuda_reset(ctx, b, seed, obs);
         return;
     }

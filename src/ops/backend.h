@@ -51,6 +51,8 @@ struct cudarl_ctx {
     void *stream;            /* the CUDA stream every op of this context is enqueued on */
     void *impl;              /* backend-private (library handles, graphs) */
     uint64_t host_syncs;     /* copies to the host so far: each waits for the device */
+    void *comm;              /* the device communicator a data-parallel run opened on this
+                              * GPU context (ncclComm_t; ops/comm.h), or NULL */
 };
 
 typedef enum cr_activation { CR_ACT_TANH = 0, CR_ACT_RELU } cr_activation;
@@ -111,6 +113,9 @@ struct cr_backend {
     void (*relu_backward)(cudarl_ctx *ctx, const float *y, const float *dy, float *dx, size_t n);
     /* random numbers: the stream's position lives in backend memory and advances by n */
     void (*uniform)(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n);
+    /* the stream's position moves past n words unread (data parallel: the other ranks' envs'
+     * words of a draw, docs/multigpu.md) */
+    void (*rng_skip)(cudarl_ctx *ctx, cr_rng_stream *s, uint64_t n);
     /* perm (n) = a pseudo-random permutation of 0..n-1 (core/shuffle.h), keyed by the stream's
      * next CR_SHUFFLE_ROUNDS words */
     void (*permutation)(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n);

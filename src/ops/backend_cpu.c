@@ -61,6 +61,8 @@ static void cpu_uniform(cudarl_ctx *ctx, cr_rng_stream *s, float *u, int n) {
     cr_cpu_uniform(s, u, n);
 }
 
+static void cpu_rng_skip(cudarl_ctx *ctx, cr_rng_stream *s, uint64_t n) { s->offset += n; }
+
 static void cpu_permutation(cudarl_ctx *ctx, cr_rng_stream *s, int32_t *perm, int n) {
     cr_cpu_permutation(s, perm, n);
 }
@@ -326,6 +328,7 @@ const cr_backend cr_backend_cpu = {
     .linear_relu_forward = cpu_linear_relu_forward,
     .relu_backward = cpu_relu_backward,
     .uniform = cpu_uniform,
+    .rng_skip = cpu_rng_skip,
     .permutation = cpu_permutation,
     .episodes_record = cpu_episodes_record,
     .categorical_sample = cpu_categorical_sample,

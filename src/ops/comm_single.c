@@ -18,17 +18,22 @@ cudarl_status cr_comm_init(void) {
 }
 
 void cr_comm_finalize(void) {}
-int cr_comm_rank(void) { return 0; }
-int cr_comm_size(void) { return 1; }
+/* Each asks a job of threads first (--num-gpus N, cr_comm_run_threads). */
+int cr_comm_rank(void) { return cr_comm_thread_rank() >= 0 ? cr_comm_thread_rank() : 0; }
+int cr_comm_size(void) { return cr_comm_thread_rank() >= 0 ? cr_comm_thread_size() : 1; }
 
 void cr_comm_allgather(const void *send, void *recv, size_t bytes) {
-    if (recv != send) memmove(recv, send, bytes);
+    if (cr_comm_thread_rank() >= 0) cr_comm_thread_allgather(send, recv, bytes);
+    else if (recv != send) memmove(recv, send, bytes);
 }
 
 void cr_comm_gather0(const void *send, void *recv, size_t bytes) {
-    if (recv != send) memmove(recv, send, bytes);
+    if (cr_comm_thread_rank() >= 0) cr_comm_thread_gather0(send, recv, bytes);
+    else if (recv != send) memmove(recv, send, bytes);
 }
 
-void cr_comm_bcast0(void *buf, size_t bytes) { (void)buf, (void)bytes; }
+void cr_comm_bcast0(void *buf, size_t bytes) {
+    if (cr_comm_thread_rank() >= 0) cr_comm_thread_bcast0(buf, bytes);
+}
 
 _Noreturn void cr_comm_abort(int code) { exit(code); }

@@ -93,9 +93,11 @@ void cudarl_info(char *buf, size_t cap) {
 #endif
 #ifndef CUDARL_RUNTIME_ONLY /* which has no envs and no communicator */
     size_t len = strlen(buf);
-    snprintf(buf + len, cap - len, "  data parallel: %s\n",
+    snprintf(buf + len, cap - len, "  data parallel: %s; %s\n",
              cr_comm_built() ? "MPI (mpirun -np R cudarl train ...; docs/multigpu.md)"
-                             : "not built (no MPI: one process only)");
+                             : "not built (no MPI: one process only)",
+             cr_comm_nccl_built() ? "GPUs' gradients over NCCL (--device cuda; --num-gpus 1)"
+                                  : "no NCCL (GPU runs are one process of one GPU)");
     len = strlen(buf);
     const char *const *envs = cudarl_env_names();
     snprintf(buf + len, cap - len, "  environments:");

@@ -1137,11 +1137,12 @@ def config_round_trip(work, algo, file_text, override, small_args):
            work)
     run_dir = os.path.join(work, "runs", name)
     saved = os.path.join(run_dir, "config.toml")
-    check(f"{algo}: runs/{name}/config.toml is TOML (tomllib) with every flag but config and "
-          "resume, the file's values and the flags' over them")
+    check(f"{algo}: runs/{name}/config.toml is TOML (tomllib) with every flag but config, "
+          "resume and num-gpus (how this process was launched, as mpirun's -np), the file's "
+          "values and the flags' over them")
     got = read_toml(saved)
     flags = [f for f in help_flags(work, *(["--algo", "dqn"] if algo == "dqn" else []))
-             if f not in ("config", "resume")]
+             if f not in ("config", "resume", "num-gpus")]
     if sorted(got) != sorted(flags):
         fail("config.toml's keys", f"the flags of --help: {sorted(flags)}",
              f"  got: {sorted(got)}")

@@ -26,7 +26,7 @@ Groups (--only GROUP), each in its own folder <work>/<group>, emptied first:
           file resumes on 1 process too (the state is the job's, in one process's format).
   bad     refusals under 2 ranks, each naming the problem and the fix: --num-envs not divisible,
           a minibatch that does not split, and the paths not supported yet (envs on CPU
-          threads); the job ends (non-zero) without hanging.
+          threads), --num-gpus under mpirun; the job ends (non-zero) without hanging.
   dqn_np1    DQN: `mpirun -np 1` equals a plain run bit for bit (checkpoint, replay included, and
              metrics.csv less timing).
   dqn_np2    DQN on 2 ranks sharing 8 envs: every metrics row before the first train step
@@ -266,7 +266,9 @@ def group_bad(work):
             ["minibatch of 1 rows", "pick --num-minibatches"], "a minibatch of 1 row on 2 ranks")
     refused(work, ["train", *BASE, "--env-device", "cpu", *small], 2,
             ["CPU threads", "for now"], "envs on CPU threads on 2 ranks")
-    print("bad: --num-envs, the minibatch split and the env pool refused on 2 ranks")
+    refused(work, ["train", "--quiet", "--runs-dir", "runs", "--num-gpus", "1", *small], 2,
+            ["--num-gpus 1 in a job that mpirun started"], "--num-gpus under mpirun")
+    print("bad: --num-envs, the minibatch split, the env pool and --num-gpus refused on 2 ranks")
 
 
 DQN = ["--algo", "dqn", "--device", "cpu", "--threads", "1", "--quiet", "--runs-dir", "runs",

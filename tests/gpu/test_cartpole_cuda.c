@@ -154,7 +154,7 @@ static void reset_both(side *cpu, side *gpu, mirror *m, cudaStream_t st) {
     CHECK_CUDA(cudaMemcpyAsync(gpu->final_obs, cpu->final_obs, rows * sizeof(float),
                                cudaMemcpyHostToDevice, st));
     cr_cartpole_reset(&cpu->env, SEED, cpu->obs);
-    cr_cartpole_cuda_reset(&gpu->env, SEED, gpu->obs, st);
+    cr_cartpole_cuda_reset(&gpu->env, SEED, 0, gpu->obs, st);
     mirror_fetch(m, gpu, st);
     CHECK_MSG(memcmp(m->state, cpu->env.state, sizeof m->state) == 0,
               "reset states differ between CPU and GPU (must be bit-identical)");

@@ -20,6 +20,7 @@
 #include "core/nvtx.h"
 #include "algo/ppo/ppo_fused_cartpole.h"
 #include "nn/precision.h"
+#include "ops/comm.h"
 
 /* ---- memory plan ------------------------------------------------------------------------ */
 
@@ -31,7 +32,7 @@ enum { M_PARAMS, M_GRADS, M_ADAM_M, M_ADAM_V, M_ADAM_T, M_LR, M_ENV, M_OBS, M_FI
        M_EP_LENGTH, M_FUSED_SCRATCH, M_FIN_RETURN, M_FIN_LENGTH, M_ACT_PARAMS, M_ALT_OBS,
        M_ALT_FINAL_OBS, M_ALT_ACTIONS, M_ALT_LOGP, M_ALT_REWARDS, M_ALT_VALUES,
        M_ALT_FINAL_VALUES, M_ALT_NEXT_VALUES, M_ALT_ADV, M_ALT_RETURNS, M_ALT_TERM, M_ALT_TRUNC,
-       M_ALT_DONE, M_NORM, M_KEPT_OBS, M_KEPT_STEP, M_KEPT_VALUES, M_COUNT };
+       M_ALT_DONE, M_NORM, M_KEPT_OBS, M_KEPT_STEP, M_KEPT_VALUES, M_DIST_GRADS, M_COUNT };
 
 size_t cr_ppo_norm_doubles(const cr_ppo *p) {
     return (p->cfg.norm_obs ? 2 * (size_t)p->D + 1 : 0) +
@@ -78,7 +79,8 @@ static int fused_policy_steps(const cr_ppo *p, const cudarl_ctx *ctx) {
 
 /* Whether the whole rollout is one kernel (env included: CartPole's batch on the device). */
 static int fused_rollout(const cr_ppo *p, const cudarl_ctx *ctx) {
-    return fused_policy_steps(p, ctx) && !cr_ppo_pool_wanted(p) &&
+    /* data parallel: the kernel draws every env's uniforms of the stream, not a rank's share */
+    return fused_policy_steps(p, ctx) && !cr_ppo_pool_wanted(p) && p->ranks == 1 &&
            p->env_info->batch == &cr_cartpole_batch; /* the kernel steps CartPole itself */
 }
 
@@ -138,6 +140,8 @@ static void plan_memory(const cr_ppo *p, const cudarl_ctx *ctx, cr_plan *pl) {
         {"rollout.kept_obs", cr_ppo_conv_keeps_truncated(p) ? N * D : 0},
         {"rollout.kept_step", cr_ppo_conv_keeps_truncated(p) ? N * 4 : 0},
         {"rollout.kept_values", cr_ppo_conv_keeps_truncated(p) ? N * F : 0},
+        /* data parallel on a GPU: every rank's gradient, gathered by NCCL (ppo_dist.c) */
+        {"dist.grads", p->dev_comm ? (size_t)p->ranks * P * F : 0},
     };
     cr_plan_init(pl);
     for (int i = 0; i < M_COUNT; i++) cr_plan_add(pl, items[i].name, items[i].bytes);
@@ -155,6 +159,7 @@ static void carve_memory(cr_ppo *p) {
         p->cnn.kept_values = cr_arena_get(a, M_KEPT_VALUES);
     }
     p->params = cr_arena_get(a, M_PARAMS), p->grads = cr_arena_get(a, M_GRADS);
+    if (p->dev_comm) p->dist_grads = cr_arena_get(a, M_DIST_GRADS);
     p->adam_m = cr_arena_get(a, M_ADAM_M), p->adam_v = cr_arena_get(a, M_ADAM_V);
     p->adam_t = cr_arena_get(a, M_ADAM_T), p->lr = cr_arena_get(a, M_LR);
     if (p->twin_envs) {
@@ -411,6 +416,8 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
     if (s == CUDARL_OK) s = cr_ppo_pool_wanted(p) ? cr_ppo_pool_init(p) : CUDARL_OK;
     if (s == CUDARL_OK && cfg->async) s = async_init(p);
     if (s == CUDARL_OK) s = cr_ppo_parts_init(p);
+    /* a GPU in a job: its NCCL communicator, made by every rank together */
+    if (s == CUDARL_OK && p->dev_comm) s = cr_comm_dev_open(ctx, p->dist_grads, p->num_params);
     if (s != CUDARL_OK) {
         cr_ppo_free(p);
         return s;
@@ -592,7 +599,8 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
         cr_mlp_backward(ctx, &actor, &g_actor, p->mb_obs, p->mb_dlogits, &p->cache_actor, mb);
         cr_mlp_backward(ctx, &critic, &g_critic, p->mb_obs, p->mb_dvalue, &p->cache_critic, mb);
     }
-    if (p->ranks > 1) cr_ppo_dist_mean_grads(p); /* the job's gradient, the same on every rank */
+    if (p->ranks > 1 || p->dev_comm)
+        cr_ppo_dist_mean_grads(p); /* the job's gradient, the same on every rank */
     cr_amp_step(ctx, &p->amp, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr,
                 0.9f, 0.999f, 1e-5f, p->adam_t, 1, p->cfg.max_grad_norm,
                 &p->acc->grad_norm_sum);
@@ -904,7 +912,8 @@ static cudarl_status train_loop(cr_ppo *p) {
     p->prof.syncs_start = ctx->host_syncs;
     cr_metrics_pipe m; /* not with --profile, whose phase timing synchronises anyway, nor with
                         * --async, whose metrics are read after the host waits for the update */
-    cr_pipe_init(&m, ctx, sizeof(cr_ppo_slot), !p->cfg.profile && !p->learner);
+    cr_pipe_init(&m, ctx, sizeof(cr_ppo_slot), !p->cfg.profile && !p->learner &&
+                 p->ranks == 1); /* ranks > 1: the weights are hashed as the iteration ends */
     while (p->iteration < p->num_iterations && !cr_ppo_dist_stop_requested(p) && s == CUDARL_OK) {
         p->iteration++;
         float lr = current_lr(p);
@@ -965,9 +974,14 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
     if (s == CUDARL_OK) s = open_run_dir(&p, resume_path != NULL);
     p.tty = isatty(STDERR_FILENO);
     if (s == CUDARL_OK) {
-        if (p.ranks > 1)
-            CR_INFO("data parallel: rank %d of %d, envs %d..%d of %d, minibatches of %d rows here",
-                    p.rank, p.ranks, p.rank * p.N, (p.rank + 1) * p.N - 1, p.world_N, p.mb);
+        char over[64] = "";
+        if (p.dev_comm)
+            snprintf(over, sizeof over, ", gradients averaged over NCCL on cuda:%d",
+                     ctx->device_index);
+        if (p.ranks > 1 || p.dev_comm)
+            CR_INFO("data parallel: rank %d of %d, envs %d..%d of %d, minibatches of %d rows "
+                    "here%s", p.rank, p.ranks, p.rank * p.N, (p.rank + 1) * p.N - 1, p.world_N,
+                    p.mb, over);
         CR_INFO("training PPO on %s: %d envs x %d steps (%s), %lld iterations, policy %s, %zu "
                 "parameters, %s, run %s", p.cfg.env_id, p.world_N, p.T,
                 p.pool ? "stepped on CPU threads" : p.twin_envs ? "stepped by their CUDA twin"

@@ -6,8 +6,10 @@
  * minibatches of mb/R rows; the gradients are averaged across ranks in rank order before the
  * clip and Adam, so the weights stay identical on every rank (checked every iteration). The
  * running normalizations take the job's rows of each step, gathered, as one process does.
- * The CPU path only for now: the MLP policy on the CPU env batch (CartPole-v1, the classic-control
- * envs), the op-by-op update. */
+ * On the CPU: the MLP policy on the CPU env batch (CartPole-v1, the classic-control envs), the
+ * op-by-op update, over MPI. On a GPU (dev_comm): the MLP policy on CartPole-v1's CUDA batch, the
+ * gradients averaged on the device over NCCL (ops/comm.h hides which); --num-gpus 1 runs that
+ * exchange in a job of one rank, bit for bit a plain run. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,21 +30,37 @@ typedef struct dist_part {
 } dist_part;
 
 static cudarl_status refuse(const cr_ppo *p, const char *what) {
+    if (p->dev_comm)
+        return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s, and this run is data parallel on GPUs (%s): "
+                       "on a GPU it runs PPO with --policy mlp on CartPole-v1's CUDA env batch, "
+                       "fp32, for now (docs/multigpu.md); run it as one plain process, or drop "
+                       "the setting", what,
+                       cr_comm_local_gpu_count() ? "--num-gpus" : "mpirun on --device cuda");
     return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s, and this run is one of %d ranks (mpirun): "
                    "data-parallel training runs PPO with --policy mlp on the CPU env batch "
-                   "(--device cpu: CartPole-v1 and the classic-control envs) for now (docs/multigpu.md); run it as one process, or "
-                   "drop the setting", what, p->ranks);
+                   "(--device cpu: CartPole-v1 and the classic-control envs) or on "
+                   "CartPole-v1's CUDA batch (--device cuda, over NCCL) for now "
+                   "(docs/multigpu.md); run it as one process, or drop the setting", what,
+                   p->ranks);
 }
 
 cudarl_status cr_ppo_dist_init(cr_ppo *p) {
     const cudarl_ppo_config *c = &p->cfg;
     p->rank = cr_comm_rank(), p->ranks = cr_comm_size();
     p->world_N = p->N, p->world_batch = p->batch;
-    if (p->ranks == 1) return CUDARL_OK;
+    p->dev_comm = p->ctx->kind == CUDARL_DEVICE_CUDA && cr_comm_dev_wanted();
+    if (p->ranks == 1 && !p->dev_comm) return CUDARL_OK;
     const int R = p->ranks;
-    if (p->ctx->kind != CUDARL_DEVICE_CPU)
-        return refuse(p, "the context is a GPU (data parallel on GPUs, over NCCL, is the next "
-                         "step; use --device cpu)");
+    if (p->dev_comm) { /* what the GPU path does not split yet */
+        if (c->norm_obs || c->norm_reward)
+            return refuse(p, "--norm-obs or --norm-reward is set (the job's statistics are "
+                             "gathered on the host: the CPU path's)");
+        if (!p->conv && !cr_ppo_pool_wanted(p) && p->env_info->batch != &cr_cartpole_batch)
+            return refuse(p, "the env is not CartPole-v1 (another env's batch block is "
+                             "gathered from host memory for the checkpoint)");
+        if (p->cfg.learner_device >= 0 && p->cfg.learner_device != p->ctx->device_index)
+            return refuse(p, "--learner-device names another GPU");
+    }
     if (p->conv) return refuse(p, "--policy is a convolutional network");
     if (cr_ppo_pool_wanted(p)) return refuse(p, "the envs step on CPU threads (--env-device cpu "
                                                 "or an env without a batch twin)");
@@ -63,6 +81,7 @@ cudarl_status cr_ppo_dist_init(cr_ppo *p) {
     p->N = c->num_envs / R;
     p->batch = p->T * p->N;
     p->mb = p->batch / c->num_minibatches;
+    if (p->dev_comm) return CUDARL_OK; /* dist_grads: in the arena (device memory) */
     p->dist_grads = malloc((size_t)R * p->num_params * sizeof(float));
     if (!p->dist_grads) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the "
                                        "ranks' gradients (%d x %zu floats)", R, p->num_params);
@@ -80,17 +99,21 @@ cudarl_status cr_ppo_dist_init(cr_ppo *p) {
 }
 
 void cr_ppo_dist_free(cr_ppo *p) {
+    if (p->dev_comm) {
+        cr_comm_dev_close(p->ctx);
+        p->dist_grads = NULL; /* the arena's */
+    }
     free(p->dist_grads), free(p->dist_obs), free(p->dist_rew), free(p->dist_term);
     p->dist_grads = p->dist_obs = p->dist_rew = NULL, p->dist_term = NULL;
 }
 
 void cr_ppo_dist_skip(cr_ppo *p, int64_t words) {
-    CUDARL_ASSERT(p->ctx->kind == CUDARL_DEVICE_CPU && words >= 0); /* the stream is host memory */
-    p->sampler->offset += (uint64_t)words;
+    CUDARL_ASSERT(words >= 0);
+    if (words) p->ctx->ops->rng_skip(p->ctx, p->sampler, (uint64_t)words);
 }
 
 void cr_ppo_dist_mean_grads(cr_ppo *p) {
-    cr_comm_mean_f32(p->grads, p->dist_grads, p->num_params);
+    cr_comm_dev_mean_f32(p->ctx, p->grads, p->dist_grads, p->num_params);
 }
 
 void cr_ppo_dist_obs_stats(cr_ppo *p, const float *obs) {
@@ -111,11 +134,20 @@ void cr_ppo_dist_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated
     memcpy(reward, out + (size_t)p->rank * n, n * sizeof(float));
 }
 
-/* FNV-1a over the bytes of the weights and Adam's moments. */
-static uint64_t weights_hash(const cr_ppo *p) {
+/* FNV-1a over the bytes of the weights and Adam's moments (a GPU's: copied to the host once per
+ * reported iteration, the metrics pipe off, so that every rank hashes the same iteration's). */
+static uint64_t weights_hash(cr_ppo *p) {
     uint64_t h = CR_COMM_FNV1A_START;
+    const size_t bytes = p->num_params * sizeof(float);
     const float *arr[3] = {p->params, p->adam_m, p->adam_v};
-    for (int k = 0; k < 3; k++) h = cr_comm_fnv1a(h, arr[k], p->num_params * sizeof(float));
+    cudarl_ctx *ctx = p->ctx;
+    float *host = ctx->kind == CUDARL_DEVICE_CPU ? NULL : cr_comm_host_alloc(bytes, "the weights' hash");
+    for (int k = 0; k < 3; k++) {
+        const float *a = arr[k];
+        if (host) ctx->ops->copy_to_host(ctx, host, a, bytes), a = host;
+        h = cr_comm_fnv1a(h, a, bytes);
+    }
+    free(host);
     return h;
 }
 

@@ -130,7 +130,10 @@ typedef struct cr_ppo {
     int dist_local_N;      /* a resume's local N while load_state reads the job's (ppo_checkpoint.c) */
     cr_env_batch *dist_env; /* ... and the job's env batch (host) that it reads the block into */
     cr_episode_log world_log; /* ranks > 1: the job's finished episodes (rank 0's rows report it) */
-    float *dist_grads;     /* ranks > 1: every rank's gradient (ranks x P), host memory */
+    float *dist_grads;     /* ranks > 1 or dev_comm: every rank's gradient (ranks x P), the
+                            * context's memory (host: malloc'd; a GPU's: in the arena) */
+    int dev_comm;          /* a GPU context in a job (mpirun -np R > 1, or --num-gpus): the
+                            * gradients are averaged over its device communicator (NCCL) */
     int dist_stop;         /* ranks > 1: some rank was asked to stop (the loop ends on all) */
     float *dist_obs, *dist_rew; /* ranks > 1, --norm-obs / --norm-reward: the job's step (host) */
     uint8_t *dist_term;
@@ -344,7 +347,7 @@ void cr_ppo_dist_free(cr_ppo *p);
 /* ranks > 1: moves the sampler past `before` of the job's uniforms of a draw (the lower ranks'
  * envs') or `after` them (the higher ranks'). */
 void cr_ppo_dist_skip(cr_ppo *p, int64_t words);
-/* ranks > 1: grads = the mean of every rank's grads, summed in rank order (identical on every
+/* ranks > 1 or dev_comm: grads = the mean of every rank's grads, summed in rank order (identical on every
  * rank whatever MPI does). */
 void cr_ppo_dist_mean_grads(cr_ppo *p);
 /* ranks > 1, once per reported iteration: h_metrics becomes the job's (losses, value sums,

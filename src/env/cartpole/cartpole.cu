@@ -47,13 +47,13 @@ static unsigned cartpole_blocks(const cr_cartpole *env) {
     return (unsigned)((env->num_envs + CARTPOLE_THREADS - 1) / CARTPOLE_THREADS);
 }
 
-// Seeds env i with stream i of seed, draws its first state and writes obs (N, 4).
-__global__ void cartpole_reset_kernel(cr_cartpole env, uint64_t seed, float *obs) {
+// Seeds env i with stream first + i of seed, draws its first state and writes obs (N, 4).
+__global__ void cartpole_reset_kernel(cr_cartpole env, uint64_t seed, int64_t first, float *obs) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= env.num_envs) return;
     size_t row = (size_t)i * CR_CARTPOLE_OBS_DIM;
     cr_philox_state rng;
-    cr_philox_seed_hd(&rng, seed, (uint64_t)i);
+    cr_philox_seed_hd(&rng, seed, (uint64_t)(first + i));
     double s[CR_CARTPOLE_OBS_DIM];
     int32_t elapsed;
     cr_cartpole_reset_one(s, &elapsed, &rng);
@@ -86,10 +86,11 @@ __global__ void cartpole_step_kernel(cr_cartpole env, const int32_t *actions, fl
     if (done) done[i] = (uint8_t)ended;
 }
 
-extern "C" void cr_cartpole_cuda_reset(cr_cartpole *env, uint64_t seed, float *obs,
+extern "C" void cr_cartpole_cuda_reset(cr_cartpole *env, uint64_t seed, int64_t first, float *obs,
                                        void *stream) {
     cudaStream_t st = (cudaStream_t)stream;
-    cartpole_reset_kernel<<<cartpole_blocks(env), CARTPOLE_THREADS, 0, st>>>(*env, seed, obs);
+    cartpole_reset_kernel<<<cartpole_blocks(env), CARTPOLE_THREADS, 0, st>>>(*env, seed, first,
+                                                                             obs);
     CUDA_CHECK_LAUNCH(st);
 }
 

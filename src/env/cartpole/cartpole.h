@@ -71,7 +71,8 @@ int cr_cartpole_check_state(const double s[4], char *why, size_t cap);
 
 /* Seeds env i with stream i of `seed`, resets every env, writes obs (N, 4) (device). Draws the
  * same states as cr_cartpole_reset. */
-void cr_cartpole_cuda_reset(cr_cartpole *env, uint64_t seed, float *obs, void *stream);
+void cr_cartpole_cuda_reset(cr_cartpole *env, uint64_t seed, int64_t first, float *obs,
+                            void *stream);
 /* Steps every env with actions (N) in {0, 1}, as cr_cartpole_step: writes obs (N, 4), reward (N),
  * terminated (N), truncated (N), when done is not NULL done (N) = terminated | truncated, and
  * final_obs (N, 4) rows of envs that ended (others untouched) (all device). */

@@ -79,7 +79,8 @@ void cr_classic_set_state(cr_classic *c, int i, const void *state, int32_t elaps
  * graph). The same results as cr_classic_reset and cr_classic_step, but for the last ulp of
  * CUDA's cos, sin and pow against glibc's. A discrete action out of range traps the kernel (the
  * CPU's abort), which the next synchronising CUDA call reports. */
-void cr_classic_cuda_reset(cudarl_ctx *ctx, const cr_classic *c, uint64_t seed, float *obs);
+void cr_classic_cuda_reset(cudarl_ctx *ctx, const cr_classic *c, uint64_t seed, int64_t first,
+                           float *obs);
 void cr_classic_cuda_step(cudarl_ctx *ctx, const cr_classic *c, const void *actions, float *obs,
                           float *reward, uint8_t *terminated, uint8_t *truncated, uint8_t *done,
                           float *final_obs);

@@ -124,13 +124,14 @@ __device__ __forceinline__ void store_state(const typename E::state *s, uint32_t
 // writes obs (N, D).
 template <typename E>
 __global__ void __launch_bounds__(CLASSIC_THREADS)
-    classic_reset_kernel(uint32_t *states, int32_t *elapsed, int n, uint64_t seed, float *obs) {
+    classic_reset_kernel(uint32_t *states, int32_t *elapsed, int n, uint64_t seed, int64_t first,
+                         float *obs) {
     int i = blockIdx.x * CLASSIC_THREADS + threadIdx.x;
     if (i >= n) return;
     typename E::state s;
     uint32_t *w = reinterpret_cast<uint32_t *>(&s);
     for (int k = 0; k < words<E>::N; k++) w[k] = 0;
-    E::seed(&s, seed, (uint64_t)i);
+    E::seed(&s, seed, (uint64_t)(first + i));
     E::reset(&s, obs + (size_t)i * E::OBS);
     store_state<E>(&s, states, i, n);
     elapsed[i] = 0;
@@ -167,12 +168,13 @@ static unsigned blocks_of(int n) {
 }
 
 template <typename E>
-static void launch_reset(cudarl_ctx *ctx, const cr_classic *c, uint64_t seed, float *obs) {
+static void launch_reset(cudarl_ctx *ctx, const cr_classic *c, uint64_t seed, int64_t first,
+                         float *obs) {
     CUDARL_ASSERT(sizeof(typename E::state) == c->def->state_bytes);
     CUDARL_ASSERT(E::OBS == c->def->obs_shape[0] && E::ACTIONS == c->def->num_actions);
     CUDARL_ASSERT(E::DIM == c->def->action_dim);
     classic_reset_kernel<E><<<blocks_of(c->num_envs), CLASSIC_THREADS, 0, cr_stream(ctx)>>>(
-        c->states, c->elapsed, c->num_envs, seed, obs);
+        c->states, c->elapsed, c->num_envs, seed, first, obs);
     CR_CUDA_LAUNCHED(ctx);
 }
 
@@ -182,14 +184,14 @@ template <typename E> static void launch_step(cudarl_ctx *ctx, const step_args &
 }
 
 extern "C" void cr_classic_cuda_reset(cudarl_ctx *ctx, const cr_classic *c, uint64_t seed,
-                                      float *obs) {
+                                      int64_t first, float *obs) {
     CUDARL_ASSERT(ctx->kind == CUDARL_DEVICE_CUDA && obs != NULL);
     switch (c->kind) {
-    case CR_CLASSIC_ACROBOT: launch_reset<acrobot_env>(ctx, c, seed, obs); break;
-    case CR_CLASSIC_MOUNTAIN_CAR: launch_reset<mountain_car_env>(ctx, c, seed, obs); break;
-    case CR_CLASSIC_PENDULUM: launch_reset<pendulum_env>(ctx, c, seed, obs); break;
+    case CR_CLASSIC_ACROBOT: launch_reset<acrobot_env>(ctx, c, seed, first, obs); break;
+    case CR_CLASSIC_MOUNTAIN_CAR: launch_reset<mountain_car_env>(ctx, c, seed, first, obs); break;
+    case CR_CLASSIC_PENDULUM: launch_reset<pendulum_env>(ctx, c, seed, first, obs); break;
     case CR_CLASSIC_MOUNTAIN_CAR_CONTINUOUS:
-        launch_reset<mountain_car_continuous_env>(ctx, c, seed, obs);
+        launch_reset<mountain_car_continuous_env>(ctx, c, seed, first, obs);
         break;
     default: CUDARL_ASSERT(!"cr_classic_cuda_reset: unknown classic env");
     }

@@ -35,8 +35,9 @@ void cr_comm_finalize(void) {
     rank_ = 0, size_ = 1;
 }
 
-int cr_comm_rank(void) { return rank_; }
-int cr_comm_size(void) { return size_; }
+/* Each asks a job of threads first (--num-gpus N, cr_comm_run_threads; never under mpirun). */
+int cr_comm_rank(void) { return cr_comm_thread_rank() >= 0 ? cr_comm_thread_rank() : rank_; }
+int cr_comm_size(void) { return cr_comm_thread_rank() >= 0 ? cr_comm_thread_size() : size_; }
 
 static int count_of(size_t bytes) {
     CUDARL_ASSERT(bytes <= INT_MAX);
@@ -44,6 +45,10 @@ static int count_of(size_t bytes) {
 }
 
 void cr_comm_allgather(const void *send, void *recv, size_t bytes) {
+    if (cr_comm_thread_rank() >= 0) {
+        cr_comm_thread_allgather(send, recv, bytes);
+        return;
+    }
     if (size_ == 1) {
         if (recv != send) memmove(recv, send, bytes);
         return;
@@ -53,6 +58,10 @@ void cr_comm_allgather(const void *send, void *recv, size_t bytes) {
 }
 
 void cr_comm_gather0(const void *send, void *recv, size_t bytes) {
+    if (cr_comm_thread_rank() >= 0) {
+        cr_comm_thread_gather0(send, recv, bytes);
+        return;
+    }
     if (size_ == 1) {
         if (recv != send) memmove(recv, send, bytes);
         return;
@@ -62,7 +71,8 @@ void cr_comm_gather0(const void *send, void *recv, size_t bytes) {
 }
 
 void cr_comm_bcast0(void *buf, size_t bytes) {
-    if (size_ > 1) MPI_Bcast(buf, count_of(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (cr_comm_thread_rank() >= 0) cr_comm_thread_bcast0(buf, bytes);
+    else if (size_ > 1) MPI_Bcast(buf, count_of(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
 }
 
 _Noreturn void cr_comm_abort(int code) {

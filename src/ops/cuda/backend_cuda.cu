@@ -5,6 +5,12 @@
 #include <string.h>
 
 #include "ops/cuda/cuda_common.cuh"
+
+#ifndef CUDARL_RUNTIME_ONLY // which has no communicator
+extern "C" {
+#include "ops/comm.h"
+}
+#endif
 #include "ops/cuda/conv2d_cuda.h"
 #include "ops/cuda/frames_cuda.h"
 #include "ops/cuda/loss_scale_cuda.h"
@@ -204,8 +210,19 @@ cudarl_status cr_cuda_mem_info(cudarl_ctx *ctx, size_t *free_bytes, size_t *tota
 
 // ---- graphs -----------------------------------------------------------------------------
 
+// Global: a call that would break the capture is refused on every thread of the process, so
+// that one a helper thread makes cannot slip in. In a job of threads (--num-gpus N > 1,
+// ops/comm.h) the other threads are the other ranks, which wait, copy and capture on their own
+// GPUs meanwhile: each capture then guards its own thread only.
 cudarl_status cr_cuda_graph_begin(cudarl_ctx *ctx) {
-    cudaError_t e = cudaStreamBeginCapture(cr_stream(ctx), cudaStreamCaptureModeGlobal);
+#ifndef CUDARL_RUNTIME_ONLY
+    const cudaStreamCaptureMode mode = cr_comm_thread_rank() >= 0 && cr_comm_thread_size() > 1
+                                           ? cudaStreamCaptureModeThreadLocal
+                                           : cudaStreamCaptureModeGlobal;
+#else
+    const cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+#endif
+    cudaError_t e = cudaStreamBeginCapture(cr_stream(ctx), mode);
     if (e != cudaSuccess) {
         cudaGetLastError();
         return cr_fail(CUDARL_ERR_CUDA, "cudaStreamBeginCapture: %s", cudaGetErrorString(e));
@@ -310,7 +327,7 @@ static void peaks(cudarl_ctx *ctx, cudarl_precision precision, cr_peaks *out) {
 
 // Every member set below (C++ designated initializers must follow the declaration order, so a
 // reordered backend.h fails to compile here); a new member must be added here too.
-static_assert(sizeof(cr_backend) == 74 * sizeof(void *), "cr_backend changed: update this table");
+static_assert(sizeof(cr_backend) == 75 * sizeof(void *), "cr_backend changed: update this table");
 
 extern "C" const cr_backend cr_backend_cuda = {
     .name = "cuda",
@@ -328,6 +345,7 @@ extern "C" const cr_backend cr_backend_cuda = {
     .linear_relu_forward = cr_cuda_linear_relu_forward,
     .relu_backward = cr_cuda_relu_backward,
     .uniform = cr_cuda_uniform,
+    .rng_skip = cr_cuda_rng_advance,
     .permutation = cr_cuda_permutation,
     .categorical_sample = cr_cuda_categorical_sample,
     .categorical_argmax = cr_cuda_categorical_argmax,

@@ -88,6 +88,10 @@ int64_t cr_cuda_mem_budget(cudarl_ctx *ctx, const char **source);
  * streams order their work without the host waiting (PPO's --async). */
 void cr_cuda_stream_wait_event(cudarl_ctx *ctx, void *event);
 void cr_cuda_host_free_pinned(void *p);
+/* out (n, device) = the rank-order sum of the `ranks` vectors of all (ranks x n, device), times
+ * 1 / ranks: cr_comm_sum_ranks_f32's bits, on ctx's stream (ops/cuda/comm_nccl.cu; in builds with
+ * NCCL only). */
+void cr_cuda_sum_ranks_f32(cudarl_ctx *ctx, const float *all, float *out, size_t n, int ranks);
 
 #ifdef __cplusplus
 }
