@@ -48,6 +48,25 @@ CR_HD static inline size_t cr_frame_bytes(const cr_frame_geom *g) {
     return rows * g->pitch;
 }
 
+/* The bytes of a frame that its conversion (cr_frame_box, cr_frame_box_part) reads, as at most
+ * two ranges [off, off + len) of the frame: the crop's rows, whole (pitch bytes each), and for
+ * NV12 into RGB the U,V rows of those rows (row y's at height + y / 2); NV12 into gray reads its
+ * Y plane only, 2/3 of the frame. The CUDA tick uploads these alone. Returns how many ranges. */
+CR_HD static inline int cr_frame_read_ranges(const cr_frame_geom *g, size_t off[2],
+                                             size_t len[2]) {
+    const size_t pitch = g->pitch, y0 = (size_t)g->crop_y, y1 = y0 + (size_t)g->crop_h;
+    off[0] = y0 * pitch, len[0] = (y1 - y0) * pitch;
+    if (g->format != CUDARL_PIXEL_NV12 || g->channels != 3) return 1;
+    const size_t h = (size_t)g->height;
+    const size_t u0 = (h + y0 / 2) * pitch, u1 = (h + (y1 - 1) / 2 + 1) * pitch;
+    if (u0 == off[0] + len[0]) { /* the crop's rows reach the bottom: one range */
+        len[0] = u1 - off[0];
+        return 1;
+    }
+    off[1] = u0, len[1] = u1 - u0;
+    return 2;
+}
+
 /* OpenCV's RGB2GRAY fixed point: 0.299, 0.587, 0.114 in 15 bits (sum 32768), rounded. */
 #define CR_GRAY_R 9798
 #define CR_GRAY_G 19235

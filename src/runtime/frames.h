@@ -38,10 +38,12 @@ typedef struct cr_frames_ptr {
     int device;
 } cr_frames_ptr;
 
-/* Slots of the table of pointers: a power of two of at least 4 x (cameras + 3 outputs). */
+/* Slots of the table of pointers: a power of two of at least 16 x (cameras + 3 outputs), so
+ * that it holds (at most half full) a capture ring of 8 buffers a camera (V4L2 and GStreamer
+ * pools are 4 to 8) without being emptied and looked up again. */
 static inline int cr_frames_ptr_cap(int num_cameras) {
-    int cap = 16;
-    while (cap < 4 * (num_cameras + 3)) cap <<= 1;
+    int cap = 64;
+    while (cap < 16 * (num_cameras + 3)) cap <<= 1;
     return cap;
 }
 
@@ -70,6 +72,7 @@ typedef struct cr_frames_cuda {
     int maps_host;            /* an integrated GPU: pinned host frames are read in place */
     void *copy;               /* the copy stream (the compute stream is the policy's) */
     void *uploaded;           /* event: this tick's copies are done */
+    void *early;              /* event: the copies of every camera but the last are done */
     void *bounced[2];         /* events: bounce buffer j may be written again */
     void *graph;              /* the tick's device work: state, the frames' kernel, the forward */
 } cr_frames_cuda;

@@ -2,15 +2,17 @@
 //
 // At create: one device arena (each camera's staging, the cameras' descriptions, the stacks as
 // rings, the batch, the tick state), one pinned block (the tick state, the out block, two bounce
-// buffers), a copy stream, an event for the uploads and one per bounce buffer, and one CUDA
+// buffers), a copy stream, two events for the uploads and one per bounce buffer, and one CUDA
 // graph of a tick's device work, captured on the policy's own stream (the compute stream: its
 // cuBLAS handle is bound to it):
 //   the tick state (pinned) -> device;
-//   wait for the event `uploaded` (an external event of the copy stream: every copy is done);
-//   one kernel for every camera (cr_cuda_frames_tick): each frame converted, cropped and resized
-//     (ops/frames.h's arithmetic) into its ring slot, the older frames from the ring beside it,
-//     into the camera's row of the batch and of the policy's graph input, the input's rows past
-//     num_cameras zeroed (as act() does with device observations);
+//   (two cameras or more) wait for the event `early` (an external event of the copy stream: the
+//     copies of every camera but the last are done), then the frames' kernel for cameras 0..n-2;
+//   wait for the event `uploaded` (every copy is done), then the frames' kernel for the last
+//     camera (one camera: for it). The kernel (cr_cuda_frames_tick): each frame converted,
+//     cropped and resized (ops/frames.h's arithmetic) into its ring slot, the older frames from
+//     the ring beside it, into the camera's row of the batch and of the policy's graph input,
+//     the input's rows past num_cameras zeroed (as act() does with device observations);
 //   the policy's forward (cr_policy_forward, as its own graphs run it), its out block -> pinned.
 // A tick classifies each camera's frame by its CUDA attributes (cudaPointerGetAttributes once a
 // pointer: a table of the handle remembers the pointers seen; see `pointer_attributes`): device
@@ -18,16 +20,18 @@
 // maps_obs) pinned host memory is read in place at its mapped address; other pinned memory is
 // copied to the camera's staging by cudaMemcpyAsync on the copy stream; pageable memory goes up
 // in chunks through the two pinned bounce buffers, the host filling one while the copy stream
-// empties the other (an event each). `uploaded` is recorded after the last copy and the graph is
+// empties the other (an event each). Only the bytes a conversion reads are copied
+// (cr_frame_read_ranges: the crop's rows; NV12 into gray, the Y plane alone, 2/3 of a frame).
+// `early` is recorded before the last camera's copies, `uploaded` after them, and the graph is
 // launched once every copy is enqueued; one synchronisation of the compute stream ends the tick;
 // nothing is allocated.
 //
-// Why one kernel after the last copy, not a camera's conversion behind each camera's copy: the
-// kernel walks a 4K frame at a load and an add a source byte (cr_frame_box_part), some
-// microseconds a camera, against 0.23 ms to copy its 12.4 MB over PCIe (54 GB/s), so converting
-// the earlier cameras under the later copies would save a few microseconds of a tick of about
-// 1 ms, and cost a kernel launch and an event wait a camera; what follows the last byte is
-// mostly the forward, which needs every camera's row.
+// Why two launches, not one a camera: after the last byte lands the tick still converts, runs the
+// forward and copies the outputs back, and that, not the copy, is what a pinned tick adds to the
+// copy floor. The first cameras' conversions run under the last camera's copy (0.23 ms for a 4K
+// NV12 frame at 54 GB/s, far longer than they take), leaving one camera's conversion and the
+// forward after it; a launch and a wait more a camera would buy nothing more, since each camera
+// but the last is converted long before the last copy ends.
 //
 // The tick is synchronous (it returns the actions of its own frames), so tick t+1's copies
 // cannot begin before tick t has returned: the overlap is inside a tick, the host's copies into
@@ -61,14 +65,21 @@ static cudarl_status capture(cudarl_frames *f) {
     cr_frames_cuda *c = &f->cuda;
     cudaStream_t st = cr_stream(ctx);
     const cr_frames_tick_state *state = (const cr_frames_tick_state *)c->state_dev;
+    const int n = f->num_cameras, split = n > 1;
     CR_TRY(cr_cuda_graph_begin(ctx));
     cudaError_t e = cudaMemcpyAsync(c->state_dev, c->state_host, c->state_bytes,
                                     cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess && split) // cameras 0..n-2 under the last camera's copy
+        e = cudaStreamWaitEvent(st, (cudaEvent_t)c->early, cudaEventWaitExternal);
+    if (e == cudaSuccess && split)
+        cr_cuda_frames_tick(ctx, state, c->cams, c->max_blocks, 0, n - 1, n, c->rows, f->depth,
+                            f->slot_bytes, c->rings, c->batch, p->cuda.in);
     if (e == cudaSuccess)
         e = cudaStreamWaitEvent(st, (cudaEvent_t)c->uploaded, cudaEventWaitExternal);
     if (e == cudaSuccess) {
-        cr_cuda_frames_tick(ctx, state, c->cams, c->max_blocks, f->num_cameras, c->rows,
-                            f->depth, f->slot_bytes, c->rings, c->batch, p->cuda.in);
+        cr_cuda_frames_tick(ctx, state, c->cams, c->max_blocks, split ? n - 1 : 0, split ? 1 : n,
+                            n, c->rows, f->depth, f->slot_bytes, c->rings, c->batch,
+                            p->cuda.in);
         cr_policy_forward(p, p->cuda.in, c->rows, 1);
         e = cudaMemcpyAsync(c->out, p->out, cr_policy_out_bytes(p, c->rows),
                             cudaMemcpyDeviceToHost, st);
@@ -145,8 +156,8 @@ static cudarl_status streams_create(cudarl_frames *f) {
         c->copy = NULL;
         return cuda_failed(f, "cudaStreamCreateWithFlags (the copy stream)", e);
     }
-    void **ev[3] = {&c->uploaded, &c->bounced[0], &c->bounced[1]};
-    for (int i = 0; i < 3; i++) {
+    void **ev[4] = {&c->uploaded, &c->early, &c->bounced[0], &c->bounced[1]};
+    for (int i = 0; i < 4; i++) {
         e = cudaEventCreateWithFlags((cudaEvent_t *)ev[i], cudaEventDisableTiming);
         if (e != cudaSuccess) {
             *ev[i] = NULL;
@@ -178,6 +189,7 @@ extern "C" void cr_frames_cuda_free(cudarl_frames *f) {
     cudaGetLastError();
     if (c->graph) cudaGraphExecDestroy((cudaGraphExec_t)c->graph);
     if (c->uploaded) cudaEventDestroy((cudaEvent_t)c->uploaded);
+    if (c->early) cudaEventDestroy((cudaEvent_t)c->early);
     for (int j = 0; j < 2; j++)
         if (c->bounced[j]) cudaEventDestroy((cudaEvent_t)c->bounced[j]);
     if (c->copy) cudaStreamDestroy((cudaStream_t)c->copy);
@@ -366,12 +378,17 @@ extern "C" cudarl_status cr_frames_cuda_tick(cudarl_frames *f, int newest,
     cudaError_t e = cudaSuccess;
     int next = 0;
     for (int i = 0; i < n && e == cudaSuccess; i++) {
-        if (c->source[i] == SRC_PINNED)
-            e = cudaMemcpyAsync(c->staging[i], frames[i], c->frame_bytes[i],
-                                cudaMemcpyHostToDevice, cp);
-        else if (c->source[i] == SRC_PAGEABLE)
-            e = upload_pageable(c, c->staging[i], (const uint8_t *)frames[i], c->frame_bytes[i],
-                                &next);
+        if (i == n - 1 && n > 1) e = cudaEventRecord((cudaEvent_t)c->early, cp);
+        if (e != cudaSuccess || (c->source[i] != SRC_PINNED && c->source[i] != SRC_PAGEABLE))
+            continue;
+        size_t off[2], len[2];
+        const int ranges = cr_frame_read_ranges(&f->geom[i], off, len);
+        const uint8_t *from = (const uint8_t *)frames[i];
+        for (int r = 0; r < ranges && e == cudaSuccess; r++)
+            e = c->source[i] == SRC_PINNED
+                    ? cudaMemcpyAsync(c->staging[i] + off[r], from + off[r], len[r],
+                                      cudaMemcpyHostToDevice, cp)
+                    : upload_pageable(c, c->staging[i] + off[r], from + off[r], len[r], &next);
     }
     if (e == cudaSuccess) e = cudaEventRecord((cudaEvent_t)c->uploaded, cp);
     if (e == cudaSuccess) e = cudaGraphLaunch((cudaGraphExec_t)c->graph, st);

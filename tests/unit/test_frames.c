@@ -10,7 +10,8 @@
  * Checks: each pixel format's conversion on tiny frames against values worked out by hand from
  * the formulas in cudarl.h (equal to OpenCV's cvtColor on the same bytes); the area resize on
  * integer and non-integer ratios, down and up, with crops and row padding; the column split
- * of the CUDA warps (cr_frame_box_part, in 1, 3, 32 and 64 parts) against cr_frame_box; the
+ * of the CUDA warps (cr_frame_box_part, in 1, 3, 32 and 64 parts) against cr_frame_box, over
+ * every twin geometry, reading only the bytes the CUDA tick uploads (cr_frame_read_ranges); the
  * stack order (oldest first, as CartPolePixels-v1), the reset padding (the first frame in every
  * slot), the packing of cameras into rows, for gray and RGB frames; every refusal, each message naming the
  * problem; no allocation in 200 ticks (malloc and its kin counted by interposition, but for
@@ -282,19 +283,38 @@ static void parts_case(int format, int w, int h, size_t pad, int cx, int cy, int
     g.out_w = ow, g.out_h = oh, g.channels = channels;
     CHECK(g.crop_x + g.crop_w <= w && g.crop_y + g.crop_h <= h);
     const size_t fb = cr_frame_bytes(&g);
-    uint8_t *frame = malloc(fb);
-    CHECK(frame);
+    uint8_t *frame = malloc(fb), *other = malloc(fb);
+    CHECK(frame && other);
     for (size_t b = 0; b < fb; b++) frame[b] = rnd();
+    /* `other`: the bytes cr_frame_read_ranges names (all the CUDA tick uploads), the rest other
+     * random bytes: the parts summed over it must equal cr_frame_box over `frame` */
+    for (size_t b = 0; b < fb; b++) other[b] = rnd();
+    size_t off[2], len[2];
+    const int ranges = cr_frame_read_ranges(&g, off, len);
+    CHECK(ranges >= 1 && ranges <= 2);
+    for (int r = 0; r < ranges; r++) {
+        CHECK(off[r] + len[r] <= fb && (r == 0 || off[r] >= off[0] + len[0]));
+        memcpy(other + off[r], frame + off[r], len[r]);
+    }
+    if (format == CUDARL_PIXEL_NV12 && channels == 1) /* the Y plane's crop rows alone */
+        CHECK(ranges == 1 && len[0] == (size_t)g.crop_h * g.pitch);
     static const int PARTS[] = {1, 3, 32, 64};
     for (int oy = 0; oy < oh; oy++)
         for (int ox = 0; ox < ow; ox++) {
-            uint8_t want[3] = {0, 0, 0};
+            uint8_t want[3] = {0, 0, 0}, thread[3] = {0, 0, 0};
             cr_frame_box(&g, frame, ox, oy, want);
+            cr_frame_box(&g, other, ox, oy, thread); /* the CUDA thread's, on the uploads */
+            for (int c = 0; c < channels; c++)
+                CHECK_MSG(thread[c] == want[c], "read ranges: format %d %dx%d pitch %zu crop "
+                          "(%d, %d, %d x %d) -> %dx%dx%d, pixel (%d, %d) channel %d: %d from "
+                          "the uploaded bytes, %d from the whole frame", format, w, h, g.pitch,
+                          g.crop_x, g.crop_y, g.crop_w, g.crop_h, ow, oh, channels, ox, oy, c,
+                          thread[c], want[c]);
             uint64_t first[3] = {0, 0, 0};
             for (size_t k = 0; k < sizeof PARTS / sizeof PARTS[0]; k++) {
                 uint64_t sum[3] = {0, 0, 0};
                 for (int part = 0; part < PARTS[k]; part++)
-                    cr_frame_box_part(&g, frame, ox, oy, part, PARTS[k], sum);
+                    cr_frame_box_part(&g, other, ox, oy, part, PARTS[k], sum);
                 uint8_t got[3] = {0, 0, 0};
                 cr_frame_round(&g, sum, got);
                 if (k == 0) memcpy(first, sum, sizeof sum);
@@ -308,7 +328,7 @@ static void parts_case(int format, int w, int h, size_t pad, int cx, int cy, int
                               (unsigned long long)first[c]);
             }
         }
-    free(frame);
+    free(frame), free(other);
 }
 
 static void test_box_parts(void) {
@@ -325,13 +345,21 @@ static void test_box_parts(void) {
             parts_case(f, w, h, 3, 5, 2, 9, 13, 20, 6, ch);  /* x up, y down */
             parts_case(f, w, h, 0, 0, 3, 0, 1, 4, 1, ch);    /* one-row boxes */
             parts_case(f, 400, 30, 9, 1, 1, 397, 27, 3, 2, ch); /* boxes of 133 columns */
-            cases += 8;
+            parts_case(f, w, h, 5, 3, 2, 33, 19, 4, 2, ch); /* the twin's by-warp crop */
+            parts_case(f, 640, 480, 64, 0, 0, 0, 0, 84, 84, ch); /* the twin's 640x480 */
+            parts_case(f, 640, 480, 64, 8, 6, 624, 468, 84, 84, ch); /* a crop of it */
+            cases += 11;
         }
+    /* the twin's camera-sized cases */
     parts_case(CUDARL_PIXEL_NV12, 3840, 2160, 0, 0, 0, 0, 0, 84, 84, 1);
+    parts_case(CUDARL_PIXEL_NV12, 3840, 2160, 256, 0, 0, 0, 0, 84, 84, 3);
+    parts_case(CUDARL_PIXEL_RGB8, 1920, 1080, 0, 101, 61, 1699, 1001, 84, 84, 3);
+    parts_case(CUDARL_PIXEL_YUYV, 1280, 720, 128, 0, 0, 0, 0, 96, 54, 1);
     parts_case(CUDARL_PIXEL_YUYV, 1280, 720, 128, 3, 1, 1001, 613, 84, 84, 1);
-    cases += 2;
+    parts_case(CUDARL_PIXEL_NV12, 1280, 720, 0, 101, 33, 1001, 613, 84, 84, 3); /* U,V rows */
+    cases += 6;
     printf("box parts: cr_frame_box_part's parts (1, 3, 32, 64) equal cr_frame_box in %d "
-           "cases\n", cases);
+           "cases, reading only the bytes cr_frame_read_ranges names\n", cases);
 }
 
 /* ---- stacks ------------------------------------------------------------------------------- */
@@ -652,6 +680,12 @@ static void twin_case(cudarl_ctx *gpu, int format, int w, int h, size_t pad, int
     CUDA_OK(cudaMalloc((void **)&d_out, ob));
     CUDA_OK(cudaMemcpy(d_frame, frame, fb, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(d_out, 0xA5, ob));
+    /* the copy and the memset are on the legacy default stream, which the context's
+     * non-blocking stream does not wait for: a pageable cudaMemcpy may return before its last
+     * bytes land and cudaMemset returns at once, so without this the kernel could read a partly
+     * copied frame and its output be overwritten by the 0xA5s after it (as 640x480 RGB8 once
+     * was on an H200: byte 0 165 = 0xA5) */
+    CUDA_OK(cudaDeviceSynchronize());
     gpu->ops->frame_to_obs(gpu, &g, d_frame, d_out);
     gpu->ops->sync(gpu);
     CUDA_OK(cudaMemcpy(got, d_out, ob, cudaMemcpyDeviceToHost));
@@ -725,6 +759,9 @@ static void copies_fill(frame_copies *c) {
     memcpy(c->at[MEM_PINNED], c->at[MEM_PAGEABLE], c->bytes);
     CUDA_OK(cudaMemcpy(c->at[MEM_DEVICE], c->at[MEM_PAGEABLE], c->bytes, cudaMemcpyDefault));
     CUDA_OK(cudaMemcpy(c->at[MEM_MANAGED], c->at[MEM_PAGEABLE], c->bytes, cudaMemcpyDefault));
+    /* device frames must be complete when the tick is called (it does not wait on the legacy
+     * stream, and a pageable cudaMemcpy may return before its DMA ends) */
+    CUDA_OK(cudaDeviceSynchronize());
 }
 
 #define TC_MAX 5

@@ -9,11 +9,12 @@
 // byte is the one cr_cpu_frame_to_obs computes, whatever the format, pitch, crop, size or
 // channels.
 //
-// The tick's kernel (frames_tick_kernel) does all of a tick's device work before the forward in
-// one launch: a grid of (blocks, cameras), each camera's blocks over its output pixels, each
-// pixel's thread (or its warp's lane 0) writing the pixel's value into the camera's ring, its
-// batch row and the policy's input row, copying the older frames at that position from the ring
-// into both rows, and zeroing that position in the input's padding row of the camera, if any.
+// The tick's kernel (frames_tick_kernel) does a tick's device work before the forward for a
+// range of cameras in one launch: a grid of (blocks, cameras), each camera's blocks over its
+// output pixels, each pixel's thread (or its warp's lane 0) writing the pixel's value into the
+// camera's ring, its batch row and the policy's input row, copying the older frames at that
+// position from the ring into both rows, and zeroing that position in the input's padding row of
+// the camera, if any.
 #include <string.h>
 
 #include "ops/cuda/cuda_common.cuh"
@@ -121,12 +122,13 @@ __device__ __forceinline__ void frames_tick_camera(const cr_frame_geom *g,
 }
 
 __global__ void frames_tick_kernel(const cr_frames_tick_state *__restrict__ st,
-                                   const cr_frames_camera *__restrict__ cams, int num_cameras,
-                                   int rows, int depth, size_t slot, uint8_t *__restrict__ rings,
-                                   uint8_t *__restrict__ batch, uint8_t *__restrict__ in) {
+                                   const cr_frames_camera *__restrict__ cams, int first,
+                                   int count, int num_cameras, int rows, int depth, size_t slot,
+                                   uint8_t *__restrict__ rings, uint8_t *__restrict__ batch,
+                                   uint8_t *__restrict__ in) {
     __shared__ cr_frames_camera sc;
     const size_t row = (size_t)depth * slot;
-    for (int cam = (int)blockIdx.y; cam < num_cameras; cam += (int)gridDim.y) {
+    for (int cam = first + (int)blockIdx.y; cam < first + count; cam += (int)gridDim.y) {
         __syncthreads(); // the last camera's description read by every thread
         if (threadIdx.x == 0) sc = cams[cam];
         __syncthreads();
@@ -150,11 +152,11 @@ extern "C" void cr_cuda_frames_camera_init(const cr_frame_geom *g, cr_frames_cam
 }
 
 extern "C" void cr_cuda_frames_tick(cudarl_ctx *ctx, const cr_frames_tick_state *state,
-                                    const cr_frames_camera *cams, unsigned max_blocks,
-                                    int num_cameras, int rows, int depth, size_t slot,
-                                    uint8_t *rings, uint8_t *batch, uint8_t *in) {
-    const dim3 grid(max_blocks, (unsigned)(num_cameras < 65535 ? num_cameras : 65535));
+                                    const cr_frames_camera *cams, unsigned max_blocks, int first,
+                                    int count, int num_cameras, int rows, int depth,
+                                    size_t slot, uint8_t *rings, uint8_t *batch, uint8_t *in) {
+    const dim3 grid(max_blocks, (unsigned)(count < 65535 ? count : 65535));
     frames_tick_kernel<<<grid, FRAME_THREADS, 0, cr_stream(ctx)>>>(
-        state, cams, num_cameras, rows, depth, slot, rings, batch, in);
+        state, cams, first, count, num_cameras, rows, depth, slot, rings, batch, in);
     CR_CUDA_LAUNCHED(ctx);
 }

@@ -50,7 +50,9 @@ typedef struct cr_frames_camera {
 /* *out for camera geometry g (host). */
 void cr_cuda_frames_camera_init(const cr_frame_geom *g, cr_frames_camera *out);
 
-/* A tick's device work before the forward, one kernel launch for every camera: camera i's frame
+/* A tick's device work before the forward for cameras first..first+count-1 of num_cameras, one
+ * kernel launch (the tick launches it once for every camera, or, where frames are uploaded, for
+ * all but the last camera under the last camera's copy and then for the last): camera i's frame
  * (cr_frames_tick_src(state)[i]) through frame_to_obs's arithmetic into its ring (depth, slot)
  * at slot newest and, with the older frames from the ring (oldest first), into its row of the
  * batch and of the policy's input `in` (each (num_cameras, depth, slot)); with fill, into every
@@ -58,9 +60,9 @@ void cr_cuda_frames_camera_init(const cr_frame_geom *g, cr_frames_camera *out);
  * max_blocks: the largest cams[i].blocks. state, cams, rings, batch: device; in: device or
  * mapped host memory. */
 void cr_cuda_frames_tick(cudarl_ctx *ctx, const cr_frames_tick_state *state,
-                         const cr_frames_camera *cams, unsigned max_blocks, int num_cameras,
-                         int rows, int depth, size_t slot, uint8_t *rings, uint8_t *batch,
-                         uint8_t *in);
+                         const cr_frames_camera *cams, unsigned max_blocks, int first, int count,
+                         int num_cameras, int rows, int depth, size_t slot, uint8_t *rings,
+                         uint8_t *batch, uint8_t *in);
 
 #ifdef __cplusplus
 }
