@@ -1028,17 +1028,22 @@ cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *c
  * camera's whole stack with its frame (Gymnasium's reset padding). The tick's duration (entry to
  * return: uploads, conversion, act, the outputs on the host) goes to the frames' own latency ring.
  * Allocates nothing. Where frames[i] lives: for a CPU policy host memory (device memory is
- * CUDARL_ERR_UNSUPPORTED); for a CUDA policy each pointer is classified every tick
- * (cudaPointerGetAttributes): device or managed memory of the policy's GPU is read in place (it
- * must be complete when the tick is called: the tick does not wait for the caller's streams),
- * pinned host memory is copied by DMA (read in place on an integrated GPU, whose pinned memory
- * is the device's), pageable host memory through the pinned bounce buffers; camera i's
- * conversion overlaps camera i+1's copy, and the device work is one CUDA graph launch. Outputs
- * may be host or device memory of the policy's GPU, as for cudarl_policy_act. */
+ * CUDARL_ERR_UNSUPPORTED); for a CUDA policy each pointer is classified the first time the
+ * frames see it (cudaPointerGetAttributes; remembered until cudarl_frames_reset, docs/cameras.md
+ * says why that stays right): device or managed memory of the policy's GPU is read in place (it
+ * must be complete when the tick is called: the tick does not wait for the caller's streams,
+ * and a cudaMemcpy from pageable memory may return before its last bytes land, so synchronize
+ * first), pinned host memory is copied by DMA (read in place on an integrated GPU, whose pinned
+ * memory is the device's), pageable host memory through the pinned bounce buffers, of each frame
+ * only the bytes its conversion reads (the crop's rows; NV12 into gray, the Y plane); the
+ * cameras but the last are converted while the last one's frame is copied, the last after it,
+ * and the device work is one CUDA graph launch.
+ * Outputs may be host or device memory of the policy's GPU, as for cudarl_policy_act. */
 cudarl_status cudarl_frames_tick(cudarl_frames *frames, const void *const *camera_frames,
                                  void *actions, float *values, float *logits);
 
-/* Starts the stacks over: the next tick fills them with its frames. */
+/* Starts the stacks over: the next tick fills them with its frames. A CUDA policy's frames also
+ * forget the pointers they have seen: the next tick looks their memory kinds up again. */
 cudarl_status cudarl_frames_reset(cudarl_frames *frames);
 
 /* Copies the observation batch the last tick acted on (uint8 (num_cameras, C, H, W)) into out

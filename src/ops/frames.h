@@ -48,6 +48,25 @@ CR_HD static inline size_t cr_frame_bytes(const cr_frame_geom *g) {
     return rows * g->pitch;
 }
 
+/* The bytes of a frame that its conversion (cr_frame_box, cr_frame_box_part) reads, as at most
+ * two ranges [off, off + len) of the frame: the crop's rows, whole (pitch bytes each), and for
+ * NV12 into RGB the U,V rows of those rows (row y's at height + y / 2); NV12 into gray reads its
+ * Y plane only, 2/3 of the frame. The CUDA tick uploads these alone. Returns how many ranges. */
+CR_HD static inline int cr_frame_read_ranges(const cr_frame_geom *g, size_t off[2],
+                                             size_t len[2]) {
+    const size_t pitch = g->pitch, y0 = (size_t)g->crop_y, y1 = y0 + (size_t)g->crop_h;
+    off[0] = y0 * pitch, len[0] = (y1 - y0) * pitch;
+    if (g->format != CUDARL_PIXEL_NV12 || g->channels != 3) return 1;
+    const size_t h = (size_t)g->height;
+    const size_t u0 = (h + y0 / 2) * pitch, u1 = (h + (y1 - 1) / 2 + 1) * pitch;
+    if (u0 == off[0] + len[0]) { /* the crop's rows reach the bottom: one range */
+        len[0] = u1 - off[0];
+        return 1;
+    }
+    off[1] = u0, len[1] = u1 - u0;
+    return 2;
+}
+
 /* OpenCV's RGB2GRAY fixed point: 0.299, 0.587, 0.114 in 15 bits (sum 32768), rounded. */
 #define CR_GRAY_R 9798
 #define CR_GRAY_G 19235
@@ -149,12 +168,112 @@ CR_HD static inline void cr_frame_box(const cr_frame_geom *g, const uint8_t *fra
             const uint32_t wx = cr_frame_weight(ox, g->out_w, g->crop_w, j);
             int v[3] = {0, 0, 0};
             cr_frame_pixel(g, frame, g->crop_x + j, g->crop_y + i, v);
-            for (int c = 0; c < g->channels; c++) row[c] += wx * (uint32_t)v[c];
+            for (int c = 0; c < 3; c++) row[c] += wx * (uint32_t)v[c]; /* past channels: 0 */
         }
-        for (int c = 0; c < g->channels; c++) sum[c] += (uint64_t)wy * row[c];
+        for (int c = 0; c < 3; c++) sum[c] += (uint64_t)wy * row[c];
     }
     const uint64_t area = (uint64_t)g->crop_w * (uint64_t)g->crop_h;
-    for (int c = 0; c < g->channels; c++) out[c] = (uint8_t)((sum[c] + area / 2) / area);
+    for (int c = 0; c < 3; c++) /* constant indices: registers on a GPU */
+        if (c < g->channels) out[c] = (uint8_t)((sum[c] + area / 2) / area);
+}
+
+/* The same sums split by columns, for a GPU's warp (ops/cuda/frames.cu): Sum_i Sum_j wy(i) wx(j)
+ * v(i, j) = Sum_j wx(j) t(j) with t(j) = Sum_i wy(i) v(i, j), and every row of a box but its
+ * first and last has the full weight wy = out_h, so t(j) = out_h Sum_i v(i, j) + (wy(first) -
+ * out_h) v(first, j) + (wy(last) - out_h) v(last, j) (one row: wy(first) v(first, j)): a column's
+ * inner loop is a load and an add a pixel. Integers modulo 2^32, exact: t(j) <= 255 Sum_i wy(i)
+ * = 255 crop_h < 2^23. */
+
+#ifdef __CUDA_ARCH__
+#define CR_FRAME_UNROLL _Pragma("unroll 8")
+#else
+#define CR_FRAME_UNROLL
+#endif
+
+/* The byte step between the gray samples of a row when the image is gray and a pixel's gray
+ * value is one byte of the frame: 1 (GRAY8, NV12's Y plane), 2 (YUYV's Y samples: pixel x's Y is
+ * byte 2x of its row); else 0 (a conversion a pixel: cr_frame_pixel). */
+CR_HD static inline int cr_frame_gray_step(const cr_frame_geom *g) {
+    if (g->channels != 1) return 0;
+    if (g->format == CUDARL_PIXEL_YUYV) return 2;
+    return g->format == CUDARL_PIXEL_GRAY8 || g->format == CUDARL_PIXEL_NV12 ? 1 : 0;
+}
+
+/* Sum_i wy(i) v(i, j) over the ni box rows from crop row i0 for crop columns j and j + dj of a
+ * gray image whose pixels are single bytes `step` apart (cr_frame_gray_step), into t[0] and
+ * t[1], in one pass (two loads in flight a row); wy0 and wyl the first and last rows' weights
+ * (equal when ni is 1). */
+CR_HD static inline void cr_frame_columns_gray(const cr_frame_geom *g, const uint8_t *frame,
+                                               int step, int j, int dj, int i0, int ni,
+                                               uint32_t wy0, uint32_t wyl, uint32_t t[2]) {
+    const uint32_t H = (uint32_t)g->out_h, e0 = wy0 - H, e1 = ni > 1 ? wyl - H : 0u;
+    const size_t pitch = g->pitch, last = (size_t)(ni - 1) * pitch;
+    const uint8_t *p = frame + (size_t)(g->crop_y + i0) * pitch +
+                       (size_t)(g->crop_x + j) * (size_t)step;
+    const uint8_t *p2 = p + (ptrdiff_t)dj * step, *q = p;
+    uint32_t s = 0, s2 = 0;
+    CR_FRAME_UNROLL
+    for (int k = 0; k < ni; k++, q += pitch) s += q[0], s2 += q[(ptrdiff_t)dj * step];
+    t[0] = H * s + e0 * p[0] + e1 * p[last];
+    t[1] = H * s2 + e0 * p2[0] + e1 * p2[last];
+}
+
+/* The same for any format and channels (cr_frame_pixel a pixel): t[0..channels). */
+CR_HD static inline void cr_frame_column(const cr_frame_geom *g, const uint8_t *frame, int j,
+                                         int i0, int ni, uint32_t wy0, uint32_t wyl,
+                                         uint32_t t[3]) {
+    const uint32_t H = (uint32_t)g->out_h, e0 = wy0 - H, e1 = ni > 1 ? wyl - H : 0u;
+    const int x = g->crop_x + j, y0 = g->crop_y + i0;
+    uint32_t s[3] = {0, 0, 0};
+    for (int k = 0; k < ni; k++) {
+        int v[3] = {0, 0, 0};
+        cr_frame_pixel(g, frame, x, y0 + k, v);
+        for (int c = 0; c < 3; c++) s[c] += (uint32_t)v[c]; /* past channels: 0 */
+    }
+    int f[3] = {0, 0, 0}, l[3] = {0, 0, 0};
+    cr_frame_pixel(g, frame, x, y0, f);
+    cr_frame_pixel(g, frame, x, y0 + ni - 1, l);
+    for (int c = 0; c < 3; c++) t[c] = H * s[c] + e0 * (uint32_t)f[c] + e1 * (uint32_t)l[c];
+}
+
+/* Part `part` of `parts` of output pixel (ox, oy)'s box sums: Sum_j wx(j) t(j) over its crop
+ * columns j0 + part, j0 + part + parts, ..., added to sum[0..channels) (sum[channels..2]
+ * unchanged). The parts 0..parts-1 add up to cr_frame_box's sums exactly, in any order. */
+CR_HD static inline void cr_frame_box_part(const cr_frame_geom *g, const uint8_t *frame, int ox,
+                                           int oy, int part, int parts, uint64_t sum[3]) {
+    int i0, ni, j0, nj;
+    cr_frame_span(ox, g->out_w, g->crop_w, &j0, &nj);
+    cr_frame_span(oy, g->out_h, g->crop_h, &i0, &ni);
+    const uint32_t wy0 = cr_frame_weight(oy, g->out_h, g->crop_h, i0);
+    const uint32_t wyl = cr_frame_weight(oy, g->out_h, g->crop_h, i0 + ni - 1);
+    const int step = cr_frame_gray_step(g);
+    if (step) { /* two columns a pass: j and j + parts (else j again, weighed 0) */
+        uint64_t s = 0;
+        for (int j = j0 + part; j < j0 + nj; j += 2 * parts) {
+            const int two = j + parts < j0 + nj;
+            uint32_t t[2];
+            cr_frame_columns_gray(g, frame, step, j, two ? parts : 0, i0, ni, wy0, wyl, t);
+            s += (uint64_t)cr_frame_weight(ox, g->out_w, g->crop_w, j) * t[0];
+            if (two) s += (uint64_t)cr_frame_weight(ox, g->out_w, g->crop_w, j + parts) * t[1];
+        }
+        sum[0] += s;
+        return;
+    }
+    for (int j = j0 + part; j < j0 + nj; j += parts) {
+        const uint64_t wx = cr_frame_weight(ox, g->out_w, g->crop_w, j);
+        uint32_t t[3];
+        cr_frame_column(g, frame, j, i0, ni, wy0, wyl, t);
+        for (int c = 0; c < 3; c++)
+            if (c < g->channels) sum[c] += wx * t[c];
+    }
+}
+
+/* A box's sums (cr_frame_box's, or its parts' added up) to the output pixel's values. */
+CR_HD static inline void cr_frame_round(const cr_frame_geom *g, const uint64_t sum[3],
+                                        uint8_t out[3]) {
+    const uint64_t area = (uint64_t)g->crop_w * (uint64_t)g->crop_h;
+    for (int c = 0; c < 3; c++)
+        if (c < g->channels) out[c] = (uint8_t)((sum[c] + area / 2) / area);
 }
 
 /* The CPU reference of the op table's frame_to_obs: every output pixel of g from frame (host,

@@ -133,7 +133,7 @@ static cudarl_status policy_check(const cudarl_policy *p) {
 
 /* ---- create, free ------------------------------------------------------------------------ */
 
-enum { A_SELF, A_GEOM, A_STACKS, A_BATCH, A_RING, A_STAGING, A_BYTES, A_SOURCE, A_EVENTS };
+enum { A_SELF, A_GEOM, A_STACKS, A_BATCH, A_RING, A_STAGING, A_BYTES, A_SOURCE, A_PTRS };
 
 cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *cameras,
                                    int num_cameras, const cudarl_frames_options *opt,
@@ -193,7 +193,8 @@ cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *c
     cr_plan_add(&pl, "staging pointers", (1 - on_host) * cams * sizeof(uint8_t *));
     cr_plan_add(&pl, "frame bytes", (1 - on_host) * cams * sizeof(size_t));
     cr_plan_add(&pl, "frame sources", (1 - on_host) * cams * sizeof(int));
-    cr_plan_add(&pl, "upload events", (1 - on_host) * cams * sizeof(void *));
+    cr_plan_add(&pl, "pointers seen",
+                (1 - on_host) * (size_t)cr_frames_ptr_cap(num_cameras) * sizeof(cr_frames_ptr));
     cr_arena a;
     CR_TRY(cr_arena_alloc(&a, &pl, CR_MEM_HOST));
     cudarl_frames *f = cr_arena_get(&a, A_SELF);
@@ -222,7 +223,8 @@ cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *c
         f->cuda.staging = cr_arena_get(&a, A_STAGING);
         f->cuda.frame_bytes = cr_arena_get(&a, A_BYTES);
         f->cuda.source = cr_arena_get(&a, A_SOURCE);
-        f->cuda.uploaded = cr_arena_get(&a, A_EVENTS);
+        f->cuda.ptrs = cr_arena_get(&a, A_PTRS);
+        f->cuda.ptr_cap = cr_frames_ptr_cap(num_cameras);
         cudarl_status st = cr_frames_cuda_init(f);
         if (st != CUDARL_OK) {
             cr_arena_free(&a);
@@ -249,6 +251,9 @@ void cudarl_frames_free(cudarl_frames *f) {
 cudarl_status cudarl_frames_reset(cudarl_frames *f) {
     CR_REQUIRE(f, "cudarl_frames_reset: frames is NULL; make them with cudarl_frames_create");
     f->fill = 1;
+#ifdef CUDARL_WITH_CUDA
+    if (f->on_device) cr_frames_cuda_forget_pointers(f); /* their kinds are looked up again */
+#endif
     return CUDARL_OK;
 }
 

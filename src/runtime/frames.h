@@ -6,9 +6,11 @@
  *     ring, the CUDA side's per-camera arrays (staging pointers, events), and for a CPU policy
  *     the stacks (num_cameras, depth, channels, H, W) as rings whose slot `newest` holds the
  *     latest frame and the batch (num_cameras, C, H, W) act() reads;
- *   CUDA policy (cr_frames_cuda): one device arena (each camera's staging, the stacks as rings,
- *     the batch, the tick state), one pinned host block (the tick state, the out block, two
- *     bounce buffers for pageable frames), a copy stream, events and the tick's graph. */
+ *   CUDA policy (cr_frames_cuda): one device arena (each camera's staging, the cameras'
+ *     descriptions, the stacks as rings, the batch, the tick state), one pinned host block (the
+ *     tick state, the out block, two bounce buffers for pageable frames), a copy stream, events
+ *     and the tick's graph; in the host arena the CUDA side's per-camera arrays and its table of
+ *     the pointers seen (cr_frames_ptr). */
 #ifndef CUDARL_RUNTIME_FRAMES_H
 #define CUDARL_RUNTIME_FRAMES_H
 
@@ -28,6 +30,23 @@ extern "C" {
  * chunks, the host's copy of chunk c+1 overlapping the device's of chunk c. */
 #define CR_FRAMES_BOUNCE_MAX ((size_t)4 << 20)
 
+/* A pointer's CUDA attributes, as the CUDA tick remembers them (frames_cuda.cu). */
+typedef struct cr_frames_ptr {
+    const void *ptr;        /* NULL: an empty slot */
+    void *device_ptr;       /* its device address (device, managed; mapped pinned memory) */
+    int type;               /* cudaMemoryType */
+    int device;
+} cr_frames_ptr;
+
+/* Slots of the table of pointers: a power of two of at least 16 x (cameras + 3 outputs), so
+ * that it holds (at most half full) a capture ring of 8 buffers a camera (V4L2 and GStreamer
+ * pools are 4 to 8) without being emptied and looked up again. */
+static inline int cr_frames_ptr_cap(int num_cameras) {
+    int cap = 64;
+    while (cap < 16 * (num_cameras + 3)) cap <<= 1;
+    return cap;
+}
+
 /* The CUDA side's state (frames_cuda.cu); zero for a CPU policy. Stream, event and graph
  * handles are cudaStream_t, cudaEvent_t, cudaGraphExec_t. */
 typedef struct cr_frames_cuda {
@@ -35,6 +54,10 @@ typedef struct cr_frames_cuda {
     uint8_t **staging;        /* (host arena) (num_cameras): camera i's frame on the device */
     size_t *frame_bytes;      /* (host arena) (num_cameras): cr_frame_bytes of each camera */
     int *source;              /* (host arena) (num_cameras): where this tick's frame lives */
+    cr_frames_ptr *ptrs;      /* (host arena) (ptr_cap): the pointers seen, open addressing */
+    int ptr_cap, ptr_count;
+    struct cr_frames_camera *cams; /* (device) (num_cameras): what the tick's kernel reads */
+    unsigned max_blocks;      /* the kernel grid's x: the most blocks of one camera */
     uint8_t *rings;           /* (device) (num_cameras, depth, slot_bytes) */
     uint8_t *batch;           /* (device) (num_cameras, C, H, W): the observations acted on */
     void *state_dev;          /* (device) cr_frames_tick_state, then num_cameras pointers */
@@ -48,9 +71,10 @@ typedef struct cr_frames_cuda {
     int rows;                 /* the policy's graph batch: num_cameras up to a power of two */
     int maps_host;            /* an integrated GPU: pinned host frames are read in place */
     void *copy;               /* the copy stream (the compute stream is the policy's) */
-    void **uploaded;          /* (host arena) (num_cameras) events: camera i's frame is there */
+    void *uploaded;           /* event: this tick's copies are done */
+    void *early;              /* event: the copies of every camera but the last are done */
     void *bounced[2];         /* events: bounce buffer j may be written again */
-    void *graph;              /* the tick's device work: state, shift, stacks, pack, act */
+    void *graph;              /* the tick's device work: state, the frames' kernel, the forward */
 } cr_frames_cuda;
 
 struct cudarl_frames {
@@ -84,6 +108,8 @@ void cr_frames_cuda_free(cudarl_frames *f);
  * A frame or output of another GPU is refused before anything is enqueued. */
 cudarl_status cr_frames_cuda_tick(cudarl_frames *f, int newest, const void *const *frames,
                                   void *actions, float *values, float *logits);
+/* Empties the table of pointers seen (cudarl_frames_reset). */
+void cr_frames_cuda_forget_pointers(cudarl_frames *f);
 /* Copies the device batch (num_cameras rows) into out (host). */
 cudarl_status cr_frames_cuda_observations(const cudarl_frames *f, void *out);
 #endif

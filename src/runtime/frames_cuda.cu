@@ -1,30 +1,41 @@
 // The CUDA side of the frames (runtime/frames.h): a CUDA policy's tick on its GPU.
 //
-// At create: one device arena (each camera's staging, the stacks as rings, the batch, the tick
-// state), one pinned block (the tick state, the out block, two bounce buffers), a copy stream,
-// an event per camera and per bounce buffer, and one CUDA graph of a tick's device work,
-// captured on the policy's own stream (the compute stream: its cuBLAS handle is bound to it):
+// At create: one device arena (each camera's staging, the cameras' descriptions, the stacks as
+// rings, the batch, the tick state), one pinned block (the tick state, the out block, two bounce
+// buffers), a copy stream, two events for the uploads and one per bounce buffer, and one CUDA
+// graph of a tick's device work, captured on the policy's own stream (the compute stream: its
+// cuBLAS handle is bound to it):
 //   the tick state (pinned) -> device;
-//   shift: the old frames of every ring into the batch, oldest first;
-//   for each camera i: wait for the event uploaded[i] (an external event of the copy stream),
-//     then stack: its frame converted, cropped and resized (ops/frames.h's arithmetic, one thread
-//     per output pixel) into its ring slot and the newest slot of its batch row;
-//   pack: the batch into the policy's graph input, the rows past num_cameras zeroed (as act()
-//     does with device observations);
+//   (two cameras or more) wait for the event `early` (an external event of the copy stream: the
+//     copies of every camera but the last are done), then the frames' kernel for cameras 0..n-2;
+//   wait for the event `uploaded` (every copy is done), then the frames' kernel for the last
+//     camera (one camera: for it). The kernel (cr_cuda_frames_tick): each frame converted,
+//     cropped and resized (ops/frames.h's arithmetic) into its ring slot, the older frames from
+//     the ring beside it, into the camera's row of the batch and of the policy's graph input,
+//     the input's rows past num_cameras zeroed (as act() does with device observations);
 //   the policy's forward (cr_policy_forward, as its own graphs run it), its out block -> pinned.
-// A tick classifies each camera's frame (cudaPointerGetAttributes): device or managed memory of
-// the policy's GPU is read in place; on an integrated GPU (the policy's maps_obs) pinned host
-// memory is read in place at its mapped address; other pinned memory is copied to the camera's
-// staging by cudaMemcpyAsync on the copy stream; pageable memory goes up in chunks through the
-// two pinned bounce buffers, the host filling one while the copy stream empties the other (an
-// event each). uploaded[i] is recorded after camera i's copy, and the graph is launched once
-// every copy is enqueued: camera i's conversion runs while camera i+1's frame is still on the
-// bus, so a tick takes about the copies plus one camera's conversion and the forward. One
-// synchronisation of the compute stream ends the tick; nothing is allocated.
+// A tick classifies each camera's frame by its CUDA attributes (cudaPointerGetAttributes once a
+// pointer: a table of the handle remembers the pointers seen; see `pointer_attributes`): device
+// or managed memory of the policy's GPU is read in place; on an integrated GPU (the policy's
+// maps_obs) pinned host memory is read in place at its mapped address; other pinned memory is
+// copied to the camera's staging by cudaMemcpyAsync on the copy stream; pageable memory goes up
+// in chunks through the two pinned bounce buffers, the host filling one while the copy stream
+// empties the other (an event each). Only the bytes a conversion reads are copied
+// (cr_frame_read_ranges: the crop's rows; NV12 into gray, the Y plane alone, 2/3 of a frame).
+// `early` is recorded before the last camera's copies, `uploaded` after them, and the graph is
+// launched once every copy is enqueued; one synchronisation of the compute stream ends the tick;
+// nothing is allocated.
+//
+// Why two launches, not one a camera: after the last byte lands the tick still converts, runs the
+// forward and copies the outputs back, and that, not the copy, is what a pinned tick adds to the
+// copy floor. The first cameras' conversions run under the last camera's copy (0.23 ms for a 4K
+// NV12 frame at 54 GB/s, far longer than they take), leaving one camera's conversion and the
+// forward after it; a launch and a wait more a camera would buy nothing more, since each camera
+// but the last is converted long before the last copy ends.
 //
 // The tick is synchronous (it returns the actions of its own frames), so tick t+1's copies
-// cannot begin before tick t has returned: the overlap is inside a tick, camera by camera and
-// chunk by chunk, and one staging buffer per camera suffices.
+// cannot begin before tick t has returned: the overlap is inside a tick, the host's copies into
+// the bounce buffers against the bus, and one staging buffer per camera suffices.
 #include <string.h>
 
 #include "ops/cuda/cuda_common.cuh"
@@ -53,22 +64,22 @@ static cudarl_status capture(cudarl_frames *f) {
     cudarl_ctx *ctx = p->ctx;
     cr_frames_cuda *c = &f->cuda;
     cudaStream_t st = cr_stream(ctx);
-    const int n = f->num_cameras, K = f->depth;
     const cr_frames_tick_state *state = (const cr_frames_tick_state *)c->state_dev;
+    const int n = f->num_cameras, split = n > 1;
     CR_TRY(cr_cuda_graph_begin(ctx));
     cudaError_t e = cudaMemcpyAsync(c->state_dev, c->state_host, c->state_bytes,
                                     cudaMemcpyHostToDevice, st);
-    if (e == cudaSuccess) cr_cuda_frames_shift(ctx, state, c->rings, c->batch, n, K, f->slot_bytes);
-    for (int i = 0; i < n && e == cudaSuccess; i++) {
-        e = cudaStreamWaitEvent(st, (cudaEvent_t)c->uploaded[i], cudaEventWaitExternal);
-        if (e == cudaSuccess)
-            cr_cuda_frames_stack(ctx, &f->geom[i], state, i,
-                                 c->rings + (size_t)i * (size_t)K * f->slot_bytes,
-                                 c->batch + (size_t)i * f->row_bytes, K, f->slot_bytes);
-    }
+    if (e == cudaSuccess && split) // cameras 0..n-2 under the last camera's copy
+        e = cudaStreamWaitEvent(st, (cudaEvent_t)c->early, cudaEventWaitExternal);
+    if (e == cudaSuccess && split)
+        cr_cuda_frames_tick(ctx, state, c->cams, c->max_blocks, 0, n - 1, n, c->rows, f->depth,
+                            f->slot_bytes, c->rings, c->batch, p->cuda.in);
+    if (e == cudaSuccess)
+        e = cudaStreamWaitEvent(st, (cudaEvent_t)c->uploaded, cudaEventWaitExternal);
     if (e == cudaSuccess) {
-        cr_cuda_frames_pack(ctx, c->batch, p->cuda.in, (size_t)n * f->row_bytes,
-                            (size_t)c->rows * f->row_bytes);
+        cr_cuda_frames_tick(ctx, state, c->cams, c->max_blocks, split ? n - 1 : 0, split ? 1 : n,
+                            n, c->rows, f->depth, f->slot_bytes, c->rings, c->batch,
+                            p->cuda.in);
         cr_policy_forward(p, p->cuda.in, c->rows, 1);
         e = cudaMemcpyAsync(c->out, p->out, cr_policy_out_bytes(p, c->rows),
                             cudaMemcpyDeviceToHost, st);
@@ -103,7 +114,8 @@ static cudarl_status pinned_alloc(cudarl_frames *f, size_t largest_frame) {
     return CUDARL_OK;
 }
 
-// The device arena: staging (each camera's, on 256-byte lines), rings, batch, tick state.
+// The device arena: staging (each camera's, on 256-byte lines), the cameras' descriptions,
+// rings, batch, tick state.
 static cudarl_status device_alloc(cudarl_frames *f, size_t *largest_frame) {
     cudarl_ctx *ctx = f->policy->ctx;
     cr_frames_cuda *c = &f->cuda;
@@ -119,6 +131,7 @@ static cudarl_status device_alloc(cudarl_frames *f, size_t *largest_frame) {
     cr_plan pl;
     cr_plan_init(&pl);
     const int a_staging = cr_plan_add(&pl, "frame staging", staging);
+    const int a_cams = cr_plan_add(&pl, "cameras", (size_t)n * sizeof(cr_frames_camera));
     const int a_rings = cr_plan_add(&pl, "stacks", (size_t)n * (size_t)f->depth * f->slot_bytes);
     const int a_batch = cr_plan_add(&pl, "batch", (size_t)n * f->row_bytes);
     const int a_state = cr_plan_add(&pl, "tick state", c->state_bytes);
@@ -128,6 +141,7 @@ static cudarl_status device_alloc(cudarl_frames *f, size_t *largest_frame) {
         c->staging[i] = at;
         at += align_up(c->frame_bytes[i], STAGING_ALIGN);
     }
+    c->cams = (cr_frames_camera *)cr_arena_get(&c->dev, a_cams);
     c->rings = (uint8_t *)cr_arena_get(&c->dev, a_rings);
     c->batch = (uint8_t *)cr_arena_get(&c->dev, a_batch);
     c->state_dev = cr_arena_get(&c->dev, a_state);
@@ -142,13 +156,27 @@ static cudarl_status streams_create(cudarl_frames *f) {
         c->copy = NULL;
         return cuda_failed(f, "cudaStreamCreateWithFlags (the copy stream)", e);
     }
-    for (int i = 0; i < f->num_cameras + 2; i++) {
-        void **ev = i < f->num_cameras ? &c->uploaded[i] : &c->bounced[i - f->num_cameras];
-        e = cudaEventCreateWithFlags((cudaEvent_t *)ev, cudaEventDisableTiming);
+    void **ev[4] = {&c->uploaded, &c->early, &c->bounced[0], &c->bounced[1]};
+    for (int i = 0; i < 4; i++) {
+        e = cudaEventCreateWithFlags((cudaEvent_t *)ev[i], cudaEventDisableTiming);
         if (e != cudaSuccess) {
-            *ev = NULL;
+            *ev[i] = NULL;
             return cuda_failed(f, "cudaEventCreateWithFlags", e);
         }
+    }
+    return CUDARL_OK;
+}
+
+// The cameras' descriptions into the device arena (after its zeroing, before the capture).
+static cudarl_status cameras_write(cudarl_frames *f) {
+    cr_frames_cuda *c = &f->cuda;
+    c->max_blocks = 0;
+    for (int i = 0; i < f->num_cameras; i++) {
+        cr_frames_camera d;
+        cr_cuda_frames_camera_init(&f->geom[i], &d);
+        c->max_blocks = d.blocks > c->max_blocks ? d.blocks : c->max_blocks;
+        cudaError_t e = cudaMemcpy(c->cams + i, &d, sizeof d, cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) return cuda_failed(f, "writing the cameras' descriptions", e);
     }
     return CUDARL_OK;
 }
@@ -160,8 +188,8 @@ extern "C" void cr_frames_cuda_free(cudarl_frames *f) {
     cudaStreamSynchronize(cr_stream(ctx));
     cudaGetLastError();
     if (c->graph) cudaGraphExecDestroy((cudaGraphExec_t)c->graph);
-    for (int i = 0; c->uploaded && i < f->num_cameras; i++)
-        if (c->uploaded[i]) cudaEventDestroy((cudaEvent_t)c->uploaded[i]);
+    if (c->uploaded) cudaEventDestroy((cudaEvent_t)c->uploaded);
+    if (c->early) cudaEventDestroy((cudaEvent_t)c->early);
     for (int j = 0; j < 2; j++)
         if (c->bounced[j]) cudaEventDestroy((cudaEvent_t)c->bounced[j]);
     if (c->copy) cudaStreamDestroy((cudaStream_t)c->copy);
@@ -169,11 +197,12 @@ extern "C" void cr_frames_cuda_free(cudarl_frames *f) {
     if (c->dev.base) ctx->ops->arena_free(ctx, &c->dev);
     uint8_t **staging = c->staging;
     size_t *frame_bytes = c->frame_bytes;
-    void **uploaded = c->uploaded;
     int *source = c->source;
+    cr_frames_ptr *ptrs = c->ptrs;
+    const int ptr_cap = c->ptr_cap;
     memset(c, 0, sizeof *c);
-    c->staging = staging, c->frame_bytes = frame_bytes, c->uploaded = uploaded;
-    c->source = source; // host arena arrays: the handle's
+    c->staging = staging, c->frame_bytes = frame_bytes, c->source = source;
+    c->ptrs = ptrs, c->ptr_cap = ptr_cap; // host arena arrays: the handle's
 }
 
 extern "C" cudarl_status cr_frames_cuda_init(cudarl_frames *f) {
@@ -194,7 +223,8 @@ extern "C" cudarl_status cr_frames_cuda_init(cudarl_frames *f) {
         for (int i = 0; i < f->num_cameras; i++) src[i] = c->staging[i];
         // the arena's zeroing is queued on the policy's stream: done before the capture
         cudaError_t e = cudaStreamSynchronize(cr_stream(p->ctx));
-        s = e == cudaSuccess ? capture(f) : cuda_failed(f, "zeroing the device arena", e);
+        s = e == cudaSuccess ? cameras_write(f) : cuda_failed(f, "zeroing the device arena", e);
+        if (s == CUDARL_OK) s = capture(f);
     }
     if (s == CUDARL_OK) { // one launch, so that no tick pays for the graph's first upload
         cudaStream_t st = cr_stream(p->ctx);
@@ -206,36 +236,88 @@ extern "C" cudarl_status cr_frames_cuda_init(cudarl_frames *f) {
         cr_frames_cuda_free(f);
         return s;
     }
-    CR_DEBUG("frames: tick graph of %d camera(s) into the policy's batch of %d; pinned %zu "
-             "bytes (bounce buffers 2 x %zu)", f->num_cameras, c->rows, c->pinned_bytes,
-             c->bounce_bytes);
+    CR_DEBUG("frames: tick graph of %d camera(s) (one kernel of %u x %d blocks) into the "
+             "policy's batch of %d; pinned %zu bytes (bounce buffers 2 x %zu)", f->num_cameras,
+             c->max_blocks, f->num_cameras, c->rows, c->pinned_bytes, c->bounce_bytes);
     return CUDARL_OK;
 }
 
 // ---- the tick ---------------------------------------------------------------------------
 
-// Where camera i's frame lives: SRC_* into *source, and for memory read in place its device
-// address into *in_place. Memory of another GPU is refused.
-static cudarl_status classify(const cudarl_frames *f, int i, const void *frame, int *source,
-                              const uint8_t **in_place) {
-    const int dev = f->policy->ctx->device_index;
+// The CUDA attributes of ptr: kind (cudaMemoryType), device, device address. From the handle's
+// table of the pointers seen, else cudaPointerGetAttributes, remembered (open addressing over
+// ptr_cap slots, emptied when half full). A pointer's kind is looked up once while the frames
+// live: an address can change kind only by being freed and allocated again as another kind of
+// memory, and of those changes the table's answers stay right for all but pinned memory of an
+// integrated GPU (read in place at its mapped address, so never remembered; a discrete GPU's
+// pinned memory is copied with cudaMemcpyAsync, right for pageable memory too, pageable memory
+// is staged, right for pinned memory too, and device and managed addresses are CUDA's own range
+// of the address space, never a host allocation's). cudarl_frames_reset empties the table.
+static void pointer_attributes(cr_frames_cuda *c, const void *ptr, cr_frames_ptr *out) {
+    const uint64_t mask = (uint64_t)c->ptr_cap - 1;
+    uint64_t h = ((uint64_t)(uintptr_t)ptr * 0x9E3779B97F4A7C15ull) >> 32;
+    cr_frames_ptr *slot = NULL;
+    for (int probe = 0; probe < c->ptr_cap; probe++, h++) {
+        cr_frames_ptr *e = &c->ptrs[h & mask];
+        if (e->ptr == ptr) {
+            *out = *e;
+            return;
+        }
+        if (!e->ptr) {
+            slot = e;
+            break;
+        }
+    }
     cudaPointerAttributes at;
     memset(&at, 0, sizeof at);
-    if (cudaPointerGetAttributes(&at, frame) != cudaSuccess) {
+    if (cudaPointerGetAttributes(&at, ptr) != cudaSuccess) {
         cudaGetLastError(); // not known to CUDA: ordinary host memory
         at.type = cudaMemoryTypeUnregistered;
     }
+    memset(out, 0, sizeof *out);
+    out->ptr = ptr;
+    out->type = (int)at.type;
+    out->device = at.device;
+    out->device_ptr = at.devicePointer;
+    if (at.type == cudaMemoryTypeHost && c->maps_host) return; // read in place: not remembered
+    if (!slot || 2 * (c->ptr_count + 1) > c->ptr_cap) { // full enough: start over
+        memset(c->ptrs, 0, (size_t)c->ptr_cap * sizeof *c->ptrs);
+        c->ptr_count = 0;
+        h = ((uint64_t)(uintptr_t)ptr * 0x9E3779B97F4A7C15ull) >> 32;
+        slot = &c->ptrs[h & mask];
+    }
+    *slot = *out;
+    c->ptr_count++;
+}
+
+extern "C" void cr_frames_cuda_forget_pointers(cudarl_frames *f) {
+    cr_frames_cuda *c = &f->cuda;
+    if (c->ptrs) memset(c->ptrs, 0, (size_t)c->ptr_cap * sizeof *c->ptrs);
+    c->ptr_count = 0;
+}
+
+static int is_device_memory(const cr_frames_ptr *a) {
+    return a->type == (int)cudaMemoryTypeDevice || a->type == (int)cudaMemoryTypeManaged;
+}
+
+// Where camera i's frame lives: SRC_* into *source, and for memory read in place its device
+// address into *in_place. Memory of another GPU is refused.
+static cudarl_status classify(cudarl_frames *f, int i, const void *frame, int *source,
+                              const uint8_t **in_place) {
+    const int dev = f->policy->ctx->device_index;
+    cr_frames_ptr at;
+    pointer_attributes(&f->cuda, frame, &at);
     *in_place = NULL;
-    if (at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged) {
+    if (is_device_memory(&at)) {
         if (at.device != dev)
             return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_frames_tick: camera_frames[%d] is "
                            "memory of cuda:%d, but the policy runs on cuda:%d; pass host memory "
                            "or memory of cuda:%d", i, at.device, dev, dev);
         *source = SRC_DEVICE;
         *in_place = (const uint8_t *)frame;
-    } else if (at.type == cudaMemoryTypeHost) {
-        *source = f->cuda.maps_host && at.devicePointer ? SRC_MAPPED : SRC_PINNED;
-        if (*source == SRC_MAPPED) *in_place = (const uint8_t *)at.devicePointer;
+    } else if (at.type == (int)cudaMemoryTypeHost) {
+        *source = f->cuda.maps_host && at.device_ptr ? SRC_MAPPED : SRC_PINNED;
+        if (*source == SRC_MAPPED) *in_place = (const uint8_t *)at.device_ptr;
     } else {
         *source = SRC_PAGEABLE;
     }
@@ -281,7 +363,9 @@ extern "C" cudarl_status cr_frames_cuda_tick(cudarl_frames *f, int newest,
     int on_dev[3] = {0, 0, 0};
     for (int k = 0; k < 3; k++) {
         if (!out[k]) continue;
-        int d = cr_policy_pointer_device(out[k]);
+        cr_frames_ptr at;
+        pointer_attributes(c, out[k], &at);
+        const int d = is_device_memory(&at) ? at.device : -1;
         if (d >= 0 && d != ctx->device_index)
             return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_frames_tick: %s is memory of cuda:%d, "
                            "but the policy runs on cuda:%d; pass host memory or memory of "
@@ -289,19 +373,24 @@ extern "C" cudarl_status cr_frames_cuda_tick(cudarl_frames *f, int newest,
         on_dev[k] = d >= 0;
     }
     state->newest = newest, state->fill = f->fill;
-    // the copies, camera by camera, each followed by its event
+    // the copies, camera by camera, then the event the graph waits for
     cudaStream_t cp = (cudaStream_t)c->copy, st = cr_stream(ctx);
     cudaError_t e = cudaSuccess;
     int next = 0;
     for (int i = 0; i < n && e == cudaSuccess; i++) {
-        if (c->source[i] == SRC_PINNED)
-            e = cudaMemcpyAsync(c->staging[i], frames[i], c->frame_bytes[i],
-                                cudaMemcpyHostToDevice, cp);
-        else if (c->source[i] == SRC_PAGEABLE)
-            e = upload_pageable(c, c->staging[i], (const uint8_t *)frames[i], c->frame_bytes[i],
-                                &next);
-        if (e == cudaSuccess) e = cudaEventRecord((cudaEvent_t)c->uploaded[i], cp);
+        if (i == n - 1 && n > 1) e = cudaEventRecord((cudaEvent_t)c->early, cp);
+        if (e != cudaSuccess || (c->source[i] != SRC_PINNED && c->source[i] != SRC_PAGEABLE))
+            continue;
+        size_t off[2], len[2];
+        const int ranges = cr_frame_read_ranges(&f->geom[i], off, len);
+        const uint8_t *from = (const uint8_t *)frames[i];
+        for (int r = 0; r < ranges && e == cudaSuccess; r++)
+            e = c->source[i] == SRC_PINNED
+                    ? cudaMemcpyAsync(c->staging[i] + off[r], from + off[r], len[r],
+                                      cudaMemcpyHostToDevice, cp)
+                    : upload_pageable(c, c->staging[i] + off[r], from + off[r], len[r], &next);
     }
+    if (e == cudaSuccess) e = cudaEventRecord((cudaEvent_t)c->uploaded, cp);
     if (e == cudaSuccess) e = cudaGraphLaunch((cudaGraphExec_t)c->graph, st);
     int32_t *da, *ha;
     float *dv, *dl, *hv, *hl;

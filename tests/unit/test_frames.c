@@ -9,9 +9,11 @@
  *
  * Checks: each pixel format's conversion on tiny frames against values worked out by hand from
  * the formulas in cudarl.h (equal to OpenCV's cvtColor on the same bytes); the area resize on
- * integer and non-integer ratios, down and up, with crops and row padding; the stack order
- * (oldest first, as CartPolePixels-v1), the reset padding (the first frame in every slot), the
- * packing of cameras into rows, for gray and RGB frames; every refusal, each message naming the
+ * integer and non-integer ratios, down and up, with crops and row padding; the column split
+ * of the CUDA warps (cr_frame_box_part, in 1, 3, 32 and 64 parts) against cr_frame_box, over
+ * every twin geometry, reading only the bytes the CUDA tick uploads (cr_frame_read_ranges); the
+ * stack order (oldest first, as CartPolePixels-v1), the reset padding (the first frame in every
+ * slot), the packing of cameras into rows, for gray and RGB frames; every refusal, each message naming the
  * problem; no allocation in 200 ticks (malloc and its kin counted by interposition, but for
  * libgomp's own teams of the CPU forward's parallel regions, which it frees at their end; the
  * heap in use unchanged, the one check under ASan and on CUDA); end to end, three cameras of three formats into a nature-cnn
@@ -25,8 +27,9 @@
  * shrinks of 8 and more along x, a warp per output pixel); the device tick
  * of a CUDA policy against the CPU tick of a CPU policy of the same weights (three setups:
  * nature-cnn over five cameras of the five formats, RGB stacks of two over four, one-frame
- * stacks): the observations bit for bit over several ticks and after a reset, the outputs within
- * float rounding of the CPU's and bitwise act()'s on the CPU's observations, with each camera's
+ * stacks; and nature-cnn in bf16 over the five): the observations bit for bit over several ticks
+ * and after a reset, the outputs (fp32) within float rounding of the CPU's, and bitwise act()'s on
+ * the CPU's observations, with each camera's
  * frame in pageable, pinned, device and managed memory in turn, each kind alone alike, outputs
  * in device memory alike; 200 ticks without a device allocation (the backend's cudaMalloc count
  * and cudaMemGetInfo unchanged); device frames refused for a CPU policy. */
@@ -151,6 +154,9 @@ static void small_net(char *buf, size_t cap, int C, int H, int W, const char *sc
 
 static const char NATURE[] = NETSPEC_NATURE_PPO6;
 
+/* The precision of the CUDA policies made (the CPU's stay fp32). */
+static cudarl_precision gpu_precision = CUDARL_PRECISION_FP32;
+
 static cudarl_policy *net_policy_on(const char *text, int max_batch, uint64_t seed,
                                     cudarl_device_kind dev) {
     size_t np = 0;
@@ -161,6 +167,7 @@ static cudarl_policy *net_policy_on(const char *text, int max_batch, uint64_t se
     cudarl_policy_options o;
     CHECK_OK(cudarl_policy_options_default(&o));
     o.device = dev, o.max_batch = max_batch;
+    if (dev == CUDARL_DEVICE_CUDA) o.precision = gpu_precision;
     cudarl_policy *p = NULL;
     CHECK_OK(cudarl_policy_load_network(text, params, np, "test frames", CUDARL_CONV_ENGINE_AUTO,
                                         &o, &p));
@@ -260,6 +267,99 @@ static void test_resize(void) {
     c.crop_x = 3, c.crop_y = 2, c.crop_width = 1, c.crop_height = 2; /* the last column */
     convert_is("crop edge", &c, padded, 1, 2, 1, (const uint8_t[]){11, 15});
     printf("resize: ratios 3:2, 2:3, 3x3:2x2, crops, pitch by hand\n");
+}
+
+/* The warp's arithmetic on the CPU: cr_frame_box_part's parts (32 as the CUDA warp's lanes, and
+ * 1, 3, 64) add up to cr_frame_box's sums, so cr_frame_round of them gives its bytes, over every
+ * format, gray and RGB, crops at odd offsets, padded rows, shrinks, stretches, one-row and
+ * one-column boxes and boxes wider than 64 columns. */
+static void parts_case(int format, int w, int h, size_t pad, int cx, int cy, int cw, int ch,
+                       int ow, int oh, int channels) {
+    cr_frame_geom g;
+    memset(&g, 0, sizeof g);
+    g.format = format, g.width = w, g.height = h;
+    g.pitch = (size_t)w * (size_t)cr_frame_pixel_bytes(format) + pad;
+    g.crop_x = cx, g.crop_y = cy, g.crop_w = cw ? cw : w, g.crop_h = ch ? ch : h;
+    g.out_w = ow, g.out_h = oh, g.channels = channels;
+    CHECK(g.crop_x + g.crop_w <= w && g.crop_y + g.crop_h <= h);
+    const size_t fb = cr_frame_bytes(&g);
+    uint8_t *frame = malloc(fb), *other = malloc(fb);
+    CHECK(frame && other);
+    for (size_t b = 0; b < fb; b++) frame[b] = rnd();
+    /* `other`: the bytes cr_frame_read_ranges names (all the CUDA tick uploads), the rest other
+     * random bytes: the parts summed over it must equal cr_frame_box over `frame` */
+    for (size_t b = 0; b < fb; b++) other[b] = rnd();
+    size_t off[2], len[2];
+    const int ranges = cr_frame_read_ranges(&g, off, len);
+    CHECK(ranges >= 1 && ranges <= 2);
+    for (int r = 0; r < ranges; r++) {
+        CHECK(off[r] + len[r] <= fb && (r == 0 || off[r] >= off[0] + len[0]));
+        memcpy(other + off[r], frame + off[r], len[r]);
+    }
+    if (format == CUDARL_PIXEL_NV12 && channels == 1) /* the Y plane's crop rows alone */
+        CHECK(ranges == 1 && len[0] == (size_t)g.crop_h * g.pitch);
+    static const int PARTS[] = {1, 3, 32, 64};
+    for (int oy = 0; oy < oh; oy++)
+        for (int ox = 0; ox < ow; ox++) {
+            uint8_t want[3] = {0, 0, 0}, thread[3] = {0, 0, 0};
+            cr_frame_box(&g, frame, ox, oy, want);
+            cr_frame_box(&g, other, ox, oy, thread); /* the CUDA thread's, on the uploads */
+            for (int c = 0; c < channels; c++)
+                CHECK_MSG(thread[c] == want[c], "read ranges: format %d %dx%d pitch %zu crop "
+                          "(%d, %d, %d x %d) -> %dx%dx%d, pixel (%d, %d) channel %d: %d from "
+                          "the uploaded bytes, %d from the whole frame", format, w, h, g.pitch,
+                          g.crop_x, g.crop_y, g.crop_w, g.crop_h, ow, oh, channels, ox, oy, c,
+                          thread[c], want[c]);
+            uint64_t first[3] = {0, 0, 0};
+            for (size_t k = 0; k < sizeof PARTS / sizeof PARTS[0]; k++) {
+                uint64_t sum[3] = {0, 0, 0};
+                for (int part = 0; part < PARTS[k]; part++)
+                    cr_frame_box_part(&g, other, ox, oy, part, PARTS[k], sum);
+                uint8_t got[3] = {0, 0, 0};
+                cr_frame_round(&g, sum, got);
+                if (k == 0) memcpy(first, sum, sizeof sum);
+                for (int c = 0; c < channels; c++)
+                    CHECK_MSG(got[c] == want[c] && sum[c] == first[c], "box parts: format %d "
+                              "%dx%d pitch %zu crop (%d, %d, %d x %d) -> %dx%dx%d, pixel (%d, "
+                              "%d) channel %d in %d parts: %d (sum %llu), cr_frame_box %d (sum "
+                              "%llu in 1 part)", format, w, h, g.pitch, g.crop_x, g.crop_y,
+                              g.crop_w, g.crop_h, ow, oh, channels, ox, oy, c, PARTS[k], got[c],
+                              (unsigned long long)sum[c], want[c],
+                              (unsigned long long)first[c]);
+            }
+        }
+    free(frame), free(other);
+}
+
+static void test_box_parts(void) {
+    int cases = 0;
+    for (int f = CUDARL_PIXEL_GRAY8; f <= CUDARL_PIXEL_NV12; f++)
+        for (int ch = 1; ch <= 3; ch += 2) {
+            const int w = f == CUDARL_PIXEL_YUYV || f == CUDARL_PIXEL_NV12 ? 38 : 37;
+            const int h = f == CUDARL_PIXEL_NV12 ? 24 : 23;
+            parts_case(f, w, h, 0, 0, 0, 0, 0, 84, 84, ch);  /* up */
+            parts_case(f, w, h, 13, 0, 0, 0, 0, 5, 3, ch);   /* down, padded rows */
+            parts_case(f, w, h, 7, 3, 5, 17, 11, 7, 4, ch);  /* a crop at odd x, y */
+            parts_case(f, w, h, 0, 1, 1, 17, 11, 17, 11, ch); /* 1:1 */
+            parts_case(f, w, h, 0, 0, 0, 0, 0, 1, 1, ch);    /* one pixel */
+            parts_case(f, w, h, 3, 5, 2, 9, 13, 20, 6, ch);  /* x up, y down */
+            parts_case(f, w, h, 0, 0, 3, 0, 1, 4, 1, ch);    /* one-row boxes */
+            parts_case(f, 400, 30, 9, 1, 1, 397, 27, 3, 2, ch); /* boxes of 133 columns */
+            parts_case(f, w, h, 5, 3, 2, 33, 19, 4, 2, ch); /* the twin's by-warp crop */
+            parts_case(f, 640, 480, 64, 0, 0, 0, 0, 84, 84, ch); /* the twin's 640x480 */
+            parts_case(f, 640, 480, 64, 8, 6, 624, 468, 84, 84, ch); /* a crop of it */
+            cases += 11;
+        }
+    /* the twin's camera-sized cases */
+    parts_case(CUDARL_PIXEL_NV12, 3840, 2160, 0, 0, 0, 0, 0, 84, 84, 1);
+    parts_case(CUDARL_PIXEL_NV12, 3840, 2160, 256, 0, 0, 0, 0, 84, 84, 3);
+    parts_case(CUDARL_PIXEL_RGB8, 1920, 1080, 0, 101, 61, 1699, 1001, 84, 84, 3);
+    parts_case(CUDARL_PIXEL_YUYV, 1280, 720, 128, 0, 0, 0, 0, 96, 54, 1);
+    parts_case(CUDARL_PIXEL_YUYV, 1280, 720, 128, 3, 1, 1001, 613, 84, 84, 1);
+    parts_case(CUDARL_PIXEL_NV12, 1280, 720, 0, 101, 33, 1001, 613, 84, 84, 3); /* U,V rows */
+    cases += 6;
+    printf("box parts: cr_frame_box_part's parts (1, 3, 32, 64) equal cr_frame_box in %d "
+           "cases, reading only the bytes cr_frame_read_ranges names\n", cases);
 }
 
 /* ---- stacks ------------------------------------------------------------------------------- */
@@ -580,6 +680,12 @@ static void twin_case(cudarl_ctx *gpu, int format, int w, int h, size_t pad, int
     CUDA_OK(cudaMalloc((void **)&d_out, ob));
     CUDA_OK(cudaMemcpy(d_frame, frame, fb, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(d_out, 0xA5, ob));
+    /* the copy and the memset are on the legacy default stream, which the context's
+     * non-blocking stream does not wait for: a pageable cudaMemcpy may return before its last
+     * bytes land and cudaMemset returns at once, so without this the kernel could read a partly
+     * copied frame and its output be overwritten by the 0xA5s after it (as 640x480 RGB8 once
+     * was on an H200: byte 0 165 = 0xA5) */
+    CUDA_OK(cudaDeviceSynchronize());
     gpu->ops->frame_to_obs(gpu, &g, d_frame, d_out);
     gpu->ops->sync(gpu);
     CUDA_OK(cudaMemcpy(got, d_out, ob, cudaMemcpyDeviceToHost));
@@ -653,6 +759,9 @@ static void copies_fill(frame_copies *c) {
     memcpy(c->at[MEM_PINNED], c->at[MEM_PAGEABLE], c->bytes);
     CUDA_OK(cudaMemcpy(c->at[MEM_DEVICE], c->at[MEM_PAGEABLE], c->bytes, cudaMemcpyDefault));
     CUDA_OK(cudaMemcpy(c->at[MEM_MANAGED], c->at[MEM_PAGEABLE], c->bytes, cudaMemcpyDefault));
+    /* device frames must be complete when the tick is called (it does not wait on the legacy
+     * stream, and a pageable cudaMemcpy may return before its DMA ends) */
+    CUDA_OK(cudaDeviceSynchronize());
 }
 
 #define TC_MAX 5
@@ -669,6 +778,7 @@ typedef struct tick_out {
 typedef struct tick_pair {
     const char *what;
     int n, channels, A;
+    int half; /* the CUDA policy's forward in bf16 or fp16: its outputs only as act()'s */
     size_t obs_bytes;
     cudarl_policy *pc, *pg;
     cudarl_frames *fc, *fg;
@@ -681,6 +791,7 @@ static void pair_open(tick_pair *tp, const char *what, const char *net, int C, i
     CHECK(n <= TC_MAX);
     memset(tp, 0, sizeof *tp);
     tp->what = what, tp->n = n, tp->channels = channels;
+    tp->half = gpu_precision == CUDARL_PRECISION_BF16 || gpu_precision == CUDARL_PRECISION_FP16;
     tp->pc = net_policy_on(net, n, seed, CUDARL_DEVICE_CPU);
     tp->pg = net_policy_on(net, n, seed, CUDARL_DEVICE_CUDA);
     cudarl_policy_info info;
@@ -768,7 +879,7 @@ static void pair_run(tick_pair *tp, int ticks, int reset_at) {
             CHECK_MSG(tp->obs_g[b] == tp->obs_c[b], "%s tick %d: observation byte %zu (camera "
                       "%zu) is %d on CUDA, %d on the CPU", tp->what, t, b,
                       b / (tp->obs_bytes / (size_t)tp->n), tp->obs_g[b], tp->obs_c[b]);
-        outputs_close(tp, t, &g, &c);
+        if (!tp->half) outputs_close(tp, t, &g, &c);
         outputs_equal_act(tp, t, &g);
     }
     /* each kind of memory alone, from a reset: the same observations and outputs */
@@ -860,6 +971,13 @@ static void test_cuda_ticks(void) {
     pair_open(&tp, "gray depth 1", net, 1, 9, 7, 1, &c, 1, 23);
     pair_run(&tp, 4, 2);
     pair_close(&tp);
+    /* the five formats into nature-cnn in bf16 (cudarl bench frames --precision bf16): the
+     * observations bit for bit, the outputs act()'s on them */
+    gpu_precision = CUDARL_PRECISION_BF16;
+    pair_open(&tp, "nature-cnn bf16 gray x5", NATURE, 4, 84, 84, 1, a, 5, 24);
+    pair_run(&tp, 5, 3);
+    pair_close(&tp);
+    gpu_precision = CUDARL_PRECISION_FP32;
 }
 
 /* Device frames for a CPU policy are refused; a CUDA policy's messages name device memory. */
@@ -901,6 +1019,7 @@ int main(int argc, char **argv) {
     cudarl_log_set_level(CUDARL_LOG_WARN);
     test_formats();
     test_resize();
+    test_box_parts();
     test_stack_gray();
     test_stack_rgb();
     test_refusals(argv[2]);

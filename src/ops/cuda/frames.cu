@@ -1,12 +1,22 @@
 // Camera frames on the GPU (ops/cuda/frames_cuda.h): the CUDA twin of frame_to_obs and the
-// kernels of the frames' device tick. Each output pixel is computed by the CPU reference's
+// kernel of the frames' device tick. Each output pixel is computed by the CPU reference's
 // integer functions of ops/frames.h: one thread per output pixel calls cr_frame_box; where a
 // pixel's box is wide (a shrink of 8 or more along x: a 4K frame to 84 x 84 averages boxes of
 // 46 x 26 pixels, which one thread would walk alone while most SMs idle) one warp per output
-// pixel splits the box's columns over its lanes, each lane calling the same cr_frame_span,
-// cr_frame_weight and cr_frame_pixel, and the lanes' integer sums add up exactly to
-// cr_frame_box's. Either way each byte is the one cr_cpu_frame_to_obs computes, whatever the
-// format, pitch, crop, size or channels.
+// pixel splits the box's columns over its lanes, each lane summing its columns with
+// cr_frame_box_part (a load and an add a source pixel where a gray pixel is one byte: GRAY8,
+// NV12, YUYV), and the lanes' integer sums add up exactly to cr_frame_box's. Either way each
+// byte is the one cr_cpu_frame_to_obs computes, whatever the format, pitch, crop, size or
+// channels.
+//
+// The tick's kernel (frames_tick_kernel) does a tick's device work before the forward for a
+// range of cameras in one launch: a grid of (blocks, cameras), each camera's blocks over its
+// output pixels, each pixel's thread (or its warp's lane 0) writing the pixel's value into the
+// camera's ring, its batch row and the policy's input row, copying the older frames at that
+// position from the ring into both rows, and zeroing that position in the input's padding row of
+// the camera, if any.
+#include <string.h>
+
 #include "ops/cuda/cuda_common.cuh"
 #include "ops/cuda/frames_cuda.h"
 
@@ -24,31 +34,17 @@ static unsigned frame_blocks(const cr_frame_geom *g) {
     return (unsigned)((n + FRAME_THREADS - 1) / FRAME_THREADS);
 }
 
-// cr_frame_box of output pixel (ox, oy) by the 32 lanes of a warp: lane l takes columns j0 + l,
-// j0 + l + 32, ... of every row of the box, sums wy(i) wx(j) v(i, j) (integers), and the lanes'
-// sums meet by shuffles; every lane gets out[0..channels).
-__device__ void frame_box_warp(const cr_frame_geom *g, const uint8_t *frame, int ox, int oy,
-                               int lane, uint8_t out[3]) {
-    int i0, ni, j0, nj;
-    cr_frame_span(ox, g->out_w, g->crop_w, &j0, &nj);
-    cr_frame_span(oy, g->out_h, g->crop_h, &i0, &ni);
+// Output pixel (ox, oy) by the 32 lanes of a warp: lane l sums the box's columns j0 + l,
+// j0 + l + 32, ... (cr_frame_box_part), and the lanes' sums meet by shuffles; every lane gets
+// out[0..channels).
+__device__ __forceinline__ void frame_box_warp(const cr_frame_geom *g, const uint8_t *frame,
+                                               int ox, int oy, int lane, uint8_t out[3]) {
     uint64_t sum[3] = {0, 0, 0};
-    for (int i = i0; i < i0 + ni; i++) {
-        const uint32_t wy = cr_frame_weight(oy, g->out_h, g->crop_h, i);
-        uint32_t row[3] = {0, 0, 0};
-        for (int j = j0 + lane; j < j0 + nj; j += 32) {
-            const uint32_t wx = cr_frame_weight(ox, g->out_w, g->crop_w, j);
-            int v[3] = {0, 0, 0};
-            cr_frame_pixel(g, frame, g->crop_x + j, g->crop_y + i, v);
-            for (int c = 0; c < g->channels; c++) row[c] += wx * (uint32_t)v[c];
-        }
-        for (int c = 0; c < g->channels; c++) sum[c] += (uint64_t)wy * row[c];
-    }
+    cr_frame_box_part(g, frame, ox, oy, lane, 32, sum);
     for (int c = 0; c < 3; c++)
         for (int off = 16; off > 0; off >>= 1)
             sum[c] += __shfl_xor_sync(0xffffffffu, sum[c], off);
-    const uint64_t area = (uint64_t)g->crop_w * (uint64_t)g->crop_h;
-    for (int c = 0; c < g->channels; c++) out[c] = (uint8_t)((sum[c] + area / 2) / area);
+    cr_frame_round(g, sum, out);
 }
 
 // This thread's output pixel of g (row-major) into *pixel and its values into v; whether the
@@ -77,7 +73,8 @@ __global__ void frame_to_obs_kernel(cr_frame_geom g, const uint8_t *__restrict__
     uint8_t v[3];
     if (!frame_out<WARP>(&g, frame, &i, v)) return;
     const size_t plane = (size_t)g.out_w * (size_t)g.out_h;
-    for (int c = 0; c < g.channels; c++) out[(size_t)c * plane + i] = v[c];
+    for (int c = 0; c < 3; c++)
+        if (c < g.channels) out[(size_t)c * plane + i] = v[c];
 }
 
 extern "C" void cr_cuda_frame_to_obs(cudarl_ctx *ctx, const cr_frame_geom *g, const uint8_t *frame,
@@ -91,76 +88,75 @@ extern "C" void cr_cuda_frame_to_obs(cudarl_ctx *ctx, const cr_frame_geom *g, co
     CR_CUDA_LAUNCHED(ctx);
 }
 
-// Element i of the old frames (num_cameras, depth-1, slot) from the rings into the batch.
-__global__ void frames_shift_kernel(const cr_frames_tick_state *__restrict__ st,
-                                    const uint8_t *__restrict__ rings, uint8_t *__restrict__ batch,
-                                    size_t n, int depth, size_t slot) {
-    if (st->fill) return;
-    const int newest = st->newest;
-    const size_t old = (size_t)(depth - 1) * slot, step = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        const size_t cam = i / old, r = i - cam * old, k = r / slot, p = r - k * slot;
-        const size_t from = (size_t)((newest + 1 + (int)k) % depth);
-        batch[(cam * depth + k) * slot + p] = rings[(cam * depth + from) * slot + p];
-    }
-}
-
-extern "C" void cr_cuda_frames_shift(cudarl_ctx *ctx, const cr_frames_tick_state *state,
-                                     const uint8_t *rings, uint8_t *batch, int num_cameras,
-                                     int depth, size_t slot) {
-    const size_t n = (size_t)num_cameras * (size_t)(depth - 1) * slot;
-    if (n == 0) return; // a stack of one frame has no old frames
-    frames_shift_kernel<<<cr_cuda_blocks(n, CR_CUDA_THREADS), CR_CUDA_THREADS, 0,
-                          cr_stream(ctx)>>>(state, rings, batch, n, depth, slot);
-    CR_CUDA_LAUNCHED(ctx);
-}
-
-// Output pixel i of camera cam's frame into its ring and batch row.
+// Camera cam's output pixels from its frame (its pointer in the state) into its ring, its batch
+// row and the policy's input row, the older frames beside them, the padding row zeroed (the
+// file's comment). Blocks past the camera's own return at once.
 template <bool WARP>
-__global__ void frames_stack_kernel(cr_frame_geom g, const cr_frames_tick_state *__restrict__ st,
-                                    int cam, uint8_t *__restrict__ ring,
-                                    uint8_t *__restrict__ row, int depth, size_t slot) {
+__device__ __forceinline__ void frames_tick_camera(const cr_frame_geom *g,
+                                                   const cr_frames_tick_state *__restrict__ st,
+                                                   int cam, uint8_t *__restrict__ ring,
+                                                   uint8_t *__restrict__ brow,
+                                                   uint8_t *__restrict__ irow,
+                                                   uint8_t *__restrict__ pad, int depth,
+                                                   size_t slot) {
     size_t i;
     uint8_t v[3];
-    if (!frame_out<WARP>(&g, cr_frames_tick_src(st)[cam], &i, v)) return;
-    const size_t plane = (size_t)g.out_w * (size_t)g.out_h;
-    const int fill = st->fill;
-    const size_t newest = (size_t)st->newest, last = (size_t)(depth - 1);
-    for (int c = 0; c < g.channels; c++) {
+    if (!frame_out<WARP>(g, cr_frames_tick_src(st)[cam], &i, v)) return;
+    const size_t plane = (size_t)g->out_w * (size_t)g->out_h;
+    const int fill = st->fill, newest = st->newest;
+#pragma unroll
+    for (int c = 0; c < 3; c++) { // constant indices of v: registers
+        if (c >= g->channels) break;
         const size_t at = (size_t)c * plane + i;
-        if (fill) {
-            for (int k = 0; k < depth; k++) ring[(size_t)k * slot + at] = v[c];
-            for (int k = 0; k < depth; k++) row[(size_t)k * slot + at] = v[c];
-        } else {
-            ring[newest * slot + at] = v[c];
-            row[last * slot + at] = v[c];
+        const uint8_t x = v[c];
+        for (int k = 0; k < depth; k++) {
+            uint8_t y = x; // fill: every slot; else the oldest first, this tick's last
+            if (fill) ring[(size_t)k * slot + at] = x;
+            else if (k < depth - 1) y = ring[(size_t)((newest + 1 + k) % depth) * slot + at];
+            brow[(size_t)k * slot + at] = y;
+            irow[(size_t)k * slot + at] = y;
+            if (pad) pad[(size_t)k * slot + at] = 0;
         }
+        if (!fill) ring[(size_t)newest * slot + at] = x; // after its old frame was read
     }
 }
 
-extern "C" void cr_cuda_frames_stack(cudarl_ctx *ctx, const cr_frame_geom *g,
-                                     const cr_frames_tick_state *state, int cam, uint8_t *ring,
-                                     uint8_t *row, int depth, size_t slot) {
-    if (frame_by_warp(g))
-        frames_stack_kernel<true><<<frame_blocks(g), FRAME_THREADS, 0, cr_stream(ctx)>>>(
-            *g, state, cam, ring, row, depth, slot);
-    else
-        frames_stack_kernel<false><<<frame_blocks(g), FRAME_THREADS, 0, cr_stream(ctx)>>>(
-            *g, state, cam, ring, row, depth, slot);
-    CR_CUDA_LAUNCHED(ctx);
+__global__ void frames_tick_kernel(const cr_frames_tick_state *__restrict__ st,
+                                   const cr_frames_camera *__restrict__ cams, int first,
+                                   int count, int num_cameras, int rows, int depth, size_t slot,
+                                   uint8_t *__restrict__ rings, uint8_t *__restrict__ batch,
+                                   uint8_t *__restrict__ in) {
+    __shared__ cr_frames_camera sc;
+    const size_t row = (size_t)depth * slot;
+    for (int cam = first + (int)blockIdx.y; cam < first + count; cam += (int)gridDim.y) {
+        __syncthreads(); // the last camera's description read by every thread
+        if (threadIdx.x == 0) sc = cams[cam];
+        __syncthreads();
+        if (blockIdx.x >= sc.blocks) continue; // the whole block
+        const cr_frame_geom g = sc.g;
+        uint8_t *ring = rings + (size_t)cam * row, *brow = batch + (size_t)cam * row;
+        uint8_t *irow = in + (size_t)cam * row;
+        uint8_t *pad = cam < rows - num_cameras ? in + (size_t)(num_cameras + cam) * row : NULL;
+        if (sc.by_warp)
+            frames_tick_camera<true>(&g, st, cam, ring, brow, irow, pad, depth, slot);
+        else
+            frames_tick_camera<false>(&g, st, cam, ring, brow, irow, pad, depth, slot);
+    }
 }
 
-__global__ void frames_pack_kernel(const uint8_t *__restrict__ batch, uint8_t *__restrict__ in,
-                                   size_t used, size_t total) {
-    const size_t step = (size_t)gridDim.x * blockDim.x;
-    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < total; j += step)
-        in[j] = j < used ? batch[j] : 0;
+extern "C" void cr_cuda_frames_camera_init(const cr_frame_geom *g, cr_frames_camera *out) {
+    memset(out, 0, sizeof *out);
+    out->g = *g;
+    out->by_warp = frame_by_warp(g);
+    out->blocks = frame_blocks(g);
 }
 
-extern "C" void cr_cuda_frames_pack(cudarl_ctx *ctx, const uint8_t *batch, uint8_t *in,
-                                    size_t used, size_t total) {
-    if (total == 0) return;
-    frames_pack_kernel<<<cr_cuda_blocks(total, CR_CUDA_THREADS), CR_CUDA_THREADS, 0,
-                         cr_stream(ctx)>>>(batch, in, used, total);
+extern "C" void cr_cuda_frames_tick(cudarl_ctx *ctx, const cr_frames_tick_state *state,
+                                    const cr_frames_camera *cams, unsigned max_blocks, int first,
+                                    int count, int num_cameras, int rows, int depth,
+                                    size_t slot, uint8_t *rings, uint8_t *batch, uint8_t *in) {
+    const dim3 grid(max_blocks, (unsigned)(count < 65535 ? count : 65535));
+    frames_tick_kernel<<<grid, FRAME_THREADS, 0, cr_stream(ctx)>>>(
+        state, cams, first, count, num_cameras, rows, depth, slot, rings, batch, in);
     CR_CUDA_LAUNCHED(ctx);
 }

@@ -1,9 +1,10 @@
-/* The CUDA twin of frame_to_obs (ops/frames.h) and the kernels of the frames' device tick
+/* The CUDA twin of frame_to_obs (ops/frames.h) and the kernel of the frames' device tick
  * (runtime/frames_cuda.cu): one thread per output pixel calling cr_frame_box, the CPU
  * reference's own integer arithmetic, or where the crop is 8 or more times wider than the output
- * one warp per output pixel over the same functions, its lanes' exact integer sums adding up to
- * cr_frame_box's; every byte equals cr_cpu_frame_to_obs's. Every function enqueues on ctx's
- * stream and allocates nothing: capturable into a CUDA graph. (ops/cuda/frames.cu) */
+ * one warp per output pixel, its lanes summing columns with cr_frame_box_part, their exact
+ * integer sums adding up to cr_frame_box's; every byte equals cr_cpu_frame_to_obs's. Every
+ * function enqueues on ctx's stream and allocates nothing: capturable into a CUDA graph.
+ * (ops/cuda/frames.cu) */
 #ifndef CUDARL_OPS_CUDA_FRAMES_CUDA_H
 #define CUDARL_OPS_CUDA_FRAMES_CUDA_H
 
@@ -38,24 +39,30 @@ CR_HD static inline const uint8_t *const *cr_frames_tick_src(const cr_frames_tic
     return (const uint8_t *const *)(const void *)(s + 1);
 }
 
-/* The old frames of every camera into its batch row, oldest first: batch (num_cameras, depth,
- * slot) slots 0..depth-2 = rings (num_cameras, depth, slot) slots newest+1, ..., newest+depth-1
- * (mod depth). Nothing when the state says fill. state (device). */
-void cr_cuda_frames_shift(cudarl_ctx *ctx, const cr_frames_tick_state *state,
-                          const uint8_t *rings, uint8_t *batch, int num_cameras, int depth,
-                          size_t slot);
+/* One camera as the tick's kernel reads it (device memory, written at create): its geometry,
+ * whether a warp computes each output pixel, and its blocks of the kernel's grid. */
+typedef struct cr_frames_camera {
+    cr_frame_geom g;
+    int32_t by_warp;
+    uint32_t blocks;
+} cr_frames_camera;
 
-/* Camera `cam`'s frame (its pointer in the state) through frame_to_obs's arithmetic into its
- * ring (depth, slot) at slot newest and its batch row (depth, slot) at slot depth-1; with fill,
- * into every slot of both. g: host, read at the call; state, ring, row: device. */
-void cr_cuda_frames_stack(cudarl_ctx *ctx, const cr_frame_geom *g,
-                          const cr_frames_tick_state *state, int cam, uint8_t *ring, uint8_t *row,
-                          int depth, size_t slot);
+/* *out for camera geometry g (host). */
+void cr_cuda_frames_camera_init(const cr_frame_geom *g, cr_frames_camera *out);
 
-/* in[j] = j < used ? batch[j] : 0 for j < total: the batch and the zero rows past it in the
- * policy's graph input. batch, in: device (or in: mapped host memory). */
-void cr_cuda_frames_pack(cudarl_ctx *ctx, const uint8_t *batch, uint8_t *in, size_t used,
-                         size_t total);
+/* A tick's device work before the forward for cameras first..first+count-1 of num_cameras, one
+ * kernel launch (the tick launches it once for every camera, or, where frames are uploaded, for
+ * all but the last camera under the last camera's copy and then for the last): camera i's frame
+ * (cr_frames_tick_src(state)[i]) through frame_to_obs's arithmetic into its ring (depth, slot)
+ * at slot newest and, with the older frames from the ring (oldest first), into its row of the
+ * batch and of the policy's input `in` (each (num_cameras, depth, slot)); with fill, into every
+ * slot of the three. The input's rows num_cameras..rows-1 are zeroed (rows < 2 num_cameras).
+ * max_blocks: the largest cams[i].blocks. state, cams, rings, batch: device; in: device or
+ * mapped host memory. */
+void cr_cuda_frames_tick(cudarl_ctx *ctx, const cr_frames_tick_state *state,
+                         const cr_frames_camera *cams, unsigned max_blocks, int first, int count,
+                         int num_cameras, int rows, int depth, size_t slot, uint8_t *rings,
+                         uint8_t *batch, uint8_t *in);
 
 #ifdef __cplusplus
 }
