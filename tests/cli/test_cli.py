@@ -1408,10 +1408,11 @@ def test_profile_gpu(work):
     # observations were kept: T N + 2 N rows.
     what = "CartPolePixels-v1 nature-cnn bf16 --profile on the GPU twin"
     check(f"{what}: env steps + forwards + the rest = the rollout, TFLOP/s against the bf16 peak")
+    # one network: the Nature-CNN's CUDA recipe would give the critic a network of its own
     r = run_ok(what, ppo + ["--env-id", "CartPolePixels-v1", "--policy", "nature-cnn",
                             "--precision", "bf16", "--num-envs", "256", "--num-steps", "16",
                             "--num-minibatches", "4", "--total-timesteps", "8192",
-                            "--run-name", "twin"], work)
+                            "--separate-critic", "false", "--run-name", "twin"], work)
     rollout = profile_ms(what, r.err, "rollout (env + policy)")
     update = profile_ms(what, r.err, "update (learn)")
     env = profile_ms(what, r.err, "env steps (the image twin's kernels)")
