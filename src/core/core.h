@@ -158,6 +158,9 @@ uint32_t cr_rng_stream_word(const cr_rng_stream *s, uint64_t w);
 
 /* Monotonic seconds since an arbitrary origin. */
 double cr_time_now(void);
+/* Seconds since this process started (Linux: /proc/self/stat's start time against /proc/uptime,
+ * to the clock tick, 10 ms), or -1 where the system does not say. */
+double cr_process_age(void);
 /* Wall-clock seconds since the Unix epoch (for timing across processes). */
 double cr_time_unix(void);
 

@@ -1340,6 +1340,20 @@ def test_profile(work):
                    "model FLOPs per iteration: rollout", "(no peak known on the cpu backend)"]:
         if needle not in r.err:
             fail("mlp --profile", f"a line with {needle!r}", r.describe())
+    check("--profile splits the time from the process's start to the loop, the parts adding up")
+    m = re.search(r"from the process's start to the loop: (\S+) s .*\n +before training began "
+                  r"\(the process, the device's context and libraries\) +(\S+) s\n +PPO's setup "
+                  r"\(plans, memory, the networks' handles, warm-up\) +(\S+) s\n +of which a conv "
+                  r"policy's warm-up calls \(the libraries' first calls\) +(\S+) s\n +the run "
+                  r"directory +(\S+) s\n", r.err)
+    if not m:
+        fail("mlp --profile", "the start's lines: total, before, setup, warm-up, run directory",
+             r.describe())
+    total, before, setup, warm, rest = (float(g) for g in m.groups())
+    if not (before >= 0 and setup > 0 and warm == 0 and rest >= 0
+            and abs(before + setup + rest - total) <= 0.0025):
+        fail("mlp --profile", "before + setup + run directory = the total, each >= 0, no warm-up "
+             "for an MLP", r.describe())
 
     # MinAtar/Breakout-v1: 4 channels, 3 actions; ppo_atari.py's preset, 8 envs x 128 steps.
     # minatar-cnn per row: conv 8*8*16 * 3*3*4 + fc 1024*128 + heads 128*4 = 168448 multiply-adds:

@@ -427,7 +427,11 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
         cr_ppo_free(p);
         return s;
     }
-    if (p->conv) cr_ppo_conv_warm_up(p);
+    if (p->conv) {
+        const double w0 = cr_time_now();
+        cr_ppo_conv_warm_up(p);
+        p->start.warm_up = cr_time_now() - w0;
+    }
     return CUDARL_OK;
 }
 
@@ -967,11 +971,16 @@ static cudarl_status train_loop(cr_ppo *p) {
 cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
                                const char *resume_path, cudarl_train_summary *summary) {
     cr_ppo p;
+    const double age0 = cr_process_age(), t0 = cr_time_now();
     cudarl_status s = cr_ppo_init(&p, ctx, cfg);
+    const double t1 = cr_time_now();
     if (s == CUDARL_OK && resume_path) s = cr_ppo_checkpoint_load(&p, resume_path);
     if (s == CUDARL_OK && resume_path && p.act_params != p.params) /* --async's snapshot */
         ctx->ops->copy(ctx, p.act_params, p.params, p.num_params * sizeof(float));
     if (s == CUDARL_OK) s = open_run_dir(&p, resume_path != NULL);
+    if (s == CUDARL_OK)
+        p.start.before = age0, p.start.setup = t1 - t0, p.start.rest = cr_time_now() - t1,
+        p.start.resumed = resume_path != NULL;
     p.tty = isatty(STDERR_FILENO);
     if (s == CUDARL_OK) {
         char over[64] = "";

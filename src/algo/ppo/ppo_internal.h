@@ -196,6 +196,13 @@ typedef struct cr_ppo {
     double loop_start, last_progress;
     size_t bytes_after_setup, bytes_at_end; /* device memory in use (CUDA) */
     cr_ppo_profile prof;
+    struct {               /* --profile: the time from the process's start to the loop */
+        double before;     /* the process's age when PPO's setup began (-1: unknown) */
+        double setup;      /* cr_ppo_init: plans, memory, the networks' handles, warm-up */
+        double warm_up;    /* of which a conv policy's warm-up calls */
+        double rest;       /* the checkpoint's load on a resume, the run directory */
+        int resumed;
+    } start;
     cr_ppo_parts parts;    /* --profile, a conv policy: its rollout's marks */
 
     /* envs on CPU threads (env_pool mode, ppo_pool.c); NULL otherwise */

@@ -281,4 +281,18 @@ void cr_ppo_profile_print(const cr_ppo *p) {
     if (p->pool) print_pool(p, it);
     if (p->conv) print_conv(p, it);
     else print_mlp(p, it);
+    const double setup = p->start.setup + p->start.rest;
+    if (p->start.before >= 0)
+        fprintf(stderr, "  from the process's start to the loop: %.3f s (the loop's first iteration "
+                "also captures its graphs)\n    %-72s %8.3f s\n", p->start.before + setup,
+                "before training began (the process, the device's context and libraries)",
+                p->start.before);
+    else
+        fprintf(stderr, "  to the loop (the process's age is unknown here):\n");
+    fprintf(stderr, "    %-72s %8.3f s\n    %-72s %8.3f s\n    %-72s %8.3f s\n",
+            "PPO's setup (plans, memory, the networks' handles, warm-up)", p->start.setup,
+            "  of which a conv policy's warm-up calls (the libraries' first calls)",
+            p->start.warm_up,
+            p->start.resumed ? "the checkpoint's load and the run directory" : "the run directory",
+            p->start.rest);
 }
