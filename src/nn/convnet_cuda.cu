@@ -415,6 +415,25 @@ extern "C" cudarl_status cr_convnet_cuda_init_precision(cudarl_ctx *ctx, const c
     return create(ctx, net, batches, nbatches, max_batch, engine, precision, 0, 0, sms, out);
 }
 
+// AUTO's threshold for training on the igemm engine: multiply-adds of a row's convs. Measured on
+// the H200 (bench/RESULTS.md, 2026-12-02 third session): the Nature-CNN (7.7M, three convs of 32
+// and 64 channels) takes a third of the gemm engine's time per learner step there; minatar-cnn
+// (37k, one 3x3 conv of 16 channels over 10x10) ran its PPO recipe's iteration about 15% slower
+// under --profile (64 against 56 ms: more, smaller launches for a conv the tensor cores do not
+// fill), so it stays on gemm unless asked.
+#define IGEMM_AUTO_CONV_MACS 1000000.0
+
+static double conv_macs(const cr_convnet *net) {
+    double macs = 0;
+    for (int i = 0; i < net->ntrunk; i++) {
+        const cr_convnet_stage *st = &net->stage[i];
+        if (st->op != CR_CONVNET_CONV) continue;
+        const cr_conv2d_shape *c = &st->conv;
+        macs += (double)c->K * c->P * c->Q * c->C * c->R * c->S;
+    }
+    return macs;
+}
+
 extern "C" cudarl_status cr_convnet_cuda_init_training(cudarl_ctx *ctx, const cr_convnet *net,
                                                        const int *batches, int nbatches,
                                                        cr_convnet_engine engine,
@@ -434,7 +453,8 @@ extern "C" cudarl_status cr_convnet_cuda_init_training(cudarl_ctx *ctx, const cr
     CR_TRY(check_half_device(ctx, precision, &sms));
     CR_TRY(check_batches(batches, nbatches, &max_batch));
     if (engine == CR_CONVNET_ENGINE_AUTO || engine == CR_CONVNET_ENGINE_IGEMM) {
-        // AUTO: igemm where the net fits it (cuDNN built, the shapes its backward takes)
+        // AUTO: igemm where the net fits it (cuDNN built, the shapes its backward takes) and
+        // its convs are large enough for the tensor cores to matter (IGEMM_AUTO_CONV_MACS)
         cr_convnet_half_plan probe;
         cr_convnet_half_plan_init(net, precision, batches, nbatches, sms, 1, &probe);
         char why[160];
@@ -442,7 +462,7 @@ extern "C" cudarl_status cr_convnet_cuda_init_training(cudarl_ctx *ctx, const cr
         if (engine == CR_CONVNET_ENGINE_IGEMM && !fits)
             return cr_fail(CUDARL_ERR_UNSUPPORTED, "convnet on CUDA: %s cannot train on the "
                            "igemm engine: %s; use engine AUTO or GEMM", net->spec.name, why);
-        if (fits)
+        if (fits && (engine == CR_CONVNET_ENGINE_IGEMM || conv_macs(net) >= IGEMM_AUTO_CONV_MACS))
             return create(ctx, net, batches, nbatches, max_batch, CR_CONVNET_ENGINE_IGEMM,
                           precision, 0, 1, sms, out);
     }

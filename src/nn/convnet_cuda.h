@@ -35,7 +35,8 @@
  *          the fp32 bias, written in fp32.
  * Trained too (cr_convnet_cuda_init_training in bf16 or fp16 with engine AUTO or IGEMM, where
  * the net fits it: cuDNN built, the trunk's convs before its linears, ReLU or no activation,
- * channel counts cuDNN's tensor-core kernels take; AUTO takes the GEMM engine below otherwise):
+ * channel counts cuDNN's tensor-core kernels take; AUTO also wants a million conv multiply-adds
+ * a row, and takes the GEMM engine below otherwise):
  * the same calls as an fp32 handle (cr_convnet_cuda_forward, _backward on a cr_convnet_cache).
  * Its forward converts the float parameters into a weights block inside its workspace, then runs
  * the kernels above with every stage's output kept in the cache's float buffers (in the format);

@@ -605,8 +605,8 @@ static void test_mixed(void) {
  * minatar-cnn, dqn and ppo heads), in bf16 and fp16, to test_mixed's tolerance: the same
  * rounding of every product's inputs, plus cuDNN's data and weight gradients rounded once to the
  * format (2^-9 of a gradient in bf16: inside the sqrt(16u) the flips already take). Then, on
- * nature-cnn ppo at 32: AUTO chooses igemm, a net with tanh stays on gemm (and igemm asked for
- * it is refused, naming why); a second run repeats the bits, twenty more allocate nothing; a
+ * nature-cnn ppo at 32: AUTO chooses igemm, minatar-cnn (whose one small conv is faster on gemm)
+ * and a net with tanh stay on gemm (and igemm asked for the latter is refused, naming why); a second run repeats the bits, twenty more allocate nothing; a
  * captured forward + backward replays the eager bits; a forward on another cache between a
  * forward and its backward changes nothing (each cache remembers its observations); rows
  * farther apart than the observation (DQN's replay windows) give the packed rows' bits. */
@@ -654,6 +654,16 @@ static void test_igemm(void) {
     CHECK_MSG(cr_convnet_cuda_engine(cn) == CR_CONVNET_ENGINE_IGEMM, "AUTO chose %s for %s",
               cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(cn)), k.what);
     cr_convnet_cuda_free(cn);
+    {
+        net_case t;
+        make_case(&t, 3); /* minatar-cnn: it fits, but its one small conv stays on gemm */
+        CHECK_OK(cr_convnet_cuda_init_training(&gpu, &t.net, t.batches, t.nbatches,
+                                               CR_CONVNET_ENGINE_AUTO, bf16, &cn));
+        CHECK_MSG(cr_convnet_cuda_engine(cn) == CR_CONVNET_ENGINE_GEMM, "AUTO chose %s for %s",
+                  cr_convnet_cuda_engine_name(cr_convnet_cuda_engine(cn)), t.what);
+        cr_convnet_cuda_free(cn);
+        case_free(&t);
+    }
     {
         net_case t;
         make_case(&t, 5); /* tanh: the igemm backward masks ReLUs only */
