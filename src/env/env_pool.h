@@ -125,8 +125,8 @@ void *cr_env_pool_state(cr_env_pool *pool, int i);
  * count) and what is wrong in why (cap bytes). */
 int cr_env_pool_check_state(const cr_env_pool *pool, int *bad, char *why, size_t cap);
 
-/* Seeds env i with (seed, first_env + i), starts its first episode, writes obs (N) rows; step counts 0.
- * Runs on the threads and returns when done. No hooks are called. */
+/* Seeds env i with (seed, first_env + i), starts its first episode, writes obs (N) rows; step
+ * counts 0. Runs on the threads and returns when done. No hooks are called. */
 void cr_env_pool_reset(cr_env_pool *pool, uint64_t seed);
 /* Hands `group` to the threads and returns: they step each env i of the group with action i
  * of `actions` (host, N rows of which the group's are read): an int32 in 0 .. num_actions-1

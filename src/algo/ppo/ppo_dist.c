@@ -9,9 +9,10 @@
  * On the CPU, over MPI: the MLP policy on the CPU env batch (CartPole-v1, the classic-control
  * envs) or on the env pool (envs on CPU threads: rank r's pool steps the job's envs r*N ..), and
  * the conv policies (minatar-cnn, nature-cnn, --separate-critic) on the env pool; their
- * gradients are averaged by the same call (cr_ppo_update_minibatch). On a GPU (dev_comm): the MLP policy on CartPole-v1's CUDA batch, the
- * gradients averaged on the device over NCCL (ops/comm.h hides which); --num-gpus 1 runs that
- * exchange in a job of one rank, bit for bit a plain run. */
+ * gradients are averaged by the same call (cr_ppo_update_minibatch). On a GPU (dev_comm): the
+ * MLP policy on CartPole-v1's CUDA batch, the gradients averaged on the device over NCCL
+ * (ops/comm.h hides which); --num-gpus 1 runs that exchange in a job of one rank, bit for bit a
+ * plain run. */
 #include <stdlib.h>
 #include <string.h>
 
