@@ -39,7 +39,7 @@ Groups (--only GROUP), each in its own folder <work>/<group>, emptied first:
                too); two 2-rank runs repeat bit for bit; a rank with another --learning-rate is
                stopped by the weight check (the conv gradients are averaged as the MLP's).
   conv_resume  a 2-rank conv run (--separate-critic: its second network in the same flat
-               buffers) of 4 iterations resumed on 2 ranks to 8 equals 8 uninterrupted, bit for
+               buffers) of 2 iterations resumed on 2 ranks to 4 equals 4 uninterrupted, bit for
                bit; the 2-rank file resumes on 1 process too (the one-process format).
   dqn_np1    DQN: `mpirun -np 1` equals a plain run bit for bit (checkpoint, replay included, and
              metrics.csv less timing).
@@ -375,20 +375,20 @@ def group_conv_np2(work):
 
 def group_conv_resume(work):
     extra = ["--seed", "5", "--anneal-lr", "false", "--separate-critic", "true"]
-    conv(work, "full", extra + ["--total-timesteps", "1024"], ranks=2)
-    conv(work, "part", extra + ["--total-timesteps", "512"], ranks=2)
+    conv(work, "full", extra + ["--total-timesteps", "512"], ranks=2)
+    conv(work, "part", extra + ["--total-timesteps", "256"], ranks=2)
     shutil.copytree(os.path.join(work, "runs", "part"), os.path.join(work, "runs", "part_copy"))
-    run_ok(["train", "--resume", "runs/part/model.safetensors", "--total-timesteps", "1024",
+    run_ok(["train", "--resume", "runs/part/model.safetensors", "--total-timesteps", "512",
             "--quiet"], work, ranks=2)
     same_run(work, "full", "part", "a 2-rank conv run resumed on 2 ranks against uninterrupted")
-    run_ok(["train", "--resume", "runs/part_copy/model.safetensors", "--total-timesteps", "1024",
+    run_ok(["train", "--resume", "runs/part_copy/model.safetensors", "--total-timesteps", "512",
             "--quiet"], work)
     steps = column(work, "part_copy", "global_step")
-    if steps[-1] != "1024" or len(steps) != 8:
-        fail("the 2-rank conv file resumed on 1 process trains on to 1024 steps",
+    if steps[-1] != "512" or len(steps) != 4:
+        fail("the 2-rank conv file resumed on 1 process trains on to 512 steps",
              f"global_step column {steps}")
-    print("conv_resume: 2 ranks (--separate-critic) stopped at 4 iterations and resumed to 8 "
-          "equal 8 uninterrupted, bit for bit; the file resumes on 1 process too")
+    print("conv_resume: 2 ranks (--separate-critic) stopped at 2 iterations and resumed to 4 "
+          "equal 4 uninterrupted, bit for bit; the file resumes on 1 process too")
 
 
 DQN = ["--algo", "dqn", "--device", "cpu", "--threads", "1", "--quiet", "--runs-dir", "runs",
