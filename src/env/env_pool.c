@@ -196,7 +196,7 @@ static void shard_reset(cr_env_pool *p, const pool_group *g, int begin, int end)
     for (int i = begin; i < end; i++) {
         void *state = p->states + (size_t)i * p->state_stride;
         memset(state, 0, d->state_bytes);
-        d->seed(state, g->seed, (uint64_t)i);
+        d->seed(state, g->seed, (uint64_t)(p->first_env + i));
         d->reset(state, (unsigned char *)p->out.obs + (size_t)i * p->obs_bytes);
         p->elapsed[i] = 0;
     }
@@ -350,6 +350,9 @@ static cudarl_status check_config(const cudarl_env_def *def, const cr_env_pool_c
                "env pool '%s': a vector env of %d envs steps as one batch; use %d envs in 1 "
                "group, not %d in %d", def->id, def->vec_num_envs, def->vec_num_envs,
                c->num_envs, groups);
+    CR_REQUIRE(c->first_env >= 0 && (!def->vec_step || c->first_env == 0),
+               "env pool '%s': first_env is %lld; use 0%s", def->id, (long long)c->first_env,
+               def->vec_step ? " (a vector env seeds its envs as a whole)" : " or more");
     int max_groups = c->num_envs < CR_ENV_POOL_MAX_GROUPS ? c->num_envs : CR_ENV_POOL_MAX_GROUPS;
     CR_REQUIRE(groups >= 1 && groups <= max_groups, "env pool '%s': num_groups is %d; use 1 .. %d "
                "(at most one group per env and %d groups)", def->id, groups, max_groups,
@@ -477,6 +480,7 @@ cudarl_status cr_env_pool_init(cr_env_pool *p, const cudarl_env_def *def,
     p->num_envs = cfg->num_envs;
     p->num_threads = def->vec_step ? 1 : cfg->num_threads; /* a vector env steps itself */
     p->num_groups = config_groups(cfg);
+    p->first_env = cfg->first_env;
     p->caller_idle = cfg->caller_idle != 0 && !def->vec_step;
     p->pin_threads = cfg->pin_threads != 0;
     p->spin_s = cfg->spin_us < 0 ? 0 : (cfg->spin_us ? cfg->spin_us : CR_ENV_POOL_SPIN_US) * 1e-6;

@@ -5,7 +5,8 @@
  * max_episode_steps (a step that also terminates sets both flags, as Gymnasium's TimeLimit),
  * and resets an env that ended in the same step (same-step autoreset, env.h): final_obs[i]
  * gets the episode's last observation and obs[i] the next episode's first. Env i is seeded
- * with (seed, i), so a run does not depend on the number of threads or groups.
+ * with (seed, first_env + i) (first_env 0 but for a rank's share of a data-parallel job), so a
+ * run does not depend on the number of threads or groups.
  *
  * Envs are split into G groups (contiguous ranges), and every group into one shard per thread
  * (contiguous again, as even as possible; a group smaller than T leaves some threads idle). A
@@ -60,6 +61,9 @@ typedef struct cr_env_pool_config {
                             * default: pinning helps only on a machine the pool has to itself
                             * (a Jetson running nothing else), and hurts when cores are shared. */
     int spin_us;           /* spin before sleeping; 0: CR_ENV_POOL_SPIN_US, < 0: never spin */
+    int64_t first_env;     /* env i is seeded as env first_env + i of a larger batch (a rank's
+                            * share of a data-parallel job's envs, docs/multigpu.md); >= 0, and
+                            * 0 for a vector env (which seeds itself whole) */
 } cr_env_pool_config;
 
 /* Where a step writes (host memory, typically pinned, possibly mapped for zero-copy). When an
@@ -79,6 +83,7 @@ struct cr_env_pool_group;
 typedef struct cr_env_pool {
     const cudarl_env_def *def;
     int num_envs, num_threads, num_groups;
+    int64_t first_env;     /* as configured: env i is seeded with (seed, first_env + i) */
     int caller_idle;       /* as configured */
     int pin_threads;
     double spin_s;         /* spin before sleeping, seconds (0: none) */
@@ -120,8 +125,8 @@ void *cr_env_pool_state(cr_env_pool *pool, int i);
  * count) and what is wrong in why (cap bytes). */
 int cr_env_pool_check_state(const cr_env_pool *pool, int *bad, char *why, size_t cap);
 
-/* Seeds env i with (seed, i), starts its first episode, writes obs (N) rows; step counts 0.
- * Runs on the threads and returns when done. No hooks are called. */
+/* Seeds env i with (seed, first_env + i), starts its first episode, writes obs (N) rows; step
+ * counts 0. Runs on the threads and returns when done. No hooks are called. */
 void cr_env_pool_reset(cr_env_pool *pool, uint64_t seed);
 /* Hands `group` to the threads and returns: they step each env i of the group with action i
  * of `actions` (host, N rows of which the group's are read): an int32 in 0 .. num_actions-1

@@ -1,7 +1,7 @@
 # Data-parallel PPO and DQN over MPI on the CPU (tests/cli/test_mpi.py, docs/multigpu.md): mpirun -np 1
 # equals a plain run; 2 ranks share 8 envs as one process would (the first rollout the same,
 # identical weights on the ranks, CartPole learned); resume on 2 ranks bit for bit; refusals; a
-# killed rank ends the job. One ctest entry per group, each in its own folder. Release: 1-8 s
+# killed rank ends the job; the conv policy on the env pool (MinAtar, conv_*) likewise. One ctest entry per group, each in its own folder. Release: 1-8 s
 # each on 2 cores; the ASan+UBSan Debug pass (scripts/test.sh): 6-290 s (dqn_learn the
 # longest), hence the timeout.
 if(NOT CUDARL_HAVE_MPI OR NOT MPIEXEC_EXECUTABLE)
@@ -28,7 +28,7 @@ if(Python3_EXECUTABLE)
 else()
   set(CUDARL_MPI_PYTHON python3) # never skip silently: fails saying so if there is none
 endif()
-foreach(group np1 np2 learn resume bad kill dqn_np1 dqn_np2 dqn_learn dqn_resume dqn_bad)
+foreach(group np1 np2 learn resume bad kill conv_np1 conv_np2 conv_resume dqn_np1 dqn_np2 dqn_learn dqn_resume dqn_bad)
   add_test(NAME mpi_${group}
            COMMAND ${CUDARL_MPI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_mpi.py
                    --cudarl ${CUDARL_CLI_RUN} --mpirun ${MPIEXEC_EXECUTABLE}

@@ -25,8 +25,22 @@ Groups (--only GROUP), each in its own folder <work>/<group>, emptied first:
           normalizations' statistics); the CartPole
           file resumes on 1 process too (the state is the job's, in one process's format).
   bad     refusals under 2 ranks, each naming the problem and the fix: --num-envs not divisible,
-          a minibatch that does not split, and the paths not supported yet (envs on CPU
-          threads), --num-gpus under mpirun; the job ends (non-zero) without hanging.
+          a minibatch that does not split, the normalizations with env pool groups (--env-groups
+          2), --num-gpus under mpirun; the job ends (non-zero) without hanging.
+  conv_np1     the conv policy on the env pool (MinAtar/Breakout-v1, minatar-cnn, 8 envs x 16
+               steps): `mpirun -np 1` equals a plain run bit for bit.
+  conv_np2     the same on 2 ranks against one process: after one iteration every state.* tensor
+               of the checkpoint (the pool's env states and step counts, the uint8 observations,
+               the episode sums, the streams) is one process's bit for bit, the returns of the
+               episodes so far the same (in another order: rank by rank), and the first
+               iteration's episode columns and explained variance equal; so with --env-groups 2
+               on each rank (the sampler's words drawn group by group), and for the MLP policy on
+               the pool (CartPole-v1 --env-device cpu, --norm-obs and --norm-reward: obs_rms.*
+               too); two 2-rank runs repeat bit for bit; a rank with another --learning-rate is
+               stopped by the weight check (the conv gradients are averaged as the MLP's).
+  conv_resume  a 2-rank conv run (--separate-critic: its second network in the same flat
+               buffers) of 2 iterations resumed on 2 ranks to 4 equals 4 uninterrupted, bit for
+               bit; the 2-rank file resumes on 1 process too (the one-process format).
   dqn_np1    DQN: `mpirun -np 1` equals a plain run bit for bit (checkpoint, replay included, and
              metrics.csv less timing).
   dqn_np2    DQN on 2 ranks sharing 8 envs: every metrics row before the first train step
@@ -264,11 +278,117 @@ def group_bad(work):
             ["--num-envs 7", "does not divide it", "pick a multiple of 2"], "--num-envs 7 on 2 ranks")
     refused(work, ["train", *BASE, "--num-minibatches", "1024", *small], 2,
             ["minibatch of 1 rows", "pick --num-minibatches"], "a minibatch of 1 row on 2 ranks")
-    refused(work, ["train", *BASE, "--env-device", "cpu", *small], 2,
-            ["CPU threads", "for now"], "envs on CPU threads on 2 ranks")
+    refused(work, ["train", *BASE, "--env-device", "cpu", "--env-groups", "2", "--norm-obs",
+                   "true", *small], 2, ["--env-groups 2 on 2 ranks", "use --env-groups 1"],
+            "--norm-obs with env pool groups on 2 ranks")
     refused(work, ["train", "--quiet", "--runs-dir", "runs", "--num-gpus", "1", *small], 2,
             ["--num-gpus 1 in a job that mpirun started"], "--num-gpus under mpirun")
-    print("bad: --num-envs, the minibatch split, the env pool and --num-gpus refused on 2 ranks")
+    print("bad: --num-envs, the minibatch split, the normalizations with env groups and "
+          "--num-gpus refused on 2 ranks")
+
+
+# the conv policy on the env pool, at a tiny shape: seconds per group (ASan: well under a minute)
+CONV = ["--device", "cpu", "--threads", "1", "--env-threads", "1", "--quiet", "--runs-dir", "runs",
+        "--env-id", "MinAtar/Breakout-v1", "--policy", "minatar-cnn", "--num-envs", "8",
+        "--num-steps", "16", "--num-minibatches", "4", "--update-epochs", "2"]
+
+
+def conv(work, name, extra, ranks=None):
+    return run_ok(["train", *CONV, "--run-name", name, *extra], work, ranks)
+
+
+def recent(tensors, count):
+    """The returns of the episodes so far in state.recent_returns (f64), sorted: a job of ranks
+    logs an iteration's episodes rank by rank, one process step by step."""
+    b = tensors["state.recent_returns"][2]
+    vals = struct.unpack(f"<{len(b) // 8}d", b)
+    return sorted(vals[:min(count, len(vals))])
+
+
+def first_rollout_same(work, one, two, what, min_state=8):
+    """After one iteration, the 2-rank checkpoint's state (state.*, obs_rms.*) is one
+    process's bit for bit, the recent returns as a set, and the first row's episode columns and
+    explained variance the same."""
+    _, ta = safetensors(os.path.join(work, "runs", one, "model.safetensors"))
+    _, tb = safetensors(os.path.join(work, "runs", two, "model.safetensors"))
+    state = [k for k in ta if k.startswith(("state.", "obs_rms.")) and k != "state.recent_returns"]
+    differ = [k for k in state if ta[k] != tb.get(k)]
+    if differ or len(state) < min_state:
+        fail(f"{what}: the first rollout on 2 ranks leaves one process's state",
+             f"differ: {differ} (of {sorted(state)})")
+    episodes = int(float(column(work, one, "charts/episodes")[0]))
+    if recent(ta, episodes) != recent(tb, episodes):
+        fail(f"{what}: the first rollout's episode returns are one process's",
+             f"one process {recent(ta, episodes)}, 2 ranks {recent(tb, episodes)}")
+    for c in ("charts/episodic_return", "charts/episodic_length", "charts/episodes",
+              "losses/explained_variance"):
+        a, b = column(work, one, c)[0], column(work, two, c)[0]
+        if c == "losses/explained_variance":
+            ok = a != "" and abs(float(a) - float(b)) <= 1e-6 * max(1e-3, abs(float(a)))
+        else:
+            ok = a == b and a != ""
+        if not ok:
+            fail(f"{what}: the first iteration's metrics are one process's",
+                 f"{c}: one process {a!r}, 2 ranks {b!r}")
+    return episodes
+
+
+def group_conv_np1(work):
+    extra = ["--total-timesteps", "512", "--seed", "3"]
+    conv(work, "plain", extra)
+    conv(work, "np1", extra, ranks=1)
+    same_run(work, "plain", "np1", "conv policy: mpirun -np 1 against a plain run")
+    print("conv_np1: mpirun -np 1 equals the plain conv run bit for bit (4 iterations)")
+
+
+def group_conv_np2(work):
+    one = ["--total-timesteps", "128", "--seed", "1"]
+    conv(work, "one", one)
+    conv(work, "two", one, ranks=2)
+    episodes = first_rollout_same(work, "one", "two", "minatar-cnn", min_state=9)
+    if episodes < 1:
+        fail("the first conv rollout ends episodes (else the comparison is vacuous)", "none")
+    # the pool's groups on each rank: the sampler's words are drawn group by group
+    conv(work, "two_groups", one + ["--env-groups", "2"], ranks=2)
+    first_rollout_same(work, "one", "two_groups", "minatar-cnn, --env-groups 2", min_state=9)
+    # the MLP policy on the env pool, with the running normalizations
+    mlp = ["--device", "cpu", "--threads", "1", "--env-threads", "1", "--quiet", "--runs-dir",
+           "runs", "--env-device", "cpu", "--num-envs", "8", "--num-steps", "32",
+           "--num-minibatches", "4", "--total-timesteps", "256", "--seed", "2", "--norm-obs",
+           "true", "--norm-reward", "true"]
+    run_ok(["train", *mlp, "--run-name", "mlp_one"], work)
+    run_ok(["train", *mlp, "--run-name", "mlp_two"], work, ranks=2)
+    first_rollout_same(work, "mlp_one", "mlp_two", "the MLP on the env pool", min_state=12)
+    more = ["--total-timesteps", "512", "--seed", "1"]
+    conv(work, "rep", more, ranks=2)
+    conv(work, "rep_again", more, ranks=2)
+    same_run(work, "rep", "rep_again", "two 2-rank conv runs of one seed")
+    p = run(["train", *CONV, "--run-name", "split", *more, ":", "-np", "1", CUDARL, "train",
+             *CONV, "--run-name", "split", *more, "--learning-rate", "0.001"], work, ranks=1)
+    if p.returncode == 0 or "weights and Adam moments differ" not in p.stderr:
+        fail("a conv job whose ranks' weights differ stops saying so",
+             f"exit code {p.returncode}\nstderr: {p.stderr[-3000:]}")
+    print(f"conv_np2: the first conv rollout on 2 ranks ({episodes} episodes) leaves one "
+          "process's state bit for bit (also with 2 env groups a rank, and the MLP on the pool "
+          "with its normalizations); 2-rank runs repeat; a rank with other weights stops the job")
+
+
+def group_conv_resume(work):
+    extra = ["--seed", "5", "--anneal-lr", "false", "--separate-critic", "true"]
+    conv(work, "full", extra + ["--total-timesteps", "512"], ranks=2)
+    conv(work, "part", extra + ["--total-timesteps", "256"], ranks=2)
+    shutil.copytree(os.path.join(work, "runs", "part"), os.path.join(work, "runs", "part_copy"))
+    run_ok(["train", "--resume", "runs/part/model.safetensors", "--total-timesteps", "512",
+            "--quiet"], work, ranks=2)
+    same_run(work, "full", "part", "a 2-rank conv run resumed on 2 ranks against uninterrupted")
+    run_ok(["train", "--resume", "runs/part_copy/model.safetensors", "--total-timesteps", "512",
+            "--quiet"], work)
+    steps = column(work, "part_copy", "global_step")
+    if steps[-1] != "512" or len(steps) != 4:
+        fail("the 2-rank conv file resumed on 1 process trains on to 512 steps",
+             f"global_step column {steps}")
+    print("conv_resume: 2 ranks (--separate-critic) stopped at 2 iterations and resumed to 4 "
+          "equal 4 uninterrupted, bit for bit; the file resumes on 1 process too")
 
 
 DQN = ["--algo", "dqn", "--device", "cpu", "--threads", "1", "--quiet", "--runs-dir", "runs",
@@ -449,6 +569,7 @@ def main():
     ap.add_argument("--mpirun", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--only", choices=["np1", "np2", "learn", "resume", "bad", "kill",
+                                       "conv_np1", "conv_np2", "conv_resume",
                                        "dqn_np1", "dqn_np2", "dqn_learn", "dqn_resume",
                                        "dqn_bad"])
     a = ap.parse_args()
@@ -456,7 +577,7 @@ def main():
     v = subprocess.run([MPIRUN, "--version"], capture_output=True, text=True).stdout
     MPI_FLAGS = ["--oversubscribe"] if "Open MPI" in v or "OpenRTE" in v else []
     groups = [a.only] if a.only else ["np1", "np2", "learn", "resume", "bad", "kill",
-                                      "dqn_np1", "dqn_np2", "dqn_learn", "dqn_resume",
+                                      "conv_np1", "conv_np2", "conv_resume", "dqn_np1", "dqn_np2", "dqn_learn", "dqn_resume",
                                       "dqn_bad"]
     for g in groups:
         work = os.path.join(a.work, g)

@@ -471,7 +471,8 @@ static void test_against_cartpole(void) {
 
     const cudarl_env_def *def = cr_env_def_find("CartPolePixels-v1");
     cr_env_pool pool;
-    CHECK_OK(cr_env_pool_init(&pool, def, &(cr_env_pool_config){N, 2, 1, NULL, 0, 0, -1}, NULL));
+    CHECK_OK(cr_env_pool_init(&pool, def, &(cr_env_pool_config){N, 2, 1, NULL, 0, 0, -1, 0},
+                              NULL));
     static uint8_t obs[N][STACK * FRAME], final_obs[N][STACK * FRAME], prev[N][STACK * FRAME];
     float reward[N];
     uint8_t term[N], trunc[N];

@@ -2,7 +2,8 @@
  * action across shard and group boundaries (N not divisible by T, N < T, uneven groups),
  * same-step autoreset, truncation (with and without termination), final_obs rows, begin/wait of
  * groups in any order with hooks, CartPole through the pool bit for bit equal to the batch for
- * any thread and group count, a bad action aborting with a message, cudarl_env_register
+ * any thread and group count, pools of a batch's halves (first_env) stepping as the whole
+ * batch's envs, a bad action aborting with a message, cudarl_env_register
  * refusing each bad field with its message (a continuous env's action_dim, box and step
  * functions too), and a continuous env's actions clipped into its box. */
 #define _POSIX_C_SOURCE 200809L
@@ -239,32 +240,32 @@ static void probe_run(const char *name, const cudarl_env_def *def, cr_env_pool_c
 
 static void test_probe_shards(void) {
     static const int sizes_1_6[] = {1, 6}, sizes_5_1_7[] = {5, 1, 7}, sizes_3_1[] = {3, 1};
-    probe_run("N 10, T 3", &probe_def, (cr_env_pool_config){10, 3, 1, NULL, 0, 0, 0}, 300);
+    probe_run("N 10, T 3", &probe_def, (cr_env_pool_config){10, 3, 1, NULL, 0, 0, 0, 0}, 300);
     probe_run("N 7, T 3, groups 1+6", &probe_def,
-              (cr_env_pool_config){7, 3, 2, sizes_1_6, 0, 0, 0}, 300);
-    probe_run("N 2 < T 5", &probe_def, (cr_env_pool_config){2, 5, 1, NULL, 0, 0, 0}, 300);
+              (cr_env_pool_config){7, 3, 2, sizes_1_6, 0, 0, 0, 0}, 300);
+    probe_run("N 2 < T 5", &probe_def, (cr_env_pool_config){2, 5, 1, NULL, 0, 0, 0, 0}, 300);
     probe_run("N 13, T 4, groups 5+1+7", &probe_def,
-              (cr_env_pool_config){13, 4, 3, sizes_5_1_7, 0, 0, 0}, 300);
-    probe_run("N 64, T 1, 4 groups", &probe_def, (cr_env_pool_config){64, 1, 4, NULL, 0, 0, 0},
+              (cr_env_pool_config){13, 4, 3, sizes_5_1_7, 0, 0, 0, 0}, 300);
+    probe_run("N 64, T 1, 4 groups", &probe_def, (cr_env_pool_config){64, 1, 4, NULL, 0, 0, 0, 0},
               200);
     probe_run("N 9, T 2 caller idle, 3 groups", &probe_def,
-              (cr_env_pool_config){9, 2, 3, NULL, 1, 0, 0}, 300);
-    probe_run("N 1, T 1 caller idle", &probe_def, (cr_env_pool_config){1, 1, 0, NULL, 1, 0, 0},
+              (cr_env_pool_config){9, 2, 3, NULL, 1, 0, 0, 0}, 300);
+    probe_run("N 1, T 1 caller idle", &probe_def, (cr_env_pool_config){1, 1, 0, NULL, 1, 0, 0, 0},
               300);
     probe_run("N 31, T 3, 31 groups", &probe_def,
-              (cr_env_pool_config){31, 3, CR_ENV_POOL_MAX_GROUPS, NULL, 0, 0, -1}, 200);
+              (cr_env_pool_config){31, 3, CR_ENV_POOL_MAX_GROUPS, NULL, 0, 0, -1, 0}, 200);
     probe_run("N 101, T 6, 2 groups, no spin", &probe_def,
-              (cr_env_pool_config){101, 6, 2, NULL, 0, 0, -1}, 200);
+              (cr_env_pool_config){101, 6, 2, NULL, 0, 0, -1, 0}, 200);
     probe_run("u8 obs, N 4, T 3, groups 3+1", &probe_u8_def,
-              (cr_env_pool_config){4, 3, 2, sizes_3_1, 0, 0, 0}, 300);
+              (cr_env_pool_config){4, 3, 2, sizes_3_1, 0, 0, 0, 0}, 300);
     probe_run("u8 obs, N 33, T 2, pinned", &probe_u8_def,
-              (cr_env_pool_config){33, 2, 1, NULL, 0, 1, 0}, 200);
+              (cr_env_pool_config){33, 2, 1, NULL, 0, 1, 0, 0}, 200);
 }
 
 /* Group ranges as configured, the state block laid out in the caller's memory. */
 static void test_layout(void) {
     static const int sizes[] = {5, 1, 7};
-    cr_env_pool_config cfg = {13, 4, 3, sizes, 0, 0, 0};
+    cr_env_pool_config cfg = {13, 4, 3, sizes, 0, 0, 0, 0};
     size_t bytes = 0;
     CHECK_OK(cr_env_pool_plan(&probe_def, &cfg, &bytes));
     CHECK(bytes >= 13 * 64);
@@ -286,7 +287,7 @@ static void test_layout(void) {
     }
     cr_env_pool_free(&pool);
     free(mem);
-    cfg = (cr_env_pool_config){10, 3, 3, NULL, 0, 0, 0}; /* even split: 3, 3, 4 */
+    cfg = (cr_env_pool_config){10, 3, 3, NULL, 0, 0, 0, 0}; /* even split: 3, 3, 4 */
     CHECK_OK(cr_env_pool_init(&pool, &probe_def, &cfg, NULL));
     for (int g = 0, b, e; g < 3; g++) {
         cr_env_pool_group_range(&pool, g, &b, &e);
@@ -302,14 +303,15 @@ static void test_config_errors(void) {
         cr_env_pool_config cfg;
         const char *want;
     } cases[] = {
-        {{0, 1, 1, NULL, 0, 0, 0}, "num_envs"},
-        {{4, 0, 1, NULL, 0, 0, 0}, "num_threads"},
-        {{4, CR_ENV_POOL_MAX_THREADS + 1, 1, NULL, 0, 0, 0}, "num_threads"},
-        {{4, 2, 5, NULL, 0, 0, 0}, "num_groups"},
-        {{64, 2, CR_ENV_POOL_MAX_GROUPS + 1, NULL, 0, 0, 0}, "num_groups"},
-        {{4, 2, -1, NULL, 0, 0, 0}, "num_groups"},
-        {{7, 2, 2, bad_sum, 0, 0, 0}, "group_sizes sum"},
-        {{6, 2, 2, zero, 0, 0, 0}, "group_sizes[1]"},
+        {{0, 1, 1, NULL, 0, 0, 0, 0}, "num_envs"},
+        {{4, 0, 1, NULL, 0, 0, 0, 0}, "num_threads"},
+        {{4, CR_ENV_POOL_MAX_THREADS + 1, 1, NULL, 0, 0, 0, 0}, "num_threads"},
+        {{4, 2, 5, NULL, 0, 0, 0, 0}, "num_groups"},
+        {{64, 2, CR_ENV_POOL_MAX_GROUPS + 1, NULL, 0, 0, 0, 0}, "num_groups"},
+        {{4, 2, -1, NULL, 0, 0, 0, 0}, "num_groups"},
+        {{7, 2, 2, bad_sum, 0, 0, 0, 0}, "group_sizes sum"},
+        {{6, 2, 2, zero, 0, 0, 0, 0}, "group_sizes[1]"},
+        {{4, 1, 1, NULL, 0, 0, 0, .first_env = -1}, "first_env is -1"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         size_t bytes;
@@ -324,8 +326,8 @@ static void test_config_errors(void) {
     cudarl_env_def bad = probe_def; /* a def that never went through the registry */
     bad.num_actions = 0;
     cr_env_pool pool;
-    cudarl_status s = cr_env_pool_init(&pool, &bad, &(cr_env_pool_config){4, 1, 1, NULL, 0, 0, 0},
-                                       NULL);
+    cudarl_status s =
+        cr_env_pool_init(&pool, &bad, &(cr_env_pool_config){4, 1, 1, NULL, 0, 0, 0, 0}, NULL);
     CHECK_MSG(s == CUDARL_ERR_INVALID_ARG && strstr(cudarl_last_error(), "env pool: env "
               "'Probe-v0': num_actions is 0"), "a bad def: %s", cudarl_last_error());
 }
@@ -393,10 +395,10 @@ static void test_cartpole_equivalence(void) {
     const cudarl_env_def *def = cr_env_def_find("CartPole-v1");
     CHECK(def == cr_env_find("CartPole-v1")->def);
     pooled p1, p3, p4;
-    pooled_init(&p1, def, &(cr_env_pool_config){N, 1, 1, NULL, 0, 0, 0}, SEED);
+    pooled_init(&p1, def, &(cr_env_pool_config){N, 1, 1, NULL, 0, 0, 0, 0}, SEED);
     /* no spinning: 6 threads share this test's cores, and the futex path gets exercised */
-    pooled_init(&p3, def, &(cr_env_pool_config){N, 3, 2, sizes, 0, 0, -1}, SEED);
-    pooled_init(&p4, def, &(cr_env_pool_config){N, 4, 3, NULL, 1, 0, -1}, SEED);
+    pooled_init(&p3, def, &(cr_env_pool_config){N, 3, 2, sizes, 0, 0, -1, 0}, SEED);
+    pooled_init(&p4, def, &(cr_env_pool_config){N, 4, 3, NULL, 1, 0, -1, 0}, SEED);
     static gate gt;
     for (int g = 0; g < 3; g++) cr_env_pool_set_hook(&p4.pool, g, gate_wait, &gt);
     pooled *all[] = {&p1, &p3, &p4};
@@ -441,6 +443,39 @@ static void test_cartpole_equivalence(void) {
     cr_arena_free(&arena);
 }
 
+/* first_env (a data-parallel rank's share): pools of envs 0..3 and 4..7 (first_env 4) step
+ * exactly as envs 0..7 of one pool, from the reset through episodes that end and restart. */
+static void test_first_env(void) {
+    enum { N = 8, HALF = N / 2, STEPS = 600, SEED = 77 };
+    const cudarl_env_def *def = cr_env_def_find("CartPole-v1");
+    pooled whole, lo, hi;
+    pooled_init(&whole, def, &(cr_env_pool_config){N, 2, 1, NULL, 0, 0, -1, 0}, SEED);
+    pooled_init(&lo, def, &(cr_env_pool_config){HALF, 1, 1, NULL, 0, 0, -1, 0}, SEED);
+    pooled_init(&hi, def, &(cr_env_pool_config){HALF, 2, 2, NULL, 0, 0, -1, .first_env = HALF},
+                SEED);
+    const size_t row = 4 * sizeof(float);
+    cr_philox_state rng;
+    cr_philox_seed(&rng, 5, 0);
+    int ends = 0;
+    for (int s = 0; s <= STEPS; s++) {
+        CHECK_MSG(!memcmp(lo.obs, whole.obs, HALF * row) &&
+                  !memcmp(hi.obs, (char *)whole.obs + HALF * row, HALF * row),
+                  "step %d: the halves' observations are not the whole pool's", s);
+        CHECK(!memcmp(hi.reward, whole.reward + HALF, HALF * sizeof(float)) &&
+              !memcmp(hi.terminated, whole.terminated + HALF, HALF));
+        if (s == STEPS) break;
+        cartpole_actions(whole.obs, N, &rng, whole.actions);
+        memcpy(lo.actions, whole.actions, HALF * sizeof(int32_t));
+        memcpy(hi.actions, whole.actions + HALF, HALF * sizeof(int32_t));
+        cr_env_pool_step(&whole.pool, whole.actions);
+        cr_env_pool_step(&lo.pool, lo.actions);
+        cr_env_pool_step(&hi.pool, hi.actions);
+        for (int i = 0; i < N; i++) ends += whole.terminated[i] | whole.truncated[i];
+    }
+    CHECK_MSG(ends >= 20, "only %d episodes ended", ends);
+    pooled_free(&whole), pooled_free(&lo), pooled_free(&hi);
+}
+
 /* An action out of range aborts with a message naming the env and the action. */
 static void test_bad_action(void) {
     int fds[2];
@@ -450,7 +485,7 @@ static void test_bad_action(void) {
     if (pid == 0) {
         dup2(fds[1], 2);
         pooled p;
-        pooled_init(&p, &probe_def, &(cr_env_pool_config){4, 1, 1, NULL, 0, 0, 0}, 1);
+        pooled_init(&p, &probe_def, &(cr_env_pool_config){4, 1, 1, NULL, 0, 0, 0, 0}, 1);
         p.actions[2] = PROBE_ACTIONS;
         cr_env_pool_step(&p.pool, p.actions);
         _exit(0);
@@ -640,7 +675,7 @@ static void test_box_actions(void) {
           !cr_env_find("ProbeBox-v0"));
     CHECK(cr_env_def_action_bytes(info->def) == 2 * sizeof(float));
     cr_env_pool pool;
-    CHECK_OK(cr_env_pool_init(&pool, info->def, &(cr_env_pool_config){3, 2, 1, NULL, 0, 0, 0},
+    CHECK_OK(cr_env_pool_init(&pool, info->def, &(cr_env_pool_config){3, 2, 1, NULL, 0, 0, 0, 0},
                               NULL));
     float obs[3 * 4], final_obs[3 * 4], reward[3];
     uint8_t term[3], trunc[3];
@@ -742,14 +777,15 @@ static void test_vec_env(void) {
     CHECK(cr_env_check_run(d, VEC_N, 2) == CUDARL_ERR_INVALID_ARG &&
           strstr(cudarl_last_error(), "--env-groups 2"));
     cr_env_pool pool;
-    CHECK(cr_env_pool_init(&pool, d, &(cr_env_pool_config){4, 1, 1, NULL, 0, 0, 0}, NULL) ==
+    CHECK(cr_env_pool_init(&pool, d, &(cr_env_pool_config){4, 1, 1, NULL, 0, 0, 0, 0}, NULL) ==
               CUDARL_ERR_INVALID_ARG &&
           strstr(cudarl_last_error(), "a vector env of 3 envs steps as one batch"));
-    CHECK(cr_env_pool_init(&pool, d, &(cr_env_pool_config){VEC_N, 1, 2, NULL, 0, 0, 0}, NULL) ==
+    CHECK(cr_env_pool_init(&pool, d, &(cr_env_pool_config){VEC_N, 1, 2, NULL, 0, 0, 0, 0}, NULL) ==
           CUDARL_ERR_INVALID_ARG);
 
     /* 4 threads asked for, caller idle: the pool steps it on the calling thread alone */
-    CHECK_OK(cr_env_pool_init(&pool, d, &(cr_env_pool_config){VEC_N, 4, 1, NULL, 1, 0, 0}, NULL));
+    CHECK_OK(cr_env_pool_init(&pool, d, &(cr_env_pool_config){VEC_N, 4, 1, NULL, 1, 0, 0, 0},
+                              NULL));
     CHECK(pool.num_threads == 1 && !pool.caller_idle);
     float obs[2 * VEC_N], final_obs[2 * VEC_N], reward[VEC_N];
     uint8_t term[VEC_N], trunc[VEC_N];
@@ -787,7 +823,7 @@ static void test_register(void) {
     CHECK_MSG(!cr_env_find("Probe-v0"), "the batch trainers must not be offered Probe-v0");
     CHECK(cudarl_env_register(&probe_def) == CUDARL_ERR_INVALID_ARG &&
           strstr(cudarl_last_error(), "already registered"));
-    probe_run("registered Probe-v0", d, (cr_env_pool_config){5, 2, 1, NULL, 0, 0, 0}, 100);
+    probe_run("registered Probe-v0", d, (cr_env_pool_config){5, 2, 1, NULL, 0, 0, 0, 0}, 100);
 
     cudarl_env_def zeros = probe_def; /* unused dims left 0 by a designated initializer */
     zeros.id = "Zeros-v0";
@@ -822,6 +858,7 @@ int main(void) {
     test_config_errors();
     test_probe_shards();
     test_cartpole_equivalence();
+    test_first_env();
     test_bad_action();
     test_register_errors();
     test_register_box_errors();

@@ -481,12 +481,17 @@ const void *cr_ppo_sample(cr_ppo *p, int b, int n, size_t row) {
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     const size_t A = (size_t)p->A;
-    /* data parallel: this rank's envs' words of the job's draw (docs/multigpu.md) */
-    const int64_t words = (int64_t)n * (p->K > 0 ? 2 * p->K : 1);
-    if (p->ranks > 1) cr_ppo_dist_skip(p, words * p->rank);
+    /* data parallel: this rank's envs' words of the job's draw (docs/multigpu.md). A step's
+     * envs are drawn in order, all at once or group by group (the env pool, ppo_pool.c): the
+     * lower ranks' envs' words are skipped before the step's first env, the higher ranks' after
+     * its last, so env i of rank r draws the words of the job's env r*N + i */
+    const int64_t per_env = p->K > 0 ? 2 * p->K : 1, share = per_env * p->N;
+    const int64_t before = b == 0 ? share * p->rank : 0;
+    const int64_t after = b + n == p->N ? share * (p->ranks - 1 - p->rank) : 0;
+    if (p->ranks > 1) cr_ppo_dist_skip(p, before);
     if (p->K == 0) {
         o->uniform(ctx, p->sampler, p->u + b, n);
-        if (p->ranks > 1) cr_ppo_dist_skip(p, words * (p->ranks - 1 - p->rank));
+        if (p->ranks > 1) cr_ppo_dist_skip(p, after);
         o->categorical_sample(ctx, p->logits + (size_t)b * A, p->u + b, p->actions + row,
                               p->logp + row, n, p->A);
         return p->actions + row;
@@ -494,7 +499,7 @@ const void *cr_ppo_sample(cr_ppo *p, int b, int n, size_t row) {
     const size_t K = (size_t)p->K;
     float *u = p->u + 2 * K * (size_t)b, *a = p->act_f + row * K;
     o->uniform(ctx, p->sampler, u, 2 * p->K * n);
-    if (p->ranks > 1) cr_ppo_dist_skip(p, words * (p->ranks - 1 - p->rank));
+    if (p->ranks > 1) cr_ppo_dist_skip(p, after);
     o->gaussian_sample(ctx, p->logits + (size_t)b * A, cr_ac_logstd(&p->layout, p->act_params), u,
                        a, p->logp + row, n, p->K);
     return a;
@@ -552,11 +557,8 @@ void cr_ppo_rollout(cr_ppo *p) {
 
 /* ---- update ----------------------------------------------------------------------------- */
 
-void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
-    if (p->conv) {
-        cr_ppo_conv_update_minibatch(p, idx);
-        return;
-    }
+/* The MLP policy's minibatch gradient into p->grads (the stats into p->acc). */
+static void mlp_minibatch_grads(cr_ppo *p, const int32_t *idx) {
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     int mb = p->mb;
@@ -603,6 +605,12 @@ void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
         cr_mlp_backward(ctx, &actor, &g_actor, p->mb_obs, p->mb_dlogits, &p->cache_actor, mb);
         cr_mlp_backward(ctx, &critic, &g_critic, p->mb_obs, p->mb_dvalue, &p->cache_critic, mb);
     }
+}
+
+void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx) {
+    cudarl_ctx *ctx = p->ctx;
+    if (p->conv) cr_ppo_conv_minibatch_grads(p, idx);
+    else mlp_minibatch_grads(p, idx);
     if (p->ranks > 1 || p->dev_comm)
         cr_ppo_dist_mean_grads(p); /* the job's gradient, the same on every rank */
     cr_amp_step(ctx, &p->amp, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr,

@@ -43,12 +43,21 @@ typedef struct host_state {
     cr_arena arena;
     void *block;         /* data parallel: the job's env batch block (save_world), or NULL */
     size_t block_bytes;
+    /* data parallel, envs on CPU threads: the job's pool states (N, stride) and step counts
+     * (N), gathered by save_world or read by a resume (the pool holds a rank's share); NULL
+     * otherwise (the pool's own are used) */
+    void *pool_states;
+    int32_t *pool_elapsed;
+    size_t pool_bytes;
 } host_state;
 
-/* Bytes of the current observations (N, D) as stored: floats, or uint8 (conv policy). */
-static size_t obs_bytes(const cr_ppo *p) {
-    return (size_t)p->N * (size_t)p->D * (p->conv ? 1 : sizeof(float));
+/* Bytes of one env's current observation as stored: D floats, or D uint8 (conv policy). */
+static size_t obs_row_bytes(const cr_ppo *p) {
+    return (size_t)p->D * (p->conv ? 1 : sizeof(float));
 }
+
+/* Bytes of the current observations (N, D) as stored. */
+static size_t obs_bytes(const cr_ppo *p) { return (size_t)p->N * obs_row_bytes(p); }
 
 static cudarl_status host_state_alloc(host_state *h, const cr_ppo *p) {
     size_t P = p->num_params, N = (size_t)p->N;
@@ -65,6 +74,7 @@ static cudarl_status host_state_alloc(host_state *h, const cr_ppo *p) {
     h->ep_length = cr_arena_get(&h->arena, 6), h->elapsed = cr_arena_get(&h->arena, 7);
     h->env_rng = cr_arena_get(&h->arena, 8);
     h->block = NULL, h->block_bytes = 0;
+    h->pool_states = NULL, h->pool_elapsed = NULL, h->pool_bytes = 0;
     return CUDARL_OK;
 }
 
@@ -283,8 +293,8 @@ static cudarl_status save_file(cr_ppo *p, const char *path, const host_state *gi
     }
     if (!given) host_state_transfer(&h, p, 1);
     /* CPU envs: the observations the next step takes (the pool's, which --norm-obs has not
-     * normalized; the same as cur_obs otherwise) */
-    if (p->pool) cr_ppo_pool_get_obs(p, h.obs);
+     * normalized; the same as cur_obs otherwise); save_world's are gathered from them */
+    if (p->pool && !given) cr_ppo_pool_get_obs(p, h.obs);
     h.counters[C_ITERATION] = p->iteration, h.counters[C_GLOBAL_STEP] = p->global_step;
     h.counters[C_SOLVED_STEP] = p->solved_step;
 
@@ -305,7 +315,11 @@ static cudarl_status save_file(cr_ppo *p, const char *path, const host_state *gi
     void *pool_states = NULL;
     int32_t *pool_elapsed = NULL;
     size_t pool_bytes = 0;
-    if (p->pool) cr_ppo_pool_state(p, &pool_states, &pool_bytes, &pool_elapsed);
+    if (p->pool && given) /* the job's, gathered */
+        pool_states = given->pool_states, pool_bytes = given->pool_bytes,
+        pool_elapsed = given->pool_elapsed;
+    else if (p->pool)
+        cr_ppo_pool_state(p, &pool_states, &pool_bytes, &pool_elapsed);
     int64_t s_pool[1] = {(int64_t)pool_bytes};
     size_t twin_bytes = 0;
     const int given_block = given && given->block; /* the job's, gathered (save_world) */
@@ -386,6 +400,7 @@ static cudarl_status save_world(cr_ppo *p, const char *path) {
     cudarl_status s = host_state_alloc(&hl, p);
     CUDARL_ASSERT(s == CUDARL_OK); /* a few KiB; a failure would leave the others waiting */
     host_state_transfer(&hl, p, 1);
+    if (p->pool) cr_ppo_pool_get_obs(p, hl.obs); /* the pool's, as save_file takes them */
     const int local = p->N, root = p->rank == 0;
     if (root) {
         p->N = p->world_N;
@@ -393,9 +408,9 @@ static cudarl_status save_world(cr_ppo *p, const char *path) {
         p->N = local;
         if (s != CUDARL_OK) cr_comm_abort(1); /* the others wait in the gather */
     }
-    const size_t n = (size_t)local, D = (size_t)p->D;
+    const size_t n = (size_t)local;
     struct { const void *mine; void *all; size_t bytes; } g[] = {
-        {hl.obs, root ? hw.obs : NULL, n * D * sizeof(float)},
+        {hl.obs, root ? hw.obs : NULL, n * obs_row_bytes(p)},
         {hl.env, root ? hw.env : NULL, n * 4 * 8},
         {hl.ep_return, root ? hw.ep_return : NULL, n * 8},
         {hl.ep_length, root ? hw.ep_length : NULL, n * 8},
@@ -403,6 +418,21 @@ static cudarl_status save_world(cr_ppo *p, const char *path) {
         {hl.env_rng, root ? hw.env_rng : NULL, n * sizeof(cr_philox_state)},
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) cr_comm_gather0(g[i].mine, g[i].all, g[i].bytes);
+    /* the env pool's states and step counts: rows of a fixed stride, so the ranks' blocks in
+     * rank order are one process's block of the job's envs */
+    if (p->pool) {
+        void *states;
+        int32_t *elapsed;
+        size_t bytes;
+        cr_ppo_pool_state(p, &states, &bytes, &elapsed);
+        if (root) {
+            hw.pool_bytes = bytes * (size_t)p->ranks;
+            hw.pool_states = host_block(hw.pool_bytes);
+            hw.pool_elapsed = host_block((size_t)p->world_N * sizeof(int32_t));
+        }
+        cr_comm_gather0(states, root ? hw.pool_states : NULL, bytes);
+        cr_comm_gather0(elapsed, root ? hw.pool_elapsed : NULL, n * sizeof(int32_t));
+    }
     /* the env batch's block (every batch env but CartPole-v1): each rank's to rank 0, which
      * copies the envs one by one into the job's batch (a block is carved by its env count) */
     void *world_block = NULL;
@@ -438,6 +468,7 @@ static cudarl_status save_world(cr_ppo *p, const char *path) {
         p->N = local;
         cr_arena_free(&hw.arena);
         free(world_block);
+        free(hw.pool_states), free(hw.pool_elapsed);
     }
     cr_arena_free(&hl.arena);
     int32_t st = (int32_t)s; /* every rank fails with rank 0, so that none waits for it */
@@ -557,8 +588,11 @@ static cudarl_status check_envs(const cr_ppo *p, const char *path, const host_st
                                 const void *twin_state) {
     char why[256];
     int bad = 0, i;
-    if (p->pool) {
-        if ((i = cr_ppo_pool_check_state(p, &bad, why, sizeof why)) >= 0)
+    if (p->pool) { /* the pool's own, or (a resume on ranks) the job's read into h */
+        i = h->pool_states ? cr_ppo_pool_check_rows(p, h->pool_states, h->pool_elapsed, p->N,
+                                                     &bad, why, sizeof why)
+                           : cr_ppo_pool_check_state(p, &bad, why, sizeof why);
+        if (i >= 0)
             return bad_state(path, bad == 1 ? "state.pool_states" : "state.pool_elapsed",
                              "env %d: %s", i, why);
         return CUDARL_OK;
@@ -674,9 +708,10 @@ static cudarl_status norm_read(const cr_st_file *f, const char *path, const cr_p
 /* Data parallel (load_state): rows rank*N .. (rank+1)*N-1 of the job's per-env state to the
  * front of h, and p->N this rank's again for the transfer. */
 static void take_slice(cr_ppo *p, host_state *h) {
-    const size_t n = (size_t)p->dist_local_N, first = (size_t)p->rank * n, D = (size_t)p->D;
+    const size_t n = (size_t)p->dist_local_N, first = (size_t)p->rank * n;
+    const size_t ob = obs_row_bytes(p);
     p->N = p->dist_local_N, p->batch = p->T * p->N;
-    memmove(h->obs, (float *)h->obs + first * D, n * D * sizeof(float));
+    memmove(h->obs, (unsigned char *)h->obs + first * ob, n * ob);
     memmove(h->env, h->env + first * 4, n * 4 * 8);
     memmove(h->ep_return, h->ep_return + first, n * 8);
     memmove(h->ep_length, h->ep_length + first, n * 8);
@@ -686,6 +721,14 @@ static void take_slice(cr_ppo *p, host_state *h) {
     h->shuffler.stream[0] = (uint32_t)stream, h->shuffler.stream[1] = (uint32_t)(stream >> 32);
     p->world_log = h->log; /* the job's; this rank's own starts empty */
     memset(&h->log, 0, sizeof h->log);
+    if (h->pool_states) { /* the pool's rows of this rank's envs */
+        void *states;
+        int32_t *elapsed;
+        size_t bytes;
+        cr_ppo_pool_state(p, &states, &bytes, &elapsed);
+        memcpy(states, (unsigned char *)h->pool_states + first * (bytes / n), bytes);
+        memcpy(elapsed, h->pool_elapsed + first, n * sizeof(int32_t));
+    }
 }
 
 static cudarl_status load_state_of(cr_ppo *p, const cr_st_file *f, const char *path) {
@@ -711,6 +754,14 @@ static cudarl_status load_state_of(cr_ppo *p, const cr_st_file *f, const char *p
     int32_t *pool_elapsed = NULL;
     size_t pool_bytes = 0;
     if (p->pool) cr_ppo_pool_state(p, &pool_states, &pool_bytes, &pool_elapsed);
+    if (p->pool && p->ranks > 1) { /* the job's rows (p->N the job's), this rank's taken later */
+        pool_bytes = pool_bytes / (size_t)p->dist_local_N * N;
+        h.pool_bytes = pool_bytes;
+        pool_states = h.pool_states = malloc(pool_bytes);
+        pool_elapsed = h.pool_elapsed = malloc(N * sizeof(int32_t));
+        if ((!h.pool_states || !h.pool_elapsed) && s == CUDARL_OK)
+            s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the envs' state");
+    }
     size_t batch = p->pool || p->twin_envs || batch_block(p) ? 0 : N;
     void *block_mem;
     const char *block_name;
@@ -751,7 +802,6 @@ static cudarl_status load_state_of(cr_ppo *p, const cr_st_file *f, const char *p
         if (s == CUDARL_OK) p->ctx->ops->copy_from_host(p->ctx, p->norm, norm, nn * 8);
     }
     free(norm);
-    if (s == CUDARL_OK && p->pool) cr_ppo_pool_set_obs(p, h.obs);
     if (s == CUDARL_OK && twin_bytes)
         p->ctx->ops->copy_from_host(p->ctx, block_mem, twin_state, twin_bytes);
     free(twin_state);
@@ -761,11 +811,13 @@ static cudarl_status load_state_of(cr_ppo *p, const cr_st_file *f, const char *p
         h.log.episodes = (int64_t)ep_sums[0];
         h.log.iter_return_sum = ep_sums[1], h.log.iter_length_sum = ep_sums[2];
         if (p->ranks > 1) take_slice(p, &h);
+        if (p->pool) cr_ppo_pool_set_obs(p, h.obs); /* this rank's rows */
         host_state_transfer(&h, p, 0);
         p->iteration = h.counters[C_ITERATION], p->global_step = h.counters[C_GLOBAL_STEP];
         p->solved_step = h.counters[C_SOLVED_STEP];
         p->h_log = p->ranks > 1 ? p->world_log : h.log;
     }
+    free(h.pool_states), free(h.pool_elapsed);
     cr_arena_free(&h.arena);
     return s;
 }

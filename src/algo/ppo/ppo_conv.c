@@ -145,7 +145,7 @@ void cr_ppo_conv_warm_up(cr_ppo *p) {
     p->ctx->ops->sync(p->ctx);
 }
 
-void cr_ppo_conv_update_minibatch(cr_ppo *p, const int32_t *idx) {
+void cr_ppo_conv_minibatch_grads(cr_ppo *p, const int32_t *idx) {
     cudarl_ctx *ctx = p->ctx;
     const cr_backend *o = ctx->ops;
     const int mb = p->mb;
@@ -165,9 +165,6 @@ void cr_ppo_conv_update_minibatch(cr_ppo *p, const int32_t *idx) {
     cr_amp_scale(ctx, &p->amp, p->mb_dlogits, (size_t)mb * p->A); /* fp16: times the scale */
     cr_amp_scale(ctx, &p->amp, p->mb_dvalue, (size_t)mb);
     cr_ppo_conv_backward(p, p->params, p->mb_dlogits, p->mb_dvalue, mb);
-    cr_amp_step(ctx, &p->amp, p->params, p->grads, p->adam_m, p->adam_v, p->num_params, p->lr,
-                0.9f, 0.999f, 1e-5f, p->adam_t, 1, p->cfg.max_grad_norm,
-                &p->acc->grad_norm_sum);
 }
 
 /* ---- envs on the GPU (their image twin) ------------------------------------------------- */

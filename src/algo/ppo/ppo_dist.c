@@ -6,10 +6,13 @@
  * minibatches of mb/R rows; the gradients are averaged across ranks in rank order before the
  * clip and Adam, so the weights stay identical on every rank (checked every iteration). The
  * running normalizations take the job's rows of each step, gathered, as one process does.
- * On the CPU: the MLP policy on the CPU env batch (CartPole-v1, the classic-control envs), the
- * op-by-op update, over MPI. On a GPU (dev_comm): the MLP policy on CartPole-v1's CUDA batch, the
- * gradients averaged on the device over NCCL (ops/comm.h hides which); --num-gpus 1 runs that
- * exchange in a job of one rank, bit for bit a plain run. */
+ * On the CPU, over MPI: the MLP policy on the CPU env batch (CartPole-v1, the classic-control
+ * envs) or on the env pool (envs on CPU threads: rank r's pool steps the job's envs r*N ..), and
+ * the conv policies (minatar-cnn, nature-cnn, --separate-critic) on the env pool; their
+ * gradients are averaged by the same call (cr_ppo_update_minibatch). On a GPU (dev_comm): the
+ * MLP policy on CartPole-v1's CUDA batch, the gradients averaged on the device over NCCL
+ * (ops/comm.h hides which); --num-gpus 1 runs that exchange in a job of one rank, bit for bit a
+ * plain run. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,9 +40,9 @@ static cudarl_status refuse(const cr_ppo *p, const char *what) {
                        "the setting", what,
                        cr_comm_local_gpu_count() ? "--num-gpus" : "mpirun on --device cuda");
     return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s, and this run is one of %d ranks (mpirun): "
-                   "data-parallel training runs PPO with --policy mlp on the CPU env batch "
-                   "(--device cpu: CartPole-v1 and the classic-control envs) or on "
-                   "CartPole-v1's CUDA batch (--device cuda, over NCCL) for now "
+                   "data-parallel training runs PPO on the CPU (--device cpu: the MLP policy on "
+                   "the env batch or the env pool, the conv policies on the env pool) or with "
+                   "--policy mlp on CartPole-v1's CUDA batch (--device cuda, over NCCL) for now "
                    "(docs/multigpu.md); run it as one process, or drop the setting", what,
                    p->ranks);
 }
@@ -60,10 +63,23 @@ cudarl_status cr_ppo_dist_init(cr_ppo *p) {
                              "gathered from host memory for the checkpoint)");
         if (p->cfg.learner_device >= 0 && p->cfg.learner_device != p->ctx->device_index)
             return refuse(p, "--learner-device names another GPU");
+        /* the CPU runs these (below); a GPU's conv update and pool steps are not tested yet */
+        if (p->conv) return refuse(p, "--policy is a convolutional network");
+        if (cr_ppo_pool_wanted(p))
+            return refuse(p, "the envs step on CPU threads (--env-device cpu or an env without "
+                             "a CUDA batch)");
     }
-    if (p->conv) return refuse(p, "--policy is a convolutional network");
-    if (cr_ppo_pool_wanted(p)) return refuse(p, "the envs step on CPU threads (--env-device cpu "
-                                                "or an env without a batch twin)");
+    if (cr_ppo_pool_wanted(p)) { /* the pool: a rank's share, seeded as one process's envs */
+        if (cr_env_def_find(c->env_id)->vec_step)
+            return refuse(p, "the env is a vector env (it seeds and steps its envs as a whole, "
+                             "not a rank's share)");
+        /* the normalizations gather the job's rows of a step at once (ppo_dist.c) */
+        if ((c->norm_obs || c->norm_reward) && cr_ppo_pool_group_count(p) > 1)
+            return cr_fail(CUDARL_ERR_INVALID_ARG, "--norm-obs / --norm-reward with --env-groups "
+                           "%d on %d ranks: the ranks gather the job's observations and rewards "
+                           "of a whole step, and the env pool's groups step apart; use "
+                           "--env-groups 1 (the CPU's default)", cr_ppo_pool_group_count(p), R);
+    }
     if (c->async) return refuse(p, "--async is set");
     if (c->precision != CUDARL_PRECISION_FP32) return refuse(p, "--precision is not fp32");
     if (c->num_envs % R != 0)

@@ -257,6 +257,10 @@ void cr_ppo_pool_free(cr_ppo *p);
 void cr_ppo_pool_state(cr_ppo *p, void **states, size_t *bytes, int32_t **elapsed);
 /* cr_env_pool_check_state of the pool's envs (after a checkpoint was read into them). */
 int cr_ppo_pool_check_state(const cr_ppo *p, int *bad, char *why, size_t cap);
+/* The same check of n envs' states (n rows of the pool's stride) and step counts held elsewhere:
+ * a data-parallel resume's job's rows, before a rank takes its own. */
+int cr_ppo_pool_check_rows(const cr_ppo *p, const void *states, const int32_t *elapsed, int n,
+                           int *bad, char *why, size_t cap);
 
 /* Samples the actions of envs [b, b + n) from the policy's outputs in p->logits rows b.. (the
  * categorical's logits, or the Gaussian's means with the log-std of act_params) into rollout row
@@ -274,7 +278,8 @@ void cr_ppo_norm_obs_apply(cr_ppo *p, float *obs, int n);
 void cr_ppo_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated, int b, int n);
 
 /* One minibatch step on rollout rows idx (mb of them, backend memory): gather, forward, loss,
- * backward, clip, Adam at the learning rate in p->lr. Stats accumulate into p->acc. */
+ * backward (the MLP's or the conv policy's), the gradients' mean over the ranks (data parallel),
+ * clip, Adam at the learning rate in p->lr. Stats accumulate into p->acc. */
 void cr_ppo_update_minibatch(cr_ppo *p, const int32_t *idx);
 /* The update of one rollout: update_epochs epochs of shuffled minibatches (stopping early on
  * --target-kl); p->acc restarts. */
@@ -312,8 +317,10 @@ int cr_ppo_conv_keeps_truncated(const cr_ppo *p);
 /* The rollout's T steps with the envs' image twin on the device (p->twin_envs): the same ops
  * as the pool's schedule with one group, the env step a kernel instead of CPU threads. */
 void cr_ppo_conv_rollout_twin(cr_ppo *p);
-/* cr_ppo_update_minibatch for the conv policy. */
-void cr_ppo_conv_update_minibatch(cr_ppo *p, const int32_t *idx);
+/* The conv policy's part of cr_ppo_update_minibatch: gather, forward, loss and backward into
+ * p->grads (the stats into p->acc); the gradients' mean over the ranks, the clip and Adam are
+ * cr_ppo_update_minibatch's, the MLP's and the conv policy's alike. */
+void cr_ppo_conv_minibatch_grads(cr_ppo *p, const int32_t *idx);
 void cr_ppo_conv_free(cr_ppo *p);
 
 /* ---- --profile (ppo_profile.c) ---- */

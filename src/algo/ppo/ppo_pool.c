@@ -130,7 +130,9 @@ cudarl_status cr_ppo_pool_init(cr_ppo *p) {
     if (threads > p->N) threads = p->N; /* a thread beyond one per env would only idle */
     int gpu = ctx->kind == CUDARL_DEVICE_CUDA && ctx->ops->event_create;
     pp->groups = cr_ppo_pool_group_count(p);
-    cr_env_pool_config pc = {.num_envs = p->N, .num_threads = threads, .num_groups = pp->groups};
+    /* data parallel: env i is the job's env rank*N + i, seeded as one process seeds it */
+    cr_env_pool_config pc = {.num_envs = p->N, .num_threads = threads, .num_groups = pp->groups,
+                             .first_env = (int64_t)p->rank * p->N};
     size_t N = (size_t)p->N, ob = cr_env_def_obs_bytes(pp->def); /* D floats, or D bytes */
     cudarl_status s = cr_env_pool_init(&pp->pool, pp->def, &pc, NULL);
     if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, (void **)&pp->obs, N * ob);
@@ -203,6 +205,18 @@ void cr_ppo_pool_state(cr_ppo *p, void **states, size_t *bytes, int32_t **elapse
 
 int cr_ppo_pool_check_state(const cr_ppo *p, int *bad, char *why, size_t cap) {
     return cr_env_pool_check_state(&p->pool->pool, bad, why, cap);
+}
+
+int cr_ppo_pool_check_rows(const cr_ppo *p, const void *states, const int32_t *elapsed, int n,
+                           int *bad, char *why, size_t cap) {
+    const cr_env_pool *pool = &p->pool->pool;
+    for (int i = 0; i < n; i++) {
+        *bad = cr_env_check_state(pool->def,
+                                  (const unsigned char *)states + (size_t)i * pool->state_stride,
+                                  elapsed[i], why, cap);
+        if (*bad) return i;
+    }
+    return -1;
 }
 
 /* Waits for group g's envs, counting the wait as the device's idle time when the stream had
