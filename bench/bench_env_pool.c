@@ -194,7 +194,7 @@ static void dispatch_case(const cudarl_env_def *def, int threads, int caller_idl
     static double sample[REPS];
     buffers b = buffers_alloc(threads, sizeof(float), 1);
     cr_env_pool *pool = pool_open(def, (cr_env_pool_config){threads, threads, 1, NULL,
-                                                            caller_idle, 0, spin_us}, &b);
+                                                            caller_idle, 0, spin_us, 0}, &b);
     int reps = gap_us > 0 ? REPS / 4 : REPS;
     for (int r = -100; r < reps; r++) {
         if (gap_us > 0) {
