@@ -46,7 +46,7 @@
 #include "ops/cuda/conv2d_half_kernels.cuh"
 
 #ifdef CUDARL_WITH_CUDNN
-#include <cudnn.h>
+#include "ops/cuda/cudnn_check.cuh"
 #endif
 
 #define WS_ALIGN ((size_t)256)
@@ -135,13 +135,6 @@ void cr_convnet_half_backward(cudarl_ctx *ctx, const cr_convnet *net,
 }
 
 #else
-
-#define CUDNN_CHECK(expr)                                                               \
-    do {                                                                                \
-        cudnnStatus_t cudnn_check_s_ = (expr);                                          \
-        if (cudnn_check_s_ != CUDNN_STATUS_SUCCESS)                                     \
-            cr_cuda_fail(#expr, cudnnGetErrorString(cudnn_check_s_), __FILE__, __LINE__); \
-    } while (0)
 
 #define CUDNN_TRY(expr)                                                                  \
     do {                                                                                 \

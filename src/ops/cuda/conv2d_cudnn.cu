@@ -51,18 +51,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ops/cuda/cuda_common.cuh"
 #include "ops/cuda/conv2d_cuda.h"
+#include "ops/cuda/cuda_common.cuh"
+#include "ops/cuda/cudnn_check.cuh"
 
 // ---- errors --------------------------------------------------------------------------------
-
-// A failed cuDNN call inside an op is a bug (the plan validated everything): print and abort.
-#define CUDNN_CHECK(expr)                                                               \
-    do {                                                                                \
-        cudnnStatus_t cudnn_check_s_ = (expr);                                          \
-        if (cudnn_check_s_ != CUDNN_STATUS_SUCCESS)                                     \
-            cr_cuda_fail(#expr, cudnnGetErrorString(cudnn_check_s_), __FILE__, __LINE__); \
-    } while (0)
 
 // At plan creation a failure is the machine's (library, driver, memory): a status and a message
 // naming the call, returned from the enclosing function.
