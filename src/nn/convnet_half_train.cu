@@ -50,6 +50,7 @@
 #endif
 
 #define WS_ALIGN ((size_t)256)
+#define FIRST_INPUT_SMEM 8192 // elements of the format first_input_kernel stages (16 KiB)
 #define SUM_BLOCKS 1024 // most blocks of a column sum's first pass (a block per 64 rows below)
 
 // why (n bytes) = printf(fmt, ...), when the caller asked for it.
@@ -90,8 +91,12 @@ int cr_convnet_half_train_fits(const cr_convnet *net, const cr_convnet_half_plan
             return 0;
         }
         const cr_conv2d_shape *s = &st->conv;
-        if (s->K % 8) {
-            say(why, n, "stage %d's output channels are not a multiple of 8", i);
+        if (i == 0 && 16 * s->C > FIRST_INPUT_SMEM) {
+            say(why, n, "the input has more than %d channels", FIRST_INPUT_SMEM / 16);
+            return 0;
+        }
+        if (s->K % 8 || s->K > 2048) {
+            say(why, n, "stage %d's output channels are not a multiple of 8 up to 2048", i);
             return 0;
         }
         if (i > 0 && (s->C % 8 || (s->C * s->R * s->S) % HALF_BK)) {
@@ -388,32 +393,10 @@ static __global__ void last_conv_grad_kernel(const float *__restrict__ d,
     }
 }
 
-// g (n, the format) masked in place by the ReLU of y (the format), eight elements a thread (n a
-// multiple of 8, both 16-byte aligned).
-template <typename T>
-static __global__ void conv_mask_kernel(T *__restrict__ g, const T *__restrict__ y, size_t n8) {
-    const size_t step = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += step) {
-        uint4 gv = ((const uint4 *)g)[i];
-        const uint4 yv = ((const uint4 *)y)[i];
-        T *ge = (T *)&gv;
-        const T *ye = (const T *)&yv;
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            if (from_fmt(ye[e]) <= 0.0f) ge[e] = to_fmt<T>(0.0f);
-        ((uint4 *)g)[i] = gv;
-    }
-}
-
-static __device__ __forceinline__ float value_of(float v) { return v; }
-static __device__ __forceinline__ float value_of(__half v) { return __half2float(v); }
-static __device__ __forceinline__ float value_of(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-// Column sums of x (M, K) row-major, first pass: block (cx, by) sums columns 32 cx + lane over
+// Column sums of x (M, K) row-major fp32, first pass: block (cx, by) sums columns 32 cx + lane over
 // its slice of rows (the by-th of gridDim.y), its 8 warps striding the rows, in double; the
 // warps' sums added in order into part[by][k].
-template <typename S>
-static __global__ void colsum_kernel(const S *__restrict__ x, size_t M, int K,
+static __global__ void colsum_kernel(const float *__restrict__ x, size_t M, int K,
                                      double *__restrict__ part) {
     __shared__ double ws[8][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -423,7 +406,7 @@ static __global__ void colsum_kernel(const S *__restrict__ x, size_t M, int K,
     double s = 0.0;
     if (k < K)
 #pragma unroll 4
-        for (size_t r = r0 + warp; r < r1; r += 8) s += (double)value_of(x[r * K + k]);
+        for (size_t r = r0 + warp; r < r1; r += 8) s += (double)x[r * K + k];
     ws[warp][lane] = s;
     __syncthreads();
     if (warp == 0 && k < K) {
@@ -433,48 +416,184 @@ static __global__ void colsum_kernel(const S *__restrict__ x, size_t M, int K,
     }
 }
 
-// Second pass: out[k] = the blocks' partial sums of column k, in block order, rounded once.
+// Second pass: out[k] = the blocks' partial sums of column k, rounded once; a block a column,
+// thread t summing the partials t, t + 256, ... in order, then a fixed tree over the threads.
 static __global__ void colsum_done_kernel(const double *__restrict__ part, int blocks, int K,
                                           float *__restrict__ out) {
-    const int k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= K) return;
+    __shared__ double sum[256];
+    const int k = blockIdx.x, t = threadIdx.x;
     double s = 0.0;
-    for (int b = 0; b < blocks; b++) s += part[(size_t)b * K + k];
-    out[k] = (float)s;
+    for (int b = t; b < blocks; b += 256) s += part[(size_t)b * K + k];
+    sum[t] = s;
+    __syncthreads();
+    for (int h = 128; h > 0; h >>= 1) {
+        if (t < h) sum[t] += sum[t + h];
+        __syncthreads();
+    }
+    if (t == 0) out[k] = (float)sum[0];
+}
+
+// Column sums of g (M, K) row-major in the format, first pass, with g masked in place by the
+// ReLU of y (the format, same shape) where y is not NULL: K a multiple of 8 and at most 2048,
+// both 16-byte aligned. Thread t of block (0, by) takes columns 8 (t % G) .. + 7 (G = K / 8
+// groups) of the rows t / G, + 256 / G, ... of its slice (the by-th of gridDim.y), eight at a
+// time (one 16-byte load), in double; the threads of a group are then added in order into
+// part[by][k].
+template <typename T>
+static __global__ void colsum8_kernel(T *__restrict__ g, const T *__restrict__ y, size_t M,
+                                      int K, double *__restrict__ part) {
+    __shared__ double acc[256 * 8];
+    const int G = K / 8, t = threadIdx.x, rps = 256 / G; // rows a step takes
+    const int cg = t % G, ro = t / G;
+    const size_t per = (M + gridDim.y - 1) / gridDim.y;
+    const size_t r0 = (size_t)blockIdx.y * per, r1 = r0 + per < M ? r0 + per : M;
+    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (ro < rps)
+        for (size_t r = r0 + ro; r < r1; r += rps) {
+            uint4 gv = ((const uint4 *)(g + r * K))[cg];
+            T *ge = (T *)&gv;
+            if (y) {
+                const uint4 yv = ((const uint4 *)(y + r * K))[cg];
+                const T *ye = (const T *)&yv;
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    if (from_fmt(ye[e]) <= 0.0f) ge[e] = to_fmt<T>(0.0f);
+                ((uint4 *)(g + r * K))[cg] = gv;
+            }
+#pragma unroll
+            for (int e = 0; e < 8; e++) s[e] += (double)from_fmt(ge[e]);
+        }
+#pragma unroll
+    for (int e = 0; e < 8; e++) acc[t * 8 + e] = s[e];
+    __syncthreads();
+    for (int k = t; k < K; k += 256) { // column k: group k / 8, element k % 8, rows in order
+        double u = 0.0;
+        for (int o = 0; o < rps; o++) u += acc[(o * G + k / 8) * 8 + k % 8];
+        part[(size_t)blockIdx.y * K + k] = u;
+    }
 }
 
 // The first conv's input as cuDNN reads it, NHWC in the format, from the observations (B rows
 // `stride` elements apart, uint8 or float): with s2d, x_s2d[n][p][q][(c 4 + dr) 4 + ds] =
 // x[n][c][4 p + dr][4 q + ds] (H4 x W4 blocks, 16 C channels); else x[n][h][w][c] with Cp
 // channels, zeros past C. uint8 as the bytes (exact); the division by 255 is the weight
-// gradient's.
+// gradient's. A block takes one output row (b, p) (s2d: the input's rows 4 p .. 4 p + 3; else
+// row h), `span` of its output positions at a time: their C x RH input rows' columns read in
+// order into shared memory, then the output's contiguous run written in order.
 template <typename T>
 static __global__ void first_input_kernel(const void *__restrict__ obs, size_t stride, int u8,
                                           T *__restrict__ xin, int B, int C, int H, int W,
-                                          int Cp, int s2d) {
-    const size_t n = s2d ? (size_t)B * C * H * W : (size_t)B * H * W * Cp;
-    const size_t step = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        size_t b, c, h, w;
-        if (s2d) { // i = ((b H4 + p) W4 + q) 16 C + (c 4 + dr) 4 + ds
-            const int C16 = 16 * C, W4 = W / 4, H4 = H / 4;
-            const size_t cc = i % C16, pix = i / C16;
-            const size_t q = pix % W4, p = (pix / W4) % H4;
-            b = pix / ((size_t)W4 * H4);
-            c = cc >> 4, h = 4 * p + ((cc >> 2) & 3), w = 4 * q + (cc & 3);
-        } else { // i = ((b H + h) W + w) Cp + c
-            c = i % Cp;
-            const size_t pix = i / Cp;
-            w = pix % W, h = (pix / W) % H, b = pix / ((size_t)W * H);
-            if (c >= (size_t)C) {
-                xin[i] = to_fmt<T>(0.0f);
-                continue;
-            }
+                                          int Cp, int s2d, int span) {
+    __shared__ T tile[FIRST_INPUT_SMEM];
+    const int RH = s2d ? 4 : 1;                  // input rows an output row reads
+    const int rows = H / RH, cols = W / RH;      // output rows and positions an image has
+    const int per = s2d ? 16 * C : Cp;           // output elements a position has
+    const int chunks = (cols + span - 1) / span; // a row's runs of `span` positions
+    const long long jobs = (long long)B * rows * chunks;
+    for (long long job = blockIdx.x; job < jobs; job += gridDim.x) {
+        const int chunk = (int)(job % chunks);
+        const long long row = job / chunks; // b rows + p
+        const int b = (int)(row / rows), p = (int)(row % rows);
+        const int q0 = chunk * span, nq = min(span, cols - q0);
+        const int wn = nq * RH; // input columns the run reads, from w0 = q0 RH
+        const size_t src = (size_t)b * stride + (size_t)p * RH * W + (size_t)q0 * RH;
+        __syncthreads(); // the previous job's tile is read
+        // i = cr wn + w with cr = c RH + r (input row r of channel c), stepped without dividing
+        // (integer division dominates a pass this light)
+        int w = (int)threadIdx.x % wn, cr = (int)threadIdx.x / wn;
+        const int wstep = (int)blockDim.x % wn, crstep = (int)blockDim.x / wn;
+        for (int i = threadIdx.x; i < C * RH * wn; i += blockDim.x) {
+            const int c = s2d ? cr >> 2 : cr, r = s2d ? cr & 3 : 0;
+            const size_t e = src + ((size_t)c * H + r) * W + w;
+            tile[i] = to_fmt<T>(u8 ? (float)((const uint8_t *)obs)[e] : ((const float *)obs)[e]);
+            w += wstep, cr += crstep;
+            if (w >= wn) w -= wn, cr++;
         }
-        const size_t e = b * stride + (c * H + h) * W + w;
-        xin[i] = to_fmt<T>(u8 ? (float)((const uint8_t *)obs)[e] : ((const float *)obs)[e]);
+        __syncthreads();
+        T *dst = xin + ((size_t)row * cols + q0) * per;
+        int q = (int)threadIdx.x / per, cc = (int)threadIdx.x % per; // o = q per + cc
+        const int qstep = (int)blockDim.x / per, ccstep = (int)blockDim.x % per;
+        for (int o = threadIdx.x; o < nq * per; o += blockDim.x) {
+            if (s2d) { // cc = (c 4 + dr) 4 + ds
+                dst[o] = tile[(cc >> 2) * wn + 4 * q + (cc & 3)];
+            } else {
+                dst[o] = cc < C ? tile[cc * wn + q] : to_fmt<T>(0.0f);
+            }
+            q += qstep, cc += ccstep;
+            if (cc >= per) cc -= per, q++;
+        }
     }
 }
+
+// Output positions a first_input_kernel block stages at a time: as many as FIRST_INPUT_SMEM holds
+// (at least one: cr_convnet_half_train_fits refuses an input whose one position does not fit).
+static int first_input_span(int C, int W, int s2d) {
+    const int RH = s2d ? 4 : 1, cols = W / RH;
+    const int span = FIRST_INPUT_SMEM / (C * RH * RH);
+    return span < cols ? span : cols;
+}
+
+// The s2d form of the first conv's input where the observations allow 4-element loads (S
+// uint8_t or float; W and the row stride multiples of 4, the rows aligned): each 4 x 4 block's
+// row of 4 pixels is 4 consecutive elements of the input and of the output, so thread k moves
+// the output's 4-element group k = ((b H4 + p) W4 + q) 4C + c 4 + dr (written in order) from
+// x[b][c][4 p + dr][4 q .. 4 q + 3] (read through the cache, its neighbours' groups beside it).
+template <typename T, typename S>
+static __global__ void s2d_input_kernel(const S *__restrict__ obs, size_t stride,
+                                        T *__restrict__ xin, int B, int C, int H, int W) {
+    const int W4 = W / 4, C4 = 4 * C, per = (H / 4) * W4 * C4; // groups an image has
+    for (int b = blockIdx.y; b < B; b += gridDim.y) {
+        const S *img = obs + (size_t)b * stride;
+        uint2 *dst = (uint2 *)(xin + (size_t)b * per * 4);
+        for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < per; k += gridDim.x * blockDim.x) {
+            const int cdr = k % C4, pq = k / C4, q = pq % W4, p = pq / W4;
+            const int c = cdr >> 2, dr = cdr & 3;
+            const S *src = img + ((size_t)c * H + 4 * p + dr) * W + 4 * q;
+            float v[4];
+            if (sizeof(S) == 1) {
+                const uchar4 u = __ldg((const uchar4 *)src);
+                v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w;
+            } else {
+                const float4 f = __ldg((const float4 *)src);
+                v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+            }
+            uint2 out;
+            T *o = (T *)&out;
+#pragma unroll
+            for (int e = 0; e < 4; e++) o[e] = to_fmt<T>(v[e]);
+            dst[k] = out;
+        }
+    }
+}
+
+// The first conv's input as cuDNN reads it (first_input_kernel's layout) into xin: the s2d
+// form by whole groups of 4 where the observations are aligned for it, else through shared
+// memory.
+template <typename T>
+static void first_input(cudarl_ctx *ctx, const void *obs, size_t stride, int u8, T *xin, int B,
+                        int C, int H, int W, int Cp, int s2d) {
+    cudaStream_t st = cr_stream(ctx);
+    const size_t esz = u8 ? 1 : sizeof(float);
+    if (s2d && W % 4 == 0 && stride % 4 == 0 && (uintptr_t)obs % (4 * esz) == 0) {
+        const int per = (H / 4) * (W / 4) * 4 * C;
+        const dim3 grid((unsigned)((per + 255) / 256), (unsigned)(B < 65535 ? B : 65535));
+        if (u8)
+            s2d_input_kernel<T, uint8_t><<<grid, 256, 0, st>>>((const uint8_t *)obs, stride, xin,
+                                                                B, C, H, W);
+        else
+            s2d_input_kernel<T, float><<<grid, 256, 0, st>>>((const float *)obs, stride, xin, B,
+                                                              C, H, W);
+        CR_CUDA_LAUNCHED(ctx);
+        return;
+    }
+    const int span = first_input_span(C, W, s2d);
+    const int RH = s2d ? 4 : 1;
+    const long long jobs = (long long)B * (H / RH) * ((W / RH + span - 1) / span);
+    first_input_kernel<T><<<(unsigned)(jobs < (1 << 20) ? jobs : (1 << 20)), 256, 0, st>>>(
+        obs, stride, u8, xin, B, C, H, W, Cp, s2d, span);
+    CR_CUDA_LAUNCHED(ctx);
+}
+
 
 // A conv's weight gradient from cuDNN's (K, R', S', C') in the format into the float KCRS tensor
 // dw (K, C, R, S), divided by 255 where the input was the uint8 bytes of frames scaled by 1/255.
@@ -502,15 +621,28 @@ static __global__ void weight_grad_kernel(const T *__restrict__ dwf, float *__re
 
 static const float f_one = 1.0f, f_zero = 0.0f;
 
-// out (K) fp32 = column sums of x (M, K), S float or the format, in a fixed order.
-template <typename S>
-static void colsum(cudarl_ctx *ctx, const S *x, size_t M, int K, double *part, float *out) {
+// out (K) fp32 = column sums of x (M, K) fp32, in a fixed order.
+static void colsum(cudarl_ctx *ctx, const float *x, size_t M, int K, double *part, float *out) {
     cudaStream_t st = cr_stream(ctx);
     const size_t want = (M + 63) / 64;
     const unsigned by = (unsigned)(want < 1 ? 1 : want < SUM_BLOCKS ? want : SUM_BLOCKS);
-    colsum_kernel<S><<<dim3((unsigned)((K + 31) / 32), by), 256, 0, st>>>(x, M, K, part);
+    colsum_kernel<<<dim3((unsigned)((K + 31) / 32), by), 256, 0, st>>>(x, M, K, part);
     CR_CUDA_LAUNCHED(ctx);
-    colsum_done_kernel<<<(unsigned)((K + 127) / 128), 128, 0, st>>>(part, (int)by, K, out);
+    colsum_done_kernel<<<(unsigned)K, 256, 0, st>>>(part, (int)by, K, out);
+    CR_CUDA_LAUNCHED(ctx);
+}
+
+// out (K) fp32 = column sums of g (M, K) in the format, g first masked in place by the ReLU of y
+// where y is not NULL (colsum8_kernel's bounds: K a multiple of 8, at most 2048).
+template <typename T>
+static void colsum_masked(cudarl_ctx *ctx, T *g, const T *y, size_t M, int K, double *part,
+                          float *out) {
+    cudaStream_t st = cr_stream(ctx);
+    const size_t want = (M + 255) / 256;
+    const unsigned by = (unsigned)(want < 1 ? 1 : want < SUM_BLOCKS ? want : SUM_BLOCKS);
+    colsum8_kernel<T><<<dim3(1, by), 256, 0, st>>>(g, y, M, K, part);
+    CR_CUDA_LAUNCHED(ctx);
+    colsum_done_kernel<<<(unsigned)K, 256, 0, st>>>(part, (int)by, K, out);
     CR_CUDA_LAUNCHED(ctx);
 }
 
@@ -567,11 +699,11 @@ static void backward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet
     // dWa (A, F) row-major is (F x A) column-major: h (F x B) times the first A rows of gh (G x
     // B, column-major) transposed
     gemm(ctx, dt, CUBLAS_OP_N, CUBLAS_OP_T, F, A, B, h, F, gh, G, grads + tn[wa_t].offset, F);
-    colsum<float>(ctx, dout, (size_t)B, A, part, grads + tn[ba_t].offset);
+    colsum(ctx, dout, (size_t)B, A, part, grads + tn[ba_t].offset);
     if (ppo) {
         gemm(ctx, dt, CUBLAS_OP_N, CUBLAS_OP_T, F, 1, B, h, F, gh + A, G,
              grads + tn[net->critic_w].offset, F);
-        colsum<float>(ctx, dvalue, (size_t)B, 1, part, grads + tn[net->critic_b].offset);
+        colsum(ctx, dvalue, (size_t)B, 1, part, grads + tn[net->critic_b].offset);
     }
 
     // the trunk in reverse; the gradient of stage i's output is in buf[cur]: fp32 rows (B, out)
@@ -590,7 +722,7 @@ static void backward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet
             linear_mask_kernel<T><<<cr_cuda_blocks(n, TH), TH, 0, st>>>(
                 d, (const T *)c->act[i], g, n, relu);
             CR_CUDA_LAUNCHED(ctx);
-            colsum<float>(ctx, d, (size_t)B, s->out, part, db);
+            colsum(ctx, d, (size_t)B, s->out, part, db);
             const T *x = (const T *)c->act[i - 1];
             // dW (out, in) row-major = (in x out) column-major: x (in x B) g^T; dx (B, in) =
             // (in x B) column-major: W (in x out) g (out x B); dx over d (its sums are done)
@@ -613,24 +745,15 @@ static void backward_as(cudarl_ctx *ctx, const cr_convnet *net, const cr_convnet
                                                                    g, cs->K, PQ, relu);
             CR_CUDA_LAUNCHED(ctx);
             cur = 1 - cur;
-        } else { // cuDNN's data gradient, masked in place
+        } else { // cuDNN's data gradient, masked in place as it is summed
             g = (T *)buf[cur];
-            if (relu) {
-                const size_t n8 = M * cs->K / 8;
-                conv_mask_kernel<T><<<cr_cuda_blocks(n8, TH), TH, 0, st>>>(
-                    g, (const T *)c->act[i], n8);
-                CR_CUDA_LAUNCHED(ctx);
-            }
         }
-        colsum<T>(ctx, g, M, cs->K, part, db);
+        colsum_masked<T>(ctx, g, relu && !f32 ? (const T *)c->act[i] : NULL, M, cs->K, part, db);
         const void *x = c->act[i > 0 ? i - 1 : 0];
         if (i == 0) { // the observations as cuDNN reads them
             T *xin = (T *)(ws + t->xin_at);
-            const size_t n = (size_t)B * v.C * v.H * v.W;
-            first_input_kernel<T><<<cr_cuda_blocks(n, TH), TH, 0, st>>>(
-                obs, obs_stride, spec->dtype == CR_CONVNET_U8, xin, B, cs->C, cs->H, cs->W, v.C,
-                v.s2d);
-            CR_CUDA_LAUNCHED(ctx);
+            first_input<T>(ctx, obs, obs_stride, spec->dtype == CR_CONVNET_U8, xin, B, cs->C,
+                           cs->H, cs->W, v.C, v.s2d);
             x = xin;
         }
         T *dwf = (T *)(ws + t->dwf_at);

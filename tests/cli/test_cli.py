@@ -1341,19 +1341,10 @@ def test_profile(work):
         if needle not in r.err:
             fail("mlp --profile", f"a line with {needle!r}", r.describe())
     check("--profile splits the time from the process's start to the loop, the parts adding up")
-    m = re.search(r"from the process's start to the loop: (\S+) s .*\n +before training began "
-                  r"\(the process, the device's context and libraries\) +(\S+) s\n +PPO's setup "
-                  r"\(plans, memory, the networks' handles, warm-up\) +(\S+) s\n +of which a conv "
-                  r"policy's warm-up calls \(the libraries' first calls\) +(\S+) s\n +the run "
-                  r"directory +(\S+) s\n", r.err)
-    if not m:
-        fail("mlp --profile", "the start's lines: total, before, setup, warm-up, run directory",
-             r.describe())
-    total, before, setup, warm, rest = (float(g) for g in m.groups())
-    if not (before >= 0 and setup > 0 and warm == 0 and rest >= 0
-            and abs(before + setup + rest - total) <= 0.0025):
-        fail("mlp --profile", "before + setup + run directory = the total, each >= 0, no warm-up "
-             "for an MLP", r.describe())
+    names = profile_start("mlp --profile", r)
+    if names[0] != "the network's layout" or any("warm-up" in n for n in names):
+        fail("mlp --profile", "the setup's parts: the network's layout first, no warm-up for an "
+             "MLP", r.describe())
 
     # MinAtar/Breakout-v1: 4 channels, 3 actions; ppo_atari.py's preset, 8 envs x 128 steps.
     # minatar-cnn per row: conv 8*8*16 * 3*3*4 + fc 1024*128 + heads 128*4 = 168448 multiply-adds:
@@ -1411,6 +1402,27 @@ def profile_flops(what, r, want_rows, fwd, both, epochs, batch):
     return float(m.group(1)), float(m.group(2))
 
 
+def profile_start(what, r):
+    """--profile's start lines: the total, before training, PPO's setup with its parts, the run
+    directory, adding up (each printed to the ms); returns the setup's parts' names."""
+    m = re.search(r"from the process's start to the loop: (\S+) s .*\n +before training began "
+                  r"\(the process, the device's context and libraries\) +(\S+) s\n +PPO's setup "
+                  r"\(plans, memory, the networks' handles, warm-up\) +(\S+) s\n"
+                  r"((?:      \S.*? +\S+ s\n)+) +the run directory +(\S+) s\n", r.err)
+    if not m:
+        fail(what, "the start's lines: total, before, setup and its parts, run directory",
+             r.describe())
+    total, before, setup, rest = (float(m.group(i)) for i in (1, 2, 3, 5))
+    parts = re.findall(r"^      (\S.*?) +(\S+) s$", m.group(4), re.M)
+    if not (before >= 0 and setup > 0 and rest >= 0
+            and abs(before + setup + rest - total) <= 0.0025
+            and abs(sum(float(v) for _, v in parts) - setup) <= 0.0006 * len(parts) + 0.0005
+            and all(float(v) >= 0 for _, v in parts)):
+        fail(what, "before + setup + run directory = the total, the setup's parts adding up to "
+             "it, each >= 0", r.describe())
+    return [n for n, _ in parts]
+
+
 def test_profile_gpu(work):
     """--profile on a GPU (label gpu): a conv policy's rollout with its envs' image twin, split
     by timing events into env steps, forwards and the rest, and its TFLOP/s against the bf16
@@ -1449,6 +1461,12 @@ def test_profile_gpu(work):
              r.describe())
     if "host waiting for the device at the phase ends: rollout" not in r.err:
         fail(what, "a line 'host waiting for the device at the phase ends'", r.describe())
+    names = profile_start(what, r)
+    if (names[0] != "the policy's network: its plans, the libraries' handles"
+            or names[-1] != "a conv policy's warm-up calls (the libraries' first calls)"
+            or any("critic" in n for n in names)):
+        fail(what, "the setup's parts: the policy's network first, the warm-up calls last, no "
+             "critic's network (--separate-critic false)", r.describe())
 
     what = "MinAtar/Breakout-v1 minatar-cnn --profile, envs on CPU threads, policy on the GPU"
     check(f"{what}: the host's wait for the threads, the forwards' device time")

@@ -715,6 +715,26 @@ static void test_orthogonal(void) {
     static const double gains[] = {1.0, 1.4142135623730951, 0.01};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (size_t g = 0; g < 3; g++) orthogonal_case(shapes[s][0], shapes[s][1], gains[g]);
+    /* several blocks of vectors, their projections on the threads: the bits are the same on
+     * one thread and on four */
+    orthogonal_case(200, 700, 1.4142135623730951);
+    orthogonal_case(700, 150, 1.0);
+    static const int big[][2] = {{200, 700}, {700, 150}};
+    for (size_t s = 0; s < 2; s++) {
+        const size_t n = (size_t)big[s][0] * big[s][1];
+        float *a = floats(n), *b = floats(n);
+        cr_philox_state st;
+        cr_cpu_set_threads(1);
+        cr_philox_seed(&st, 5, 1);
+        cr_cpu_orthogonal_init(a, big[s][0], big[s][1], 1.0, &st);
+        cr_cpu_set_threads(4);
+        cr_philox_seed(&st, 5, 1);
+        cr_cpu_orthogonal_init(b, big[s][0], big[s][1], 1.0, &st);
+        CHECK_MSG(bits_equal(a, b, n), "%d x %d: one thread and four give other bits",
+                  big[s][0], big[s][1]);
+        free(a), free(b);
+    }
+    cr_cpu_set_threads(0);
 }
 
 /* ---- main ---------------------------------------------------------------------------------- */

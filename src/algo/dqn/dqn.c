@@ -45,6 +45,7 @@
 
 #include "algo/dqn/dqn_internal.h"
 #include "ops/comm.h"
+#include "ops/cpu/ops_cpu.h"
 
 
 /* ---- setup ------------------------------------------------------------------------------ */
@@ -548,7 +549,10 @@ static cudarl_status seed_state(cr_dqn *d) {
     if (!h) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for parameters");
     cr_philox_state init;
     cr_philox_seed(&init, cfg->seed, DQN_STREAM_INIT);
+    const int threads = cr_cpu_threads(); /* all cores: as PPO's seed_state says */
+    cr_cpu_set_threads(0);
     cr_dqn_qnet_init_params(d, h, &init);
+    cr_cpu_set_threads(threads);
     d->o->copy_from_host(ctx, d->online, h, P * sizeof(float));
     d->o->copy(ctx, d->target, d->online, P * sizeof(float));
     cr_dqn_scalars s;

@@ -21,6 +21,7 @@
 #include "algo/ppo/ppo_fused_cartpole.h"
 #include "nn/precision.h"
 #include "ops/comm.h"
+#include "ops/cpu/ops_cpu.h"
 
 /* ---- memory plan ------------------------------------------------------------------------ */
 
@@ -293,8 +294,13 @@ static cudarl_status seed_state(cr_ppo *p) {
     cr_philox_seed(&init, p->cfg.seed, CR_STREAM_INIT);
     float *h_params = malloc(p->num_params * sizeof(float));
     if (!h_params) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for parameters");
+    /* on all of the host's cores: a Nature-CNN's orthogonal init takes most of a second on one,
+     * and its bits do not depend on the count */
+    const int threads = cr_cpu_threads();
+    cr_cpu_set_threads(0);
     if (p->conv) cr_ppo_conv_init_params(p, h_params, &init);
     else cr_ac_init_params(&p->layout, h_params, &init);
+    cr_cpu_set_threads(threads);
     ctx->ops->copy_from_host(ctx, p->params, h_params, p->num_params * sizeof(float));
     free(h_params);
     cr_rng_stream sampler, shuffler;
@@ -348,8 +354,20 @@ static cudarl_status async_init(cr_ppo *p) {
     return CUDARL_OK;
 }
 
+void cr_ppo_start_part(cr_ppo *p, const char *what) {
+    const double now = cr_time_now();
+    if (p->start.nparts < CR_PPO_START_PARTS) {
+        p->start.part[p->start.nparts].what = what;
+        p->start.part[p->start.nparts++].secs = now - p->start.at;
+    } else { /* not reached: the setup has fewer parts; the last one takes the rest */
+        p->start.part[CR_PPO_START_PARTS - 1].secs += now - p->start.at;
+    }
+    p->start.at = now;
+}
+
 cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *given) {
     memset(p, 0, sizeof *p);
+    p->start.at = cr_time_now();
     p->run_lock = -1;
     CR_TRY(cr_ppo_config_take(given, &p->cfg, "cudarl_ppo_train"));
     const cudarl_ppo_config *cfg = &p->cfg;
@@ -391,6 +409,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
         else cr_ac_layout_init(&p->layout, p->D, cfg->hidden, p->A);
         p->num_params = p->layout.num_params;
     }
+    if (!p->conv) cr_ppo_start_part(p, "the network's layout");
     cudarl_status ds = cr_ppo_dist_init(p); /* ranks > 1: this rank's N, batch and mb */
     if (ds != CUDARL_OK) {
         cr_ppo_dist_free(p);
@@ -408,6 +427,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
         return s;
     }
     carve_memory(p);
+    cr_ppo_start_part(p, "the ranks, the memory plan and its arena");
     s = cr_precision_apply(ctx, cfg->precision, &p->precision_set); /* the device is known now */
     if (s == CUDARL_OK && cfg->precision != CUDARL_PRECISION_FP32)
         CR_INFO("precision %s: %s", cudarl_precision_name(cfg->precision),
@@ -422,15 +442,16 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
         cr_ppo_free(p);
         return s;
     }
+    cr_ppo_start_part(p, "precision, the env pool, the optimizer's parts, communicators");
     s = seed_state(p);
     if (s != CUDARL_OK) {
         cr_ppo_free(p);
         return s;
     }
+    cr_ppo_start_part(p, "the first state: seeds, the envs' reset");
     if (p->conv) {
-        const double w0 = cr_time_now();
         cr_ppo_conv_warm_up(p);
-        p->start.warm_up = cr_time_now() - w0;
+        cr_ppo_start_part(p, "a conv policy's warm-up calls (the libraries' first calls)");
     }
     return CUDARL_OK;
 }

@@ -39,8 +39,11 @@ cudarl_status cr_ppo_conv_init(cr_ppo *p) {
     const int G = cr_ppo_pool_group_count(p);
     const int batches[4] = {p->N / G, (p->N + G - 1) / G, p->N, p->mb};
     CR_TRY(cr_cnn_init(&p->cnn.actor, p->ctx, &p->cnn.net, batches, 4, p->cfg.precision));
-    if (p->cnn.separate) /* the critic's own network: its own workspace (im2col kept) */
+    cr_ppo_start_part(p, "the policy's network: its plans, the libraries' handles");
+    if (p->cnn.separate) { /* the critic's own network: its own workspace (im2col kept) */
         CR_TRY(cr_cnn_init(&p->cnn.critic, p->ctx, &p->cnn.net, batches, 4, p->cfg.precision));
+        cr_ppo_start_part(p, "the critic's network (--separate-critic)");
+    }
     if (cr_cnn_on_gpu(&p->cnn.actor)) {
         CR_INFO("PPO: %s on the GPU, conv engine %s%s", p->cfg.policy,
                 cr_cnn_engine_name(&p->cnn.actor),

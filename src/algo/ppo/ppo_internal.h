@@ -20,6 +20,7 @@
 #define CR_STREAM_INIT ((1ull << 40) + 2)
 /* Data parallel: rank r's shuffle stream (rank 0's is CR_STREAM_SHUFFLE; none meets another) */
 #define CR_STREAM_SHUFFLE_OF(r) (CR_STREAM_SHUFFLE + ((uint64_t)(r) << 20))
+#define CR_PPO_START_PARTS 8 /* --profile: most parts of the setup timed */
 
 /* What the host reads each iteration, in one copy (backend memory). */
 typedef struct cr_ppo_metrics {
@@ -199,9 +200,14 @@ typedef struct cr_ppo {
     struct {               /* --profile: the time from the process's start to the loop */
         double before;     /* the process's age when PPO's setup began (-1: unknown) */
         double setup;      /* cr_ppo_init: plans, memory, the networks' handles, warm-up */
-        double warm_up;    /* of which a conv policy's warm-up calls */
         double rest;       /* the checkpoint's load on a resume, the run directory */
         int resumed;
+        double at;         /* the time the last part of the setup ended */
+        int nparts;        /* the setup's parts, in order (cr_ppo_start_part) */
+        struct {
+            const char *what;
+            double secs;
+        } part[CR_PPO_START_PARTS];
     } start;
     cr_ppo_parts parts;    /* --profile, a conv policy: its rollout's marks */
 
@@ -300,6 +306,8 @@ void cr_ppo_conv_init_params(const cr_ppo *p, float *params, cr_philox_state *rn
 /* The CUDA twin's first call of every batch size, outside graph capture; a no-op on the CPU.
  * Writes only buffers the loop overwrites before reading (logits, last values, minibatch). */
 void cr_ppo_conv_warm_up(cr_ppo *p);
+/* --profile: the setup's part that ends now, `what` (a literal) since the last part ended. */
+void cr_ppo_start_part(cr_ppo *p, const char *what);
 /* logits (B, A) and value (B) of obs (B, C, H, W) uint8 under params; fills the cache. */
 void cr_ppo_conv_forward(cr_ppo *p, const float *params, const uint8_t *obs, float *logits,
                          float *value, int B);

@@ -289,10 +289,11 @@ void cr_ppo_profile_print(const cr_ppo *p) {
                 p->start.before);
     else
         fprintf(stderr, "  to the loop (the process's age is unknown here):\n");
-    fprintf(stderr, "    %-72s %8.3f s\n    %-72s %8.3f s\n    %-72s %8.3f s\n",
-            "PPO's setup (plans, memory, the networks' handles, warm-up)", p->start.setup,
-            "  of which a conv policy's warm-up calls (the libraries' first calls)",
-            p->start.warm_up,
+    fprintf(stderr, "    %-72s %8.3f s\n", "PPO's setup (plans, memory, the networks' handles, "
+            "warm-up)", p->start.setup);
+    for (int i = 0; i < p->start.nparts; i++)
+        fprintf(stderr, "      %-70s %8.3f s\n", p->start.part[i].what, p->start.part[i].secs);
+    fprintf(stderr, "    %-72s %8.3f s\n",
             p->start.resumed ? "the checkpoint's load and the run directory" : "the run directory",
             p->start.rest);
 }

@@ -164,6 +164,8 @@ void cr_cpu_orthogonal_init(float *w, int O, int I, double gain, cr_philox_state
  * OpenMP program) more than one thread can be far slower: a preempted team member stalls every
  * parallel region for a scheduler time slice. */
 void cr_cpu_set_threads(int threads);
+/* The thread count the CPU ops called from this thread use now. */
+int cr_cpu_threads(void);
 
 
 /* next_values[t] = done[t] ? final_values[t] : (t < T-1 ? values[t+1] : last_values[n]).

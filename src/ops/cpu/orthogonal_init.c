@@ -2,58 +2,88 @@
  *
  * PyTorch draws M (O, I) ~ N(0, 1), takes the QR decomposition of M (O >= I) or of M^T (O < I),
  * multiplies Q by sign(diag(R)) and scales by gain. That sign-corrected Q is the Q whose R has a
- * positive diagonal, which is exactly what Gram-Schmidt produces, so this runs modified
- * Gram-Schmidt on the columns (O >= I) or rows (O < I) of M, twice per vector ("twice is
- * enough", Giraud et al. 2005), with products accumulated in double. Columns are copied into
- * rows of a scratch matrix first when it can be allocated (a strided walk down columns is ten
- * times slower on large matrices); the arithmetic is the same either way. */
+ * positive diagonal, which is exactly what Gram-Schmidt produces. This runs it on the columns
+ * (O >= I) or rows (O < I) of M, copied into rows of a scratch matrix (a strided walk down
+ * columns is ten times slower on large matrices), in blocks of GS_BLOCK vectors: each block is
+ * projected off every vector before it twice (block classical Gram-Schmidt, twice: "twice is
+ * enough", Giraud et al. 2005), as matrix products the CPU threads share, then orthonormalised
+ * within itself by modified Gram-Schmidt, twice per vector. Products are accumulated in double,
+ * each by one thread in a fixed order, so the bits do not depend on the thread count. (Vector
+ * by vector, Nature-CNN's 512 x 3136 layer took 0.8 s of a run's start.) */
 #include <math.h>
 #include <stdlib.h>
 
 #include "ops/cpu/ops_cpu.h"
+#include "ops/parallel.h"
 
-/* k vectors of length m: element e of vector j at w[j * sj + e * se]. */
-typedef struct vecs {
-    float *w;
-    size_t sj, se;
-    int k, m;
-} vecs;
+#define GS_BLOCK 32                  /* vectors a block takes */
+#define GS_CHUNK 256                 /* elements a thread updates at a time */
+#define GS_PARALLEL ((size_t)1 << 20) /* multiply-adds of a projection worth the threads */
 
 /* <x, y> in double with four partial sums (e mod 4), added pairwise: a fixed order. */
-static inline double dot(const float *x, const float *y, size_t se, int m) {
+static inline double dot(const float *x, const float *y, int m) {
     double s[4] = {0, 0, 0, 0};
     int e = 0;
     for (; e + 4 <= m; e += 4)
-        for (int l = 0; l < 4; l++) s[l] += (double)x[(e + l) * se] * y[(e + l) * se];
-    for (int l = 0; e + l < m; l++) s[l] += (double)x[(e + l) * se] * y[(e + l) * se];
+        for (int l = 0; l < 4; l++) s[l] += (double)x[e + l] * y[e + l];
+    for (int l = 0; e + l < m; l++) s[l] += (double)x[e + l] * y[e + l];
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
 /* y = y - c x, in double, rounded once per element. */
-static inline void axpy(float *y, const float *x, double c, size_t se, int m) {
-    for (int e = 0; e < m; e++) y[e * se] = (float)(y[e * se] - c * x[e * se]);
+static inline void axpy(float *y, const float *x, double c, int m) {
+    for (int e = 0; e < m; e++) y[e] = (float)(y[e] - c * x[e]);
 }
 
-/* The vectors are contiguous in every call but the fallback; saying so lets gcc vectorise. */
-static inline void gram_schmidt_se(const vecs *v, size_t se) {
-    for (int j = 0; j < v->k; j++) {
-        float *y = v->w + j * v->sj;
-        for (int pass = 0; pass < 2; pass++)
-            for (int i = 0; i < j; i++) {
-                const float *x = v->w + i * v->sj;
-                axpy(y, x, dot(x, y, se, v->m), se, v->m);
+/* Rows j0 .. j0 + nb - 1 of v (k rows of length m, row j at v + j m) minus their projections on
+ * rows 0 .. j0 - 1 (orthonormal): c (nb, j0) = the dot products, then each element of the block
+ * minus sum_i c[b][i] x_i, summed in double over i in order and rounded once. */
+static void project_block(float *v, int m, int j0, int nb, double *c) {
+    const float *x = v;
+    float *y = v + (size_t)j0 * m;
+    const int par = (size_t)j0 * nb * m >= GS_PARALLEL;
+#pragma omp parallel for schedule(static) if (par)
+    for (int i = 0; i < j0; i++)
+        for (int b = 0; b < nb; b++)
+            c[(size_t)b * j0 + i] = dot(x + (size_t)i * m, y + (size_t)b * m, m);
+    const int chunks = (m + GS_CHUNK - 1) / GS_CHUNK;
+#pragma omp parallel for schedule(static) if (par)
+    for (int ch = 0; ch < chunks; ch++) {
+        const int e0 = ch * GS_CHUNK, n = m - e0 < GS_CHUNK ? m - e0 : GS_CHUNK;
+        double acc[GS_BLOCK][GS_CHUNK];
+        for (int b = 0; b < nb; b++)
+            for (int e = 0; e < n; e++) acc[b][e] = y[(size_t)b * m + e0 + e];
+        for (int i = 0; i < j0; i++) {
+            const float *xi = x + (size_t)i * m + e0;
+            for (int b = 0; b < nb; b++) {
+                const double cb = c[(size_t)b * j0 + i];
+                for (int e = 0; e < n; e++) acc[b][e] -= cb * xi[e];
             }
-        double norm = sqrt(dot(y, y, se, v->m));
-        CUDARL_ASSERT(norm > 0.0); /* a Gaussian draw is rank-deficient with probability 0 */
-        for (int e = 0; e < v->m; e++) y[e * se] = (float)(y[e * se] / norm);
+        }
+        for (int b = 0; b < nb; b++)
+            for (int e = 0; e < n; e++) y[(size_t)b * m + e0 + e] = (float)acc[b][e];
     }
 }
 
-static void gram_schmidt(const vecs *v) {
-    if (v->se == 1)
-        gram_schmidt_se(v, 1);
-    else
-        gram_schmidt_se(v, v->se);
+/* The k rows of v (length m, contiguous) replaced by their Gram-Schmidt orthonormal basis;
+ * c: GS_BLOCK x k doubles. */
+static void gram_schmidt(float *v, int k, int m, double *c) {
+    for (int j0 = 0; j0 < k; j0 += GS_BLOCK) {
+        const int nb = k - j0 < GS_BLOCK ? k - j0 : GS_BLOCK;
+        if (j0 > 0)
+            for (int pass = 0; pass < 2; pass++) project_block(v, m, j0, nb, c);
+        for (int j = j0; j < j0 + nb; j++) {
+            float *y = v + (size_t)j * m;
+            for (int pass = 0; pass < 2; pass++)
+                for (int i = j0; i < j; i++) {
+                    const float *x = v + (size_t)i * m;
+                    axpy(y, x, dot(x, y, m), m);
+                }
+            double norm = sqrt(dot(y, y, m));
+            CUDARL_ASSERT(norm > 0.0); /* a Gaussian draw is rank-deficient with probability 0 */
+            for (int e = 0; e < m; e++) y[e] = (float)(y[e] / norm);
+        }
+    }
 }
 
 /* dst (cols, rows) = src (rows, cols)^T. */
@@ -63,20 +93,18 @@ static void transpose(const float *src, float *dst, int rows, int cols) {
 }
 
 void cr_cpu_orthogonal_init(float *w, int O, int I, double gain, cr_philox_state *rng) {
-    size_t n = (size_t)O * I;
+    const size_t n = (size_t)O * I;
     for (size_t e = 0; e < n; e++) w[e] = (float)cr_philox_normal(rng);
-    if (O < I) { /* the O rows, contiguous */
-        gram_schmidt(&(vecs){w, (size_t)I, 1, O, I});
-    } else {     /* the I columns (length O) */
-        float *t = I > 1 ? malloc(n * sizeof *t) : NULL;
-        if (t) {
-            transpose(w, t, O, I);
-            gram_schmidt(&(vecs){t, (size_t)O, 1, I, O});
-            transpose(t, w, I, O);
-            free(t);
-        } else {
-            gram_schmidt(&(vecs){w, 1, (size_t)I, I, O});
-        }
+    const int k = O < I ? O : I; /* the vectors: O rows (O < I) or I columns of length O */
+    double *c = malloc((size_t)GS_BLOCK * k * sizeof *c);
+    float *t = O < I || I == 1 ? w : malloc(n * sizeof *t);
+    CUDARL_ASSERT(c && t); /* a network's init: its weights' size in host memory, once */
+    if (t != w) transpose(w, t, O, I);
+    gram_schmidt(t, k, O < I ? I : O, c);
+    if (t != w) {
+        transpose(t, w, I, O);
+        free(t);
     }
+    free(c);
     for (size_t e = 0; e < n; e++) w[e] = (float)(w[e] * gain);
 }

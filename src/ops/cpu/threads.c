@@ -8,3 +8,5 @@
 void cr_cpu_set_threads(int threads) {
     omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs());
 }
+
+int cr_cpu_threads(void) { return omp_get_max_threads(); }
