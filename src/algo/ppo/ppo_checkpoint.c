@@ -394,14 +394,17 @@ static cudarl_status save_file(cr_ppo *p, const char *path, const host_state *gi
 static void *host_block(size_t bytes) { return cr_comm_host_alloc(bytes, "data parallel PPO checkpoint"); }
 
 /* 64-byte aligned host memory for an image twin's block (its layout wants the device's
- * alignment), or the job ends; free() releases it. */
+ * alignment), zeroed as the device arena is (the layout's padding between its pieces is written
+ * to the file as it is), or the job ends; free() releases it. */
 static void *twin_host_block(size_t bytes) {
-    void *b = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    void *b = aligned_alloc(64, rounded);
     if (!b) {
         fprintf(stderr, "cudarl: out of host memory for an image twin's state (%zu bytes) in a "
                 "data parallel PPO checkpoint\n", bytes);
         cr_comm_abort(1);
     }
+    memset(b, 0, rounded);
     return b;
 }
 
