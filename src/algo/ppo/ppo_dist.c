@@ -154,7 +154,7 @@ void cr_ppo_dist_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated
     memcpy(reward, out + (size_t)p->rank * n, n * sizeof(float));
 }
 
-/* FNV-1a over the bytes of the weights and Adam's moments (a GPU's: copied to the host once per
+/* FNV-1a over 8-byte words of the weights and Adam's moments (a GPU's: copied to the host once per
  * reported iteration, the metrics pipe off, so that every rank hashes the same iteration's). */
 static uint64_t weights_hash(cr_ppo *p) {
     uint64_t h = CR_COMM_FNV1A_START;
@@ -165,7 +165,7 @@ static uint64_t weights_hash(cr_ppo *p) {
     for (int k = 0; k < 3; k++) {
         const float *a = arr[k];
         if (host) ctx->ops->copy_to_host(ctx, host, a, bytes), a = host;
-        h = cr_comm_fnv1a(h, a, bytes);
+        h = cr_comm_fnv1a_words(h, a, bytes);
     }
     free(host);
     return h;
