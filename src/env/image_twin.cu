@@ -31,8 +31,15 @@ extern "C" cudarl_status cr_image_twin_init(cr_image_twin *twin, const char *id,
 
 extern "C" void cr_image_twin_reset(cudarl_ctx *ctx, const cr_image_twin *twin, uint64_t seed,
                                     uint8_t *obs) {
-    if (twin->kind == 2) cr_cartpole_pixels_cuda_reset(&twin->pixels, seed, obs, cr_stream(ctx));
-    else cr_minatar_cuda_reset(ctx, &twin->minatar, seed, obs);
+    if (twin->kind == 2) {
+        cr_cartpole_pixels_cuda pixels = twin->pixels;
+        pixels.first = twin->first;
+        cr_cartpole_pixels_cuda_reset(&pixels, seed, obs, cr_stream(ctx));
+    } else {
+        cr_minatar_cuda minatar = twin->minatar;
+        minatar.first = twin->first;
+        cr_minatar_cuda_reset(ctx, &minatar, seed, obs);
+    }
 }
 
 extern "C" void cr_image_twin_step(cudarl_ctx *ctx, const cr_image_twin *twin,

@@ -23,6 +23,8 @@ extern "C" {
 typedef struct cr_image_twin {
     int kind;                   /* 1: a MinAtar game, 2: CartPolePixels-v1 */
     int num_envs;
+    int64_t first;              /* env i is seeded as env first + i (0 from init; a data-parallel
+                                 * rank's share of the job's envs, as the pool's first_env) */
     size_t bytes;               /* of its device state, for checkpoints */
     void *mem;                  /* its device state (the caller's block) */
     cr_minatar_cuda minatar;
@@ -33,7 +35,7 @@ typedef struct cr_image_twin {
 cudarl_status cr_image_twin_bytes(const char *id, int n, size_t *bytes);
 /* Points twin at mem (cr_image_twin_bytes, 64-byte aligned device memory); the same errors. */
 cudarl_status cr_image_twin_init(cr_image_twin *twin, const char *id, int n, void *mem);
-/* Seeds env i with (seed, i) and starts its first episode; obs (N, C, H, W) (device). */
+/* Seeds env i with (seed, first + i) and starts its first episode; obs (N, C, H, W) (device). */
 void cr_image_twin_reset(cudarl_ctx *ctx, const cr_image_twin *twin, uint64_t seed,
                          uint8_t *obs);
 /* One step of every env (all device): cr_env_pool_step's outputs plus done = terminated |
@@ -49,6 +51,12 @@ int cr_image_twin_truncates(const cr_image_twin *twin);
  * (cap bytes). Any build: it reads the layout only. */
 int cr_image_twin_check_state(const cr_image_twin *twin, const void *bytes, int *bad, char *why,
                               size_t cap);
+/* Copies env j's state and step count out of `src` (a host copy of src's block) into env i of
+ * `dst` (a host copy of dst's block): twins of one env, each block carved by its own env count
+ * (MinAtar's words are stored transposed), so a data-parallel checkpoint regroups the ranks'
+ * envs into the job's block and back. Any build: it reads the layouts only. */
+void cr_image_twin_copy_env(const cr_image_twin *dst, void *dst_bytes, int i,
+                            const cr_image_twin *src, const void *src_bytes, int j);
 
 #ifdef __cplusplus
 }

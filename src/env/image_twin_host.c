@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "env/env.h"
 #include "env/image_twin.h"
 
@@ -58,8 +59,32 @@ int cr_image_twin_check_state(const cr_image_twin *twin, const void *bytes, int 
     return first;
 }
 
+void cr_image_twin_copy_env(const cr_image_twin *dst, void *dst_bytes, int i,
+                            const cr_image_twin *src, const void *src_bytes, int j) {
+    CUDARL_ASSERT(dst->kind == src->kind && i >= 0 && i < dst->num_envs && j >= 0 &&
+                  j < src->num_envs);
+    unsigned char *d = dst_bytes;
+    const unsigned char *s = src_bytes;
+    const void *d_elapsed, *s_elapsed;
+    if (dst->kind == 2) { /* (N) state structs, then (N) step counts */
+        const size_t sb = sizeof(cr_cartpole_pixels_state);
+        memcpy(d + offset_in(dst, dst->pixels.states) + (size_t)i * sb,
+               s + offset_in(src, src->pixels.states) + (size_t)j * sb, sb);
+        d_elapsed = dst->pixels.elapsed, s_elapsed = src->pixels.elapsed;
+    } else { /* MinAtar: word k of env i at k * N + i */
+        const cr_minatar_cuda *dm = &dst->minatar, *sm = &src->minatar;
+        CUDARL_ASSERT(dm->state_words == sm->state_words);
+        const size_t dn = (size_t)dst->num_envs, sn = (size_t)src->num_envs;
+        for (int k = 0; k < dm->state_words; k++)
+            memcpy(d + offset_in(dst, dm->states) + ((size_t)k * dn + (size_t)i) * 4,
+                   s + offset_in(src, sm->states) + ((size_t)k * sn + (size_t)j) * 4, 4);
+        d_elapsed = dm->elapsed, s_elapsed = sm->elapsed;
+    }
+    memcpy(d + offset_in(dst, d_elapsed) + (size_t)i * 4, s + offset_in(src, s_elapsed) +
+           (size_t)j * 4, 4);
+}
+
 #ifndef CUDARL_WITH_CUDA
-#include "core/core.h"
 
 cudarl_status cr_image_twin_bytes(const char *id, int n, size_t *bytes) {
     (void)n;

@@ -233,6 +233,18 @@ uint64_t cr_comm_fnv1a(uint64_t h, const void *p, size_t bytes) {
     return h;
 }
 
+uint64_t cr_comm_fnv1a_words(uint64_t h, const void *p, size_t bytes) {
+    const unsigned char *b = (const unsigned char *)p;
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+        uint64_t w = 0;
+        for (int k = 0; k < 8; k++) w |= (uint64_t)b[i + k] << (8 * k); /* little-endian */
+        h ^= w;
+        h *= 1099511628211ull;
+    }
+    return cr_comm_fnv1a(h, b + i, bytes - i);
+}
+
 void *cr_comm_host_alloc(size_t bytes, const char *what) {
     size_t n = (bytes + CR_ARENA_ALIGN - 1) / CR_ARENA_ALIGN * CR_ARENA_ALIGN;
     void *m = aligned_alloc(CR_ARENA_ALIGN, n ? n : CR_ARENA_ALIGN);

@@ -45,6 +45,11 @@ void cr_comm_mean_f32(float *buf, float *scratch, size_t n);
  * their weights' hashes. */
 #define CR_COMM_FNV1A_START 1469598103934665603ull
 uint64_t cr_comm_fnv1a(uint64_t h, const void *p, size_t bytes);
+/* FNV-1a's step taken on 8-byte little-endian words (the bytes past the last whole word one by
+ * one): the same use, a multiply per 8 bytes, for weights of megabytes hashed every iteration
+ * (the Nature-CNN's weights and moments with --separate-critic: 40 MB, 15 ms on a 2-core dev
+ * machine where the byte-wise hash takes 58). */
+uint64_t cr_comm_fnv1a_words(uint64_t h, const void *p, size_t bytes);
 /* `bytes` of host memory aligned to CR_ARENA_ALIGN (free()); without it, says so naming `what`
  * and ends the whole job, since the other ranks would wait for this one in a collective. */
 void *cr_comm_host_alloc(size_t bytes, const char *what);

@@ -15,6 +15,21 @@
   ng2   (2 GPUs; else exit 77) `cudarl train --num-gpus 2` (one process, a thread per GPU): the
         first iteration's episodes equal one GPU's, two runs repeat bit for bit, and, with
         mpirun, the run equals `mpirun -np 2`'s bit for bit (the same job, threads or processes).
+  conv_np1  the conv policies on the image envs' CUDA twins: `--num-gpus 1` (the NCCL exchange
+        in a job of one rank) equals a plain GPU run bit for bit: Nature-CNN on
+        CartPolePixels-v1's twin, minatar-cnn with --separate-critic on MinAtar/Breakout-v1's;
+        and a --num-gpus 1 run stopped after 2 iterations and resumed under --num-gpus 1 equals
+        the uninterrupted one.
+  conv_np2  (2 GPUs and mpirun; else 77) Nature-CNN on CartPolePixels-v1's twin on `mpirun -np
+        2`: after the first iteration every state.* tensor of the checkpoint (the twin's env
+        states gathered from the two GPUs in the job's env order, observations, episode sums,
+        the sampler's position) is one GPU's bit for bit, and the first iteration's episodes
+        are one GPU's (the ranks seed the job's envs from their first and skip each other's
+        sampler words); two 2-GPU runs repeat bit for bit.
+  conv_ng2  (2 GPUs; else 77) the same on `--num-gpus 2`'s threads, with minatar-cnn
+        (--separate-critic) on MinAtar/Breakout-v1's twin too; a 2-GPU run stopped after 2
+        iterations and resumed on 2 GPUs equals the uninterrupted run bit for bit, the file
+        resumes on one GPU too; with mpirun, --num-gpus 2 equals mpirun -np 2 bit for bit.
 """
 import argparse
 import os
@@ -63,7 +78,13 @@ def group_bad(work):
     if p.returncode == 0 or "--norm-obs" not in p.stderr or "for now" not in p.stderr:
         tm.fail("--norm-obs under --num-gpus 1 is refused naming it",
                 f"exit code {p.returncode}\nstderr: {p.stderr[-3000:]}")
-    print(f"bad: --num-gpus {n + 1} on {n} GPUs and --norm-obs on the GPU path are refused")
+    p = tm.run(["train", *MINATAR, "--num-gpus", "1", "--env-device", "cpu", *small], work,
+               timeout=120)
+    if p.returncode == 0 or "CPU threads" not in p.stderr or "for now" not in p.stderr:
+        tm.fail("a conv policy with its envs on CPU threads under --num-gpus 1 is refused",
+                f"exit code {p.returncode}\nstderr: {p.stderr[-3000:]}")
+    print(f"bad: --num-gpus {n + 1} on {n} GPUs, --norm-obs and a conv policy's envs on CPU "
+          "threads on the GPU path are refused")
 
 
 def group_np2(work):
@@ -123,19 +144,138 @@ def group_ng2(work):
     print(f"ng2: --num-gpus 2: the first rollout equals one GPU's, runs repeat bit for bit{also}")
 
 
+# the conv policies on the image envs' CUDA twins (the envs step on the GPU: --env-device auto)
+CONV_GPU = ["--device", "cuda", "--quiet", "--runs-dir", "runs", "--num-steps", "32",
+            "--num-minibatches", "4", "--update-epochs", "2"]
+PIXELS = [*CONV_GPU, "--env-id", "CartPolePixels-v1", "--policy", "nature-cnn",
+          "--num-envs", "16"]
+MINATAR = [*CONV_GPU, "--env-id", "MinAtar/Breakout-v1", "--policy", "minatar-cnn",
+           "--num-envs", "32", "--separate-critic", "true"]
+
+
+def conv(work, name, flags, extra, ranks=None):
+    p = tm.run_ok(["train", *flags, "--run-name", name, *extra], work, ranks=ranks)
+    if "stepped by their CUDA twin" not in p.stderr + p.stdout:
+        tm.fail(f"{name}: the envs step on their CUDA twin", (p.stderr + p.stdout)[-3000:])
+    return p
+
+
+def said_ranks(p, what, ranks):
+    out = p.stderr + p.stdout
+    for said in [f"rank {r} of {ranks}" for r in range(ranks)] + \
+            [f"gradients averaged over NCCL on cuda:{r}" for r in range(ranks)]:
+        if said not in out:
+            tm.fail(f"{what} says '{said}'", out[-3000:])
+
+
+def group_conv_np1(work):
+    for name, flags, steps in (("pixels", PIXELS, 2048), ("minatar", MINATAR, 4096)):
+        extra = ["--total-timesteps", str(steps), "--seed", "3"]  # 4 iterations
+        conv(work, f"{name}_plain", flags, extra)
+        ng1 = conv(work, f"{name}_ng1", flags, [*extra, "--num-gpus", "1"])
+        said_ranks(ng1, f"{name}: --num-gpus 1", 1)
+        tm.same_run(work, f"{name}_plain", f"{name}_ng1",
+                    f"{name}: the conv policy on --num-gpus 1 against a plain GPU run")
+    # a --num-gpus 1 run stopped after 2 iterations and resumed equals the uninterrupted one
+    extra = ["--seed", "5", "--anneal-lr", "false", "--num-gpus", "1"]
+    conv(work, "full", MINATAR, [*extra, "--total-timesteps", "4096"])
+    conv(work, "part", MINATAR, [*extra, "--total-timesteps", "2048"])
+    tm.run_ok(["train", "--resume", "runs/part/model.safetensors", "--total-timesteps", "4096",
+               "--num-gpus", "1", "--quiet"], work)
+    tm.same_run(work, "full", "part", "a --num-gpus 1 conv run resumed against uninterrupted")
+    print("conv_np1: --num-gpus 1 equals the plain GPU run bit for bit (Nature-CNN on "
+          "CartPolePixels-v1's twin, minatar-cnn --separate-critic on MinAtar/Breakout-v1's, 4 "
+          "iterations each); a resumed --num-gpus 1 run equals the uninterrupted one")
+
+
+def first_rollout(work, one, two, what):
+    episodes = tm.first_rollout_same(work, one, two, what, min_state=9)
+    if episodes < 1:
+        tm.fail(f"{what}: the first rollout ends episodes (else the comparison is vacuous)",
+                "none")
+    _, t = tm.safetensors(os.path.join(work, "runs", two, "model.safetensors"))
+    if "state.twin" not in t:
+        tm.fail(f"{what}: the checkpoint holds the twin's env states", sorted(t))
+    return episodes
+
+
+def group_conv_np2(work):
+    n = gpu_count()
+    if n < 2:
+        print(f"conv_np2: skipped: {n} GPU(s) here, 2 needed (NCCL refuses two ranks on one GPU)")
+        sys.exit(SKIP)
+    if not tm.MPIRUN:
+        print("conv_np2: skipped: this build has no MPI or no mpirun (CUDARL_MPI)")
+        sys.exit(SKIP)
+    one = ["--total-timesteps", "512", "--seed", "1"]  # 1 iteration of 16 x 32
+    conv(work, "one", PIXELS, one)
+    two = conv(work, "two", PIXELS, one, ranks=2)
+    said_ranks(two, "2 GPU ranks (conv)", 2)
+    episodes = first_rollout(work, "one", "two", "Nature-CNN on CartPolePixels-v1, mpirun -np 2")
+    more = ["--total-timesteps", "2048", "--seed", "1"]
+    conv(work, "rep", PIXELS, more, ranks=2)
+    conv(work, "rep_again", PIXELS, more, ranks=2)
+    tm.same_run(work, "rep", "rep_again", "two 2-GPU conv runs of one seed")
+    print(f"conv_np2: the first conv rollout on 2 GPU ranks ({episodes} episodes) leaves one "
+          "GPU's state bit for bit (the twin's envs gathered); 2-GPU runs repeat bit for bit")
+
+
+def group_conv_ng2(work):
+    n = gpu_count()
+    if n < 2:
+        print(f"conv_ng2: skipped: {n} GPU(s) here, 2 needed")
+        sys.exit(SKIP)
+    one = ["--total-timesteps", "512", "--seed", "1"]
+    conv(work, "one", PIXELS, one)
+    ng2 = conv(work, "ng2", PIXELS, [*one, "--num-gpus", "2"])
+    said_ranks(ng2, "--num-gpus 2 (conv)", 2)
+    episodes = first_rollout(work, "one", "ng2", "Nature-CNN on CartPolePixels-v1, --num-gpus 2")
+    m_one = ["--total-timesteps", "1024", "--seed", "2"]
+    conv(work, "m_one", MINATAR, m_one)
+    conv(work, "m_ng2", MINATAR, [*m_one, "--num-gpus", "2"])
+    first_rollout(work, "m_one", "m_ng2", "minatar-cnn on MinAtar/Breakout-v1, --num-gpus 2")
+    # stopped after 2 iterations and resumed on 2 GPUs: the uninterrupted run, bit for bit
+    extra = ["--seed", "5", "--anneal-lr", "false", "--num-gpus", "2"]
+    conv(work, "full", MINATAR, [*extra, "--total-timesteps", "4096"])
+    conv(work, "part", MINATAR, [*extra, "--total-timesteps", "2048"])
+    shutil.copytree(os.path.join(work, "runs", "part"), os.path.join(work, "runs", "part_copy"))
+    tm.run_ok(["train", "--resume", "runs/part/model.safetensors", "--total-timesteps", "4096",
+               "--num-gpus", "2", "--quiet"], work)
+    tm.same_run(work, "full", "part", "a 2-GPU conv run resumed on 2 GPUs against uninterrupted")
+    tm.run_ok(["train", "--resume", "runs/part_copy/model.safetensors", "--total-timesteps",
+               "4096", "--quiet"], work)
+    steps = tm.column(work, "part_copy", "global_step")
+    if steps[-1] != "4096" or len(steps) != 4:
+        tm.fail("the 2-GPU conv file resumed on one GPU trains on to 4096 steps",
+                f"global_step column {steps}")
+    also = ""
+    if tm.MPIRUN:
+        more = ["--total-timesteps", "2048", "--seed", "1"]
+        conv(work, "t2", PIXELS, [*more, "--num-gpus", "2"])
+        conv(work, "m2", PIXELS, more, ranks=2)
+        tm.same_run(work, "t2", "m2", "conv: --num-gpus 2 against mpirun -np 2")
+        also = "; it equals mpirun -np 2 bit for bit"
+    print(f"conv_ng2: --num-gpus 2: the first conv rollout ({episodes} episodes) leaves one GPU's "
+          "state bit for bit (Nature-CNN on CartPolePixels-v1, minatar-cnn on "
+          f"MinAtar/Breakout-v1); resumed on 2 GPUs equals uninterrupted, and on 1 GPU trains on{also}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cudarl", required=True)
     ap.add_argument("--mpirun", default="")
     ap.add_argument("--work", required=True)
-    ap.add_argument("--only", choices=["np1", "bad", "np2", "ng2"], required=True)
+    ap.add_argument("--only", choices=["np1", "bad", "np2", "ng2", "conv_np1", "conv_np2",
+                                       "conv_ng2"], required=True)
     a = ap.parse_args()
     tm.CUDARL = a.cudarl
     tm.MPIRUN = a.mpirun or None
     work = os.path.join(a.work, a.only)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    {"np1": group_np1, "bad": group_bad, "np2": group_np2, "ng2": group_ng2}[a.only](work)
+    {"np1": group_np1, "bad": group_bad, "np2": group_np2, "ng2": group_ng2,
+     "conv_np1": group_conv_np1, "conv_np2": group_conv_np2,
+     "conv_ng2": group_conv_ng2}[a.only](work)
 
 
 if __name__ == "__main__":

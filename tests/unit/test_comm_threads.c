@@ -3,7 +3,9 @@
  * so that a rank reading a slot too early or too late sees the wrong round's) allgather, an
  * in-place allgather, gather0 and bcast0 deliver every rank's bytes in rank order, and
  * cr_comm_mean_f32 gives every rank cr_comm_sum_ranks_f32's bits of the ranks' vectors. Outside
- * the job the communicator is one rank again. */
+ * the job the communicator is one rank again. The weight check's word-wise FNV-1a
+ * (cr_comm_fnv1a_words): a reference value, the byte-wise hash below 8 bytes, every length's tail
+ * counted, any one flipped bit seen. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,7 +63,32 @@ static int rank_main(int rank, void *arg) {
     return 0;
 }
 
+/* cr_comm_fnv1a_words: 8-byte little-endian words, FNV-1a's xor-multiply per word, the tail
+ * byte by byte. */
+static void check_fnv1a_words(void) {
+    const uint64_t P = 1099511628211ull, S = CR_COMM_FNV1A_START;
+    unsigned char b[64];
+    for (int i = 0; i < 64; i++) b[i] = (unsigned char)(i * 37 + 11);
+    /* by hand: words 0 and 1, then tail byte 16 */
+    uint64_t w0 = 0, w1 = 0;
+    for (int k = 0; k < 8; k++) w0 |= (uint64_t)b[k] << (8 * k), w1 |= (uint64_t)b[8 + k] << (8 * k);
+    uint64_t want = ((((S ^ w0) * P) ^ w1) * P ^ b[16]) * P;
+    CHECK(cr_comm_fnv1a_words(S, b, 17) == want);
+    for (size_t n = 0; n < 8; n++) CHECK(cr_comm_fnv1a_words(S, b, n) == cr_comm_fnv1a(S, b, n));
+    for (size_t n = 1; n <= 64; n++) { /* a flipped bit anywhere, a byte more or less: another hash */
+        const uint64_t h = cr_comm_fnv1a_words(S, b, n);
+        CHECK(h != cr_comm_fnv1a_words(S, b, n - 1));
+        for (size_t i = 0; i < n; i++)
+            for (int bit = 0; bit < 8; bit++) {
+                b[i] ^= (unsigned char)(1u << bit);
+                CHECK(cr_comm_fnv1a_words(S, b, n) != h);
+                b[i] ^= (unsigned char)(1u << bit);
+            }
+    }
+}
+
 int main(void) {
+    check_fnv1a_words();
     static const int sizes[] = {1, 2, 3, 8};
     for (int k = 0; k < 4; k++) {
         job_size = sizes[k];
@@ -69,6 +96,6 @@ int main(void) {
         CHECK(cr_comm_rank() == 0 && cr_comm_size() == 1 && cr_comm_thread_rank() == -1);
     }
     printf("comm_threads: jobs of 1, 2, 3 and 8 threads: ranks, allgather (in place too), "
-           "gather0, bcast0 and the rank-order mean, %d rounds each\n", ROUNDS);
+           "gather0, bcast0 and the rank-order mean, %d rounds each; the word-wise FNV-1a\n", ROUNDS);
     return 0;
 }

@@ -314,6 +314,7 @@ static cudarl_status seed_state(cr_ppo *p) {
     if (p->pool) {
         cr_ppo_pool_reset(p); /* its observations are taken in as the first step acts */
     } else if (p->twin_envs) {
+        p->twin.first = (int64_t)p->rank * p->N; /* env i: the job's env rank*N + i */
         cr_image_twin_reset(ctx, &p->twin, p->cfg.seed, p->cnn.cur_obs);
     } else {
         p->env.first = (int64_t)p->rank * p->N; /* env i: the job's env rank*N + i */
@@ -399,11 +400,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
     p->conv = strcmp(cfg->policy, "mlp") != 0;
     p->twin_envs = p->conv && !cr_ppo_pool_wanted(p); /* validated: --env-device cuda, a twin */
     if (p->conv) {
-        cudarl_status s = cr_ppo_conv_init(p);
-        if (s != CUDARL_OK) {
-            cr_ppo_conv_free(p);
-            return s;
-        }
+        CR_TRY(cr_ppo_conv_plan(p)); /* the network's spec and size; its engines below */
     } else {
         if (p->K > 0) cr_ac_layout_init_gaussian(&p->layout, p->D, cfg->hidden, p->K);
         else cr_ac_layout_init(&p->layout, p->D, cfg->hidden, p->A);
@@ -411,6 +408,8 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
     }
     if (!p->conv) cr_ppo_start_part(p, "the network's layout");
     cudarl_status ds = cr_ppo_dist_init(p); /* ranks > 1: this rank's N, batch and mb */
+    /* the conv network for this rank's batch sizes (the CUDA engines plan per size) */
+    if (ds == CUDARL_OK && p->conv) ds = cr_ppo_conv_init(p);
     if (ds != CUDARL_OK) {
         cr_ppo_dist_free(p);
         cr_ppo_conv_free(p);

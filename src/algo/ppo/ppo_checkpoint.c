@@ -128,7 +128,10 @@ static const char *where_of(const cr_ppo *p) {
 /* The envs' state kept as one block of backend memory, the image twin's or the env batch's
  * (batch_block), and its tensor's name; 0 when the envs' state is not such a block. */
 static size_t env_block(const cr_ppo *p, void **mem, const char **name) {
-    if (p->twin_envs) return *mem = p->twin.mem, *name = "state.twin", p->twin.bytes;
+    if (p->twin_envs) { /* a resume on ranks reads the job's twin block (host) */
+        const cr_image_twin *t = p->dist_twin ? p->dist_twin : &p->twin;
+        return *mem = t->mem, *name = "state.twin", t->bytes;
+    }
     const cr_env_batch *b = p->dist_env ? p->dist_env : &p->env; /* a resume's job batch */
     if (batch_block(p)) return *mem = b->mem, *name = "state.env_batch", b->bytes;
     return *mem = NULL, *name = NULL, 0;
@@ -390,6 +393,21 @@ static cudarl_status save_file(cr_ppo *p, const char *path, const host_state *gi
 /* Host memory for the gathered state, or the job ends (ops/comm.h). */
 static void *host_block(size_t bytes) { return cr_comm_host_alloc(bytes, "data parallel PPO checkpoint"); }
 
+/* 64-byte aligned host memory for an image twin's block (its layout wants the device's
+ * alignment), zeroed as the device arena is (the layout's padding between its pieces is written
+ * to the file as it is), or the job ends; free() releases it. */
+static void *twin_host_block(size_t bytes) {
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    void *b = aligned_alloc(64, rounded);
+    if (!b) {
+        fprintf(stderr, "cudarl: out of host memory for an image twin's state (%zu bytes) in a "
+                "data parallel PPO checkpoint\n", bytes);
+        cr_comm_abort(1);
+    }
+    memset(b, 0, rounded);
+    return b;
+}
+
 /* Data parallel: every rank's envs gathered into rank 0's host state in the job's env order
  * (rank r's are envs r*N .. (r+1)*N-1), with the weights, Adam's moments and the streams of
  * rank 0 (every rank's are the same: the sampler's position is the job's, the shuffle streams
@@ -453,6 +471,34 @@ static cudarl_status save_world(cr_ppo *p, const char *path) {
             free(one);
             free(all);
             hw.block = world_block, hw.block_bytes = wb.bytes;
+        }
+    }
+    /* the image twin's device block, carved by its env count as the batch's: each rank's to
+     * rank 0, which copies the envs one by one into the job's block */
+    if (p->twin_envs) {
+        size_t lb = 0;
+        void *mine = env_block_to_host(p, &lb);
+        if (!mine) cr_comm_abort(1); /* a twin's state: a few MiB; the others wait for it */
+        unsigned char *all = root ? host_block(lb * (size_t)p->ranks) : NULL;
+        cr_comm_gather0(mine, all, lb);
+        free(mine);
+        if (root) {
+            cr_image_twin wt, lv;
+            size_t wbytes = 0;
+            CUDARL_ASSERT(cr_image_twin_bytes(p->cfg.env_id, p->world_N, &wbytes) == CUDARL_OK);
+            world_block = twin_host_block(wbytes);
+            CUDARL_ASSERT(cr_image_twin_init(&wt, p->cfg.env_id, p->world_N, world_block) ==
+                          CUDARL_OK);
+            void *one = twin_host_block(lb);
+            for (int r = 0; r < p->ranks; r++) {
+                memcpy(one, all + (size_t)r * lb, lb);
+                CUDARL_ASSERT(cr_image_twin_init(&lv, p->cfg.env_id, local, one) == CUDARL_OK);
+                for (int j = 0; j < local; j++)
+                    cr_image_twin_copy_env(&wt, world_block, r * local + j, &lv, one, j);
+            }
+            free(one);
+            free(all);
+            hw.block = world_block, hw.block_bytes = wt.bytes;
         }
     }
     if (root) {
@@ -598,7 +644,8 @@ static cudarl_status check_envs(const cr_ppo *p, const char *path, const host_st
         return CUDARL_OK;
     }
     if (p->twin_envs) {
-        if ((i = cr_image_twin_check_state(&p->twin, twin_state, &bad, why, sizeof why)) >= 0)
+        const cr_image_twin *t = p->dist_twin ? p->dist_twin : &p->twin; /* a resume's job's */
+        if ((i = cr_image_twin_check_state(t, twin_state, &bad, why, sizeof why)) >= 0)
             return bad_state(path, "state.twin", "env %d: %s", i, why);
         return CUDARL_OK;
     }
@@ -802,7 +849,9 @@ static cudarl_status load_state_of(cr_ppo *p, const cr_st_file *f, const char *p
         if (s == CUDARL_OK) p->ctx->ops->copy_from_host(p->ctx, p->norm, norm, nn * 8);
     }
     free(norm);
-    if (s == CUDARL_OK && twin_bytes)
+    if (s == CUDARL_OK && twin_bytes && p->dist_twin) /* the job's block, host memory */
+        memcpy(block_mem, twin_state, twin_bytes);
+    else if (s == CUDARL_OK && twin_bytes)
         p->ctx->ops->copy_from_host(p->ctx, block_mem, twin_state, twin_bytes);
     free(twin_state);
     if (s == CUDARL_OK && p->amp.scaling)
@@ -829,19 +878,38 @@ static cudarl_status load_state(cr_ppo *p, const cr_st_file *f, const char *path
     if (p->ranks == 1) return load_state_of(p, f, path);
     const int local = p->N, local_batch = p->batch;
     cr_env_batch wb; /* the job's batch, where the file's block is read and checked */
+    cr_image_twin wt; /* or the job's image twin's */
     void *world_block = NULL;
     if (batch_block(p)) {
         world_block = host_block(cr_env_batch_bytes(p->env_info, p->world_N));
         cr_env_batch_init(&wb, p->env_info, p->world_N, world_block);
         p->dist_env = &wb;
     }
+    if (p->twin_envs) {
+        size_t wbytes = 0;
+        CUDARL_ASSERT(cr_image_twin_bytes(p->cfg.env_id, p->world_N, &wbytes) == CUDARL_OK);
+        world_block = twin_host_block(wbytes);
+        CUDARL_ASSERT(cr_image_twin_init(&wt, p->cfg.env_id, p->world_N, world_block) ==
+                      CUDARL_OK);
+        p->dist_twin = &wt;
+    }
     p->dist_local_N = local;
     p->N = p->world_N, p->batch = p->world_batch;
     cudarl_status s = load_state_of(p, f, path);
     p->N = local, p->batch = local_batch;
-    p->dist_env = NULL;
-    if (s == CUDARL_OK && world_block) /* this rank's envs: the job's rank*N .. (the CPU batch) */
+    p->dist_env = NULL, p->dist_twin = NULL;
+    if (s == CUDARL_OK && world_block && !p->twin_envs) /* this rank's envs: the job's rank*N .. */
         for (int j = 0; j < local; j++) cr_env_batch_copy_env(&p->env, j, &wb, p->rank * local + j);
+    if (s == CUDARL_OK && p->twin_envs) { /* into a block of this rank's layout, to the device */
+        cr_image_twin lt;
+        void *mine = twin_host_block(p->twin.bytes);
+        CUDARL_ASSERT(cr_image_twin_init(&lt, p->cfg.env_id, local, mine) == CUDARL_OK);
+        for (int j = 0; j < local; j++)
+            cr_image_twin_copy_env(&lt, mine, j, &wt, world_block, p->rank * local + j);
+        p->ctx->ops->copy_from_host(p->ctx, p->twin.mem, mine, p->twin.bytes);
+        p->ctx->ops->sync(p->ctx);
+        free(mine);
+    }
     free(world_block);
     return s;
 }

@@ -27,7 +27,7 @@ static int cache_rows(const cr_ppo *p) { return p->mb > p->N ? p->mb : p->N; }
 
 static size_t line_up(size_t n) { return (n + 255) / 256 * 256; }
 
-cudarl_status cr_ppo_conv_init(cr_ppo *p) {
+cudarl_status cr_ppo_conv_plan(cr_ppo *p) {
     const cudarl_env_def *def = p->env_info->def;
     cr_convnet_spec spec;
     CR_TRY(cr_convnet_spec_named(&spec, p->cfg.policy, def->obs_shape[0], def->obs_shape[1],
@@ -35,6 +35,10 @@ cudarl_status cr_ppo_conv_init(cr_ppo *p) {
     CR_TRY(cr_convnet_plan(&p->cnn.net, &spec));
     p->cnn.separate = p->cfg.separate_critic != 0;
     p->num_params = p->cnn.net.num_params * (p->cnn.separate ? 2 : 1);
+    return CUDARL_OK;
+}
+
+cudarl_status cr_ppo_conv_init(cr_ppo *p) {
     /* groups are even splits of N: floor(N / G) or ceil(N / G) envs (env_pool.h) */
     const int G = cr_ppo_pool_group_count(p);
     const int batches[4] = {p->N / G, (p->N + G - 1) / G, p->N, p->mb};
@@ -206,7 +210,10 @@ void cr_ppo_conv_rollout_twin(cr_ppo *p) {
         o->copy(ctx, obs, p->cnn.cur_obs, N * D);
         cr_ppo_part(p, CR_PART_FORWARD); /* --profile's marks: no-ops without it */
         cr_ppo_conv_forward(p, p->act_params, obs, p->logits, p->values + r, p->N);
+        /* data parallel: this rank's envs' words of the job's draw (cr_ppo_sample's skips) */
+        if (p->ranks > 1) cr_ppo_dist_skip(p, (int64_t)p->rank * p->N);
         o->uniform(ctx, p->sampler, p->u, p->N);
+        if (p->ranks > 1) cr_ppo_dist_skip(p, (int64_t)(p->ranks - 1 - p->rank) * p->N);
         o->categorical_sample(ctx, p->logits, p->u, p->actions + r, p->logp + r, p->N, p->A);
         cr_ppo_part(p, CR_PART_ENV);
         cr_image_twin_step(ctx, &p->twin, p->actions + r, p->cnn.cur_obs, p->rewards + r,

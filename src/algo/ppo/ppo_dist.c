@@ -10,7 +10,9 @@
  * envs) or on the env pool (envs on CPU threads: rank r's pool steps the job's envs r*N ..), and
  * the conv policies (minatar-cnn, nature-cnn, --separate-critic) on the env pool; their
  * gradients are averaged by the same call (cr_ppo_update_minibatch). On a GPU (dev_comm): the
- * MLP policy on CartPole-v1's CUDA batch, the gradients averaged on the device over NCCL
+ * MLP policy on CartPole-v1's CUDA batch, and the conv policies on the image envs' CUDA twins
+ * (rank r's twin seeds the job's envs r*N .., its rollout skips the other ranks' words, the
+ * network planned for the rank's batch sizes), the gradients averaged on the device over NCCL
  * (ops/comm.h hides which); --num-gpus 1 runs that exchange in a job of one rank, bit for bit a
  * plain run. */
 #include <stdlib.h>
@@ -35,14 +37,16 @@ typedef struct dist_part {
 static cudarl_status refuse(const cr_ppo *p, const char *what) {
     if (p->dev_comm)
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s, and this run is data parallel on GPUs (%s): "
-                       "on a GPU it runs PPO with --policy mlp on CartPole-v1's CUDA env batch, "
-                       "fp32, for now (docs/multigpu.md); run it as one plain process, or drop "
-                       "the setting", what,
+                       "on a GPU it runs PPO with --policy mlp on CartPole-v1's CUDA env batch "
+                       "or a conv policy (minatar-cnn, nature-cnn) on an image env's CUDA twin "
+                       "(MinAtar's games, CartPolePixels-v1), fp32, for now (docs/multigpu.md); "
+                       "run it as one plain process, or drop the setting", what,
                        cr_comm_local_gpu_count() ? "--num-gpus" : "mpirun on --device cuda");
     return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s, and this run is one of %d ranks (mpirun): "
                    "data-parallel training runs PPO on the CPU (--device cpu: the MLP policy on "
-                   "the env batch or the env pool, the conv policies on the env pool) or with "
-                   "--policy mlp on CartPole-v1's CUDA batch (--device cuda, over NCCL) for now "
+                   "the env batch or the env pool, the conv policies on the env pool) or on "
+                   "GPUs over NCCL (--device cuda: --policy mlp on CartPole-v1's CUDA batch, "
+                   "the conv policies on the image envs' CUDA twins) for now "
                    "(docs/multigpu.md); run it as one process, or drop the setting", what,
                    p->ranks);
 }
@@ -63,8 +67,8 @@ cudarl_status cr_ppo_dist_init(cr_ppo *p) {
                              "gathered from host memory for the checkpoint)");
         if (p->cfg.learner_device >= 0 && p->cfg.learner_device != p->ctx->device_index)
             return refuse(p, "--learner-device names another GPU");
-        /* the CPU runs these (below); a GPU's conv update and pool steps are not tested yet */
-        if (p->conv) return refuse(p, "--policy is a convolutional network");
+        /* the CPU runs this (below); a GPU's pool steps are not split and tested yet (a conv
+         * policy on the GPU runs on its env's CUDA twin: p->twin_envs) */
         if (cr_ppo_pool_wanted(p))
             return refuse(p, "the envs step on CPU threads (--env-device cpu or an env without "
                              "a CUDA batch)");
@@ -150,7 +154,7 @@ void cr_ppo_dist_norm_reward(cr_ppo *p, float *reward, const uint8_t *terminated
     memcpy(reward, out + (size_t)p->rank * n, n * sizeof(float));
 }
 
-/* FNV-1a over the bytes of the weights and Adam's moments (a GPU's: copied to the host once per
+/* FNV-1a over 8-byte words of the weights and Adam's moments (a GPU's: copied to the host once per
  * reported iteration, the metrics pipe off, so that every rank hashes the same iteration's). */
 static uint64_t weights_hash(cr_ppo *p) {
     uint64_t h = CR_COMM_FNV1A_START;
@@ -161,7 +165,7 @@ static uint64_t weights_hash(cr_ppo *p) {
     for (int k = 0; k < 3; k++) {
         const float *a = arr[k];
         if (host) ctx->ops->copy_to_host(ctx, host, a, bytes), a = host;
-        h = cr_comm_fnv1a(h, a, bytes);
+        h = cr_comm_fnv1a_words(h, a, bytes);
     }
     free(host);
     return h;

@@ -130,6 +130,7 @@ typedef struct cr_ppo {
     int rank, ranks, world_N, world_batch;
     int dist_local_N;      /* a resume's local N while load_state reads the job's (ppo_checkpoint.c) */
     cr_env_batch *dist_env; /* ... and the job's env batch (host) that it reads the block into */
+    cr_image_twin *dist_twin; /* ... or the job's image twin's layout over a host block */
     cr_episode_log world_log; /* ranks > 1: the job's finished episodes (rank 0's rows report it) */
     float *dist_grads;     /* ranks > 1 or dev_comm: every rank's gradient (ranks x P), the
                             * context's memory (host: malloc'd; a GPU's: in the arena) */
@@ -293,8 +294,12 @@ void cr_ppo_update(cr_ppo *p);
 
 /* ---- the convolutional policy (ppo_conv.c) ---- */
 
-/* Plans p->cnn.net for cfg.policy and the env, and on a CUDA context makes its twin for the
- * batch sizes the loop uses (the pool's group sizes, N, mb). Sets p->num_params. */
+/* Plans p->cnn.net for cfg.policy and the env and sets p->num_params: before
+ * cr_ppo_dist_init, which sizes the ranks' gradients by it. */
+cudarl_status cr_ppo_conv_plan(cr_ppo *p);
+/* Makes the network (on a CUDA context its twin, whose engines plan per batch size) for the
+ * batch sizes the loop uses: the pool's group sizes, N and mb, this rank's (after
+ * cr_ppo_dist_init). */
 cudarl_status cr_ppo_conv_init(cr_ppo *p);
 /* Bytes of the conv cache and of the CUDA twin's workspace (0 on the CPU), for the plan. */
 size_t cr_ppo_conv_cache_bytes(const cr_ppo *p);

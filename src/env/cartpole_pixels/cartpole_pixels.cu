@@ -71,7 +71,7 @@ extern "C" size_t cr_cartpole_pixels_cuda_bytes(int n) {
 }
 
 extern "C" void cr_cartpole_pixels_cuda_init(cr_cartpole_pixels_cuda *env, int n, void *mem) {
-    env->num_envs = n;
+    env->num_envs = n, env->first = 0;
     env->states = (cr_cartpole_pixels_state *)mem;
     env->elapsed = (int32_t *)((unsigned char *)mem +
                                align64((size_t)n * sizeof(cr_cartpole_pixels_state)));
@@ -112,12 +112,12 @@ __device__ static void twin_reset_one(cr_cartpole_pixels_state *c, uint8_t *obs)
 }
 
 __global__ void pixels_twin_reset_kernel(cr_cartpole_pixels_state *states, int32_t *elapsed,
-                                         uint64_t seed, uint8_t *obs) {
+                                         uint64_t seed, uint64_t first, uint8_t *obs) {
     const int i = blockIdx.x;
     cr_cartpole_pixels_state *c = states + i;
     if (threadIdx.x == 0) { // the pool zeroes the state, seeds it, then resets
         memset(c, 0, sizeof *c);
-        cr_philox_seed_hd(&c->rng, seed, (uint64_t)i);
+        cr_philox_seed_hd(&c->rng, seed, first + (uint64_t)i);
         elapsed[i] = 0;
     }
     __syncthreads();
@@ -167,7 +167,7 @@ extern "C" void cr_cartpole_pixels_cuda_reset(const cr_cartpole_pixels_cuda *env
     if (env->num_envs < 1) return;
     cudaStream_t st = (cudaStream_t)stream;
     pixels_twin_reset_kernel<<<(unsigned)env->num_envs, TWIN_THREADS, 0, st>>>(
-        env->states, env->elapsed, seed, obs);
+        env->states, env->elapsed, seed, (uint64_t)env->first, obs);
     CUDA_CHECK(cudaGetLastError());
     if (sync_debug()) CUDA_CHECK(cudaStreamSynchronize(st));
 }

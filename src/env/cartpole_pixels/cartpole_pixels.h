@@ -53,6 +53,8 @@ typedef struct cr_cartpole_pixels_cuda {
     int num_envs;
     cr_cartpole_pixels_state *states; /* (N) device */
     int32_t *elapsed;                 /* (N) device: steps into the episode, as the pool counts */
+    int64_t first;                    /* env i is seeded as env first + i (0 from init): a
+                                       * data-parallel rank's share, as the pool's first_env */
 } cr_cartpole_pixels_cuda;
 
 #ifdef CUDARL_WITH_CUDA
@@ -66,7 +68,7 @@ void cr_cartpole_pixels_cuda_render(const double *state, uint8_t *frames, int N,
 size_t cr_cartpole_pixels_cuda_bytes(int n);
 /* Points env at mem (cr_cartpole_pixels_cuda_bytes(n) bytes of device memory, 64-byte aligned). */
 void cr_cartpole_pixels_cuda_init(cr_cartpole_pixels_cuda *env, int n, void *mem);
-/* Zeroes, seeds (seed, i) and resets env i, writes obs (N, 4, 84, 84) (device). */
+/* Zeroes, seeds (seed, first + i) and resets env i, writes obs (N, 4, 84, 84) (device). */
 void cr_cartpole_pixels_cuda_reset(const cr_cartpole_pixels_cuda *env, uint64_t seed,
                                    uint8_t *obs, void *stream);
 /* Steps env i with actions[i] (0 or 1; device): obs (N, 4, 84, 84), reward, terminated,

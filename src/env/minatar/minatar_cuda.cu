@@ -128,11 +128,12 @@ __device__ __forceinline__ void write_block_rows(const uint32_t *slots, uint8_t 
     }
 }
 
-// Zeroes env i's state, seeds it with (seed, i) and starts its first episode (cr_env_pool_reset's
+// Zeroes env i's state, seeds it with (seed, first + i) and starts its first episode (cr_env_pool_reset's
 // shard_reset); writes obs (N, C, 10, 10).
 template <typename G>
 __global__ void __launch_bounds__(G::THREADS)
-    minatar_reset_kernel(uint32_t *states, int32_t *elapsed, int n, uint64_t seed, uint8_t *obs) {
+    minatar_reset_kernel(uint32_t *states, int32_t *elapsed, int n, uint64_t seed, uint64_t first,
+                         uint8_t *obs) {
     typedef layout<G> L;
     __shared__ uint32_t slots[G::THREADS * L::SLOT_WORDS];
     int i = blockIdx.x * G::THREADS + threadIdx.x;
@@ -140,7 +141,7 @@ __global__ void __launch_bounds__(G::THREADS)
         typename G::state s;
         uint32_t *w = reinterpret_cast<uint32_t *>(&s);
         for (int k = 0; k < L::STATE_WORDS; k++) w[k] = 0;
-        G::seed(&s, seed, (uint64_t)i);
+        G::seed(&s, seed, first + (uint64_t)i);
         G::reset(&s, reinterpret_cast<uint8_t *>(slots + threadIdx.x * L::SLOT_WORDS));
         store_state<G>(&s, states, i, n);
         elapsed[i] = 0;
@@ -243,6 +244,7 @@ extern "C" cudarl_status cr_minatar_cuda_init(cr_minatar_cuda *env, const char *
     env->num_envs = num_envs;
     env->state_words = (int)(def->state_bytes / 4);
     env->max_episode_steps = def->max_episode_steps;
+    env->first = 0;
     env->states = (uint32_t *)mem;
     env->elapsed = (int32_t *)((unsigned char *)mem + states_bytes(def, num_envs));
     return CUDARL_OK;
@@ -256,7 +258,7 @@ static void launch_reset(cudarl_ctx *ctx, const cr_minatar_cuda *env, uint64_t s
     CUDARL_ASSERT(sizeof(typename G::state) == env->def->state_bytes);
     unsigned blocks = blocks_of(env->num_envs, G::THREADS);
     minatar_reset_kernel<G><<<blocks, G::THREADS, 0, cr_stream(ctx)>>>(
-        env->states, env->elapsed, env->num_envs, seed, obs);
+        env->states, env->elapsed, env->num_envs, seed, (uint64_t)env->first, obs);
     CR_CUDA_LAUNCHED(ctx);
 }
 

@@ -41,6 +41,8 @@ typedef struct cr_minatar_cuda {
     int state_words;           /* W = def->state_bytes / 4 */
     int max_episode_steps;     /* truncation, as the pool's: the def's (0 for every MinAtar id:
                                 * never); a caller may set another before stepping */
+    int64_t first;             /* env i is seeded as env first + i (0 from init): a data-parallel
+                                * rank's share of a job's envs, as the pool's first_env */
     uint32_t *states;          /* (W, N) (device) word k of env i at states[k * N + i] */
     int32_t *elapsed;          /* (N) (device) steps into the current episode */
 } cr_minatar_cuda;
@@ -56,7 +58,7 @@ cudarl_status cr_minatar_cuda_bytes(const char *id, int num_envs, size_t *bytes)
  * errors as cr_minatar_cuda_bytes. */
 cudarl_status cr_minatar_cuda_init(cr_minatar_cuda *env, const char *id, int num_envs, void *mem);
 
-/* Zeroes env i's state, seeds it with (seed, i), starts its first episode and writes obs (N, C,
+/* Zeroes env i's state, seeds it with (seed, first + i), starts its first episode and writes obs (N, C,
  * 10, 10) (device); step counts 0. What cr_env_pool_reset does for the def. */
 void cr_minatar_cuda_reset(cudarl_ctx *ctx, const cr_minatar_cuda *env, uint64_t seed,
                            uint8_t *obs);
