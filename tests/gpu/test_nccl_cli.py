@@ -83,8 +83,13 @@ def group_bad(work):
     if p.returncode == 0 or "CPU threads" not in p.stderr or "for now" not in p.stderr:
         tm.fail("a conv policy with its envs on CPU threads under --num-gpus 1 is refused",
                 f"exit code {p.returncode}\nstderr: {p.stderr[-3000:]}")
-    print(f"bad: --num-gpus {n + 1} on {n} GPUs, --norm-obs and a conv policy's envs on CPU "
-          "threads on the GPU path are refused")
+    p = tm.run(["train", *PIXELS, "--num-gpus", "1", "--precision", "fp16", *small], work,
+               timeout=120)
+    if p.returncode == 0 or "--precision fp16" not in p.stderr or "loss scale" not in p.stderr:
+        tm.fail("--precision fp16 under --num-gpus 1 is refused naming its loss scale",
+                f"exit code {p.returncode}\nstderr: {p.stderr[-3000:]}")
+    print(f"bad: --num-gpus {n + 1} on {n} GPUs, --norm-obs, a conv policy's envs on CPU "
+          "threads and fp16 on the GPU path are refused")
 
 
 def group_np2(work):

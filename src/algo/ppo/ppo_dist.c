@@ -39,7 +39,7 @@ static cudarl_status refuse(const cr_ppo *p, const char *what) {
         return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s, and this run is data parallel on GPUs (%s): "
                        "on a GPU it runs PPO with --policy mlp on CartPole-v1's CUDA env batch "
                        "or a conv policy (minatar-cnn, nature-cnn) on an image env's CUDA twin "
-                       "(MinAtar's games, CartPolePixels-v1), fp32, for now (docs/multigpu.md); "
+                       "(MinAtar's games, CartPolePixels-v1), not fp16, for now (docs/multigpu.md); "
                        "run it as one plain process, or drop the setting", what,
                        cr_comm_local_gpu_count() ? "--num-gpus" : "mpirun on --device cuda");
     return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s, and this run is one of %d ranks (mpirun): "
@@ -85,7 +85,12 @@ cudarl_status cr_ppo_dist_init(cr_ppo *p) {
                            "--env-groups 1 (the CPU's default)", cr_ppo_pool_group_count(p), R);
     }
     if (c->async) return refuse(p, "--async is set");
-    if (c->precision != CUDARL_PRECISION_FP32) return refuse(p, "--precision is not fp32");
+    /* on GPUs tf32 and bf16 change only the products (the gradients, their mean and Adam stay
+     * fp32); fp16's loss scale skips steps, which would have to be the job's decision */
+    if (c->precision == CUDARL_PRECISION_FP16 && p->dev_comm)
+        return refuse(p, "--precision fp16 is set (its loss scale skips steps rank by rank)");
+    if (c->precision != CUDARL_PRECISION_FP32 && !p->dev_comm)
+        return refuse(p, "--precision is not fp32");
     if (c->num_envs % R != 0)
         return cr_fail(CUDARL_ERR_INVALID_ARG, "--num-envs %d is the job's total, which its %d "
                        "ranks share equally, and %d does not divide it; pick a multiple of %d "
