@@ -484,6 +484,7 @@ done:
 static int run_cameras(frames_bench *b, int n, frames_run *r) {
     memset(r, 0, sizeof *r);
     r->cameras = n;
+    r->period_ms = r->one_by_one_ms = r->compute_ms = r->copy_ms = NAN; /* --pipeline's */
     r->bytes_per_tick = (double)b->frame_bytes * n;
     /* the bytes the conversion reads (cr_frame_read_ranges; these cameras are uncropped): NV12
      * into gray reads the Y plane alone */
