@@ -5,6 +5,9 @@
 #   nv12 from pinned host memory, fp32 and bf16    bar: timed p99 <= 1.3 x the copy floor
 #   nv12 from device memory, fp32 and bf16         bar: timed p99 <= 0.3 ms
 #   rgb8 from pinned host memory, fp32             (the same 1.3x, shown for the RGB8 input)
+#   nv12 from pinned host memory, fp32, --pipeline (no bar: submit / wait one tick ahead, back to
+#     back for 10 s; its row beside the one-by-one row: the period the ticks reach against a
+#     tick's copy time (the upload floor), compute time (a tick of device frames) and both)
 # each after 20 back-to-back warm-up ticks, the pinned NV12 rows at 120 Hz for 10 s (1,200 timed
 # ticks: a p99 of 12 ticks above it, not of the two largest of 150), the others at 30 Hz for 5 s
 # (about 45 s in all); then a table of p50, p99, max, the copy floor (the frames' bytes / the
@@ -63,7 +66,32 @@ run() {
   fi
 }
 
+# the pipelined run: FORMAT SOURCE PRECISION SECONDS, back to back
+run_pipe() {
+  local fmt=$1 src=$2 prec=$3 s=${secs:-$4} out rc p50 p99 max floor ufloor uratio period line
+  echo "==== cudarl bench frames --pipeline: $fmt from $src memory, $prec, back to back for $s s"
+  out=$("$cudarl" bench frames --device cuda --cameras 4 --width 3840 --height 2160 \
+        --format "$fmt" --source "$src" --precision "$prec" --rate 0 --seconds "$s" \
+        --warmup 20 --pipeline 2>&1)
+  rc=$?
+  echo "$out"
+  if [ $rc -ne 0 ]; then
+    status=1
+    rows+=("| $fmt | $src | $prec | pipelined x $s s | failed (exit $rc) | | | | | | |")
+    return
+  fi
+  read -r p50 p99 max < <(sed -nE 's/^latency \(the [0-9]+ timed ticks\): p50 ([0-9.]+) ms, p99 ([0-9.]+) ms, max ([0-9.]+) ms.*/\1 \2 \3/p' <<<"$out")
+  floor=$(sed -nE 's/.*; copy floor ([0-9.]+) ms.*/\1/p' <<<"$out")
+  ufloor=$(sed -nE 's/^uploaded per tick: .*their copy floor ([0-9.]+) ms.*/\1/p' <<<"$out")
+  uratio=""
+  [ -n "$ufloor" ] && uratio=$(awk -v a="$p99" -v b="$ufloor" 'BEGIN { printf "%.2fx of %.3f", a / b, b }')
+  period=$(sed -nE 's/^pipelined .*: period ([0-9.]+) ms a tick.*/\1/p' <<<"$out")
+  line=$(sed -nE 's/^a tick one by one: ([0-9.]+) ms; copy ([0-9.]+) ms .*compute ([0-9.]+) ms .*sum ([0-9.]+) ms, max ([0-9.]+) ms.*/one by one \1, copy \2, compute \3: sum \4, max \5/p' <<<"$out")
+  rows+=("| $fmt | $src | $prec | pipelined, back to back x $s s | $p50 | $p99 | $max | $floor | period $period ms ($line) | - | $uratio |")
+}
+
 run nv12 pinned fp32 pinned 120 10
+run_pipe nv12 pinned fp32 10
 run nv12 pinned bf16 pinned 120 10
 run nv12 device fp32 device 30 5
 run nv12 device bf16 device 30 5

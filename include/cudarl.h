@@ -1008,13 +1008,16 @@ static inline cudarl_status cudarl_frames_options_default(cudarl_frames_options 
  * take uint8 (C, H, W) pixel observations (a convolutional network whose input is scaled by
  * 1/255: nature-cnn, or a custom spec), 1 <= num_cameras <= its max_batch; opt NULL: the
  * defaults. The policy stays the caller's: free it after the frames. The preprocessing runs where
- * the policy runs. Memory: one host arena (the handle, the latency ring; for a CPU policy each
- * camera's stack and the observation batch); for a CUDA policy also one device arena (a staging
- * buffer per camera, the stacks, the batch), one pinned host block (the outputs and two bounce
- * buffers for pageable frames, each min(largest frame, 4 MiB)), a copy stream, events and one
- * CUDA graph of a tick's device work (conversion, stacking, the policy's forward), launched once
- * here; ticks allocate nothing. A bad camera, option or policy is CUDARL_ERR_INVALID_ARG naming
- * the problem and the fix; a CUDA failure _CUDA or _OUT_OF_MEMORY. */
+ * the policy runs. Memory: one host arena (the handle, the latency ring, the frame pointers of
+ * the two ticks that may be in flight; for a CPU policy each camera's stack and the observation
+ * batch); for a CUDA policy also one device arena (two staging sets, a buffer per camera each,
+ * one per tick in flight; the stacks; two batches), one pinned host block (two tick states and
+ * output blocks, and two bounce buffers for pageable frames, each min(largest frame, 4 MiB)), a
+ * copy stream, events per staging set and four CUDA graphs of a tick's device work (conversion,
+ * stacking, the policy's forward; one per staging set for ticks that upload, one per set for
+ * ticks whose frames are all read in place), each launched once here; ticks allocate nothing.
+ * A bad camera, option or policy is CUDARL_ERR_INVALID_ARG naming the problem and the fix; a
+ * CUDA failure _CUDA or _OUT_OF_MEMORY. */
 cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *cameras,
                                    int num_cameras, const cudarl_frames_options *opt,
                                    cudarl_frames **out);
@@ -1037,18 +1040,52 @@ cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *c
  * memory is the device's), pageable host memory through the pinned bounce buffers, of each frame
  * only the bytes its conversion reads (the crop's rows; NV12 into gray, the Y plane); the
  * cameras but the last are converted while the last one's frame is copied, the last after it,
- * and the device work is one CUDA graph launch.
- * Outputs may be host or device memory of the policy's GPU, as for cudarl_policy_act. */
+ * and the device work is one CUDA graph launch (where every frame is read in place, one kernel
+ * for all cameras).
+ * Outputs may be host or device memory of the policy's GPU, as for cudarl_policy_act.
+ * The tick is cudarl_frames_submit then cudarl_frames_wait, with the same checks and results;
+ * with a tick submitted and not yet waited for it is CUDARL_ERR_INVALID_ARG (wait first). */
 cudarl_status cudarl_frames_tick(cudarl_frames *frames, const void *const *camera_frames,
                                  void *actions, float *values, float *logits);
 
+/* The tick in two halves, so that tick t+1's uploads overlap tick t's conversion and forward:
+ * submit(t), submit(t+1), wait(t), submit(t+2), wait(t+1), ... At most two ticks are in flight;
+ * they complete in order, each exactly as cudarl_frames_tick would have computed it (the stacks
+ * advance tick after tick, the outputs bit for bit those of the same ticks run one by one).
+ *
+ * cudarl_frames_submit starts a tick on camera_frames (as cudarl_frames_tick takes them, checked
+ * alike) and returns without waiting for it. A CUDA policy's submit enqueues the tick's uploads
+ * on the copy stream into the staging set the tick takes (two sets, used in turn) and its graph
+ * on the policy's stream after them; a pageable frame is copied into the bounce buffers before
+ * submit returns, a pinned one later by DMA, a device one read by the graph. A CPU policy's
+ * submit only checks and records the tick, whose work runs in its wait. Either way every frame
+ * camera_frames[i] points to must stay valid and unchanged until the wait of its tick returns;
+ * the frames are the caller's again then (the array of pointers is copied: it may be reused at
+ * once). Allocates nothing.
+ *
+ * cudarl_frames_wait waits for the oldest tick in flight and writes its outputs (as
+ * cudarl_frames_tick writes them; host or device memory of the policy's GPU). Its latency,
+ * from its submit's entry to this wait's return, goes to the latency ring (p50, p99, max and the
+ * deadline misses of cudarl_frames_latency), so that a tick's time counts whatever it waited
+ * behind. After it, cudarl_frames_observations gives this tick's batch. Allocates nothing.
+ *
+ * Misuse is CUDARL_ERR_INVALID_ARG naming the fix and changes nothing: a submit with two ticks
+ * in flight, a wait with none, cudarl_frames_tick or cudarl_frames_reset with any in flight; a
+ * wait refused for its outputs leaves its tick in flight. A submit or wait that fails on the
+ * device (CUDARL_ERR_CUDA) drops its tick. cudarl_frames_free with ticks in flight waits for
+ * their device work and drops them. */
+cudarl_status cudarl_frames_submit(cudarl_frames *frames, const void *const *camera_frames);
+cudarl_status cudarl_frames_wait(cudarl_frames *frames, void *actions, float *values,
+                                 float *logits);
+
 /* Starts the stacks over: the next tick fills them with its frames. A CUDA policy's frames also
- * forget the pointers they have seen: the next tick looks their memory kinds up again. */
+ * forget the pointers they have seen: the next tick looks their memory kinds up again. With a
+ * tick in flight (cudarl_frames_submit) CUDARL_ERR_INVALID_ARG: wait for it first. */
 cudarl_status cudarl_frames_reset(cudarl_frames *frames);
 
-/* Copies the observation batch the last tick acted on (uint8 (num_cameras, C, H, W)) into out
- * (host, bytes >= that size; from the device for a CUDA policy); before the first tick
- * CUDARL_ERR_INVALID_ARG. */
+/* Copies the observation batch the last tick acted on (the last cudarl_frames_tick, or the
+ * tick of the last cudarl_frames_wait: uint8 (num_cameras, C, H, W)) into out (host, bytes >=
+ * that size; from the device for a CUDA policy); before the first tick CUDARL_ERR_INVALID_ARG. */
 cudarl_status cudarl_frames_observations(const cudarl_frames *frames, void *out, size_t bytes);
 
 /* Latency of the ticks, as cudarl_policy_latency for act(): p50, p99, max, deadline misses

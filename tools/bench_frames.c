@@ -24,6 +24,11 @@
  * into device memory, the median of 20) and the copy floor (bytes / bandwidth) with p99's ratio
  * to it. --find-max searches the largest number of cameras whose timed p99 stays within the
  * period (1 / rate): 1, 2, 4, ... until one fails or --max-cameras, then bisection.
+ * --pipeline runs the ticks back to back as cudarl_frames_submit / _wait with one tick in flight
+ * ahead (submit t+1, then wait for t) and prints, beside their latency (submit to wait), the
+ * period they reach against a tick's copy time (the upload floor) and compute time (a tick of
+ * the same frames from device memory, on a second handle of the same policy, the median of
+ * REF_TICKS) and a tick one by one (the same frames, the median of REF_TICKS).
  * Exit codes as the other commands: 0 done, 1 failed, 2 bad usage. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -48,6 +53,7 @@
 #define POOL_EXTRA 7 /* frames in the pool beyond one per camera */
 #define MAX_CAMERAS 256
 #define BW_REPS 20
+#define REF_TICKS 20 /* --pipeline: ticks one by one timed for the copy and compute times */
 
 /* CleanRL ppo_atari.py's Agent: nature-cnn on 4x84x84 pixels / 255, 6 actions; with --channels 3
  * the same layers on 4 RGB frames (12x84x84, a custom spec). The "%d" is the input channels. */
@@ -66,7 +72,7 @@ typedef enum source_kind { SRC_AUTO, SRC_PAGEABLE, SRC_PINNED, SRC_DEVICE } sour
 static const char *const SOURCE_NAMES[] = {"auto", "pageable", "pinned", "device"};
 
 typedef struct frames_opts {
-    int cameras, width, height, channels, warmup, max_cameras, find_max;
+    int cameras, width, height, channels, warmup, max_cameras, find_max, pipeline;
     double rate, seconds;
     cudarl_device_kind device;
     cudarl_precision precision;
@@ -90,6 +96,7 @@ static const arg_spec frames_specs[] = {
     {"source", ARG_STR, offsetof(frames_opts, source), 16, 0, 0, "where the frames are: pageable, pinned (host), device, or auto (pinned with a GPU, else pageable)"},
     {"find-max", ARG_BOOL, offsetof(frames_opts, find_max), 0, 0, 0, "find the most cameras whose timed p99 stays within 1 / rate"},
     {"max-cameras", ARG_INT, offsetof(frames_opts, max_cameras), 0, 1, MAX_CAMERAS, "--find-max's upper bound"},
+    {"pipeline", ARG_BOOL, offsetof(frames_opts, pipeline), 0, 0, 0, "run the ticks back to back as cudarl_frames_submit / _wait, one tick in flight ahead (needs --rate 0): their latency and period against a tick's copy and compute times"},
     {"json", ARG_STR, offsetof(frames_opts, json), PATH_MAX, 0, 0, "also write the results to this file as JSON"},
 };
 #define N_FRAMES_SPECS ((int)(sizeof frames_specs / sizeof frames_specs[0]))
@@ -107,6 +114,10 @@ typedef struct frames_run {
     double h2d_gbps, floor_ms;  /* NAN without a GPU */
     double upload_floor_ms;     /* upload_per_tick / bandwidth */
     int ok;                     /* p99 within the period (--find-max) */
+    double period_ms;           /* --pipeline: timed wall time / timed ticks */
+    double one_by_one_ms;       /* --pipeline: a tick one by one (median of REF_TICKS) */
+    double compute_ms;          /* --pipeline: a tick of device frames (median of REF_TICKS) */
+    double copy_ms;             /* --pipeline: the upload floor (0 for device frames, CPU) */
     int checked;                /* the last observations were checked against the reference */
 } frames_run;
 
@@ -385,10 +396,95 @@ done:
     return rc;
 }
 
+/* --pipeline's ticks on fr, back to back: the warm-up, then the timed ticks for --seconds, each
+ * submitted before the wait for the one before it; each tick's latency (submit to wait) into
+ * b->times, the period into r. *t: ticks run, *k: timed ones; *warm: the latency after the
+ * warm-up. */
+static cudarl_status run_pipelined(frames_bench *b, cudarl_frames *fr, int n, int64_t cap,
+                                   int64_t *t, int64_t *k, cudarl_latency_stats *warm,
+                                   frames_run *r) {
+    const int pool = n + POOL_EXTRA;
+    const void *frames[MAX_CAMERAS];
+    double submitted[2] = {0, 0};
+    for (int pass = 0; pass < 2; pass++) { /* 0: the warm-up (untimed), 1: the timed ticks */
+        const double start = cmd_now_s();
+        int64_t j = 0;
+        for (;; j++, (*t)++) {
+            const int more = pass == 0 ? j < b->o.warmup
+                                       : j < cap && cmd_now_s() - start < b->o.seconds;
+            if (more) {
+                for (int i = 0; i < n; i++) frames[i] = b->pool[(*t + i) % pool];
+                submitted[j % 2] = cmd_now_s();
+                cudarl_status st = cudarl_frames_submit(fr, frames);
+                if (st != CUDARL_OK) return st;
+            }
+            if (j > 0) { /* the tick before this one */
+                cudarl_status st = cudarl_frames_wait(fr, b->actions, NULL, NULL);
+                if (st != CUDARL_OK) return st;
+                if (pass == 1) b->times[j - 1] = cmd_now_s() - submitted[(j - 1) % 2];
+            }
+            if (!more) break;
+        }
+        if (pass == 0) cudarl_frames_latency(fr, warm);
+        else *k = j, r->period_ms = j ? 1e3 * (cmd_now_s() - start) / (double)j : NAN;
+    }
+    return CUDARL_OK;
+}
+
+/* --pipeline's yardsticks on a second handle of policy pi, REF_TICKS ticks one by one each
+ * (medians into r, ms): from the pool's frames (a tick one by one), and on a CUDA build with the
+ * policy on the GPU from copies of them in device memory (compute: nothing to upload); the copy
+ * time is the upload floor. 0, or -1 after printing why. */
+static int reference_ticks(frames_bench *b, cudarl_policy *pi, const cudarl_camera *cams, int n,
+                           const cudarl_frames_options *fo, frames_run *r) {
+    const int pool = n + POOL_EXTRA;
+    const void *frames[MAX_CAMERAS];
+    void *dev[MAX_CAMERAS] = {NULL};
+    double ms[2][REF_TICKS];
+    cudarl_frames *fr = NULL;
+    int rc = -1;
+    const int on_gpu = !isnan(r->h2d_gbps);
+    r->copy_ms = on_gpu && b->source != SRC_DEVICE ? r->upload_floor_ms : 0;
+    if (cudarl_frames_create(pi, cams, n, fo, &fr) != CUDARL_OK) goto done;
+#ifdef CUDARL_WITH_CUDA
+    for (int i = 0; on_gpu && b->source != SRC_DEVICE && i < n; i++) {
+        cudaError_t e = cudaMalloc(&dev[i], b->frame_bytes);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(dev[i], b->pool[i], b->frame_bytes, cudaMemcpyDefault);
+        if (e != cudaSuccess) {
+            fprintf(stderr, CMD ": device copies of the frames: %s\n", cudaGetErrorString(e));
+            goto done;
+        }
+    }
+#endif
+    for (int pass = 0; pass < 1 + on_gpu; pass++) /* 0: the pool's frames; 1: device copies */
+        for (int j = -2; j < REF_TICKS; j++) { /* two untimed */
+            for (int i = 0; i < n; i++)
+                frames[i] = pass && dev[i] ? dev[i] : b->pool[(j + 2 + i) % pool];
+            const double t0 = cmd_now_s();
+            if (cudarl_frames_tick(fr, frames, b->actions, NULL, NULL) != CUDARL_OK) goto done;
+            if (j >= 0) ms[pass][j] = 1e3 * (cmd_now_s() - t0);
+        }
+    for (int pass = 0; pass < 1 + on_gpu; pass++)
+        qsort(ms[pass], REF_TICKS, sizeof(double), cmd_cmp_double);
+    r->one_by_one_ms = cmd_quantile(ms[0], REF_TICKS, 0.5);
+    r->compute_ms = on_gpu ? cmd_quantile(ms[1], REF_TICKS, 0.5) : r->one_by_one_ms;
+    rc = 0;
+done:
+    if (rc) fprintf(stderr, CMD ": the ticks one by one: %s\n", cudarl_last_error());
+    cudarl_frames_free(fr);
+#ifdef CUDARL_WITH_CUDA
+    for (int i = 0; i < n; i++)
+        if (dev[i]) cudaFree(dev[i]);
+#endif
+    return rc;
+}
+
 /* n cameras for --seconds at --rate; fills *r. 0, or -1 after printing why. */
 static int run_cameras(frames_bench *b, int n, frames_run *r) {
     memset(r, 0, sizeof *r);
     r->cameras = n;
+    r->period_ms = r->one_by_one_ms = r->compute_ms = r->copy_ms = NAN; /* --pipeline's */
     r->bytes_per_tick = (double)b->frame_bytes * n;
     /* the bytes the conversion reads (cr_frame_read_ranges; these cameras are uncropped): NV12
      * into gray reads the Y plane alone */
@@ -429,14 +525,17 @@ static int run_cameras(frames_bench *b, int n, frames_run *r) {
     if (cudarl_frames_create(pi, cams, n, &fo, &fr) != CUDARL_OK) goto fail;
     fprintf(stderr, CMD ": %d camera%s, %s %dx%d, %g Hz, %g s...\n", n, n == 1 ? "" : "s",
             b->o.format, b->o.width, b->o.height, b->o.rate, b->o.seconds);
-    int64_t t = 0;
+    int64_t t = 0, k = 0;
+    if (b->o.pipeline) {
+        if (run_pipelined(b, fr, n, cap, &t, &k, &warm, r) != CUDARL_OK) goto fail;
+        goto timed;
+    }
     for (int w = 0; w < b->o.warmup; w++, t++) {
         for (int i = 0; i < n; i++) frames[i] = b->pool[(t + i) % pool];
         if (cudarl_frames_tick(fr, frames, b->actions, NULL, NULL) != CUDARL_OK) goto fail;
     }
     cudarl_frames_latency(fr, &warm);
     double start = cmd_now_s(), next = start;
-    int64_t k = 0;
     for (; want ? k < want : (k < cap && cmd_now_s() - start < b->o.seconds); k++, t++) {
         if (period > 0) {
             double now = cmd_now_s();
@@ -450,6 +549,7 @@ static int run_cameras(frames_bench *b, int n, frames_run *r) {
         if (cudarl_frames_tick(fr, frames, b->actions, NULL, NULL) != CUDARL_OK) goto fail;
         b->times[k] = cmd_now_s() - t0;
     }
+timed:
     r->ticks = t, r->timed_ticks = k;
     if (b->builtin && t > 0) {
         if (check_last_tick(b, fr, cams, n, t - 1) != 0) {
@@ -467,6 +567,10 @@ static int run_cameras(frames_bench *b, int n, frames_run *r) {
     r->h2d_gbps = h2d_bandwidth(b, n);
     r->floor_ms = r->bytes_per_tick / (r->h2d_gbps * 1e9) * 1e3;
     r->upload_floor_ms = r->upload_per_tick / (r->h2d_gbps * 1e9) * 1e3;
+    if (b->o.pipeline && reference_ticks(b, pi, cams, n, &fo, r) != 0) {
+        what = "";
+        goto fail;
+    }
     r->ok = k > 0 && (period <= 0 || r->timed_p99 <= period * 1e3);
     rc = 0;
 fail:
@@ -508,6 +612,21 @@ static void print_run(const frames_bench *b, const frames_run *r) {
                "gray its Y planes); their copy floor %.3f ms; timed p99 / upload floor: %.2fx\n",
                r->upload_per_tick, r->upload_per_tick / 1e6, r->upload_floor_ms,
                r->timed_p99 / r->upload_floor_ms);
+    if (b->o.pipeline) {
+        const double sum = r->copy_ms + r->compute_ms;
+        const double most = r->copy_ms > r->compute_ms ? r->copy_ms : r->compute_ms;
+        printf("pipelined (submit t+1, then wait for t; back to back): period %.3f ms a tick "
+               "(%.0f ticks/s); a tick's latency, submit to wait, as above\n", r->period_ms,
+               1e3 / r->period_ms);
+        printf("a tick one by one: %.3f ms; copy %.3f ms (the upload floor), compute %.3f ms (%s): "
+               "sum %.3f ms, max %.3f ms (medians of %d)\n", r->one_by_one_ms, r->copy_ms,
+               r->compute_ms, isnan(r->h2d_gbps) ? "the CPU's tick, nothing to copy"
+                                                  : "a tick of device frames",
+               sum, most, REF_TICKS);
+        printf("period / max(copy, compute): %.2fx; period / sum: %.2fx; period / a tick one by "
+               "one: %.2fx\n", r->period_ms / most, r->period_ms / sum,
+               r->period_ms / r->one_by_one_ms);
+    }
 }
 
 
@@ -531,6 +650,10 @@ static void json_run(FILE *f, const frames_run *r) {
     fputs(", \"upload_floor_ms\": ", f), cmd_json_number(f, r->upload_floor_ms);
     fputs(", \"p99_over_upload_floor\": ", f),
         cmd_json_number(f, r->timed_p99 / r->upload_floor_ms);
+    fputs(", \"period_ms\": ", f), cmd_json_number(f, r->period_ms);
+    fputs(", \"one_by_one_ms\": ", f), cmd_json_number(f, r->one_by_one_ms);
+    fputs(", \"copy_ms\": ", f), cmd_json_number(f, r->copy_ms);
+    fputs(", \"compute_ms\": ", f), cmd_json_number(f, r->compute_ms);
     fprintf(f, ", \"within_period\": %s}", r->ok ? "true" : "false");
 }
 
@@ -552,7 +675,8 @@ static int write_json(const frames_bench *b) {
     fputs(", \"seconds\": ", f), cmd_json_number(f, b->o.seconds);
     fprintf(f, ", \"warmup\": %d, \"policy\": ", b->o.warmup);
     cmd_json_string(f, b->builtin ? "nature-cnn (in memory)" : b->o.policy);
-    fprintf(f, ", \"precision\": \"%s\"", cudarl_precision_name(b->o.precision));
+    fprintf(f, ", \"precision\": \"%s\", \"pipeline\": %s",
+            cudarl_precision_name(b->o.precision), b->o.pipeline ? "true" : "false");
     if (b->o.find_max) fprintf(f, ", \"find_max\": true, \"max_cameras_sustained\": %d", b->best);
     fputs(", \"runs\": [", f);
     for (int i = 0; i < b->nruns; i++) {
@@ -615,6 +739,11 @@ static int validate(frames_bench *b, const arg_result *r) {
     if (o->find_max && o->rate <= 0) {
         fprintf(stderr, CMD ": --find-max needs a rate (its test is p99 <= 1 / rate); pass "
                         "--rate 30, say\n");
+        return -1;
+    }
+    if (o->pipeline && (o->rate > 0 || o->find_max)) {
+        fprintf(stderr, CMD ": --pipeline runs the ticks back to back (it measures the period "
+                        "they reach): %s\n", o->find_max ? "drop --find-max" : "add --rate 0");
         return -1;
     }
     int mc = args_find(frames_specs, N_FRAMES_SPECS, "max-cameras");
@@ -728,7 +857,9 @@ int cmd_bench_frames(int argc, char **argv) {
                "(cudarl_frames_tick),\nN synthetic cameras of moving test patterns at a fixed "
                "rate: the tick's latency p50, p99, max\nand deadline misses, the frames' bytes "
                "per tick, the pinned host-to-device bandwidth and the\ncopy floor; --find-max: "
-               "the most cameras whose p99 stays within 1 / rate\n\nflags:\n");
+               "the most cameras whose p99 stays within 1 / rate; --pipeline: ticks as\n"
+               "submit / wait, one in flight ahead, their period against copy and compute\n"
+               "\nflags:\n");
         args_print_help(frames_specs, N_FRAMES_SPECS, &b->o, ARGS_CLI_ONLY);
         free(b);
         return 0;

@@ -3,8 +3,10 @@
  * handle, and the tick. For a CPU policy: each frame through the op table's frame_to_obs
  * (ops/frames.h defines the arithmetic) into its camera's stack, the stacks packed into the
  * batch, then cudarl_policy_act. For a CUDA policy the same on its GPU, frames uploaded or read
- * in place and the device work one CUDA graph (frames_cuda.cu). runtime/frames.h has the handle
- * and its memory. */
+ * in place and the device work one CUDA graph (frames_cuda.cu). A tick is a submit (the frames
+ * checked; a CUDA policy's uploads and graph enqueued) and a wait (the outputs; a CPU policy's
+ * work), up to CR_FRAMES_SLOTS ticks in flight between them; cudarl_frames_tick is the two in
+ * turn. runtime/frames.h has the handle and its memory. */
 #include <math.h>
 #include <string.h>
 
@@ -133,7 +135,8 @@ static cudarl_status policy_check(const cudarl_policy *p) {
 
 /* ---- create, free ------------------------------------------------------------------------ */
 
-enum { A_SELF, A_GEOM, A_STACKS, A_BATCH, A_RING, A_STAGING, A_BYTES, A_SOURCE, A_PTRS };
+enum { A_SELF, A_GEOM, A_STACKS, A_BATCH, A_RING, A_SLOT_FRAMES, A_STAGING, A_BYTES, A_SOURCE,
+       A_PTRS };
 
 cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *cameras,
                                    int num_cameras, const cudarl_frames_options *opt,
@@ -190,7 +193,9 @@ cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *c
     cr_plan_add(&pl, "stacks", on_host * cams * (size_t)depth * slot);
     cr_plan_add(&pl, "batch", on_host * cams * row);
     cr_plan_add(&pl, "latency ring", (size_t)CUDARL_LATENCY_WINDOW * sizeof(uint32_t));
-    cr_plan_add(&pl, "staging pointers", (1 - on_host) * cams * sizeof(uint8_t *));
+    cr_plan_add(&pl, "frames in flight", CR_FRAMES_SLOTS * cams * sizeof(const void *));
+    cr_plan_add(&pl, "staging pointers",
+                (1 - on_host) * CR_FRAMES_SLOTS * cams * sizeof(uint8_t *));
     cr_plan_add(&pl, "frame bytes", (1 - on_host) * cams * sizeof(size_t));
     cr_plan_add(&pl, "frame sources", (1 - on_host) * cams * sizeof(int));
     cr_plan_add(&pl, "pointers seen",
@@ -208,6 +213,7 @@ cudarl_status cudarl_frames_create(cudarl_policy *policy, const cudarl_camera *c
     f->stacks = on_device ? NULL : cr_arena_get(&a, A_STACKS);
     f->batch = on_device ? NULL : cr_arena_get(&a, A_BATCH);
     f->on_device = on_device;
+    f->slot_frames = cr_arena_get(&a, A_SLOT_FRAMES);
     f->fill = 1;
     for (int i = 0; i < num_cameras; i++) {
         const cudarl_camera *ci =
@@ -250,6 +256,9 @@ void cudarl_frames_free(cudarl_frames *f) {
 
 cudarl_status cudarl_frames_reset(cudarl_frames *f) {
     CR_REQUIRE(f, "cudarl_frames_reset: frames is NULL; make them with cudarl_frames_create");
+    CR_REQUIRE(!f->in_flight, "cudarl_frames_reset: %d tick(s) submitted and not waited for "
+               "would stack frames across the reset; call cudarl_frames_wait for each first",
+               f->in_flight);
     f->fill = 1;
 #ifdef CUDARL_WITH_CUDA
     if (f->on_device) cr_frames_cuda_forget_pointers(f); /* their kinds are looked up again */
@@ -257,31 +266,43 @@ cudarl_status cudarl_frames_reset(cudarl_frames *f) {
     return CUDARL_OK;
 }
 
-/* ---- tick -------------------------------------------------------------------------------- */
+/* ---- tick: submit, wait ------------------------------------------------------------------ */
 
-static cudarl_status tick_check(const cudarl_frames *f, const void *const *frames,
-                                const void *actions, const float *values, const float *logits) {
-    CR_REQUIRE(f, "cudarl_frames_tick: frames is NULL; make them with cudarl_frames_create");
-    CR_REQUIRE(frames, "cudarl_frames_tick: camera_frames is NULL; pass an array of %d frame "
-               "pointers, one a camera", f->num_cameras);
+/* The frames of a tick: none NULL; for a CPU policy none in device memory. `where` names the
+ * function. */
+static cudarl_status frames_check(const cudarl_frames *f, const char *where,
+                                  const void *const *frames) {
+    CR_REQUIRE(f, "%s: frames is NULL; make them with cudarl_frames_create", where);
+    CR_REQUIRE(frames, "%s: camera_frames is NULL; pass an array of %d frame pointers, one a "
+               "camera", where, f->num_cameras);
     for (int i = 0; i < f->num_cameras; i++) {
-        CR_REQUIRE(frames[i], "cudarl_frames_tick: camera_frames[%d] is NULL; pass camera %d's "
-                   "frame of this tick (%s, %zu bytes)", i, i,
+        CR_REQUIRE(frames[i], "%s: camera_frames[%d] is NULL; pass camera %d's frame of this tick "
+                   "(%s, %zu bytes)", where, i, i,
                    f->on_device ? "host or device memory" : "host memory",
                    cr_frame_bytes(&f->geom[i]));
 #ifdef CUDARL_WITH_CUDA
         int dev = f->check_device_ptrs ? cr_policy_pointer_device(frames[i]) : -1;
         if (dev >= 0)
-            return cr_fail(CUDARL_ERR_UNSUPPORTED, "cudarl_frames_tick: camera_frames[%d] is "
-                           "device memory (cuda:%d), but the policy runs on the CPU, which "
-                           "preprocesses frames in host memory: pass host frames, or load the "
-                           "policy on CUDA (cudarl_policy_options.device) to read device frames "
-                           "in place", i, dev);
+            return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s: camera_frames[%d] is device memory "
+                           "(cuda:%d), but the policy runs on the CPU, which preprocesses frames "
+                           "in host memory: pass host frames, or load the policy on CUDA "
+                           "(cudarl_policy_options.device) to read device frames in place", where,
+                           i, dev);
 #endif
     }
+    return CUDARL_OK;
+}
+
+/* The outputs of a tick, as act() takes them for num_cameras rows (and on the policy's GPU). */
+static cudarl_status outputs_check(cudarl_frames *f, const void *actions,
+                                   const float *values, const float *logits) {
     /* obs: the batch of a CPU policy; a CUDA policy's is on the device (checked not NULL) */
-    return cr_policy_act_check(f->policy, f->on_device ? (const void *)frames : f->batch,
-                               CUDARL_OBS_U8, f->num_cameras, actions, values, logits);
+    CR_TRY(cr_policy_act_check(f->policy, f->on_device ? (const void *)f : f->batch,
+                               CUDARL_OBS_U8, f->num_cameras, actions, values, logits));
+#ifdef CUDARL_WITH_CUDA
+    if (f->on_device) CR_TRY(cr_frames_cuda_outputs_check(f, actions, values, logits));
+#endif
+    return CUDARL_OK;
 }
 
 /* The CPU policy's tick: each frame into its stack's newest slot, the stacks into the batch,
@@ -304,29 +325,70 @@ static cudarl_status tick_host(cudarl_frames *f, const void *const *frames, void
                    ring + (size_t)((f->newest + 1 + k) % K) * f->slot_bytes, f->slot_bytes);
     }
     f->fill = 0;
-    f->acted = 1;
     return cudarl_policy_act(f->policy, f->batch, CUDARL_OBS_U8, f->num_cameras, actions, values,
                              logits);
+}
+
+/* submit without the check of a tick in flight's place (`where`: the caller's name). */
+static cudarl_status submit(cudarl_frames *f, const char *where, const void *const *frames,
+                            uint64_t t0) {
+    CR_TRY(frames_check(f, where, frames));
+    const int slot = (f->oldest + f->in_flight) % CR_FRAMES_SLOTS;
+#ifdef CUDARL_WITH_CUDA
+    if (f->on_device) { /* the ring advances at submit: the ticks' graphs run in order */
+        const int newest = f->fill ? 0 : (f->newest + 1) % f->depth;
+        CR_TRY(cr_frames_cuda_submit(f, where, slot, newest, frames));
+        f->newest = newest;
+        f->fill = 0;
+    }
+#endif
+    if (!f->on_device) /* the CPU's tick runs in its wait */
+        memcpy(f->slot_frames + (size_t)slot * (size_t)f->num_cameras, frames,
+               (size_t)f->num_cameras * sizeof *frames);
+    f->submitted_ns[slot] = t0;
+    f->in_flight++;
+    return CUDARL_OK;
+}
+
+cudarl_status cudarl_frames_submit(cudarl_frames *f, const void *const *frames) {
+    const uint64_t t0 = cr_now_ns();
+    CR_REQUIRE(f, "cudarl_frames_submit: frames is NULL; make them with cudarl_frames_create");
+    CR_REQUIRE(f->in_flight < CR_FRAMES_SLOTS, "cudarl_frames_submit: %d ticks are in flight, "
+               "the most the frames hold; call cudarl_frames_wait for the oldest first",
+               f->in_flight);
+    return submit(f, "cudarl_frames_submit", frames, t0);
+}
+
+cudarl_status cudarl_frames_wait(cudarl_frames *f, void *actions, float *values, float *logits) {
+    CR_REQUIRE(f, "cudarl_frames_wait: frames is NULL; make them with cudarl_frames_create");
+    CR_REQUIRE(f->in_flight > 0, "cudarl_frames_wait: no tick is in flight; call "
+               "cudarl_frames_submit first (or cudarl_frames_tick for a tick that waits)");
+    CR_TRY(outputs_check(f, actions, values, logits)); /* refused: the tick stays in flight */
+    const int slot = f->oldest;
+    f->oldest = (f->oldest + 1) % CR_FRAMES_SLOTS, f->in_flight--;
+    cudarl_status st = CUDARL_OK;
+#ifdef CUDARL_WITH_CUDA
+    if (f->on_device) st = cr_frames_cuda_wait(f, slot, actions, values, logits);
+#endif
+    if (!f->on_device)
+        st = tick_host(f, f->slot_frames + (size_t)slot * (size_t)f->num_cameras, actions, values,
+                       logits);
+    if (st != CUDARL_OK) return st;
+    f->acted = 1;
+    cr_latency_record(&f->lat, cr_now_ns() - f->submitted_ns[slot]);
+    return CUDARL_OK;
 }
 
 cudarl_status cudarl_frames_tick(cudarl_frames *f, const void *const *frames, void *actions,
                                  float *values, float *logits) {
     const uint64_t t0 = cr_now_ns();
-    CR_TRY(tick_check(f, frames, actions, values, logits));
-#ifdef CUDARL_WITH_CUDA
-    if (f->on_device) { /* the ring advances only when the tick is taken */
-        const int newest = f->fill ? 0 : (f->newest + 1) % f->depth;
-        CR_TRY(cr_frames_cuda_tick(f, newest, frames, actions, values, logits));
-        f->newest = newest;
-        f->fill = 0;
-        f->acted = 1;
-        cr_latency_record(&f->lat, cr_now_ns() - t0);
-        return CUDARL_OK;
-    }
-#endif
-    CR_TRY(tick_host(f, frames, actions, values, logits));
-    cr_latency_record(&f->lat, cr_now_ns() - t0);
-    return CUDARL_OK;
+    CR_REQUIRE(f, "cudarl_frames_tick: frames is NULL; make them with cudarl_frames_create");
+    CR_REQUIRE(!f->in_flight, "cudarl_frames_tick: %d tick(s) submitted and not waited for, "
+               "whose outputs come first; call cudarl_frames_wait for each before a tick",
+               f->in_flight);
+    CR_TRY(outputs_check(f, actions, values, logits)); /* before submit: the wait cannot refuse */
+    CR_TRY(submit(f, "cudarl_frames_tick", frames, t0));
+    return cudarl_frames_wait(f, actions, values, logits);
 }
 
 cudarl_status cudarl_frames_observations(const cudarl_frames *f, void *out, size_t bytes) {
@@ -336,7 +398,7 @@ cudarl_status cudarl_frames_observations(const cudarl_frames *f, void *out, size
     CR_REQUIRE(bytes >= need, "cudarl_frames_observations: out holds %zu bytes; the batch is %zu "
                "(%d cameras x %d x %d x %d uint8)", bytes, need, f->num_cameras, f->C, f->H, f->W);
     CR_REQUIRE(f->acted, "cudarl_frames_observations: no tick has run yet; call "
-               "cudarl_frames_tick first");
+               "cudarl_frames_tick (or cudarl_frames_submit and cudarl_frames_wait) first");
 #ifdef CUDARL_WITH_CUDA
     if (f->on_device) return cr_frames_cuda_observations(f, out);
 #endif

@@ -1,41 +1,52 @@
-// The CUDA side of the frames (runtime/frames.h): a CUDA policy's tick on its GPU.
+// The CUDA side of the frames (runtime/frames.h): a CUDA policy's ticks on its GPU.
 //
-// At create: one device arena (each camera's staging, the cameras' descriptions, the stacks as
-// rings, the batch, the tick state), one pinned block (the tick state, the out block, two bounce
-// buffers), a copy stream, two events for the uploads and one per bounce buffer, and one CUDA
-// graph of a tick's device work, captured on the policy's own stream (the compute stream: its
-// cuBLAS handle is bound to it):
-//   the tick state (pinned) -> device;
-//   (two cameras or more) wait for the event `early` (an external event of the copy stream: the
-//     copies of every camera but the last are done), then the frames' kernel for cameras 0..n-2;
-//   wait for the event `uploaded` (every copy is done), then the frames' kernel for the last
+// At create: one device arena (two staging sets, each camera's staging in each; the cameras'
+// descriptions; the stacks as rings; a batch and a tick state per slot), one pinned block (a
+// tick state and an out block per slot, two bounce buffers), a copy stream, per slot the events
+// `early`, `uploaded` and `done`, one event per bounce buffer, and per slot two CUDA graphs of
+// a tick's device work, captured on the policy's own stream (the compute stream: its cuBLAS
+// handle is bound to it). `graph[s]`, for a tick that uploads:
+//   the slot's tick state (pinned) -> its state on the device;
+//   (two cameras or more) wait for the slot's `early` (an external event of the copy stream:
+//     the copies of every camera but the last are done), then the frames' kernel for cameras
+//     0..n-2;
+//   wait for the slot's `uploaded` (every copy is done), then the frames' kernel for the last
 //     camera (one camera: for it). The kernel (cr_cuda_frames_tick): each frame converted,
 //     cropped and resized (ops/frames.h's arithmetic) into its ring slot, the older frames from
-//     the ring beside it, into the camera's row of the batch and of the policy's graph input,
-//     the input's rows past num_cameras zeroed (as act() does with device observations);
-//   the policy's forward (cr_policy_forward, as its own graphs run it), its out block -> pinned.
-// A tick classifies each camera's frame by its CUDA attributes (cudaPointerGetAttributes once a
-// pointer: a table of the handle remembers the pointers seen; see `pointer_attributes`): device
-// or managed memory of the policy's GPU is read in place; on an integrated GPU (the policy's
-// maps_obs) pinned host memory is read in place at its mapped address; other pinned memory is
-// copied to the camera's staging by cudaMemcpyAsync on the copy stream; pageable memory goes up
-// in chunks through the two pinned bounce buffers, the host filling one while the copy stream
-// empties the other (an event each). Only the bytes a conversion reads are copied
-// (cr_frame_read_ranges: the crop's rows; NV12 into gray, the Y plane alone, 2/3 of a frame).
-// `early` is recorded before the last camera's copies, `uploaded` after them, and the graph is
-// launched once every copy is enqueued; one synchronisation of the compute stream ends the tick;
-// nothing is allocated.
+//     the ring beside it, into the camera's row of the slot's batch and of the policy's graph
+//     input, the input's rows past num_cameras zeroed (as act() does with device observations);
+//   the policy's forward (cr_policy_forward, as its own graphs run it), its out block -> the
+//     slot's pinned out block.
+// `direct[s]`, for a tick whose frames are all read in place: the state, the kernel for every
+// camera, the forward, the out block; no waits (nothing to wait for), one launch.
+// A submit classifies each camera's frame by its CUDA attributes (cudaPointerGetAttributes once
+// a pointer: a table of the handle remembers the pointers seen; see `pointer_attributes`):
+// device or managed memory of the policy's GPU is read in place; on an integrated GPU (the
+// policy's maps_obs) pinned host memory is read in place at its mapped address; other pinned
+// memory is copied to the camera's staging of the slot by cudaMemcpyAsync on the copy stream;
+// pageable memory goes up in chunks through the two pinned bounce buffers, the host filling one
+// while the copy stream empties the other (an event each). Only the bytes a conversion reads are
+// copied (cr_frame_read_ranges: the crop's rows; NV12 into gray, the Y plane alone, 2/3 of a
+// frame). `early` is recorded before the last camera's copies, `uploaded` after them, the graph
+// launched once every copy is enqueued and `done` recorded after it; the wait synchronises with
+// `done` and copies the outputs out of the slot's pinned block; nothing is allocated.
 //
 // Why two launches, not one a camera: after the last byte lands the tick still converts, runs the
 // forward and copies the outputs back, and that, not the copy, is what a pinned tick adds to the
 // copy floor. The first cameras' conversions run under the last camera's copy (0.23 ms for a 4K
 // NV12 frame at 54 GB/s, far longer than they take), leaving one camera's conversion and the
 // forward after it; a launch and a wait more a camera would buy nothing more, since each camera
-// but the last is converted long before the last copy ends.
+// but the last is converted long before the last copy ends. Where nothing is copied the early
+// launch would only add a launch and a wait: hence `direct`.
 //
-// The tick is synchronous (it returns the actions of its own frames), so tick t+1's copies
-// cannot begin before tick t has returned: the overlap is inside a tick, the host's copies into
-// the bounce buffers against the bus, and one staging buffer per camera suffices.
+// Across ticks (cudarl_frames_submit / _wait): tick t+1's copies run on the copy stream into the
+// other staging set while tick t's graph runs on the compute stream, which orders the ticks'
+// graphs, and so their stack updates, as the ticks were submitted. A slot's staging set, tick
+// state, batch, out block and events are touched again only by the submit two ticks later,
+// which the frames allow only after the wait for this tick (its `done`) has returned. The two
+// bounce buffers are shared by the slots: the copy stream runs the ticks' copies in order and
+// each buffer's event says when it may be written again, so a second pair would hold the same
+// bytes at other addresses and buy nothing.
 #include <string.h>
 
 #include "ops/cuda/cuda_common.cuh"
@@ -58,64 +69,69 @@ static cudarl_status cuda_failed(const cudarl_frames *f, const char *what, cudaE
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-// Records the tick's device work into c->graph (the file's comment).
-static cudarl_status capture(cudarl_frames *f) {
+// Records slot `slot`'s tick into *graph: with uploads (graph[slot]) or, `direct`, for frames
+// all read in place (direct[slot]). The file's comment says what each holds.
+static cudarl_status capture(cudarl_frames *f, int slot, int direct, void **graph) {
     cudarl_policy *p = f->policy;
     cudarl_ctx *ctx = p->ctx;
     cr_frames_cuda *c = &f->cuda;
     cudaStream_t st = cr_stream(ctx);
-    const cr_frames_tick_state *state = (const cr_frames_tick_state *)c->state_dev;
-    const int n = f->num_cameras, split = n > 1;
+    const cr_frames_tick_state *state = (const cr_frames_tick_state *)c->state_dev[slot];
+    const int n = f->num_cameras, split = !direct && n > 1;
+    uint8_t *batch = c->batch[slot];
     CR_TRY(cr_cuda_graph_begin(ctx));
-    cudaError_t e = cudaMemcpyAsync(c->state_dev, c->state_host, c->state_bytes,
+    cudaError_t e = cudaMemcpyAsync(c->state_dev[slot], c->state_host[slot], c->state_bytes,
                                     cudaMemcpyHostToDevice, st);
     if (e == cudaSuccess && split) // cameras 0..n-2 under the last camera's copy
-        e = cudaStreamWaitEvent(st, (cudaEvent_t)c->early, cudaEventWaitExternal);
+        e = cudaStreamWaitEvent(st, (cudaEvent_t)c->early[slot], cudaEventWaitExternal);
     if (e == cudaSuccess && split)
         cr_cuda_frames_tick(ctx, state, c->cams, c->max_blocks, 0, n - 1, n, c->rows, f->depth,
-                            f->slot_bytes, c->rings, c->batch, p->cuda.in);
-    if (e == cudaSuccess)
-        e = cudaStreamWaitEvent(st, (cudaEvent_t)c->uploaded, cudaEventWaitExternal);
+                            f->slot_bytes, c->rings, batch, p->cuda.in);
+    if (e == cudaSuccess && !direct)
+        e = cudaStreamWaitEvent(st, (cudaEvent_t)c->uploaded[slot], cudaEventWaitExternal);
     if (e == cudaSuccess) {
         cr_cuda_frames_tick(ctx, state, c->cams, c->max_blocks, split ? n - 1 : 0, split ? 1 : n,
-                            n, c->rows, f->depth, f->slot_bytes, c->rings, c->batch,
-                            p->cuda.in);
+                            n, c->rows, f->depth, f->slot_bytes, c->rings, batch, p->cuda.in);
         cr_policy_forward(p, p->cuda.in, c->rows, 1);
-        e = cudaMemcpyAsync(c->out, p->out, cr_policy_out_bytes(p, c->rows),
+        e = cudaMemcpyAsync(c->out[slot], p->out, cr_policy_out_bytes(p, c->rows),
                             cudaMemcpyDeviceToHost, st);
     }
-    cudarl_status s = cr_cuda_graph_end(ctx, &c->graph);
+    cudarl_status s = cr_cuda_graph_end(ctx, graph);
     if (e != cudaSuccess) {
-        if (c->graph) cudaGraphExecDestroy((cudaGraphExec_t)c->graph);
-        c->graph = NULL;
+        if (*graph) cudaGraphExecDestroy((cudaGraphExec_t)*graph);
+        *graph = NULL;
         return cuda_failed(f, "capturing the tick's graph", e);
     }
     return s;
 }
 
-// The pinned block: the tick state, the out block of c->rows rows, two bounce buffers.
+// The pinned block: a tick state and an out block of c->rows rows a slot, two bounce buffers.
 static cudarl_status pinned_alloc(cudarl_frames *f, size_t largest_frame) {
     cr_frames_cuda *c = &f->cuda;
     const size_t state = align_up(c->state_bytes, CR_ARENA_ALIGN);
     const size_t out = align_up(cr_policy_out_bytes(f->policy, c->rows), CR_ARENA_ALIGN);
     c->bounce_bytes = largest_frame < CR_FRAMES_BOUNCE_MAX ? largest_frame : CR_FRAMES_BOUNCE_MAX;
     c->bounce_bytes = align_up(c->bounce_bytes, CR_ARENA_ALIGN);
-    c->pinned_bytes = state + out + 2 * c->bounce_bytes;
+    c->pinned_bytes = CR_FRAMES_SLOTS * (state + out) + 2 * c->bounce_bytes;
     cudaError_t e = cudaHostAlloc((void **)&c->pinned, c->pinned_bytes, cudaHostAllocDefault);
     if (e != cudaSuccess) {
         c->pinned = NULL;
-        return cuda_failed(f, "cudaHostAlloc (the tick state, outputs and bounce buffers)", e);
+        return cuda_failed(f, "cudaHostAlloc (the tick states, outputs and bounce buffers)", e);
     }
     memset(c->pinned, 0, c->pinned_bytes);
-    c->state_host = c->pinned;
-    c->out = c->pinned + state;
-    c->bounce[0] = c->out + out;
-    c->bounce[1] = c->bounce[0] + c->bounce_bytes;
+    unsigned char *at = c->pinned;
+    for (int s = 0; s < CR_FRAMES_SLOTS; s++) {
+        c->state_host[s] = at;
+        c->out[s] = at + state;
+        at += state + out;
+    }
+    c->bounce[0] = at;
+    c->bounce[1] = at + c->bounce_bytes;
     return CUDARL_OK;
 }
 
-// The device arena: staging (each camera's, on 256-byte lines), the cameras' descriptions,
-// rings, batch, tick state.
+// The device arena: the staging sets (each camera's, on 256-byte lines), the cameras'
+// descriptions, rings, a batch and a tick state a slot.
 static cudarl_status device_alloc(cudarl_frames *f, size_t *largest_frame) {
     cudarl_ctx *ctx = f->policy->ctx;
     cr_frames_cuda *c = &f->cuda;
@@ -130,22 +146,28 @@ static cudarl_status device_alloc(cudarl_frames *f, size_t *largest_frame) {
     c->state_bytes = sizeof(cr_frames_tick_state) + (size_t)n * sizeof(const uint8_t *);
     cr_plan pl;
     cr_plan_init(&pl);
-    const int a_staging = cr_plan_add(&pl, "frame staging", staging);
+    const int a_staging = cr_plan_add(&pl, "frame staging (2 sets)", CR_FRAMES_SLOTS * staging);
     const int a_cams = cr_plan_add(&pl, "cameras", (size_t)n * sizeof(cr_frames_camera));
     const int a_rings = cr_plan_add(&pl, "stacks", (size_t)n * (size_t)f->depth * f->slot_bytes);
-    const int a_batch = cr_plan_add(&pl, "batch", (size_t)n * f->row_bytes);
-    const int a_state = cr_plan_add(&pl, "tick state", c->state_bytes);
+    int a_batch[CR_FRAMES_SLOTS], a_state[CR_FRAMES_SLOTS];
+    for (int s = 0; s < CR_FRAMES_SLOTS; s++) {
+        a_batch[s] = cr_plan_add(&pl, "batch", (size_t)n * f->row_bytes);
+        a_state[s] = cr_plan_add(&pl, "tick state", c->state_bytes);
+    }
     CR_TRY(ctx->ops->arena_alloc(ctx, &c->dev, &pl));
     uint8_t *at = (uint8_t *)cr_arena_get(&c->dev, a_staging);
-    for (int i = 0; i < n; i++) {
-        c->staging[i] = at;
-        at += align_up(c->frame_bytes[i], STAGING_ALIGN);
-    }
+    for (int s = 0; s < CR_FRAMES_SLOTS; s++)
+        for (int i = 0; i < n; i++) {
+            c->staging[(size_t)s * (size_t)n + (size_t)i] = at;
+            at += align_up(c->frame_bytes[i], STAGING_ALIGN);
+        }
     c->cams = (cr_frames_camera *)cr_arena_get(&c->dev, a_cams);
     c->rings = (uint8_t *)cr_arena_get(&c->dev, a_rings);
-    c->batch = (uint8_t *)cr_arena_get(&c->dev, a_batch);
-    c->state_dev = cr_arena_get(&c->dev, a_state);
-    CR_DEBUG("frames: device arena %zu bytes (staging %zu)", pl.total, staging);
+    for (int s = 0; s < CR_FRAMES_SLOTS; s++) {
+        c->batch[s] = (uint8_t *)cr_arena_get(&c->dev, a_batch[s]);
+        c->state_dev[s] = cr_arena_get(&c->dev, a_state[s]);
+    }
+    CR_DEBUG("frames: device arena %zu bytes (staging 2 x %zu)", pl.total, staging);
     return CUDARL_OK;
 }
 
@@ -156,8 +178,13 @@ static cudarl_status streams_create(cudarl_frames *f) {
         c->copy = NULL;
         return cuda_failed(f, "cudaStreamCreateWithFlags (the copy stream)", e);
     }
-    void **ev[4] = {&c->uploaded, &c->early, &c->bounced[0], &c->bounced[1]};
-    for (int i = 0; i < 4; i++) {
+    void **ev[3 * CR_FRAMES_SLOTS + 2] = {&c->bounced[0], &c->bounced[1]};
+    for (int s = 0; s < CR_FRAMES_SLOTS; s++) {
+        ev[2 + 3 * s] = &c->uploaded[s];
+        ev[3 + 3 * s] = &c->early[s];
+        ev[4 + 3 * s] = &c->done[s];
+    }
+    for (int i = 0; i < 3 * CR_FRAMES_SLOTS + 2; i++) {
         e = cudaEventCreateWithFlags((cudaEvent_t *)ev[i], cudaEventDisableTiming);
         if (e != cudaSuccess) {
             *ev[i] = NULL;
@@ -185,11 +212,15 @@ extern "C" void cr_frames_cuda_free(cudarl_frames *f) {
     cr_frames_cuda *c = &f->cuda;
     cudarl_ctx *ctx = f->policy->ctx;
     if (c->copy) cudaStreamSynchronize((cudaStream_t)c->copy);
-    cudaStreamSynchronize(cr_stream(ctx));
+    cudaStreamSynchronize(cr_stream(ctx)); // ticks in flight end here
     cudaGetLastError();
-    if (c->graph) cudaGraphExecDestroy((cudaGraphExec_t)c->graph);
-    if (c->uploaded) cudaEventDestroy((cudaEvent_t)c->uploaded);
-    if (c->early) cudaEventDestroy((cudaEvent_t)c->early);
+    for (int s = 0; s < CR_FRAMES_SLOTS; s++) {
+        if (c->graph[s]) cudaGraphExecDestroy((cudaGraphExec_t)c->graph[s]);
+        if (c->direct[s]) cudaGraphExecDestroy((cudaGraphExec_t)c->direct[s]);
+        if (c->uploaded[s]) cudaEventDestroy((cudaEvent_t)c->uploaded[s]);
+        if (c->early[s]) cudaEventDestroy((cudaEvent_t)c->early[s]);
+        if (c->done[s]) cudaEventDestroy((cudaEvent_t)c->done[s]);
+    }
     for (int j = 0; j < 2; j++)
         if (c->bounced[j]) cudaEventDestroy((cudaEvent_t)c->bounced[j]);
     if (c->copy) cudaStreamDestroy((cudaStream_t)c->copy);
@@ -205,6 +236,18 @@ extern "C" void cr_frames_cuda_free(cudarl_frames *f) {
     c->ptrs = ptrs, c->ptr_cap = ptr_cap; // host arena arrays: the handle's
 }
 
+// Each slot's state: fill, newest 0, the frames from the slot's staging set.
+static void states_init(cudarl_frames *f) {
+    cr_frames_cuda *c = &f->cuda;
+    for (int s = 0; s < CR_FRAMES_SLOTS; s++) {
+        cr_frames_tick_state *st = (cr_frames_tick_state *)c->state_host[s];
+        st->newest = 0, st->fill = 1;
+        const uint8_t **src = (const uint8_t **)(void *)(st + 1);
+        for (int i = 0; i < f->num_cameras; i++)
+            src[i] = c->staging[(size_t)s * (size_t)f->num_cameras + (size_t)i];
+    }
+}
+
 extern "C" cudarl_status cr_frames_cuda_init(cudarl_frames *f) {
     cudarl_policy *p = f->policy;
     cr_frames_cuda *c = &f->cuda;
@@ -217,28 +260,35 @@ extern "C" cudarl_status cr_frames_cuda_init(cudarl_frames *f) {
     if (s == CUDARL_OK) s = pinned_alloc(f, largest);
     if (s == CUDARL_OK) s = streams_create(f);
     if (s == CUDARL_OK) {
-        cr_frames_tick_state *st = (cr_frames_tick_state *)c->state_host;
-        st->newest = 0, st->fill = 1;
-        const uint8_t **src = (const uint8_t **)(void *)(st + 1);
-        for (int i = 0; i < f->num_cameras; i++) src[i] = c->staging[i];
+        states_init(f);
         // the arena's zeroing is queued on the policy's stream: done before the capture
         cudaError_t e = cudaStreamSynchronize(cr_stream(p->ctx));
         s = e == cudaSuccess ? cameras_write(f) : cuda_failed(f, "zeroing the device arena", e);
-        if (s == CUDARL_OK) s = capture(f);
     }
-    if (s == CUDARL_OK) { // one launch, so that no tick pays for the graph's first upload
-        cudaStream_t st = cr_stream(p->ctx);
-        cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)c->graph, st);
+    for (int k = 0; k < 2 * CR_FRAMES_SLOTS && s == CUDARL_OK; k++)
+        s = capture(f, k / 2, k % 2, k % 2 ? &c->direct[k / 2] : &c->graph[k / 2]);
+    // one launch of each, so that no tick pays for a graph's first upload (the events are
+    // recorded on the idle copy stream first: complete, they are waited for at once)
+    cudaStream_t st = cr_stream(p->ctx);
+    for (int k = 0; k < 2 * CR_FRAMES_SLOTS && s == CUDARL_OK; k++) {
+        cudaError_t e = cudaEventRecord((cudaEvent_t)c->early[k / 2], (cudaStream_t)c->copy);
+        if (e == cudaSuccess)
+            e = cudaEventRecord((cudaEvent_t)c->uploaded[k / 2], (cudaStream_t)c->copy);
+        if (e == cudaSuccess)
+            e = cudaGraphLaunch((cudaGraphExec_t)(k % 2 ? c->direct[k / 2] : c->graph[k / 2]),
+                                st);
+        if (e == cudaSuccess) e = cudaEventRecord((cudaEvent_t)c->done[k / 2], st);
         if (e == cudaSuccess) e = cudaStreamSynchronize(st);
-        if (e != cudaSuccess) s = cuda_failed(f, "the first launch of the tick's graph", e);
+        if (e != cudaSuccess) s = cuda_failed(f, "the first launch of the tick's graphs", e);
     }
     if (s != CUDARL_OK) {
         cr_frames_cuda_free(f);
         return s;
     }
-    CR_DEBUG("frames: tick graph of %d camera(s) (one kernel of %u x %d blocks) into the "
-             "policy's batch of %d; pinned %zu bytes (bounce buffers 2 x %zu)", f->num_cameras,
-             c->max_blocks, f->num_cameras, c->rows, c->pinned_bytes, c->bounce_bytes);
+    CR_DEBUG("frames: tick graphs of %d camera(s) (one kernel of %u x %d blocks) into the "
+             "policy's batch of %d, %d slots; pinned %zu bytes (bounce buffers 2 x %zu)",
+             f->num_cameras, c->max_blocks, f->num_cameras, c->rows, CR_FRAMES_SLOTS,
+             c->pinned_bytes, c->bounce_bytes);
     return CUDARL_OK;
 }
 
@@ -302,17 +352,17 @@ static int is_device_memory(const cr_frames_ptr *a) {
 
 // Where camera i's frame lives: SRC_* into *source, and for memory read in place its device
 // address into *in_place. Memory of another GPU is refused.
-static cudarl_status classify(cudarl_frames *f, int i, const void *frame, int *source,
-                              const uint8_t **in_place) {
+static cudarl_status classify(cudarl_frames *f, const char *where, int i, const void *frame,
+                              int *source, const uint8_t **in_place) {
     const int dev = f->policy->ctx->device_index;
     cr_frames_ptr at;
     pointer_attributes(&f->cuda, frame, &at);
     *in_place = NULL;
     if (is_device_memory(&at)) {
         if (at.device != dev)
-            return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_frames_tick: camera_frames[%d] is "
-                           "memory of cuda:%d, but the policy runs on cuda:%d; pass host memory "
-                           "or memory of cuda:%d", i, at.device, dev, dev);
+            return cr_fail(CUDARL_ERR_INVALID_ARG, "%s: camera_frames[%d] is memory of cuda:%d, "
+                           "but the policy runs on cuda:%d; pass host memory or memory of "
+                           "cuda:%d", where, i, at.device, dev, dev);
         *source = SRC_DEVICE;
         *in_place = (const uint8_t *)frame;
     } else if (at.type == (int)cudaMemoryTypeHost) {
@@ -343,42 +393,30 @@ static cudaError_t upload_pageable(cr_frames_cuda *c, uint8_t *dst, const uint8_
     return e;
 }
 
-extern "C" cudarl_status cr_frames_cuda_tick(cudarl_frames *f, int newest,
-                                             const void *const *frames, void *actions,
-                                             float *values, float *logits) {
-    cudarl_policy *p = f->policy;
-    cudarl_ctx *ctx = p->ctx;
+extern "C" cudarl_status cr_frames_cuda_submit(cudarl_frames *f, const char *where, int slot,
+                                               int newest, const void *const *frames) {
+    cudarl_ctx *ctx = f->policy->ctx;
     cr_frames_cuda *c = &f->cuda;
     const int n = f->num_cameras;
-    // where everything lives, before anything is enqueued
-    cr_frames_tick_state *state = (cr_frames_tick_state *)c->state_host;
+    uint8_t *const *staging = c->staging + (size_t)slot * (size_t)n;
+    // where every frame lives, before anything is enqueued
+    cr_frames_tick_state *state = (cr_frames_tick_state *)c->state_host[slot];
     const uint8_t **src = (const uint8_t **)(void *)(state + 1);
+    int copies = 0;
     for (int i = 0; i < n; i++) {
         const uint8_t *in_place;
-        CR_TRY(classify(f, i, frames[i], &c->source[i], &in_place));
-        src[i] = in_place ? in_place : c->staging[i];
-    }
-    void *out[3] = {actions, values, logits};
-    static const char *const name[3] = {"actions", "values", "logits"};
-    int on_dev[3] = {0, 0, 0};
-    for (int k = 0; k < 3; k++) {
-        if (!out[k]) continue;
-        cr_frames_ptr at;
-        pointer_attributes(c, out[k], &at);
-        const int d = is_device_memory(&at) ? at.device : -1;
-        if (d >= 0 && d != ctx->device_index)
-            return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_frames_tick: %s is memory of cuda:%d, "
-                           "but the policy runs on cuda:%d; pass host memory or memory of "
-                           "cuda:%d", name[k], d, ctx->device_index, ctx->device_index);
-        on_dev[k] = d >= 0;
+        CR_TRY(classify(f, where, i, frames[i], &c->source[i], &in_place));
+        src[i] = in_place ? in_place : staging[i];
+        copies += !in_place;
     }
     state->newest = newest, state->fill = f->fill;
-    // the copies, camera by camera, then the event the graph waits for
+    // the copies, camera by camera, into the slot's staging set, then the event the graph waits
+    // for; the graph; the slot's `done`
     cudaStream_t cp = (cudaStream_t)c->copy, st = cr_stream(ctx);
     cudaError_t e = cudaSuccess;
     int next = 0;
-    for (int i = 0; i < n && e == cudaSuccess; i++) {
-        if (i == n - 1 && n > 1) e = cudaEventRecord((cudaEvent_t)c->early, cp);
+    for (int i = 0; i < n && copies && e == cudaSuccess; i++) {
+        if (i == n - 1 && n > 1) e = cudaEventRecord((cudaEvent_t)c->early[slot], cp);
         if (e != cudaSuccess || (c->source[i] != SRC_PINNED && c->source[i] != SRC_PAGEABLE))
             continue;
         size_t off[2], len[2];
@@ -386,43 +424,93 @@ extern "C" cudarl_status cr_frames_cuda_tick(cudarl_frames *f, int newest,
         const uint8_t *from = (const uint8_t *)frames[i];
         for (int r = 0; r < ranges && e == cudaSuccess; r++)
             e = c->source[i] == SRC_PINNED
-                    ? cudaMemcpyAsync(c->staging[i] + off[r], from + off[r], len[r],
+                    ? cudaMemcpyAsync(staging[i] + off[r], from + off[r], len[r],
                                       cudaMemcpyHostToDevice, cp)
-                    : upload_pageable(c, c->staging[i] + off[r], from + off[r], len[r], &next);
+                    : upload_pageable(c, staging[i] + off[r], from + off[r], len[r], &next);
     }
-    if (e == cudaSuccess) e = cudaEventRecord((cudaEvent_t)c->uploaded, cp);
-    if (e == cudaSuccess) e = cudaGraphLaunch((cudaGraphExec_t)c->graph, st);
-    int32_t *da, *ha;
-    float *dv, *dl, *hv, *hl;
-    cr_policy_out_layout(p, p->out, c->rows, &da, &dv, &dl);
-    cr_policy_out_layout(p, c->out, c->rows, &ha, &hv, &hl);
-    const size_t A = (size_t)p->net.num_actions;
-    if (e == cudaSuccess && on_dev[0])
-        e = cudaMemcpyAsync(actions, da, (size_t)n * cr_policy_action_bytes(p), cudaMemcpyDefault,
-                            st);
-    if (e == cudaSuccess && on_dev[1])
-        e = cudaMemcpyAsync(values, dv, (size_t)n * sizeof *dv, cudaMemcpyDefault, st);
-    if (e == cudaSuccess && on_dev[2])
-        e = cudaMemcpyAsync(logits, dl, (size_t)n * A * sizeof *dl, cudaMemcpyDefault, st);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    if (e == cudaSuccess && copies) e = cudaEventRecord((cudaEvent_t)c->uploaded[slot], cp);
+    if (e == cudaSuccess)
+        e = cudaGraphLaunch((cudaGraphExec_t)(copies ? c->graph[slot] : c->direct[slot]), st);
+    if (e == cudaSuccess) e = cudaEventRecord((cudaEvent_t)c->done[slot], st);
     if (e != cudaSuccess) {
-        cudarl_status s = cuda_failed(f, "cudarl_frames_tick", e);
+        cudarl_status s = cuda_failed(f, where, e);
         // nothing of this tick may still run when the next one starts
         cudaStreamSynchronize(cp);
         cudaStreamSynchronize(st);
         cudaGetLastError();
         return s;
     }
-    ctx->host_syncs++;
-    if (!on_dev[0]) memcpy(actions, ha, (size_t)n * cr_policy_action_bytes(p));
-    if (values && !on_dev[1]) memcpy(values, hv, (size_t)n * sizeof *hv);
-    if (logits && !on_dev[2]) memcpy(logits, hl, (size_t)n * A * sizeof *hl);
+    return CUDARL_OK;
+}
+
+// Whether each output is device memory of the policy's GPU (on_dev; NULL outputs 0); memory of
+// another GPU is refused.
+static cudarl_status outputs_where(cudarl_frames *f, void *const out[3], int on_dev[3]) {
+    static const char *const name[3] = {"actions", "values", "logits"};
+    const int dev = f->policy->ctx->device_index;
+    for (int k = 0; k < 3; k++) {
+        on_dev[k] = 0;
+        if (!out[k]) continue;
+        cr_frames_ptr at;
+        pointer_attributes(&f->cuda, out[k], &at);
+        const int d = is_device_memory(&at) ? at.device : -1;
+        if (d >= 0 && d != dev)
+            return cr_fail(CUDARL_ERR_INVALID_ARG, "cudarl_frames_wait: %s is memory of cuda:%d, "
+                           "but the policy runs on cuda:%d; pass host memory or memory of "
+                           "cuda:%d", name[k], d, dev, dev);
+        on_dev[k] = d >= 0;
+    }
+    return CUDARL_OK;
+}
+
+extern "C" cudarl_status cr_frames_cuda_outputs_check(cudarl_frames *f, const void *actions,
+                                                      const float *values, const float *logits) {
+    void *const out[3] = {(void *)actions, (void *)values, (void *)logits};
+    int on_dev[3];
+    return outputs_where(f, out, on_dev);
+}
+
+extern "C" cudarl_status cr_frames_cuda_wait(cudarl_frames *f, int slot, void *actions,
+                                             float *values, float *logits) {
+    cudarl_policy *p = f->policy;
+    cr_frames_cuda *c = &f->cuda;
+    const int n = f->num_cameras;
+    void *const out[3] = {actions, values, logits};
+    int on_dev[3];
+    CR_TRY(outputs_where(f, out, on_dev));
+    cudaError_t e = cudaEventSynchronize((cudaEvent_t)c->done[slot]);
+    if (e != cudaSuccess) {
+        cudarl_status s = cuda_failed(f, "cudarl_frames_wait", e);
+        cudaStreamSynchronize((cudaStream_t)c->copy);
+        cudaStreamSynchronize(cr_stream(p->ctx));
+        cudaGetLastError();
+        return s;
+    }
+    p->ctx->host_syncs++;
+    c->last = slot;
+    // the outputs from the slot's out block: the policy's own has since been the next tick's
+    int32_t *ha;
+    float *hv, *hl;
+    cr_policy_out_layout(p, c->out[slot], c->rows, &ha, &hv, &hl);
+    const size_t bytes[3] = {(size_t)n * cr_policy_action_bytes(p), (size_t)n * sizeof *hv,
+                             (size_t)n * (size_t)p->net.num_actions * sizeof *hl};
+    const void *from[3] = {ha, hv, hl};
+    for (int k = 0; k < 3; k++) {
+        if (!out[k]) continue;
+        if (!on_dev[k]) {
+            memcpy(out[k], from[k], bytes[k]);
+            continue;
+        }
+        // pinned to device; cudaMemcpy waits for it, and the frames' streams are non-blocking
+        e = cudaMemcpy(out[k], from[k], bytes[k], cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) return cuda_failed(f, "cudarl_frames_wait (device outputs)", e);
+    }
     return CUDARL_OK;
 }
 
 extern "C" cudarl_status cr_frames_cuda_observations(const cudarl_frames *f, void *out) {
-    cudaError_t e = cudaMemcpy(out, f->cuda.batch, (size_t)f->num_cameras * f->row_bytes,
-                               cudaMemcpyDeviceToHost);
+    cudaError_t e = cudaMemcpy(out, f->cuda.batch[f->cuda.last],
+                               (size_t)f->num_cameras * f->row_bytes, cudaMemcpyDeviceToHost);
     return e == cudaSuccess ? CUDARL_OK : cuda_failed(f, "copying the observations to the host",
                                                       e);
 }

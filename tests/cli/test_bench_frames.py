@@ -7,8 +7,9 @@ printed figures and the --json file; --find-max on small frames.
         [--only bad_input|runs] [--gpu]
 
 --gpu (a CUDA build on a machine with a GPU): the runs from pinned host memory on the GPU too,
-with the bandwidth and copy floor printed. Each check prints what it checks; the first wrong
-value prints the command, expected and got, and exits 1. Standard library only.
+with the bandwidth and copy floor printed, one by one and pipelined (--pipeline). Each check
+prints what it checks; the first wrong value prints the command, expected and got, and exits 1.
+Standard library only.
 """
 import argparse
 import json
@@ -70,6 +71,9 @@ def bad_input(work):
     expect_error(["--find-max", "--rate", "0"], ["--find-max needs a rate"])
     expect_error(["--max-cameras", "3"], ["--max-cameras", "add --find-max"])
     expect_error(["--max-cameras", "0", "--find-max"], ["--max-cameras", "between 1 and 256"])
+    expect_error(["--pipeline"], ["--pipeline runs the ticks back to back", "add --rate 0"])
+    expect_error(["--pipeline", "--find-max", "--rate", "30"],
+                 ["--pipeline runs the ticks back to back", "drop --find-max"])
     expect_error(["--device", "tpu"], ["--device", "cpu, cuda or auto"])
     expect_error(["--precision", "fp8"], ["--precision", "fp32, tf32, bf16 or fp16"])
     expect_error(["--camera", "2"], ["unknown flag '--camera'", "--cameras"])
@@ -143,11 +147,27 @@ def runs(work):
         fail("--find-max's trials", "1, 2, 3 cameras", f"  got: {got}")
     if "sustained at 2 Hz with p99 <= 500.000 ms: 3 (--max-cameras" not in p.stdout:
         fail("--find-max's line", "the most ... sustained ...: 3", p.stdout)
+    # --pipeline: submit / wait one tick ahead, back to back; its period and yardsticks
+    doc, p = expect_run(cpu + ["--pipeline", "--rate", "0", "--seconds", "0.2", "--warmup", "3",
+                               "--cameras", "2", "--width", "128", "--height", "96"], j,
+                        {"pipeline": True})
+    r = doc["runs"][0]
+    if not (r["period_ms"] > 0 and r["one_by_one_ms"] > 0 and r["compute_ms"] > 0
+            and r["copy_ms"] == 0 and r["ticks"] == r["timed_ticks"] + 3
+            and "period / max(copy, compute)" in p.stdout):
+        fail("--pipeline on the CPU: period, one by one, compute > 0, copy 0, 3 warm-up ticks",
+             "those", f"  got: {r}\n{p.stdout}")
     if GPU:
         doc, p = expect_run(["--device", "cuda", "--source", "pinned", "--seconds", "1",
                              "--rate", "30"], j, {"source": "pinned", "policy_device": "cuda"})
         if not doc["runs"][0]["h2d_gbps"] or "copy floor" not in p.stdout:
             fail("pinned on the GPU: the bandwidth and the copy floor", "printed", p.stdout)
+        doc, p = expect_run(["--device", "cuda", "--source", "pinned", "--seconds", "1",
+                             "--rate", "0", "--pipeline"], j, {"pipeline": True})
+        r = doc["runs"][0]
+        if not (r["copy_ms"] > 0 and r["compute_ms"] > 0 and r["period_ms"] > 0):
+            fail("--pipeline from pinned frames on the GPU: copy, compute, period > 0", "those",
+                 f"  got: {r}")
 
 
 def main():

@@ -1,9 +1,11 @@
 # Camera frames to observations (src/runtime/frames.c, ops/frames.h): test_frames on the CPU (label
 # cpu) and with its policies on the GPU (label gpu: the frames' device tick, frames_cuda.cu, and
-# the CUDA frame_to_obs, against the CPU's bit for bit); it loads the CartPole MLP checkpoint that
-# policy_runtime.cmake's fixture trains, to see it refused. test_frames_opencv holds the CPU
-# reference against OpenCV's cvtColor + resize(INTER_AREA) through the helper frames_dump (needs
-# python3 with numpy and opencv-python-headless, which scripts/setup.sh installs).
+# the CUDA frame_to_obs, against the CPU's bit for bit; submit / wait with two ticks in flight
+# against ticks one by one, frames pageable, pinned, device); it loads the CartPole MLP
+# checkpoint that policy_runtime.cmake's fixture trains, to see it refused. test_frames_opencv
+# holds the CPU reference against OpenCV's cvtColor + resize(INTER_AREA) through the helper
+# frames_dump (needs python3 with numpy and opencv-python-headless, which scripts/setup.sh
+# installs).
 set(CUDARL_FRAMES_MLP ${CMAKE_CURRENT_BINARY_DIR}/policy-runtime-runs/ppo/model.safetensors)
 cudarl_test(test_frames SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_frames.c LABELS cpu
             ARGS cpu ${CUDARL_FRAMES_MLP})

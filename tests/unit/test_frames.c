@@ -32,7 +32,15 @@
  * the CPU's observations, with each camera's
  * frame in pageable, pinned, device and managed memory in turn, each kind alone alike, outputs
  * in device memory alike; 200 ticks without a device allocation (the backend's cudaMalloc count
- * and cudaMemGetInfo unchanged); device frames refused for a CPU policy. */
+ * and cudaMemGetInfo unchanged); device frames refused for a CPU policy; submit and wait with two
+ * ticks in flight against a CPU policy's ticks one by one, frames pageable, pinned, device and
+ * mixed, each frame buffer rewritten as soon as the wait covering it returns (a staging set or
+ * frame read after its wait would show the next tick's bytes).
+ *
+ * Both: submit and wait with two ticks in flight, over many ticks and a reset, give the
+ * observations of ticks one by one bit for bit and act()'s outputs on them; every misuse of the
+ * pair (a wait with none in flight, a third submit, a tick or reset with ticks in flight, bad
+ * frames or outputs) refused naming the fix; 200 pipelined ticks allocate nothing either. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <malloc.h>
@@ -625,7 +633,7 @@ static void test_end_to_end(void) {
            "yuyv 130x90 (pitch 272) -> nature-cnn, as act() on the hand-built batch; "
            "tick p50 %.0f us, max %.0f us\n", E2E_TICKS, st.p50_us, st.max_us);
 
-    /* no allocation in 200 ticks */
+    /* no allocation in 200 ticks, then in 200 more pipelined (submit, submit, wait, ...) */
 #ifdef CUDARL_WITH_CUDA
     const size_t dev_allocs = cr_cuda_alloc_count();
 #endif
@@ -633,23 +641,252 @@ static void test_end_to_end(void) {
     allocs = 0, gomp_allocs = 0, counting = 1;
     for (int t = 0; t < 200; t++)
         CHECK_OK(cudarl_frames_tick(f, (const void *const *)frames, a_tick, NULL, NULL));
+    for (int t = 0; t <= 200; t++) {
+        if (t < 200) CHECK_OK(cudarl_frames_submit(f, (const void *const *)frames));
+        if (t > 0) CHECK_OK(cudarl_frames_wait(f, a_tick, v_tick, l_tick));
+    }
     counting = 0;
-    CHECK_MSG(heap_in_use() == heap, "heap in use %zu before 200 ticks, %zu after", heap,
+    CHECK_MSG(heap_in_use() == heap, "heap in use %zu before 400 ticks, %zu after", heap,
               heap_in_use());
 #ifdef CUDARL_WITH_CUDA
-    CHECK_MSG(cr_cuda_alloc_count() == dev_allocs, "%zu device allocations in 200 ticks",
+    CHECK_MSG(cr_cuda_alloc_count() == dev_allocs, "%zu device allocations in 400 ticks",
               cr_cuda_alloc_count() - dev_allocs);
 #endif
     if (interposed && device == CUDARL_DEVICE_CPU)
-        CHECK_MSG(allocs == 0, "%ld allocations in 200 ticks", allocs);
-    printf("200 ticks: %ld allocations%s (and %ld by libgomp, its teams of the CPU forward's "
-           "parallel regions, each freed at its end), heap in use unchanged\n", allocs,
-           interposed && device == CUDARL_DEVICE_CPU ? "" : " (not counted here)", gomp_allocs);
+        CHECK_MSG(allocs == 0, "%ld allocations in 400 ticks", allocs);
+    printf("200 ticks and 200 pipelined: %ld allocations%s (and %ld by libgomp, its teams of the "
+           "CPU forward's parallel regions, each freed at its end), heap in use unchanged\n",
+           allocs, interposed && device == CUDARL_DEVICE_CPU ? "" : " (not counted here)",
+           gomp_allocs);
 
     cudarl_frames_free(f);
     for (int i = 0; i < E2E_CAMS; i++) free(frames[i]);
     free(mine), free(theirs), free(conv);
     cudarl_policy_free(p);
+}
+
+/* ---- ticks in flight: submit, wait ------------------------------------------------------- */
+
+/* Where the pipelined ticks' frames live (a CUDA policy's; a CPU policy's are pageable). */
+enum { PIPE_PAGEABLE, PIPE_PINNED, PIPE_DEVICE, PIPE_MIXED };
+static const char *const pipe_kind_name[] = {"pageable", "pinned", "device", "mixed"};
+
+static void *pipe_alloc(int kind, size_t bytes) {
+    void *m = NULL;
+#ifdef CUDARL_WITH_CUDA
+    if (kind == PIPE_PINNED)
+        CHECK(cudaMallocHost(&m, bytes) == cudaSuccess);
+    else if (kind == PIPE_DEVICE)
+        CHECK(cudaMalloc(&m, bytes) == cudaSuccess);
+    else
+#endif
+        m = malloc(bytes);
+    CHECK_MSG(m || kind == PIPE_DEVICE, "no memory for a %s frame of %zu bytes",
+              pipe_kind_name[kind], bytes);
+    return m;
+}
+
+static void pipe_free(int kind, void *m) {
+#ifdef CUDARL_WITH_CUDA
+    if (kind == PIPE_PINNED) {
+        CHECK(cudaFreeHost(m) == cudaSuccess);
+        return;
+    }
+    if (kind == PIPE_DEVICE) {
+        CHECK(cudaFree(m) == cudaSuccess);
+        return;
+    }
+#endif
+    (void)kind;
+    free(m);
+}
+
+/* src (host) into dst of memory `kind`; a device frame complete on return (the tick does not
+ * wait for the caller's streams). A host frame is written by the CPU as a capture would. */
+static void pipe_write(int kind, void *dst, const void *src, size_t bytes) {
+#ifdef CUDARL_WITH_CUDA
+    if (kind == PIPE_DEVICE) {
+        CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+        CHECK(cudaDeviceSynchronize() == cudaSuccess);
+        return;
+    }
+#endif
+    (void)kind;
+    memcpy(dst, src, bytes);
+}
+
+#define PIPE_MAX_CAMS 4
+#define PIPE_MAX_TICKS 40
+#define PIPE_MAX_ACTIONS 6
+
+/* One pipelined run: reference frames `ref` (policy pr, host frames) tick by tick with
+ * cudarl_frames_tick, the frames under test `pipe` (policy pp, frames in memory `kind`; mixed:
+ * camera i's of tick t in kind (t + i) mod 3) as submit, submit, wait, submit, wait, ... with
+ * two ticks in flight. Each camera has two frame buffers, tick t writing buffer t mod 2 right
+ * after the wait for tick t-2, the earliest the API allows: a tick that still read its frame
+ * or its staging after its wait would see the next tick's bytes. Every tick has new random
+ * frames; a reset before tick reset_at (after waiting for the ticks in flight). Each wait's
+ * observations equal the reference tick's bit for bit, its outputs equal act() of pp on them
+ * (bitwise), and the latency ring counts every tick. */
+static void pipeline_run(const char *what, cudarl_policy *pr, cudarl_policy *pp,
+                         const cudarl_camera *cams, int n, int channels, size_t row_bytes,
+                         int ticks, int reset_at, int kind) {
+    CHECK(n <= PIPE_MAX_CAMS && ticks <= PIPE_MAX_TICKS);
+    cudarl_policy_info info;
+    cudarl_policy_get_info(pp, &info);
+    const int A = info.num_actions;
+    CHECK(A <= PIPE_MAX_ACTIONS);
+    cudarl_frames_options o;
+    CHECK_OK(cudarl_frames_options_default(&o));
+    o.channels = channels;
+    cudarl_frames *ref, *pipe;
+    CHECK_OK(cudarl_frames_create(pr, cams, n, &o, &ref));
+    CHECK_OK(cudarl_frames_create(pp, cams, n, &o, &pipe));
+    const size_t obs_bytes = (size_t)n * row_bytes;
+    uint8_t *obs_ref = malloc((size_t)ticks * obs_bytes), *obs = malloc(obs_bytes);
+    CHECK(obs_ref && obs);
+    uint8_t *host[PIPE_MAX_CAMS];
+    void *buf[2][PIPE_MAX_CAMS];
+    int buf_kind[2][PIPE_MAX_CAMS];
+    size_t bytes[PIPE_MAX_CAMS];
+    for (int i = 0; i < n; i++) {
+        bytes[i] = frame_bytes(&cams[i]);
+        CHECK((host[i] = malloc(bytes[i])));
+        for (int b = 0; b < 2; b++) buf[b][i] = NULL, buf_kind[b][i] = -1;
+    }
+    struct {
+        int32_t a[PIPE_MAX_CAMS];
+        float v[PIPE_MAX_CAMS], l[PIPE_MAX_CAMS * PIPE_MAX_ACTIONS];
+    } out, got[PIPE_MAX_TICKS];
+    int waited = 0;
+    for (int t = 0; t <= ticks; t++) {
+        /* the wait for tick t-2 (and, before a reset or at the end, for every tick) */
+        while ((t == ticks || t == reset_at ? waited < t : waited < t - 1)) {
+            CHECK_OK(cudarl_frames_wait(pipe, got[waited].a, got[waited].v, got[waited].l));
+            CHECK_OK(cudarl_frames_observations(pipe, obs, obs_bytes));
+            for (size_t b = 0; b < obs_bytes; b++)
+                CHECK_MSG(obs[b] == obs_ref[(size_t)waited * obs_bytes + b], "%s (%s frames): "
+                          "tick %d's observation byte %zu (camera %zu) is %d, ticks one by one "
+                          "%d", what, pipe_kind_name[kind], waited, b, b / row_bytes, obs[b],
+                          obs_ref[(size_t)waited * obs_bytes + b]);
+            waited++;
+        }
+        if (t == ticks) break;
+        if (t == reset_at) {
+            CHECK_OK(cudarl_frames_reset(ref));
+            CHECK_OK(cudarl_frames_reset(pipe));
+        }
+        const void *frames_ref[PIPE_MAX_CAMS], *frames[PIPE_MAX_CAMS];
+        for (int i = 0; i < n; i++) {
+            for (size_t b = 0; b < bytes[i]; b++) host[i][b] = rnd();
+            const int k = kind == PIPE_MIXED ? (t + i) % 3 : kind, b = t % 2;
+            if (buf_kind[b][i] != k) { /* the kind this buffer holds changes */
+                if (buf[b][i]) pipe_free(buf_kind[b][i], buf[b][i]);
+                buf[b][i] = pipe_alloc(k, bytes[i]), buf_kind[b][i] = k;
+            }
+            pipe_write(k, buf[b][i], host[i], bytes[i]);
+            frames_ref[i] = host[i], frames[i] = buf[b][i];
+        }
+        CHECK_OK(cudarl_frames_tick(ref, frames_ref, out.a, out.v, out.l));
+        CHECK_OK(cudarl_frames_observations(ref, obs_ref + (size_t)t * obs_bytes, obs_bytes));
+        CHECK_OK(cudarl_frames_submit(pipe, frames));
+    }
+    /* the outputs: act() of pp on each tick's observations, bit for bit (after the run: act()
+     * shares the policy's input with the frames' graphs) */
+    for (int t = 0; t < ticks; t++) {
+        CHECK_OK(cudarl_policy_act(pp, obs_ref + (size_t)t * obs_bytes, CUDARL_OBS_U8, n, out.a,
+                                   out.v, out.l));
+        CHECK_MSG(!memcmp(out.a, got[t].a, (size_t)n * sizeof *out.a) &&
+                      !memcmp(out.v, got[t].v, (size_t)n * sizeof *out.v) &&
+                      !memcmp(out.l, got[t].l, (size_t)n * (size_t)A * sizeof *out.l),
+                  "%s (%s frames): tick %d's outputs (action[0] %d, value[0] %.9g) differ from "
+                  "act() on its observations (%d, %.9g)", what, pipe_kind_name[kind], t,
+                  got[t].a[0], got[t].v[0], out.a[0], out.v[0]);
+    }
+    cudarl_latency_stats st;
+    CHECK_OK(cudarl_frames_latency(pipe, &st));
+    CHECK_MSG(st.count == ticks && st.p50_us > 0 && st.p50_us <= st.max_us,
+              "%s: latency counts %lld ticks of %d, p50 %g max %g", what, (long long)st.count,
+              ticks, st.p50_us, st.max_us);
+    printf("pipelined (%s, %s frames): %d ticks, two in flight, reset before %d: observations "
+           "as ticks one by one, outputs as act(); tick p50 %.0f us\n", what,
+           pipe_kind_name[kind], ticks, reset_at, st.p50_us);
+    cudarl_frames_free(ref), cudarl_frames_free(pipe);
+    for (int i = 0; i < n; i++) {
+        free(host[i]);
+        for (int b = 0; b < 2; b++)
+            if (buf[b][i]) pipe_free(buf_kind[b][i], buf[b][i]);
+    }
+    free(obs_ref), free(obs);
+}
+
+/* Submit and wait against ticks one by one on the device under test, for gray NV12 + RGB8 +
+ * YUYV into nature-cnn and RGB frames into a small net; each misuse refused, naming the fix. */
+static void test_pipeline(void) {
+    cudarl_camera a[3] = {camera(320, 240, CUDARL_PIXEL_NV12), camera(200, 150, CUDARL_PIXEL_RGB8),
+                          camera(130, 90, CUDARL_PIXEL_YUYV)};
+    a[1].pitch = 640, a[1].crop_x = 13, a[1].crop_y = 7, a[1].crop_width = 171;
+    a[1].crop_height = 131;
+    cudarl_policy *p = net_policy(NATURE, 3, 41);
+    pipeline_run("nature-cnn gray x3", p, p, a, 3, 1, 4 * OBS, 13, 7, PIPE_PAGEABLE);
+    cudarl_policy_free(p);
+    char net[1024];
+    small_net(net, sizeof net, 6, 10, 14, "1/255");
+    cudarl_camera b[2] = {camera(64, 48, CUDARL_PIXEL_BGR8), camera(30, 20, CUDARL_PIXEL_GRAY8)};
+    b[0].crop_x = 3, b[0].crop_y = 5, b[0].crop_width = 41, b[0].crop_height = 33;
+    p = net_policy(net, 2, 42);
+    pipeline_run("rgb x2", p, p, b, 2, 3, 6 * 10 * 14, 9, 4, PIPE_PAGEABLE);
+    cudarl_policy_free(p);
+
+    /* misuse */
+    small_net(net, sizeof net, 4, 6, 6, "1/255");
+    p = net_policy(net, 1, 43);
+    cudarl_camera c = camera(8, 8, CUDARL_PIXEL_GRAY8);
+    cudarl_frames *f;
+    CHECK_OK(cudarl_frames_create(p, &c, 1, NULL, &f));
+    uint8_t frame[64] = {0}, obs[4 * 36];
+    const void *frames[1] = {frame}, *none[1] = {NULL};
+    int32_t action, action2;
+    refused(cudarl_frames_wait(f, &action, NULL, NULL), CUDARL_ERR_INVALID_ARG,
+            "no tick is in flight; call cudarl_frames_submit first");
+    refused(cudarl_frames_submit(f, NULL), CUDARL_ERR_INVALID_ARG,
+            "cudarl_frames_submit: camera_frames is NULL");
+    refused(cudarl_frames_submit(f, none), CUDARL_ERR_INVALID_ARG,
+            "cudarl_frames_submit: camera_frames[0] is NULL");
+    refused(cudarl_frames_submit(NULL, frames), CUDARL_ERR_INVALID_ARG, "frames is NULL");
+    refused(cudarl_frames_wait(NULL, &action, NULL, NULL), CUDARL_ERR_INVALID_ARG,
+            "frames is NULL");
+    refused(cudarl_frames_wait(f, &action, NULL, NULL), CUDARL_ERR_INVALID_ARG,
+            "no tick is in flight"); /* the refused submits left none */
+    CHECK_OK(cudarl_frames_submit(f, frames));
+    refused(cudarl_frames_observations(f, obs, sizeof obs), CUDARL_ERR_INVALID_ARG,
+            "no tick has run yet"); /* submitted, not waited for */
+    CHECK_OK(cudarl_frames_submit(f, frames));
+    refused(cudarl_frames_submit(f, frames), CUDARL_ERR_INVALID_ARG,
+            "2 ticks are in flight, the most the frames hold; call cudarl_frames_wait");
+    refused(cudarl_frames_tick(f, frames, &action, NULL, NULL), CUDARL_ERR_INVALID_ARG,
+            "2 tick(s) submitted and not waited for, whose outputs come first; call "
+            "cudarl_frames_wait");
+    refused(cudarl_frames_reset(f), CUDARL_ERR_INVALID_ARG,
+            "2 tick(s) submitted and not waited for would stack frames across the reset; call "
+            "cudarl_frames_wait");
+    refused(cudarl_frames_wait(f, NULL, NULL, NULL), CUDARL_ERR_INVALID_ARG, "actions is NULL");
+    CHECK_OK(cudarl_frames_wait(f, &action, NULL, NULL)); /* the refused wait kept its tick */
+    refused(cudarl_frames_tick(f, frames, &action, NULL, NULL), CUDARL_ERR_INVALID_ARG,
+            "1 tick(s) submitted and not waited for");
+    CHECK_OK(cudarl_frames_wait(f, &action2, NULL, NULL));
+    refused(cudarl_frames_wait(f, &action, NULL, NULL), CUDARL_ERR_INVALID_ARG,
+            "no tick is in flight");
+    CHECK_OK(cudarl_frames_tick(f, frames, &action, NULL, NULL)); /* none in flight: a tick */
+    CHECK_OK(cudarl_frames_reset(f));
+    cudarl_latency_stats st;
+    CHECK_OK(cudarl_frames_latency(f, &st));
+    CHECK_MSG(st.count == 3, "latency: %lld ticks counted, 3 waited for", (long long)st.count);
+    CHECK_OK(cudarl_frames_submit(f, frames)); /* freed with a tick in flight */
+    cudarl_frames_free(f);
+    cudarl_policy_free(p);
+    printf("pipeline misuse: a wait with none in flight, a third submit, a tick or a reset with "
+           "ticks in flight, bad frames and outputs: each refused, naming the fix\n");
 }
 
 /* ---- on the GPU ------------------------------------------------------------------------- */
@@ -980,6 +1217,32 @@ static void test_cuda_ticks(void) {
     gpu_precision = CUDARL_PRECISION_FP32;
 }
 
+/* Submit and wait on a CUDA policy against ticks one by one of a CPU policy of the same
+ * weights: 4 cameras of 4 formats (1080p NV12, a 720p RGB8 crop, YUYV, GRAY8) into nature-cnn,
+ * frames pageable, pinned, device (every frame read in place: the one-launch graph) and mixed,
+ * each tick's frame buffers rewritten right after the wait that frees them; and one camera
+ * (no early launch), pinned and device. */
+static void test_cuda_pipeline(void) {
+    cudarl_camera a[4] = {camera(1920, 1080, CUDARL_PIXEL_NV12),
+                          camera(1280, 720, CUDARL_PIXEL_RGB8), camera(640, 480, CUDARL_PIXEL_YUYV),
+                          camera(333, 211, CUDARL_PIXEL_GRAY8)};
+    a[1].crop_x = 101, a[1].crop_y = 33, a[1].crop_width = 1001, a[1].crop_height = 613;
+    a[2].pitch = 1408;
+    cudarl_policy *pc = net_policy_on(NATURE, 4, 51, CUDARL_DEVICE_CPU);
+    cudarl_policy *pg = net_policy_on(NATURE, 4, 51, CUDARL_DEVICE_CUDA);
+    for (int kind = PIPE_PAGEABLE; kind <= PIPE_MIXED; kind++)
+        pipeline_run("cuda nature-cnn x4", pc, pg, a, 4, 1, 4 * OBS, 12, 7, kind);
+    cudarl_policy_free(pc), cudarl_policy_free(pg);
+    char net[1024];
+    small_net(net, sizeof net, 6, 10, 14, "1/255");
+    cudarl_camera c = camera(1280, 720, CUDARL_PIXEL_NV12);
+    pc = net_policy_on(net, 1, 52, CUDARL_DEVICE_CPU);
+    pg = net_policy_on(net, 1, 52, CUDARL_DEVICE_CUDA);
+    pipeline_run("cuda rgb x1", pc, pg, &c, 1, 3, 6 * 10 * 14, 10, 5, PIPE_PINNED);
+    pipeline_run("cuda rgb x1", pc, pg, &c, 1, 3, 6 * 10 * 14, 10, 5, PIPE_DEVICE);
+    cudarl_policy_free(pc), cudarl_policy_free(pg);
+}
+
 /* Device frames for a CPU policy are refused; a CUDA policy's messages name device memory. */
 static void test_cuda_refusals(void) {
     char net[1024];
@@ -1024,10 +1287,12 @@ int main(int argc, char **argv) {
     test_stack_rgb();
     test_refusals(argv[2]);
     test_end_to_end();
+    test_pipeline();
     if (device == CUDARL_DEVICE_CUDA) {
 #ifdef CUDARL_WITH_CUDA
         test_cuda_twin();
         test_cuda_ticks();
+        test_cuda_pipeline();
         test_cuda_refusals();
 #else
         fprintf(stderr, "FAIL test_frames cuda: this build has no CUDA\n");
