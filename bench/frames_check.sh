@@ -37,25 +37,35 @@ fi
 # one run: FORMAT SOURCE PRECISION BAR(pinned|device) RATE SECONDS; its output shown, a table
 # row kept
 rows=()
-run() {
-  local fmt=$1 src=$2 prec=$3 bar=$4 hz=${rate:-$5} s=${secs:-$6} out rc p50 p99 max floor
-  local ufloor uratio verdict ratio
-  echo "==== cudarl bench frames: $fmt from $src memory, $prec, $hz Hz for $s s"
+# one cudarl bench frames run: FORMAT SOURCE PRECISION RATE SECONDS [FLAG...]; prints its output
+# and sets out, rc, p50, p99, max (the timed ticks), floor (the frames' copy floor) and uratio
+# (p99 against the floor of the bytes uploaded, where the run prints it)
+measure() {
+  local fmt=$1 src=$2 prec=$3 hz=$4 s=$5 ufloor
+  shift 5
   out=$("$cudarl" bench frames --device cuda --cameras 4 --width 3840 --height 2160 \
         --format "$fmt" --source "$src" --precision "$prec" --rate "$hz" --seconds "$s" \
-        --warmup 20 2>&1)
+        --warmup 20 "$@" 2>&1)
   rc=$?
   echo "$out"
-  if [ $rc -ne 0 ]; then
-    status=1
-    rows+=("| $fmt | $src | $prec | $hz Hz x $s s | failed (exit $rc) | | | | | | |")
-    return
-  fi
+  [ $rc -ne 0 ] && return
   read -r p50 p99 max < <(sed -nE 's/^latency \(the [0-9]+ timed ticks\): p50 ([0-9.]+) ms, p99 ([0-9.]+) ms, max ([0-9.]+) ms.*/\1 \2 \3/p' <<<"$out")
   floor=$(sed -nE 's/.*; copy floor ([0-9.]+) ms.*/\1/p' <<<"$out")
   ufloor=$(sed -nE 's/^uploaded per tick: .*their copy floor ([0-9.]+) ms.*/\1/p' <<<"$out")
   uratio=""
   [ -n "$ufloor" ] && uratio=$(awk -v a="$p99" -v b="$ufloor" 'BEGIN { printf "%.2fx of %.3f", a / b, b }')
+}
+
+# one row against its bar: FORMAT SOURCE PRECISION BAR(pinned|device) RATE SECONDS
+run() {
+  local fmt=$1 src=$2 prec=$3 bar=$4 hz=${rate:-$5} s=${secs:-$6} verdict ratio
+  echo "==== cudarl bench frames: $fmt from $src memory, $prec, $hz Hz for $s s"
+  measure "$fmt" "$src" "$prec" "$hz" "$s"
+  if [ $rc -ne 0 ]; then
+    status=1
+    rows+=("| $fmt | $src | $prec | $hz Hz x $s s | failed (exit $rc) | | | | | | |")
+    return
+  fi
   if [ "$bar" = pinned ]; then
     ratio=$(awk -v a="$p99" -v b="$floor" 'BEGIN { printf "%.2fx", a / b }')
     verdict=$(awk -v a="$p99" -v b="$floor" 'BEGIN { print a <= 1.3 * b ? "met" : "NOT met" }')
@@ -68,23 +78,14 @@ run() {
 
 # the pipelined run: FORMAT SOURCE PRECISION SECONDS, back to back
 run_pipe() {
-  local fmt=$1 src=$2 prec=$3 s=${secs:-$4} out rc p50 p99 max floor ufloor uratio period line
+  local fmt=$1 src=$2 prec=$3 s=${secs:-$4} period line
   echo "==== cudarl bench frames --pipeline: $fmt from $src memory, $prec, back to back for $s s"
-  out=$("$cudarl" bench frames --device cuda --cameras 4 --width 3840 --height 2160 \
-        --format "$fmt" --source "$src" --precision "$prec" --rate 0 --seconds "$s" \
-        --warmup 20 --pipeline 2>&1)
-  rc=$?
-  echo "$out"
+  measure "$fmt" "$src" "$prec" 0 "$s" --pipeline
   if [ $rc -ne 0 ]; then
     status=1
     rows+=("| $fmt | $src | $prec | pipelined x $s s | failed (exit $rc) | | | | | | |")
     return
   fi
-  read -r p50 p99 max < <(sed -nE 's/^latency \(the [0-9]+ timed ticks\): p50 ([0-9.]+) ms, p99 ([0-9.]+) ms, max ([0-9.]+) ms.*/\1 \2 \3/p' <<<"$out")
-  floor=$(sed -nE 's/.*; copy floor ([0-9.]+) ms.*/\1/p' <<<"$out")
-  ufloor=$(sed -nE 's/^uploaded per tick: .*their copy floor ([0-9.]+) ms.*/\1/p' <<<"$out")
-  uratio=""
-  [ -n "$ufloor" ] && uratio=$(awk -v a="$p99" -v b="$ufloor" 'BEGIN { printf "%.2fx of %.3f", a / b, b }')
   period=$(sed -nE 's/^pipelined .*: period ([0-9.]+) ms a tick.*/\1/p' <<<"$out")
   line=$(sed -nE 's/^a tick one by one: ([0-9.]+) ms; copy ([0-9.]+) ms .*compute ([0-9.]+) ms .*sum ([0-9.]+) ms, max ([0-9.]+) ms.*/one by one \1, copy \2, compute \3: sum \4, max \5/p' <<<"$out")
   rows+=("| $fmt | $src | $prec | pipelined, back to back x $s s | $p50 | $p99 | $max | $floor | period $period ms ($line) | - | $uratio |")

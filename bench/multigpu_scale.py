@@ -6,7 +6,7 @@ CartPolePixels-v1's CUDA twin on 1 GPU, then on 2, 4 and 8 (the powers of two up
 makes the same number of iterations with the same learning-rate schedule and per-GPU minibatch).
 
   python3 bench/multigpu_scale.py --cudarl build/cudarl --runs-dir RUNS [--out DIR]
-      [--envs-per-gpu 32] [--seconds 100] [--stop-at 475] [--seed 1] [--cudarl-args "..."]
+      [--envs-per-gpu 256] [--seconds 100] [--stop-at 475] [--seed 1] [--cudarl-args "..."]
 
 R = 1 is a plain run; R > 1 is `--num-gpus R` (one process, a thread per GPU, gradients over
 NCCL; NCCL_NVLS_ENABLE=0 as the lent machines need). Each run is stopped (SIGINT: it ends its
@@ -21,7 +21,6 @@ multigpu_scale.json (commands, curves, figures).
 
 --gpu-count N and --device cpu are for this script's own test (a CPU build, tiny shapes)."""
 import argparse
-import csv
 import json
 import os
 import shlex
@@ -31,11 +30,13 @@ import subprocess
 import sys
 import time
 
+from pixels import CsvTail, num  # noqa: E402  (bench/, this script's folder: its CSV tail)
+
 ENV_ID = "CartPolePixels-v1"
-# ppo_pixels_parity's fp32 recipe (bench/README.md; data parallel trains in fp32), less its
-# --num-envs and --total-timesteps, which scale with the GPU count here
-RECIPE = "--separate-critic --no-clip-vloss --num-minibatches 16"
-TOTAL_PER_GPU = 4000000
+# the Nature-CNN's CUDA recipe (ppo_config.c: 256 x 32, 8 minibatches, separate critic, bf16),
+# less its --num-envs and --total-timesteps, which scale with the GPU count here
+RECIPE = ""
+TOTAL_PER_GPU = 2000000
 BAR = 0.90  # issue 28: scaling efficiency at 2 GPUs
 
 
@@ -45,41 +46,6 @@ def gpu_count():
     except (OSError, subprocess.TimeoutExpired):
         return 0
     return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
-
-
-class CsvTail:
-    """The rows appended to a CSV file since the last read (a file still being written)."""
-
-    def __init__(self, path):
-        self.path, self.pos, self.header, self.buf = path, 0, None, ""
-
-    def read(self):
-        try:
-            with open(self.path) as f:
-                f.seek(self.pos)
-                data = f.read()
-                self.pos = f.tell()
-        except FileNotFoundError:
-            return []
-        self.buf += data
-        rows = []
-        while "\n" in self.buf:
-            line, self.buf = self.buf.split("\n", 1)
-            if not line.strip():
-                continue
-            fields = next(csv.reader([line]))
-            if self.header is None:
-                self.header = fields
-            elif len(fields) == len(self.header):
-                rows.append(dict(zip(self.header, fields)))
-        return rows
-
-
-def num(x):
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return None
 
 
 def run_one(a, gpus, log_dir):
@@ -150,7 +116,7 @@ def main():
     ap.add_argument("--cudarl", required=True)
     ap.add_argument("--runs-dir", required=True)
     ap.add_argument("--out", default="")
-    ap.add_argument("--envs-per-gpu", type=int, default=32)
+    ap.add_argument("--envs-per-gpu", type=int, default=256)
     ap.add_argument("--total-per-gpu", type=int, default=TOTAL_PER_GPU,
                     help="--total-timesteps of the one-GPU run (R GPUs: R times it)")
     ap.add_argument("--seconds", type=float, default=100, help="per run, from launch")
@@ -168,7 +134,7 @@ def main():
     log_dir = a.out or a.runs_dir
     os.makedirs(log_dir, exist_ok=True)
     print(f"multigpu_scale: {n} GPU(s) listed; Nature-CNN PPO on {ENV_ID}'s CUDA twin, "
-          f"{a.envs_per_gpu} envs per GPU, {RECIPE} {a.cudarl_args}".rstrip() +
+          f"{a.envs_per_gpu} envs per GPU, the env's recipe {RECIPE} {a.cudarl_args}".rstrip() +
           f", each run stopped at a mean of 100 >= {a.stop_at:g} or {a.seconds:g} s; GPU "
           f"counts {counts}")
     res = []

@@ -709,7 +709,35 @@ static void orthogonal_case(int O, int I, double gain) {
     free(w), free(w2), free(w3);
 }
 
+/* cr_cpu_philox_normals (on the threads) against cr_philox_normal one by one: the same floats
+ * from any position in the stream (0 to 5 words consumed first), and the stream left where the
+ * draws end (its next words the same). */
+static void philox_normals_case(void) {
+    static const size_t counts[] = {1, 3, 70001};
+    for (int skip = 0; skip < 6; skip++)
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            const size_t n = counts[c];
+            float *a = floats(n), *b = floats(n);
+            cr_philox_state sa, sb;
+            cr_philox_seed(&sa, 99, 3);
+            for (int k = 0; k < skip; k++) cr_philox_next_u32(&sa);
+            sb = sa;
+            for (size_t i = 0; i < n; i++) a[i] = (float)cr_philox_normal(&sa);
+            cr_cpu_set_threads(2);
+            cr_cpu_philox_normals(&sb, b, n);
+            cr_cpu_set_threads(0);
+            CHECK_MSG(bits_equal(a, b, n), "%zu normals after %d words: other bits", n, skip);
+            for (int k = 0; k < 6; k++) {
+                const uint32_t wa = cr_philox_next_u32(&sa), wb = cr_philox_next_u32(&sb);
+                CHECK_MSG(wa == wb, "%zu normals after %d words: the stream's word %d after "
+                          "them %u, one by one %u", n, skip, k, wb, wa);
+            }
+            free(a), free(b);
+        }
+}
+
 static void test_orthogonal(void) {
+    philox_normals_case();
     static const int shapes[][2] = {{64, 4}, {4, 64}, {64, 64}, {2, 64}, {1, 64}, {64, 1},
                                     {5, 3},  {3, 5},  {1, 1},   {130, 70}, {7, 7}};
     static const double gains[] = {1.0, 1.4142135623730951, 0.01};

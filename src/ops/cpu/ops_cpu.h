@@ -159,6 +159,11 @@ void cr_cpu_adam_step(float *p, const float *g, float *m, float *v, size_t n, fl
  * diag(R). Rows are orthonormal when O <= I, columns when O > I. */
 void cr_cpu_orthogonal_init(float *w, int O, int I, double gain, cr_philox_state *rng);
 
+/* out[i] = (float)cr_philox_normal(s) for i = 0 .. n-1, in order, on the CPU threads: each draw
+ * takes the stream's next four words, so draw i is computed from words 4 i on; s ends where n
+ * draws end. The same bits as the draws one by one, whatever the thread count. */
+void cr_cpu_philox_normals(cr_philox_state *s, float *out, size_t n);
+
 /* Sets the OpenMP thread count used by the CPU ops called from this thread (0 = all cores).
  * Results do not depend on it. On a machine shared with other busy processes (or another
  * OpenMP program) more than one thread can be far slower: a preempted team member stalls every

@@ -16,7 +16,7 @@
 #include "ops/cpu/ops_cpu.h"
 #include "ops/parallel.h"
 
-#define GS_BLOCK 32                  /* vectors a block takes */
+#define GS_BLOCK 16                  /* vectors a block takes */
 #define GS_CHUNK 256                 /* elements a thread updates at a time */
 #define GS_PARALLEL ((size_t)1 << 20) /* multiply-adds of a projection worth the threads */
 
@@ -86,6 +86,51 @@ static void gram_schmidt(float *v, int k, int m, double *c) {
     }
 }
 
+/* Word w of the stream of s (its key and counter's high words). */
+static uint32_t stream_word(const cr_philox_state *s, uint64_t w) {
+    const uint64_t block = w / 4;
+    const uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), s->ctr[2], s->ctr[3]};
+    uint32_t out[4];
+    cr_philox4x32_10(ctr, s->key, out);
+    return out[w % 4];
+}
+
+/* cr_philox_uniform_f64's value of words a, b. */
+static double uniform_of(uint32_t a, uint32_t b) {
+    return (double)((uint64_t)(a >> 5) * 67108864u + (b >> 6)) * (1.0 / 9007199254740992.0);
+}
+
+void cr_cpu_philox_normals(cr_philox_state *s, float *out, size_t n) {
+    const uint64_t next = (uint64_t)s->ctr[0] | (uint64_t)s->ctr[1] << 32; /* the block after buf */
+    const uint64_t w0 = s->used == 4 ? 4 * next : 4 * (next - 1) + (uint64_t)s->used;
+#pragma omp parallel for schedule(static) if (n >= ((size_t)1 << 16))
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t w = w0 + 4 * (uint64_t)i;
+        uint32_t x[4];
+        if (w % 4 == 0) { /* the draw is one block */
+            const uint64_t block = w / 4;
+            const uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), s->ctr[2],
+                                     s->ctr[3]};
+            cr_philox4x32_10(ctr, s->key, x);
+        } else {
+            for (int k = 0; k < 4; k++) x[k] = stream_word(s, w + (uint64_t)k);
+        }
+        double u1 = uniform_of(x[0], x[1]), u2 = uniform_of(x[2], x[3]);
+        if (u1 < 1e-300) u1 = 1e-300; /* cr_philox_normal's, step for step */
+        out[i] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+    const uint64_t end = w0 + 4 * (uint64_t)n; /* the next word */
+    const uint64_t block = end / 4;
+    if (end % 4 == 0) {
+        s->ctr[0] = (uint32_t)block, s->ctr[1] = (uint32_t)(block >> 32), s->used = 4;
+    } else { /* that block in buf, the counter past it */
+        const uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), s->ctr[2], s->ctr[3]};
+        cr_philox4x32_10(ctr, s->key, s->buf);
+        s->ctr[0] = (uint32_t)(block + 1), s->ctr[1] = (uint32_t)((block + 1) >> 32);
+        s->used = (int)(end % 4);
+    }
+}
+
 /* dst (cols, rows) = src (rows, cols)^T. */
 static void transpose(const float *src, float *dst, int rows, int cols) {
     for (int r = 0; r < rows; r++)
@@ -94,7 +139,7 @@ static void transpose(const float *src, float *dst, int rows, int cols) {
 
 void cr_cpu_orthogonal_init(float *w, int O, int I, double gain, cr_philox_state *rng) {
     const size_t n = (size_t)O * I;
-    for (size_t e = 0; e < n; e++) w[e] = (float)cr_philox_normal(rng);
+    cr_cpu_philox_normals(rng, w, n);
     const int k = O < I ? O : I; /* the vectors: O rows (O < I) or I columns of length O */
     double *c = malloc((size_t)GS_BLOCK * k * sizeof *c);
     float *t = O < I || I == 1 ? w : malloc(n * sizeof *t);
