@@ -54,7 +54,21 @@ Groups (--only GROUP), each in its own folder <work>/<group>, emptied first:
              2-rank run bit for bit (the replay shards wrap); the 2-rank file is refused on 1
              process and on 4 ranks, naming the rank count.
   dqn_bad    DQN refusals on 2 ranks: --num-envs, --batch-size and --buffer-size that do not
-             split, --prioritized, the env pool.
+             split, --prioritized (a vector env's: ctest mpi_dqn_vec_refused, mpi_dqn_vec.c).
+  dqn_conv_np1     DQN with a conv Q-network on the env pool (MinAtar/Breakout-v1, minatar-cnn,
+                   8 envs, minibatches of 16): `mpirun -np 1` equals a plain run bit for bit.
+  dqn_conv_np2     the same on 2 ranks against one process, run to learning_starts (the first
+                   transitions): every state.* tensor but the replay (the pool's env states and
+                   step counts, the uint8 observations, the episode sums, the streams) is one
+                   process's bit for bit, every metrics row too, and rank r's replay shard holds
+                   one process's envs r*4..r*4+3 (their frame rings, actions, rewards, flags and
+                   heads, byte for byte); so for Nature-CNN on CartPolePixels-v1 (4 envs: its
+                   frame-once replay, 84x84 frames) and for the MLP on CartPole-v1's pool
+                   (--env-device cpu); two 2-rank conv runs that train repeat bit for bit; a rank
+                   with another --learning-rate is stopped by the weight check.
+  dqn_conv_resume  a 2-rank minatar-cnn run on the pool of 256 steps resumed on 2 ranks to 512
+                   equals 512 uninterrupted bit for bit (the shards wrap); the file is refused on
+                   1 process, naming the rank count.
   kill    rank 1 killed (SIGKILL) mid-run: the job ends non-zero within 30 s, and the checkpoint
           rank 0 wrote before (every iteration) is intact: one process resumes it.
 
@@ -508,10 +522,116 @@ def group_dqn_bad(work):
             ["--buffer-size 10001", "does not divide it"], "DQN --buffer-size 10001 on 2 ranks")
     refused(work, ["train", *DQN, "--prioritized", "true", *small], 2,
             ["--prioritized is set", "for now"], "DQN --prioritized on 2 ranks")
-    refused(work, ["train", *DQN, "--env-device", "cpu", *small], 2,
-            ["CPU threads", "for now"], "DQN with envs on CPU threads on 2 ranks")
-    print("dqn_bad: --num-envs, --batch-size, --buffer-size, --prioritized and the env pool "
-          "refused on 2 ranks")
+    print("dqn_bad: --num-envs, --batch-size, --buffer-size and --prioritized refused on 2 ranks")
+
+
+# DQN with a conv Q-network on the env pool, at a tiny shape: seconds per group
+DQN_CONV = ["--algo", "dqn", "--device", "cpu", "--threads", "1", "--env-threads", "1", "--quiet",
+            "--runs-dir", "runs", "--env-id", "MinAtar/Breakout-v1", "--policy", "minatar-cnn",
+            "--num-envs", "8", "--batch-size", "16"]
+
+
+def dqn_conv(work, name, extra, ranks=None):
+    return run_ok(["train", *DQN_CONV, "--run-name", name, *extra], work, ranks)
+
+
+def group_dqn_conv_np1(work):
+    extra = ["--total-timesteps", "512", "--learning-starts", "256", "--buffer-size", "1024",
+             "--seed", "3"]
+    dqn_conv(work, "plain", extra)
+    dqn_conv(work, "np1", extra, ranks=1)
+    same_run(work, "plain", "np1", "DQN minatar-cnn on the pool: mpirun -np 1 against a plain run")
+    print("dqn_conv_np1: mpirun -np 1 equals the plain DQN minatar-cnn run bit for bit")
+
+
+def dqn_first_same(work, one, two, envs, buffer, what):
+    """Runs that stop at learning_starts: the 2-rank checkpoint's state is one process's (every
+    state.* tensor but the replay's and the ranks' own), every metrics row, and rank r's replay
+    shard holds one process's envs r*envs/2 .. (its rings of buffer/envs rows, and heads)."""
+    _, ta = safetensors(os.path.join(work, "runs", one, "model.safetensors"))
+    _, tb = safetensors(os.path.join(work, "runs", two, "model.safetensors"))
+    state = [k for k in ta if k.startswith("state.") and not k.startswith("state.replay.")]
+    differ = [k for k in state if ta[k] != tb.get(k)]
+    if differ or len(state) < 10:
+        fail(f"{what}: the first transitions on 2 ranks leave one process's state",
+             f"differ: {differ} (of {sorted(state)})")
+    same_rows = metrics(os.path.join(work, "runs", one, "metrics.csv"))[1] == \
+        metrics(os.path.join(work, "runs", two, "metrics.csv"))[1]
+    episodes = int(float(column(work, one, "charts/episodes")[-1]))
+    if not same_rows or episodes < 1:
+        fail(f"{what}: every metrics row before learning_starts is one process's, with episodes",
+             f"same rows: {same_rows}, episodes: {episodes}")
+    half, ring = envs // 2, buffer // envs
+    for piece in ("frames", "actions", "rewards", "flags", "heads"):
+        whole = ta["state.replay." + piece][2]
+        shards = [tb.get(f"state.replay.rank{r}.{piece}") for r in range(2)]
+        if None in shards:
+            fail(f"{what}: the 2-rank checkpoint holds both ranks' shards", f"{sorted(tb)}")
+        if piece == "heads":  # one per env
+            if shards[0][2] + shards[1][2] != whole:
+                fail(f"{what}: the shards' heads are one process's envs'", piece)
+            continue
+        row = len(whole) // buffer
+        for e in range(envs):
+            r, j = divmod(e, half)
+            mine = shards[r][2][j * ring * row:(j + 1) * ring * row]
+            if mine != whole[e * ring * row:(e + 1) * ring * row]:
+                fail(f"{what}: rank r's replay shard holds one process's envs",
+                     f"{piece}: env {e} (rank {r}'s env {j}) differs")
+    return episodes
+
+
+def group_dqn_conv_np2(work):
+    first = ["--total-timesteps", "256", "--learning-starts", "256", "--buffer-size", "1024",
+             "--seed", "1"]
+    dqn_conv(work, "one", first)
+    dqn_conv(work, "two", first, ranks=2)
+    episodes = dqn_first_same(work, "one", "two", 8, 1024, "minatar-cnn")
+    # Nature-CNN on CartPolePixels-v1: 84x84 frames, each stored once (the frame-once replay)
+    px = ["--env-id", "CartPolePixels-v1", "--policy", "nature-cnn", "--num-envs", "4",
+          "--batch-size", "8", "--buffer-size", "512", "--learning-starts", "96",
+          "--total-timesteps", "96", "--seed", "2"]
+    dqn_conv(work, "px_one", px)
+    dqn_conv(work, "px_two", px, ranks=2)
+    dqn_first_same(work, "px_one", "px_two", 4, 512, "nature-cnn on CartPolePixels-v1")
+    # the MLP on CartPole-v1's env pool
+    mlp = ["--env-device", "cpu", "--total-timesteps", "400", "--learning-starts", "400",
+           "--buffer-size", "800", "--seed", "4"]
+    dqn(work, "mlp_one", mlp)
+    dqn(work, "mlp_two", mlp, ranks=2)
+    dqn_first_same(work, "mlp_one", "mlp_two", 8, 800, "the MLP on CartPole-v1's pool")
+    more = ["--total-timesteps", "512", "--learning-starts", "128", "--train-frequency", "2",
+            "--target-network-frequency", "64", "--buffer-size", "1024", "--seed", "1"]
+    dqn_conv(work, "rep", more, ranks=2)
+    dqn_conv(work, "rep_again", more, ranks=2)
+    same_run(work, "rep", "rep_again", "two 2-rank DQN minatar-cnn runs of one seed")
+    p = run(["train", *DQN_CONV, "--run-name", "split", *more, ":", "-np", "1", CUDARL, "train",
+             *DQN_CONV, "--run-name", "split", *more, "--learning-rate", "0.001"], work, ranks=1)
+    if p.returncode == 0 or "weights, target and Adam moments differ" not in p.stderr:
+        fail("a DQN conv job whose ranks' weights differ stops saying so",
+             f"exit code {p.returncode}\nstderr: {p.stderr[-3000:]}")
+    print(f"dqn_conv_np2: the first transitions on 2 ranks ({episodes} episodes on MinAtar) "
+          "leave one process's state, metrics and replay rows bit for bit (also Nature-CNN on "
+          "CartPolePixels-v1 and the MLP on the pool); 2-rank runs repeat; a rank with other "
+          "weights stops the job")
+
+
+def group_dqn_conv_resume(work):
+    # a constant epsilon and log rows every iteration (total / 200 < 8 envs), as dqn_resume
+    extra = ["--seed", "5", "--learning-starts", "96", "--start-e", "0.3", "--end-e", "0.3",
+             "--buffer-size", "384", "--train-frequency", "2", "--target-network-frequency", "32"]
+    dqn_conv(work, "full", extra + ["--total-timesteps", "512"], ranks=2)
+    dqn_conv(work, "part", extra + ["--total-timesteps", "256"], ranks=2)
+    shutil.copytree(os.path.join(work, "runs", "part"), os.path.join(work, "runs", "part_copy"))
+    run_ok(["train", "--resume", "runs/part/model.safetensors", "--total-timesteps", "512",
+            "--quiet"], work, ranks=2)
+    same_run(work, "full", "part", "a 2-rank DQN conv run resumed on 2 ranks against uninterrupted")
+    refused(work, ["train", "--resume", "runs/part_copy/model.safetensors", "--total-timesteps",
+                   "512", "--quiet"], None,
+            ["written by a DQN job of 2 rank(s)", "this run is 1", "resume it on 2 rank(s)"],
+            "a 2-rank DQN conv checkpoint resumed on 1 process")
+    print("dqn_conv_resume: 2 ranks (minatar-cnn, the pool) stopped at 256 steps and resumed to "
+          "512 equal 512 uninterrupted, bit for bit; the file is refused on 1 process")
 
 
 def group_kill(work):
@@ -571,14 +691,16 @@ def main():
     ap.add_argument("--only", choices=["np1", "np2", "learn", "resume", "bad", "kill",
                                        "conv_np1", "conv_np2", "conv_resume",
                                        "dqn_np1", "dqn_np2", "dqn_learn", "dqn_resume",
-                                       "dqn_bad"])
+                                       "dqn_bad", "dqn_conv_np1", "dqn_conv_np2",
+                                       "dqn_conv_resume"])
     a = ap.parse_args()
     CUDARL, MPIRUN = os.path.abspath(a.cudarl), a.mpirun
     v = subprocess.run([MPIRUN, "--version"], capture_output=True, text=True).stdout
     MPI_FLAGS = ["--oversubscribe"] if "Open MPI" in v or "OpenRTE" in v else []
     groups = [a.only] if a.only else ["np1", "np2", "learn", "resume", "bad", "kill",
-                                      "conv_np1", "conv_np2", "conv_resume", "dqn_np1", "dqn_np2", "dqn_learn", "dqn_resume",
-                                      "dqn_bad"]
+                                      "conv_np1", "conv_np2", "conv_resume", "dqn_np1",
+                                      "dqn_np2", "dqn_learn", "dqn_resume", "dqn_bad",
+                                      "dqn_conv_np1", "dqn_conv_np2", "dqn_conv_resume"]
     for g in groups:
         work = os.path.join(a.work, g)
         shutil.rmtree(work, ignore_errors=True)

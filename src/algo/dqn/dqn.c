@@ -561,7 +561,7 @@ static cudarl_status seed_state(cr_dqn *d) {
     cr_rng_stream_seed(&s.sample, cfg->seed, DQN_STREAM_REPLAY_OF(d->rank)); /* 0: 1 process's */
     s.lr = (float)cfg->learning_rate;
     d->o->copy_from_host(ctx, d->s, &s, sizeof s);
-    if (d->pool) {
+    if (d->pool) { /* env i: the job's env rank*N + i (the pool's first_env) */
         cr_env_pool_reset(&d->pool->pool, cfg->seed);
         d->o->copy_from_host(ctx, d->obs, d->pool->obs, (size_t)d->N * d->obs_bytes);
     } else if (d->where == CR_DQN_ENVS_TWIN) {
@@ -623,8 +623,9 @@ static cudarl_status dqn_init(cr_dqn *d, cudarl_ctx *ctx, const cudarl_dqn_confi
     cr_dqn_envs_where where;
     CR_TRY(envs_place(cfg, ctx, &where));
     d->where = (int)where;
-    if (d->where == CR_DQN_ENVS_POOL) CR_TRY(cr_dqn_pool_init(d));
     CR_TRY(cr_dqn_dist_init(d)); /* ranks > 1: this rank's N, B and replay shard */
+    CR_TRY(cr_dqn_qnet_make(d));                                   /* for this rank's N and B */
+    if (d->where == CR_DQN_ENVS_POOL) CR_TRY(cr_dqn_pool_init(d)); /* this rank's N envs */
     cr_plan pl;
     CR_TRY(plan_memory(d, &pl));
     cr_plan_print(&pl, d->ranks > 1 ? "DQN (host, per rank)"

@@ -68,6 +68,11 @@ typedef struct host_state {
     double *ep_return;              /* (N) */
     int64_t *ep_length;             /* (N) */
     void *env;                      /* the env block (env_block's bytes), or NULL */
+    /* data parallel, envs on CPU threads: the job's pool states (N, state_stride) and step
+     * counts (N), gathered by save_world or read by a resume (the pool holds a rank's share);
+     * NULL otherwise (the pool's own are used). Allocated apart from block. */
+    unsigned char *pool_states;
+    int32_t *pool_elapsed;
     cr_dqn_metrics m;
     cr_dqn_scalars s;
     int64_t counters[K_COUNT];
@@ -228,10 +233,12 @@ static cudarl_status write_file(cr_dqn *d, const char *path, host_state *hp, siz
     cr_st_add_tensor(w, "state.rng_explore", CR_ST_U32, 1, s_st, &h.s.explore);
     cr_st_add_tensor(w, "state.rng_sample", CR_ST_U32, 1, s_st, &h.s.sample);
     if (d->pool) { /* the pool's env states, byte for byte (a def's state has no pointers) */
-        cr_env_pool *pool = &d->pool->pool;
+        const cr_env_pool *pool = &d->pool->pool;
         const int64_t s_pool[1] = {(int64_t)((size_t)N * pool->state_stride)};
-        cr_st_add_tensor(w, "state.pool_elapsed", CR_ST_I32, 1, s_n, pool->elapsed);
-        cr_st_add_tensor(w, "state.pool_states", CR_ST_U8, 1, s_pool, pool->states);
+        cr_st_add_tensor(w, "state.pool_elapsed", CR_ST_I32, 1, s_n,
+                         h.pool_elapsed ? h.pool_elapsed : pool->elapsed);
+        cr_st_add_tensor(w, "state.pool_states", CR_ST_U8, 1, s_pool,
+                         h.pool_states ? h.pool_states : pool->states);
     }
     if (!d->u8) cr_st_add_tensor(w, "state.obs", CR_ST_F32, 2, s_obs, h.obs);
     else cr_st_add_tensor(w, "state.obs", CR_ST_U8, 2, s_obs, h.obs);
@@ -288,7 +295,7 @@ static cudarl_status save_world(cr_dqn *d, const char *path) {
     cr_comm_gather0(mine, rank_sums, sizeof mine);
     cr_rng_stream *rank_samples = root ? host_block((size_t)R * sizeof hl.s.sample) : NULL;
     cr_comm_gather0(&hl.s.sample, rank_samples, sizeof hl.s.sample);
-    const size_t wbytes = cr_env_batch_bytes(d->env_info, d->world_N);
+    const size_t wbytes = d->pool ? 0 : cr_env_batch_bytes(d->env_info, d->world_N);
     if (root) {
         d->N = d->world_N;
         s = host_state_alloc(&hw, d, wbytes);
@@ -303,12 +310,22 @@ static cudarl_status save_world(cr_dqn *d, const char *path) {
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
         cr_comm_gather0(g[i].mine, g[i].all, g[i].bytes);
+    void *world_block = NULL;
+    if (d->pool) { /* the pool's states and step counts: rows of a fixed stride, in env order */
+        const cr_env_pool *pool = &d->pool->pool;
+        const size_t bytes = n * pool->state_stride;
+        if (root) {
+            hw.pool_states = host_block(bytes * (size_t)R);
+            hw.pool_elapsed = host_block((size_t)d->world_N * sizeof(int32_t));
+        }
+        cr_comm_gather0(pool->states, root ? hw.pool_states : NULL, bytes);
+        cr_comm_gather0(pool->elapsed, root ? hw.pool_elapsed : NULL, n * sizeof(int32_t));
+    }
     /* the env batch's block: each rank's to rank 0, which copies the envs one by one into the
      * job's batch (a block is carved by its env count) */
-    unsigned char *all = root ? host_block(lb * (size_t)R) : NULL;
-    cr_comm_gather0(env_mem, all, lb);
-    void *world_block = NULL;
-    if (root) {
+    unsigned char *all = root && !d->pool ? host_block(lb * (size_t)R) : NULL;
+    if (!d->pool) cr_comm_gather0(env_mem, all, lb);
+    if (root && !d->pool) {
         cr_env_batch wb, lv;
         world_block = host_block(wbytes);
         memset(world_block, 0, wbytes); /* the padding between the carved arrays too */
@@ -356,7 +373,7 @@ static cudarl_status save_world(cr_dqn *d, const char *path) {
         d->N = d->world_N;
         s = write_file(d, path, &hw, wbytes, rps, nrp, R, rank_sums, rank_samples);
         d->N = local;
-        free(hw.block);
+        free(hw.pool_states), free(hw.pool_elapsed), free(hw.block);
     }
     for (int i = 0; i < nrp; i++) free(shards[i]);
     free(rps), free(rank_sums), free(rank_samples), free(world_block), free(replay_block), free(hl.block);
@@ -624,8 +641,9 @@ static cudarl_status load_replay(cr_dqn *d, const cr_st_file *f, const char *pat
 
 /* Data parallel (load_state): the job's envs in h (world_N, checked) become this rank's: rows
  * rank*N .. (rank+1)*N-1 to the front of h, its envs' states into the batch's block layout of
- * N envs (h->env), the sampling stream its own, and the job's episode log into d->world_log,
- * this rank's own log and row sums from state.rank_sums. */
+ * N envs (h->env) or into the pool (its rows of h->pool_states), the sampling stream its own,
+ * and the job's episode log into d->world_log, this rank's own log and row sums from
+ * state.rank_sums. */
 static cudarl_status take_slice(cr_dqn *d, const cr_st_file *f, const char *path, host_state *h,
                                 int local, double *mine) {
     const size_t n = (size_t)local, first = (size_t)d->rank * n;
@@ -643,6 +661,12 @@ static cudarl_status take_slice(cr_dqn *d, const cr_st_file *f, const char *path
         memmove(h->obs, (uint8_t *)h->obs + first * d->obs_bytes, n * d->obs_bytes);
         memmove(h->ep_return, h->ep_return + first, n * 8);
         memmove(h->ep_length, h->ep_length + first, n * 8);
+    }
+    if (s == CUDARL_OK && d->pool) { /* the pool's rows of this rank's envs */
+        cr_env_pool *pool = &d->pool->pool;
+        memcpy(pool->states, h->pool_states + first * pool->state_stride, n * pool->state_stride);
+        memcpy(pool->elapsed, h->pool_elapsed + first, n * sizeof(int32_t));
+    } else if (s == CUDARL_OK) {
         cr_env_batch wb, lv;
         const size_t wbytes = cr_env_batch_bytes(d->env_info, d->world_N);
         void *wblock = aligned_alloc(CR_ARENA_ALIGN, (wbytes + CR_ARENA_ALIGN - 1) /
@@ -691,7 +715,7 @@ static cudarl_status load_state(cr_dqn *d, const cr_st_file *f, const char *path
     size_t env_bytes = env_block(d, &env_mem, &env_name);
     if (d->ranks > 1) { /* the file holds the job's envs: read and checked whole */
         d->N = d->world_N;
-        env_bytes = cr_env_batch_bytes(d->env_info, d->world_N);
+        if (!d->pool) env_bytes = cr_env_batch_bytes(d->env_info, d->world_N);
     }
     host_state h;
     double mine[RANK_SUMS] = {0}; /* data parallel: this rank's row sums */
@@ -718,6 +742,13 @@ static cudarl_status load_state(cr_dqn *d, const cr_st_file *f, const char *path
     double sums[S_NUM];
     memset(&h.m, 0, sizeof h.m), memset(&h.s, 0, sizeof h.s);
     cr_env_pool *pool = d->pool ? &d->pool->pool : NULL;
+    void *pool_states = pool ? pool->states : NULL, *pool_elapsed = pool ? pool->elapsed : NULL;
+    if (pool && d->ranks > 1) { /* the job's rows, read apart: the pool holds this rank's */
+        pool_states = h.pool_states = malloc(N * pool->state_stride);
+        pool_elapsed = h.pool_elapsed = malloc(N * sizeof(int32_t));
+        if (!h.pool_states || !h.pool_elapsed)
+            s = cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for the job's env states");
+    }
     struct { const char *name; cr_st_dtype dtype; void *dst; size_t bytes; } r[] = {
         {"state.counters", CR_ST_I64, k, sizeof k},
         {"state.sums", CR_ST_F64, sums, sizeof sums},
@@ -728,16 +759,26 @@ static cudarl_status load_state(cr_dqn *d, const cr_st_file *f, const char *path
         {"state.rng_sample", CR_ST_U32, &h.s.sample, sizeof h.s.sample},
         {"state.obs", d->u8 ? CR_ST_U8 : CR_ST_F32, h.obs, N * d->obs_bytes},
         {env_name ? env_name : "state.env_batch", CR_ST_U8, h.env, env_bytes},
-        {"state.pool_elapsed", CR_ST_I32, pool ? (void *)pool->elapsed : NULL, pool ? N * 4 : 0},
-        {"state.pool_states", CR_ST_U8, pool ? (void *)pool->states : NULL,
-         pool ? N * pool->state_stride : 0},
+        {"state.pool_elapsed", CR_ST_I32, pool_elapsed, pool ? N * 4 : 0},
+        {"state.pool_states", CR_ST_U8, pool_states, pool ? N * pool->state_stride : 0},
         {"state.loss_scale", CR_ST_U8, &h.m.scaler, d->amp.scaling ? sizeof h.m.scaler : 0},
     };
     for (size_t i = 0; i < sizeof r / sizeof r[0] && s == CUDARL_OK; i++)
         if (r[i].bytes) s = read_raw(f, path, r[i].name, r[i].dtype, r[i].dst, r[i].bytes);
     if (s == CUDARL_OK) s = check_counters(d, path, k, sums, &h);
     if (s == CUDARL_OK && d->amp.scaling) s = check_scaler(d, path, &h.m.scaler, k[K_TRAIN_STEPS]);
-    if (s == CUDARL_OK && d->ranks > 1) { /* the job's envs, checked as one batch */
+    if (s == CUDARL_OK && d->ranks > 1 && pool) { /* the job's envs, checked row by row */
+        char why[256];
+        for (int i = 0; i < d->world_N && s == CUDARL_OK; i++) {
+            int bad = cr_env_check_state(pool->def, h.pool_states + (size_t)i * pool->state_stride,
+                                         h.pool_elapsed[i], why, sizeof why);
+            if (bad)
+                s = bad_state(path, bad == 1 ? "state.pool_states" : "state.pool_elapsed",
+                              "env %d: %s", i, why);
+        }
+        d->N = local;
+        if (s == CUDARL_OK) s = take_slice(d, f, path, &h, local, mine);
+    } else if (s == CUDARL_OK && d->ranks > 1) { /* the job's envs, checked as one batch */
         cr_env_batch wb;
         char why[256];
         int bad = 0, i;
@@ -787,7 +828,7 @@ static cudarl_status load_state(cr_dqn *d, const cr_st_file *f, const char *path
         d->h = h.m;
         if (d->ranks > 1) d->h.log = d->world_log;
     }
-    free(h.block);
+    free(h.pool_states), free(h.pool_elapsed), free(h.block);
     return s;
 }
 

@@ -5,8 +5,9 @@
  * rank's transitions are its slice of one process's. A train step samples batch_size / R rows
  * of the rank's own shard (its own sampling stream; rank 0's is one process's); the gradients
  * are averaged across ranks in rank order before Adam, so the weights stay identical on every
- * rank (compared at every log row). The CPU path only: the MLP Q-network on the CPU env batch,
- * uniform replay, fp32. */
+ * rank (compared at every log row). The CPU path only: the MLP or a conv Q-network
+ * (minatar-cnn, nature-cnn on uint8 frames), on the CPU env batch or the env pool (CPU threads:
+ * rank r's pool steps the job's envs r*N .., its first_env), uniform replay, fp32. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,9 +28,9 @@ typedef struct dist_part {
 
 static cudarl_status refuse(const cr_dqn *d, const char *what) {
     return cr_fail(CUDARL_ERR_UNSUPPORTED, "%s, and this run is one of %d ranks (mpirun): "
-                   "data-parallel DQN runs --policy mlp with uniform replay in fp32 on the CPU "
-                   "env batch (--device cpu: CartPole-v1 and the classic-control envs) for now "
-                   "(docs/multigpu.md); run it as one process, or drop the setting", what,
+                   "data-parallel DQN runs on the CPU (--device cpu: the MLP or a conv "
+                   "Q-network, on the env batch or the env pool) with uniform replay in fp32 "
+                   "for now (docs/multigpu.md); run it as one process, or drop the setting", what,
                    d->ranks);
 }
 
@@ -42,10 +43,9 @@ cudarl_status cr_dqn_dist_init(cr_dqn *d) {
     if (d->ctx->kind != CUDARL_DEVICE_CPU)
         return refuse(d, "the context is a GPU (data parallel on GPUs, over NCCL, is the next "
                          "step; use --device cpu)");
-    if (d->net.conv) return refuse(d, "--policy is a convolutional network");
-    if (d->where != CR_DQN_ENVS_BATCH)
-        return refuse(d, "the envs step on CPU threads (--env-device cpu or an env without a "
-                         "batch twin)");
+    if (d->where == CR_DQN_ENVS_POOL && d->env_info->def->vec_step)
+        return refuse(d, "the env is a vector env (it seeds and steps its envs as a whole, not "
+                         "a rank's share)");
     if (c->prioritized) return refuse(d, "--prioritized is set");
     if (c->precision != CUDARL_PRECISION_FP32) return refuse(d, "--precision is not fp32");
     if (c->num_envs % R != 0)

@@ -210,9 +210,11 @@ cudarl_status cr_dqn_config_take(const cudarl_dqn_config *given, cudarl_dqn_conf
 
 /* ---- the Q-network on the context (dqn_qnet.c) ---- */
 
-/* Lays out the Q-network cfg.policy names and makes it on the context (a conv net's CUDA twin
- * for batches N and B on a CUDA context). */
+/* Lays out the Q-network cfg.policy names (its parameters: net.num_params); then makes it on
+ * the context for batches N and B (a conv net's CUDA twin on a CUDA context), after
+ * cr_dqn_dist_init has made N and B the rank's. */
 cudarl_status cr_dqn_qnet_layout(cr_dqn *d);
+cudarl_status cr_dqn_qnet_make(cr_dqn *d);
 /* Bytes of one forward's cache for d->rows rows; of a conv net's workspace (0 for the MLP and
  * on the CPU). */
 size_t cr_dqn_qnet_cache_bytes(const cr_dqn *d);

@@ -32,7 +32,9 @@ cudarl_status cr_dqn_pool_init(cr_dqn *d) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = d->cfg.env_threads > 0 ? d->cfg.env_threads : (int)(cores > 0 ? cores : 1);
     if (threads > d->N) threads = d->N; /* a thread beyond one per env would only idle */
-    cr_env_pool_config pc = {.num_envs = d->N, .num_threads = threads, .num_groups = 1};
+    /* data parallel: env i is the job's env rank*N + i, seeded as one process seeds it */
+    cr_env_pool_config pc = {.num_envs = d->N, .num_threads = threads, .num_groups = 1,
+                             .first_env = (int64_t)d->rank * d->N};
     size_t N = (size_t)d->N, ob = d->obs_bytes;
     cudarl_status s = cr_env_pool_init(&p->pool, d->env_info->def, &pc, NULL);
     if (s == CUDARL_OK) s = cr_host_buffer_alloc(ctx, &p->obs, N * ob);

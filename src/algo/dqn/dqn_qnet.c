@@ -19,10 +19,18 @@ cudarl_status cr_dqn_qnet_layout(cr_dqn *d) {
                                  def->obs_shape[2], CR_CONVNET_DQN, d->A));
     CR_TRY(cr_convnet_plan(&q->cnn, &spec));
     q->num_params = q->cnn.num_params;
-    const int batches[2] = {d->N, d->B}; /* the act and the learner batch sizes */
-    CR_TRY(cr_cnn_init(&q->dev, d->ctx, &q->cnn, batches, 2, c->precision));
+    return CUDARL_OK;
+}
+
+/* Makes the conv net laid out by qnet_layout for the act and learner batch sizes d->N and d->B
+ * (data parallel: the rank's, so it runs after cr_dqn_dist_init); nothing for the MLP. */
+cudarl_status cr_dqn_qnet_make(cr_dqn *d) {
+    cr_dqn_qnet *q = &d->net;
+    if (!q->conv) return CUDARL_OK;
+    const int batches[2] = {d->N, d->B};
+    CR_TRY(cr_cnn_init(&q->dev, d->ctx, &q->cnn, batches, 2, d->cfg.precision));
     if (cr_cnn_on_gpu(&q->dev)) {
-        CR_INFO("DQN: %s on the GPU, conv engine %s", c->policy, cr_cnn_engine_name(&q->dev));
+        CR_INFO("DQN: %s on the GPU, conv engine %s", d->cfg.policy, cr_cnn_engine_name(&q->dev));
         CR_DEBUG("%s", cr_cnn_describe(&q->dev));
     }
     return CUDARL_OK;
