@@ -228,11 +228,8 @@ def group_np2(work):
     train(work, "kl", ["--total-timesteps", "10240", "--seed", "1", "--target-kl", "0.0022"],
           ranks=2)
     # the weight check: rank 1 with another learning rate parts the weights at the first update
-    p = run(["train", *BASE, "--run-name", "split", *extra, ":", "-np", "1", CUDARL, "train",
-             *BASE, "--run-name", "split", *extra, "--learning-rate", "0.001"], work, ranks=1)
-    if p.returncode == 0 or "weights and Adam moments differ" not in p.stderr:
-        fail("a job whose ranks' weights differ stops saying so",
-             f"exit code {p.returncode}\nstderr: {p.stderr[-3000:]}")
+    ranks_apart_stop(work, [*BASE, *extra], "weights and Adam moments differ",
+                     "a job whose ranks' weights differ stops saying so")
     print("np2: the first rollout equals one process's (CartPole's episodes exactly, Acrobot's "
           "and Pendulum's explained variance to 1e-6); 2-rank runs repeat bit for bit; a rank "
           "with other weights stops the job")
@@ -307,6 +304,15 @@ CONV = ["--device", "cpu", "--threads", "1", "--env-threads", "1", "--quiet", "-
         "--num-steps", "16", "--num-minibatches", "4", "--update-epochs", "2"]
 
 
+def ranks_apart_stop(work, flags, says, what):
+    """A 2-rank job of `flags` whose rank 1 has another learning rate (its weights part at the
+    first update) stops, saying `says`."""
+    p = run(["train", *flags, "--run-name", "split", ":", "-np", "1", CUDARL, "train", *flags,
+             "--run-name", "split", "--learning-rate", "0.001"], work, ranks=1)
+    if p.returncode == 0 or says not in p.stderr:
+        fail(what, f"exit code {p.returncode}\nstderr: {p.stderr[-3000:]}")
+
+
 def conv(work, name, extra, ranks=None):
     return run_ok(["train", *CONV, "--run-name", name, *extra], work, ranks)
 
@@ -377,11 +383,8 @@ def group_conv_np2(work):
     conv(work, "rep", more, ranks=2)
     conv(work, "rep_again", more, ranks=2)
     same_run(work, "rep", "rep_again", "two 2-rank conv runs of one seed")
-    p = run(["train", *CONV, "--run-name", "split", *more, ":", "-np", "1", CUDARL, "train",
-             *CONV, "--run-name", "split", *more, "--learning-rate", "0.001"], work, ranks=1)
-    if p.returncode == 0 or "weights and Adam moments differ" not in p.stderr:
-        fail("a conv job whose ranks' weights differ stops saying so",
-             f"exit code {p.returncode}\nstderr: {p.stderr[-3000:]}")
+    ranks_apart_stop(work, [*CONV, *more], "weights and Adam moments differ",
+                     "a conv job whose ranks' weights differ stops saying so")
     print(f"conv_np2: the first conv rollout on 2 ranks ({episodes} episodes) leaves one "
           "process's state bit for bit (also with 2 env groups a rank, and the MLP on the pool "
           "with its normalizations); 2-rank runs repeat; a rank with other weights stops the job")
@@ -457,11 +460,8 @@ def group_dqn_np2(work):
                 fail("rank r's replay shard holds one process's envs r*4..r*4+3",
                      f"{piece}: env {e} (rank {r}'s env {j}) differs")
     same_run(work, "two", "two_again", "two 2-rank DQN runs of one seed")
-    p = run(["train", *DQN, "--run-name", "split", *extra, ":", "-np", "1", CUDARL, "train",
-             *DQN, "--run-name", "split", *extra, "--learning-rate", "0.001"], work, ranks=1)
-    if p.returncode == 0 or "weights, target and Adam moments differ" not in p.stderr:
-        fail("a DQN job whose ranks' weights differ stops saying so",
-             f"exit code {p.returncode}\nstderr: {p.stderr[-3000:]}")
+    ranks_apart_stop(work, [*DQN, *extra], "weights, target and Adam moments differ",
+                     "a DQN job whose ranks' weights differ stops saying so")
     print(f"dqn_np2: the {len(before)} rows before learning_starts equal one process's, and so "
           "do the replay shards' transitions; 2-rank runs repeat bit for bit; a rank with other "
           "weights stops the job")
@@ -605,11 +605,8 @@ def group_dqn_conv_np2(work):
     dqn_conv(work, "rep", more, ranks=2)
     dqn_conv(work, "rep_again", more, ranks=2)
     same_run(work, "rep", "rep_again", "two 2-rank DQN minatar-cnn runs of one seed")
-    p = run(["train", *DQN_CONV, "--run-name", "split", *more, ":", "-np", "1", CUDARL, "train",
-             *DQN_CONV, "--run-name", "split", *more, "--learning-rate", "0.001"], work, ranks=1)
-    if p.returncode == 0 or "weights, target and Adam moments differ" not in p.stderr:
-        fail("a DQN conv job whose ranks' weights differ stops saying so",
-             f"exit code {p.returncode}\nstderr: {p.stderr[-3000:]}")
+    ranks_apart_stop(work, [*DQN_CONV, *more], "weights, target and Adam moments differ",
+                     "a DQN conv job whose ranks' weights differ stops saying so")
     print(f"dqn_conv_np2: the first transitions on 2 ranks ({episodes} episodes on MinAtar) "
           "leave one process's state, metrics and replay rows bit for bit (also Nature-CNN on "
           "CartPolePixels-v1 and the MLP on the pool); 2-rank runs repeat; a rank with other "

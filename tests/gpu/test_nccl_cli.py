@@ -91,14 +91,20 @@ def group_bad(work):
           "threads and fp16 on the GPU path are refused")
 
 
-def group_np2(work):
+def need_two_gpus(group, mpirun):
+    """Exits SKIP where the machine has fewer than 2 GPUs (or, with mpirun, no mpirun)."""
     n = gpu_count()
     if n < 2:
-        print(f"np2: skipped: {n} GPU(s) here, 2 needed (NCCL refuses two ranks on one GPU)")
+        why = " (NCCL refuses two ranks on one GPU)" if mpirun else ""
+        print(f"{group}: skipped: {n} GPU(s) here, 2 needed{why}")
         sys.exit(SKIP)
-    if not tm.MPIRUN:
-        print("np2: skipped: this build has no MPI or no mpirun (CUDARL_MPI)")
+    if mpirun and not tm.MPIRUN:
+        print(f"{group}: skipped: this build has no MPI or no mpirun (CUDARL_MPI)")
         sys.exit(SKIP)
+
+
+def group_np2(work):
+    need_two_gpus("np2", mpirun=True)
     extra = ["--total-timesteps", "163840", "--seed", "1"]
     tm.run_ok(["train", *GPU, "--run-name", "one", *extra], work)
     two = tm.run_ok(["train", *GPU, "--run-name", "two", *extra], work, ranks=2)
@@ -121,10 +127,7 @@ def group_np2(work):
 
 
 def group_ng2(work):
-    n = gpu_count()
-    if n < 2:
-        print(f"ng2: skipped: {n} GPU(s) here, 2 needed")
-        sys.exit(SKIP)
+    need_two_gpus("ng2", mpirun=False)
     extra = ["--total-timesteps", "163840", "--seed", "1"]
     tm.run_ok(["train", *GPU, "--run-name", "one", *extra], work)
     ng2 = tm.run_ok(["train", *GPU, "--run-name", "ng2", "--num-gpus", "2", *extra], work)
@@ -214,13 +217,7 @@ def first_rollout(work, one, two, what):
 
 
 def group_conv_np2(work):
-    n = gpu_count()
-    if n < 2:
-        print(f"conv_np2: skipped: {n} GPU(s) here, 2 needed (NCCL refuses two ranks on one GPU)")
-        sys.exit(SKIP)
-    if not tm.MPIRUN:
-        print("conv_np2: skipped: this build has no MPI or no mpirun (CUDARL_MPI)")
-        sys.exit(SKIP)
+    need_two_gpus("conv_np2", mpirun=True)
     one = ["--total-timesteps", "512", "--seed", "1"]  # 1 iteration of 16 x 32
     conv(work, "one", PIXELS, one)
     two = conv(work, "two", PIXELS, one, ranks=2)
@@ -235,10 +232,7 @@ def group_conv_np2(work):
 
 
 def group_conv_ng2(work):
-    n = gpu_count()
-    if n < 2:
-        print(f"conv_ng2: skipped: {n} GPU(s) here, 2 needed")
-        sys.exit(SKIP)
+    need_two_gpus("conv_ng2", mpirun=False)
     one = ["--total-timesteps", "512", "--seed", "1"]
     conv(work, "one", PIXELS, one)
     ng2 = conv(work, "ng2", PIXELS, [*one, "--num-gpus", "2"])

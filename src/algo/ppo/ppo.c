@@ -357,12 +357,9 @@ static cudarl_status async_init(cr_ppo *p) {
 
 void cr_ppo_start_part(cr_ppo *p, const char *what) {
     const double now = cr_time_now();
-    if (p->start.nparts < CR_PPO_START_PARTS) {
-        p->start.part[p->start.nparts].what = what;
-        p->start.part[p->start.nparts++].secs = now - p->start.at;
-    } else { /* not reached: the setup has fewer parts; the last one takes the rest */
-        p->start.part[CR_PPO_START_PARTS - 1].secs += now - p->start.at;
-    }
+    CUDARL_ASSERT(p->start.nparts < CR_PPO_START_PARTS);
+    p->start.part[p->start.nparts].what = what;
+    p->start.part[p->start.nparts++].secs = now - p->start.at;
     p->start.at = now;
 }
 
