@@ -535,7 +535,25 @@ def interrupted_run(work, name, args, delay, twice=False, marker="training PPO o
         return Result(argv, p.returncode, f_out.read(), f_err.read())
 
 
+def resume_keeps_precision(work):
+    """--resume takes the checkpoint's --precision (a bf16 run must not go on in fp32; it did,
+    silently, until 2026-12-02): a file that says bf16 is refused on the CPU, which cannot run
+    it, naming the GPU; a format this build does not know is refused naming it."""
+    run_dir = train_small(work, "prec")
+    ckpt = os.path.join(run_dir, "model.safetensors")
+    tensors, meta = load_file(ckpt), checkpoint_metadata(ckpt)
+    for prec, rc, needles in (("bf16", 2, ["--precision bf16 needs the GPU"]),
+                              ("fp99", 1, ["precision 'fp99'", "does not know"])):
+        folder = os.path.join(work, "runs", f"prec_{prec}")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "model.safetensors")
+        save_file(tensors, path, metadata=dict(meta, precision=prec))
+        expect_error(f"train --resume of a {prec} file on the CPU is refused",
+                     ["train", "--resume", path, "--device", "cpu", "--quiet"], work, rc, needles)
+
+
 def test_resume(work):
+    resume_keeps_precision(work)
     sps = measured_sps(work)
     total = max(32, int(sps * 1.5) // BATCH) * BATCH  # about 1.5 s of training
     for attempt in range(5):

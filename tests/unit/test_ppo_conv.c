@@ -54,7 +54,8 @@
  *       2. run: cudarl_ppo_train on CUDA, minatar-cnn on MinAtar/Breakout-v1 (the update
  *          captured into a CUDA graph, envs in two groups): episodes finish, the losses stay
  *          finite, device memory does not grow after the first iteration, and the checkpoint
- *          holds the network as on the CPU; then resume is exact on the GPU too (as cpu 3).
+ *          holds the network as on the CPU; then resume is exact on the GPU too (as cpu 3),
+ *          in fp32 and in bf16 (the file's precision comes back; another is refused).
  *       3. pixels: nature-cnn on CartPolePixels-v1 for 4 short iterations runs (the 84x84
  *          network's CUDA path end to end). */
 #define _GNU_SOURCE /* memmem */
@@ -432,16 +433,24 @@ static void write_transposed(const char *from, const char *to) {
     fclose(f);
 }
 
-/* 4 iterations straight against 2, then a resume to 4: the same final checkpoint. */
-static void resume_case(cudarl_ctx *ctx, cudarl_device_kind device, int separate) {
+/* 4 iterations straight against 2, then a resume to 4: the same final checkpoint, in
+ * `precision` (a resume in another is refused). */
+static void resume_case(cudarl_ctx *ctx, cudarl_device_kind device, int separate,
+                        cudarl_precision precision) {
     cudarl_ppo_config c;
-    conv_config(&c, BREAKOUT, "minatar-cnn", device, separate ? "straight_sep" : "straight");
+    char name[64];
+    snprintf(name, sizeof name, "straight%s_%s", separate ? "_sep" : "",
+             cudarl_precision_name(precision));
+    conv_config(&c, BREAKOUT, "minatar-cnn", device, name);
     c.anneal_lr = 0; /* the first half's schedule would otherwise be over 2 iterations */
-    c.separate_critic = separate;
+    c.separate_critic = separate, c.precision = precision;
     cudarl_train_summary straight, half, rest;
     CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &straight));
-    conv_config(&c, BREAKOUT, "minatar-cnn", device, separate ? "resumed_sep" : "resumed");
+    snprintf(name, sizeof name, "resumed%s_%s", separate ? "_sep" : "",
+             cudarl_precision_name(precision));
+    conv_config(&c, BREAKOUT, "minatar-cnn", device, name);
     c.anneal_lr = 0, c.total_timesteps /= 2, c.separate_critic = separate;
+    c.precision = precision;
     CHECK_OK(cudarl_ppo_train(ctx, &c, NULL, &half));
     char path[2][700];
     snprintf(path[0], sizeof path[0], "%s/model.safetensors", straight.run_dir);
@@ -465,8 +474,19 @@ static void resume_case(cudarl_ctx *ctx, cudarl_device_kind device, int separate
                    cudarl_ppo_train(ctx, &c, bad, NULL), CUDARL_ERR_MISMATCH,
                    "'network.3.weight'");
     unlink(bad);
-    c.total_timesteps /= 2;
-    c.total_timesteps *= 2;
+    if (precision != CUDARL_PRECISION_FP32) { /* the file's precision, or refused */
+        c.precision = CUDARL_PRECISION_FP32;
+        char needle[96];
+        snprintf(needle, sizeof needle, "trained in precision %s but this run's is fp32",
+                 cudarl_precision_name(precision));
+        expect_refusal("resume in another precision", cudarl_ppo_train(ctx, &c, path[1], NULL),
+                       CUDARL_ERR_MISMATCH, needle);
+        c.precision = precision;
+        cudarl_ppo_config loaded;
+        CHECK_OK(cudarl_ppo_config_load(path[1], &loaded));
+        CHECK_MSG(loaded.precision == precision, "the file's config loads precision %s, not %s",
+                  cudarl_precision_name(loaded.precision), cudarl_precision_name(precision));
+    }
     CHECK_OK(cudarl_ppo_train(ctx, &c, path[1], &rest));
     CHECK(rest.global_step == straight.global_step && rest.run_steps == straight.global_step / 2);
     CHECK_MSG(rest.episodes == straight.episodes &&
@@ -995,8 +1015,10 @@ int main(int argc, char **argv) {
 #define RUN(name, call) if (listed(only, name)) call
         RUN("match", match_case(ctx, gpu));
         RUN("breakout", breakout_case(gpu, ctx, CUDARL_DEVICE_CUDA));
-        RUN("resume", resume_case(gpu, CUDARL_DEVICE_CUDA, 0));
-        RUN("separate", resume_case(gpu, CUDARL_DEVICE_CUDA, 1));
+        RUN("resume", resume_case(gpu, CUDARL_DEVICE_CUDA, 0, CUDARL_PRECISION_FP32));
+        RUN("resume", resume_case(gpu, CUDARL_DEVICE_CUDA, 0, CUDARL_PRECISION_BF16));
+        RUN("separate", resume_case(gpu, CUDARL_DEVICE_CUDA, 1, CUDARL_PRECISION_FP32));
+        RUN("separate", resume_case(gpu, CUDARL_DEVICE_CUDA, 1, CUDARL_PRECISION_BF16));
         RUN("separate", separate_match_case(ctx, gpu));
         RUN("pixels", pixels_case(gpu));
         RUN("twin", twin_case(gpu));
@@ -1014,8 +1036,8 @@ int main(int argc, char **argv) {
         RUN("validation", validation_case());
         RUN("precision", precision_case(ctx));
         RUN("breakout", breakout_case(ctx, ctx, CUDARL_DEVICE_CPU));
-        RUN("resume", resume_case(ctx, CUDARL_DEVICE_CPU, 0));
-        RUN("separate", resume_case(ctx, CUDARL_DEVICE_CPU, 1));
+        RUN("resume", resume_case(ctx, CUDARL_DEVICE_CPU, 0, CUDARL_PRECISION_FP32));
+        RUN("separate", resume_case(ctx, CUDARL_DEVICE_CPU, 1, CUDARL_PRECISION_FP32));
         RUN("separate", separate_case(ctx));
         RUN("learn", learn_case(ctx, 0));
 #undef RUN

@@ -999,12 +999,6 @@ cudarl_status cudarl_ppo_train(cudarl_ctx *ctx, const cudarl_ppo_config *cfg,
     const double age0 = cr_process_age(), t0 = cr_time_now();
     cudarl_status s = cr_ppo_init(&p, ctx, cfg);
     const double t1 = cr_time_now();
-    if (s == CUDARL_OK && resume_path && p.dev_comm && p.conv) /* docs/multigpu.md */
-        s = cr_fail(CUDARL_ERR_UNSUPPORTED, "--resume of a conv policy on GPU ranks (--num-gpus, "
-                    "or mpirun on --device cuda): in its first run on a GPU (H200, 2026-12-02) "
-                    "a --num-gpus 1 run resumed did not continue bit for bit, so it is off until "
-                    "that is found; resume it as one process (drop --num-gpus; the file is the "
-                    "one-process format)");
     if (s == CUDARL_OK && resume_path) s = cr_ppo_checkpoint_load(&p, resume_path);
     if (s == CUDARL_OK && resume_path && p.act_params != p.params) /* --async's snapshot */
         ctx->ops->copy(ctx, p.act_params, p.params, p.num_params * sizeof(float));

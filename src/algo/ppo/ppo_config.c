@@ -316,6 +316,12 @@ static cudarl_status config_from_file(const cr_st_file *f, const char *path,
         if (cr_st_meta(f, keys[k])) CR_TRY(cr_checkpoint_meta_ll(f, path, keys[k], &v));
         *fields[k] = v != 0;
     }
+    /* the products' format: a resumed bf16 run must not go on in fp32 (absent before
+     * --precision existed: fp32) */
+    const char *prec = cr_st_meta(f, "precision");
+    if (prec && cudarl_precision_parse(prec, &c->precision) != CUDARL_OK)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' has precision '%s', which this build "
+                       "does not know", path, prec);
     const char *sc = cr_st_meta(f, "separate_critic"); /* absent before it existed: shared */
     if (sc) {
         long long v = 0;
