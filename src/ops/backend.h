@@ -353,6 +353,23 @@ cudarl_status cr_ctx_timing_event_create(const cudarl_ctx *ctx, void **event);
 float cr_ctx_event_elapsed_ms(const cudarl_ctx *ctx, void *start, void *end);
 int64_t cr_ctx_mem_budget(cudarl_ctx *ctx, const char **source);
 
+/* A branch of work beside ctx's on the same device: a context of its own (a stream, library
+ * handles, scratch) that forks from ctx's stream and joins back, so that two independent pieces
+ * of work overlap; inside a graph capture the fork and the join make a branch of the graph.
+ * Results are the same bits as running the two pieces in order: nothing they share is written.
+ * On the CPU (its ops run in order on the calling thread) there is no branch: b->ctx is NULL,
+ * cr_ctx_branch_of gives ctx, and the fork and the join do nothing. */
+typedef struct cr_ctx_branch {
+    cudarl_ctx *ctx;   /* the branch's context; NULL where ctx has no streams */
+    void *fork, *join; /* events recorded on ctx's stream and on the branch's */
+} cr_ctx_branch;
+cudarl_status cr_ctx_branch_open(cudarl_ctx *ctx, cr_ctx_branch *b);
+void cr_ctx_branch_close(cudarl_ctx *ctx, cr_ctx_branch *b);
+cudarl_ctx *cr_ctx_branch_of(cudarl_ctx *ctx, const cr_ctx_branch *b);
+/* The branch's stream waits for the work queued on ctx so far / ctx's for the branch's. */
+void cr_ctx_branch_fork(cudarl_ctx *ctx, const cr_ctx_branch *b);
+void cr_ctx_branch_join(cudarl_ctx *ctx, const cr_ctx_branch *b);
+
 /* The CPU backend (always built). */
 extern const cr_backend cr_backend_cpu;
 

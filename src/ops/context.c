@@ -137,6 +137,41 @@ void cr_ctx_stream_wait_event(cudarl_ctx *ctx, void *event) {
     if (ctx->ops->stream_wait_event) ctx->ops->stream_wait_event(ctx, event);
 }
 
+cudarl_status cr_ctx_branch_open(cudarl_ctx *ctx, cr_ctx_branch *b) {
+    memset(b, 0, sizeof *b);
+    if (!ctx->ops->stream_wait_event || !ctx->ops->event_create) return CUDARL_OK;
+    cudarl_status s = cudarl_ctx_init(&b->ctx, ctx->kind, ctx->device_index);
+    cr_ctx_make_current(ctx); /* opening a context makes its device current */
+    if (s == CUDARL_OK) s = ctx->ops->event_create(ctx, &b->fork);
+    if (s == CUDARL_OK) s = ctx->ops->event_create(ctx, &b->join);
+    if (s != CUDARL_OK) cr_ctx_branch_close(ctx, b);
+    return s;
+}
+
+void cr_ctx_branch_close(cudarl_ctx *ctx, cr_ctx_branch *b) {
+    if (b->fork) ctx->ops->event_free(ctx, b->fork);
+    if (b->join) ctx->ops->event_free(ctx, b->join);
+    cudarl_ctx_free(b->ctx); /* waits for its stream */
+    if (b->ctx) cr_ctx_make_current(ctx);
+    memset(b, 0, sizeof *b);
+}
+
+cudarl_ctx *cr_ctx_branch_of(cudarl_ctx *ctx, const cr_ctx_branch *b) {
+    return b->ctx ? b->ctx : ctx;
+}
+
+void cr_ctx_branch_fork(cudarl_ctx *ctx, const cr_ctx_branch *b) {
+    if (!b->ctx) return;
+    ctx->ops->event_record(ctx, b->fork);
+    b->ctx->ops->stream_wait_event(b->ctx, b->fork);
+}
+
+void cr_ctx_branch_join(cudarl_ctx *ctx, const cr_ctx_branch *b) {
+    if (!b->ctx) return;
+    b->ctx->ops->event_record(b->ctx, b->join);
+    ctx->ops->stream_wait_event(ctx, b->join);
+}
+
 void *cr_ctx_host_device_ptr(const cudarl_ctx *ctx, void *host) {
     return ctx->ops->host_device_ptr ? ctx->ops->host_device_ptr(host) : host;
 }

@@ -841,6 +841,11 @@ static void match_run(cudarl_ctx *cpu_ctx, cudarl_ctx *gpu_ctx, int separate) {
     c.device = CUDARL_DEVICE_CUDA;
     CHECK_OK(cr_ppo_init(&gpu, gpu_ctx, &c));
     CHECK_MSG(cpu.pool && gpu.pool && cpu.conv && gpu.conv, "the trainers are not conv + pool");
+    /* --separate-critic: the critic's network on a branch of the GPU's context, in order on the
+     * CPU's; the rollouts and updates below hold the branch's results to the CPU's */
+    CHECK_MSG(!cpu.cnn.branch.ctx && (gpu.cnn.branch.ctx != NULL) == separate,
+              "the critic's branch: %p on the CPU, %p on the GPU (separate %d)",
+              (void *)cpu.cnn.branch.ctx, (void *)gpu.cnn.branch.ctx, separate);
     CHECK_MSG(cr_ppo_pool_groups(&gpu) == 2 && cr_ppo_pool_groups(&cpu) == 1,
               "groups: %d on CUDA, %d on the CPU", cr_ppo_pool_groups(&gpu),
               cr_ppo_pool_groups(&cpu));

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "algo/ppo/ppo_internal.h"
+#include "nn/precision.h"
 
 /* Rows one cache serves: the update's minibatch and the rollout's N envs. */
 static int cache_rows(const cr_ppo *p) { return p->mb > p->N ? p->mb : p->N; }
@@ -45,7 +46,13 @@ cudarl_status cr_ppo_conv_init(cr_ppo *p) {
     CR_TRY(cr_cnn_init(&p->cnn.actor, p->ctx, &p->cnn.net, batches, 4, p->cfg.precision));
     cr_ppo_start_part(p, "the policy's network: its plans, the libraries' handles");
     if (p->cnn.separate) { /* the critic's own network: its own workspace (im2col kept) */
-        CR_TRY(cr_cnn_init(&p->cnn.critic, p->ctx, &p->cnn.net, batches, 4, p->cfg.precision));
+        CR_TRY(cr_ctx_branch_open(p->ctx, &p->cnn.branch));
+        cudarl_ctx *cc = cr_ctx_branch_of(p->ctx, &p->cnn.branch);
+        if (cc != p->ctx) { /* the branch's products in the run's format too */
+            int changed;
+            CR_TRY(cr_precision_apply(cc, p->cfg.precision, &changed));
+        }
+        CR_TRY(cr_cnn_init(&p->cnn.critic, cc, &p->cnn.net, batches, 4, p->cfg.precision));
         cr_ppo_start_part(p, "the critic's network (--separate-critic)");
     }
     if (cr_cnn_on_gpu(&p->cnn.actor)) {
@@ -60,6 +67,7 @@ cudarl_status cr_ppo_conv_init(cr_ppo *p) {
 void cr_ppo_conv_free(cr_ppo *p) {
     cr_cnn_free(&p->cnn.actor);
     cr_cnn_free(&p->cnn.critic);
+    cr_ctx_branch_close(p->ctx, &p->cnn.branch);
 }
 
 /* --separate-critic's items after the two caches: spare_logits, spare_value, zero_dlogits,
@@ -120,10 +128,12 @@ void cr_ppo_conv_forward(cr_ppo *p, const float *params, const uint8_t *obs, flo
         cr_cnn_forward(p->ctx, &c->actor, params, obs, logits, value, &c->cache, B);
         return;
     }
-    /* the logits from the actor's network, the value from the critic's */
+    /* the logits from the actor's network, the value from the critic's (on the branch) */
+    cr_ctx_branch_fork(p->ctx, &c->branch);
+    cr_cnn_forward(cr_ctx_branch_of(p->ctx, &c->branch), &c->critic, params + c->net.num_params,
+                   obs, c->spare_logits, value, &c->cache_critic, B);
     cr_cnn_forward(p->ctx, &c->actor, params, obs, logits, c->spare_value, &c->cache, B);
-    cr_cnn_forward(p->ctx, &c->critic, params + c->net.num_params, obs, c->spare_logits, value,
-                   &c->cache_critic, B);
+    cr_ctx_branch_join(p->ctx, &c->branch);
 }
 
 void cr_ppo_conv_backward(cr_ppo *p, const float *params, const float *dlogits,
@@ -135,10 +145,12 @@ void cr_ppo_conv_backward(cr_ppo *p, const float *params, const float *dlogits,
     }
     /* each network gets only its own head's gradient: zeros for the other head */
     CUDARL_ASSERT(B <= p->mb);
+    cr_ctx_branch_fork(p->ctx, &c->branch);
+    cr_cnn_backward(cr_ctx_branch_of(p->ctx, &c->branch), &c->critic, params + c->net.num_params,
+                    p->grads + c->net.num_params, c->zero_dlogits, dvalue, &c->cache_critic, B);
     cr_cnn_backward(p->ctx, &c->actor, params, p->grads, dlogits, c->zero_dvalue, &c->cache,
                     B);
-    cr_cnn_backward(p->ctx, &c->critic, params + c->net.num_params,
-                    p->grads + c->net.num_params, c->zero_dlogits, dvalue, &c->cache_critic, B);
+    cr_ctx_branch_join(p->ctx, &c->branch);
 }
 
 void cr_ppo_conv_warm_up(cr_ppo *p) {

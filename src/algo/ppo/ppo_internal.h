@@ -103,9 +103,12 @@ typedef struct cr_ppo_conv {
     /* --separate-critic: a second network of the same spec (`critic`) whose critic head gives
      * the value, its parameters after the actor's in the flat buffers (offset net.num_params);
      * the actor's critic head and the critic's actor head are never trained (their gradient is
-     * zero). NULL / 0 without. */
+     * zero). NULL / 0 without. On a GPU the critic's network runs on a branch of the context
+     * (its own stream and handles), forked and joined around each forward and backward, so the
+     * two networks' kernels overlap; on the CPU, in order on the context. */
     int separate;
     cr_cnn critic;
+    cr_ctx_branch branch;
     cr_convnet_cache cache_critic;
     float *spare_logits, *spare_value; /* (rows, A), (rows): the outputs each net discards */
     float *zero_dlogits, *zero_dvalue; /* (mb, A), (mb) zeros: the heads each net leaves alone */

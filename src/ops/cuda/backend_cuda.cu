@@ -31,7 +31,11 @@ void cr_cuda_after_launch(cudarl_ctx *ctx, const char *file, int line) {
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) cr_cuda_fail("launch", cudaGetErrorString(e), file, line);
     const cr_cuda_impl *im = cr_impl(ctx);
-    if (im->sync_debug && !im->capturing) {
+    // a branch context (cr_ctx_branch) is captured through its fork without graph_begin of its own
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (im->sync_debug && !im->capturing &&
+        cudaStreamIsCapturing(cr_stream(ctx), &cs) == cudaSuccess &&
+        cs == cudaStreamCaptureStatusNone) {
         e = cudaStreamSynchronize(cr_stream(ctx));
         if (e == cudaSuccess && im->side) e = cudaStreamSynchronize(im->side);
         if (e != cudaSuccess)
