@@ -6,7 +6,7 @@ CartPolePixels-v1's CUDA twin on 1 GPU, then on 2, 4 and 8 (the powers of two up
 makes the same number of iterations with the same learning-rate schedule and per-GPU minibatch).
 
   python3 bench/multigpu_scale.py --cudarl build/cudarl --runs-dir RUNS [--out DIR]
-      [--envs-per-gpu 256] [--seconds 100] [--stop-at 475] [--seed 1] [--cudarl-args "..."]
+      [--envs-per-gpu 512] [--seconds 100] [--stop-at 475] [--seed 1] [--cudarl-args "..."]
 
 R = 1 is a plain run; R > 1 is `--num-gpus R` (one process, a thread per GPU, gradients over
 NCCL; NCCL_NVLS_ENABLE=0 as the lent machines need). Each run is stopped (SIGINT: it ends its
@@ -33,7 +33,7 @@ import time
 from pixels import CsvTail, num  # noqa: E402  (bench/, this script's folder: its CSV tail)
 
 ENV_ID = "CartPolePixels-v1"
-# the Nature-CNN's CUDA recipe (ppo_config.c: 256 x 32, 8 minibatches, separate critic, bf16),
+# the Nature-CNN's CUDA recipe (ppo_config.c: 512 x 32, 16 minibatches, separate critic, bf16),
 # less its --num-envs and --total-timesteps, which scale with the GPU count here
 RECIPE = ""
 TOTAL_PER_GPU = 2000000
@@ -116,7 +116,7 @@ def main():
     ap.add_argument("--cudarl", required=True)
     ap.add_argument("--runs-dir", required=True)
     ap.add_argument("--out", default="")
-    ap.add_argument("--envs-per-gpu", type=int, default=256)
+    ap.add_argument("--envs-per-gpu", type=int, default=512)
     ap.add_argument("--total-per-gpu", type=int, default=TOTAL_PER_GPU,
                     help="--total-timesteps of the one-GPU run (R GPUs: R times it)")
     ap.add_argument("--seconds", type=float, default=100, help="per run, from launch")

@@ -7,7 +7,9 @@
 # included).
 #   dev/rl/pixels_solve.sh [SECONDS] [preset]   (repository root's build-gpu/, gpu-check.sh's build)
 # With "preset": only `cudarl train --device cuda --env-id CartPolePixels-v1` with the recipe the
-# env's kind picks (no shape flags), seeds 1, 2 and 3.
+# env's kind picks (no shape flags), seeds 1, 2 and 3. With "keys K1,K2 [SEEDS]": those shapes on
+# those seeds (default 1), e.g. the throughput shapes f* (a shared trunk, large minibatches, 1-2
+# epochs: toward the 1M env steps/s bar).
 cd "$(dirname "$0")/../.." || exit 1
 C=$PWD/build-gpu/cudarl
 secs=${1:-12}
@@ -17,9 +19,25 @@ declare -A P=(
  [s64]="--separate-critic --num-envs 64 --num-steps 64 --num-minibatches 4 --learning-rate 2.5e-4"
  [s128]="--separate-critic --num-envs 128 --num-steps 32 --num-minibatches 4 --learning-rate 5e-4"
  [s256]="--separate-critic --num-envs 256 --num-steps 32 --num-minibatches 8 --learning-rate 5e-4"
- [h256]="--num-envs 256 --num-steps 32 --num-minibatches 8 --learning-rate 5e-4"
- [h512]="--num-envs 512 --num-steps 16 --num-minibatches 4 --learning-rate 1e-3"
- [h1k]="--num-envs 1024 --num-steps 16 --num-minibatches 4 --learning-rate 1e-3"
+ [h256]="--separate-critic false --num-envs 256 --num-steps 32 --num-minibatches 8 --learning-rate 5e-4"
+ [h512]="--separate-critic false --num-envs 512 --num-steps 16 --num-minibatches 4 --learning-rate 1e-3"
+ [h1k]="--separate-critic false --num-envs 1024 --num-steps 16 --num-minibatches 4 --learning-rate 1e-3"
+ [f1k2]="--separate-critic false --num-envs 1024 --num-steps 16 --num-minibatches 2 --update-epochs 2 --learning-rate 1e-3"
+ [f2k1]="--separate-critic false --num-envs 2048 --num-steps 16 --num-minibatches 2 --update-epochs 1 --learning-rate 1e-3"
+ [f2k2]="--separate-critic false --num-envs 2048 --num-steps 16 --num-minibatches 2 --update-epochs 2 --learning-rate 1e-3"
+ [f2k1m4]="--separate-critic false --num-envs 2048 --num-steps 16 --num-minibatches 4 --update-epochs 1 --learning-rate 1e-3"
+ [f4k1]="--separate-critic false --num-envs 4096 --num-steps 16 --num-minibatches 4 --update-epochs 1 --learning-rate 2e-3"
+ [f4k1s8]="--separate-critic false --num-envs 4096 --num-steps 8 --num-minibatches 2 --update-epochs 1 --learning-rate 1e-3"
+ [f4k2]="--separate-critic false --num-envs 4096 --num-steps 16 --num-minibatches 4 --update-epochs 2 --learning-rate 1e-3"
+ [s512]="--separate-critic --num-envs 512 --num-steps 32 --num-minibatches 8 --learning-rate 5e-4 --anneal-lr false"
+ [s512m16]="--separate-critic --num-envs 512 --num-steps 32 --num-minibatches 16 --learning-rate 5e-4 --anneal-lr false"
+ [s256m4]="--separate-critic --num-envs 256 --num-steps 32 --num-minibatches 4 --learning-rate 7e-4 --anneal-lr false"
+ [s512e0]="--separate-critic --num-envs 512 --num-steps 32 --num-minibatches 16 --learning-rate 5e-4 --anneal-lr false --ent-coef 0"
+ [s512lr7]="--separate-critic --num-envs 512 --num-steps 32 --num-minibatches 16 --learning-rate 7e-4 --anneal-lr false"
+ [s512e3]="--separate-critic --num-envs 512 --num-steps 32 --num-minibatches 16 --learning-rate 5e-4 --anneal-lr false --update-epochs 3"
+ [s512c2]="--separate-critic --num-envs 512 --num-steps 32 --num-minibatches 16 --learning-rate 5e-4 --anneal-lr false --clip-coef 0.2"
+ [s768]="--separate-critic --num-envs 768 --num-steps 32 --num-minibatches 24 --learning-rate 5e-4 --anneal-lr false"
+ [fs1k2]="--separate-critic --num-envs 1024 --num-steps 16 --num-minibatches 2 --update-epochs 2 --learning-rate 1e-3"
  [preset]=""
 )
 keys="s64 s128 s256 h256 h512 h1k"
@@ -53,6 +71,11 @@ else:
 PY
 }
 
+if [ "${2:-}" = keys ]; then
+  echo "shapes $3, seeds ${4:-1}, at most $secs s each"
+  for k in ${3//,/ }; do for s in ${4:-1}; do run "$k" "$s"; done; done
+  exit 0
+fi
 if [ "${2:-}" = preset ]; then
   echo "the CUDA recipe (no shape flags), at most $secs s each"
   for s in 1 2 3; do run preset "$s"; done

@@ -339,8 +339,8 @@ static void validation_case(void) {
     cudarl_ppo_config_default(&c, NULL);
     cudarl_ppo_config_for_device(&c, CUDARL_DEVICE_CUDA);
     cudarl_ppo_config_for_env_on(&c, "CartPolePixels-v1", CUDARL_DEVICE_CUDA);
-    CHECK_MSG(!strcmp(c.policy, "nature-cnn") && c.num_envs == 256 && c.num_steps == 32 &&
-                  c.num_minibatches == 8 && c.learning_rate == 5e-4 && !c.anneal_lr &&
+    CHECK_MSG(!strcmp(c.policy, "nature-cnn") && c.num_envs == 512 && c.num_steps == 32 &&
+                  c.num_minibatches == 16 && c.learning_rate == 7e-4 && !c.anneal_lr &&
                   !c.clip_vloss && c.separate_critic && c.precision == CUDARL_PRECISION_BF16,
               "CartPolePixels-v1's CUDA recipe: policy %s, %d x %d, %d minibatches, lr %g",
               c.policy, c.num_envs, c.num_steps, c.num_minibatches, c.learning_rate);
