@@ -1481,10 +1481,13 @@ def test_profile_gpu(work):
         fail(what, "a line 'host waiting for the device at the phase ends'", r.describe())
     names = profile_start(what, r)
     if (names[0] != "the policy's network: its plans, the libraries' handles"
-            or names[-1] != "a conv policy's warm-up calls (the libraries' first calls)"
+            or names[-2] != "a conv policy's warm-up calls (the libraries' first calls)"
+            or names[-1] != ("the first state: the rest of the weights' thread, seeds, the "
+                             "envs' reset")
             or any("critic" in n for n in names)):
-        fail(what, "the setup's parts: the policy's network first, the warm-up calls last, no "
-             "critic's network (--separate-critic false)", r.describe())
+        fail(what, "the setup's parts: the policy's network first, the warm-up calls, then the "
+             "first state (the rest of the weights' host thread) last, no critic's network "
+             "(--separate-critic false)", r.describe())
 
     what = "MinAtar/Breakout-v1 minatar-cnn --profile, envs on CPU threads, policy on the GPU"
     check(f"{what}: the host's wait for the threads, the forwards' device time")

@@ -5,6 +5,7 @@
  * (ppo_conv.c), whose envs step on CPU threads (ppo_pool.c); the loop, the memory plan and the
  * checkpoint are shared. */
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "algo/ppo/ppo_fused_cartpole.h"
 #include "nn/precision.h"
 #include "ops/comm.h"
+#include "ops/parallel.h"
 #include "ops/cpu/ops_cpu.h"
 
 /* ---- memory plan ------------------------------------------------------------------------ */
@@ -287,20 +289,65 @@ static cudarl_status norm_init(cr_ppo *p) {
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
+/* The initial weights into h (num_params), from the run's seed, on the host's cores: a
+ * Nature-CNN's orthogonal init takes most of a second on one, and its bits do not depend on the
+ * count. The calling thread's OpenMP team size is restored. */
+static void init_weights(const cr_ppo *p, float *h, int spare) {
+    cr_philox_state init;
+    cr_philox_seed(&init, p->cfg.seed, CR_STREAM_INIT);
+    const int threads = cr_cpu_threads(), cores = omp_get_num_procs();
+    /* spare: cores left to the thread that runs the setup meanwhile (a team's barriers wait
+     * for its slowest thread, so one that shares a core slows them all) */
+    cr_cpu_set_threads(cores - spare > 0 ? cores - spare : 1);
+    if (p->conv) cr_ppo_conv_init_params(p, h, &init);
+    else cr_ac_init_params(&p->layout, h, &init);
+    cr_cpu_set_threads(threads);
+}
+
+/* init_job's thread: it reads the config and the planned network, which nothing writes while
+ * it runs, and writes only its buffer. */
+static void *init_job_run(void *arg) {
+    cr_ppo *p = arg;
+    init_weights(p, p->init_job.params, 1);
+    return NULL;
+}
+
+/* Starts a conv policy's weight init on a host thread (the plans, the handles and the warm-up
+ * run meanwhile); where a thread cannot start, seed_state computes them itself. */
+static void init_job_start(cr_ppo *p) {
+    if (!p->conv) return; /* an MLP's init takes microseconds */
+    p->init_job.params = malloc(p->num_params * sizeof(float));
+    if (p->init_job.params &&
+        pthread_create(&p->init_job.thread, NULL, init_job_run, p) == 0)
+        p->init_job.running = 1;
+}
+
+/* Joins the init thread if it runs and drops its weights (a setup that fails before
+ * seed_state, cr_ppo_free). */
+static void init_job_drop(cr_ppo *p) {
+    if (p->init_job.running) pthread_join(p->init_job.thread, NULL);
+    free(p->init_job.params);
+    p->init_job.params = NULL, p->init_job.running = 0;
+}
+
+/* The initial weights, the init thread's if one ran (joined here); NULL if out of memory. The
+ * caller frees them. */
+static float *init_job_take(cr_ppo *p) {
+    const int ran = p->init_job.running;
+    if (ran) pthread_join(p->init_job.thread, NULL); /* before the buffer's pointer is touched */
+    float *h = p->init_job.params;
+    p->init_job.params = NULL, p->init_job.running = 0;
+    if (ran) return h;
+    if (!h) h = malloc(p->num_params * sizeof(float));
+    if (h) init_weights(p, h, 0);
+    return h;
+}
+
 /* Weights, env states and RNG streams, all from the seed; written into backend memory. */
 static cudarl_status seed_state(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
-    cr_philox_state init;
-    cr_philox_seed(&init, p->cfg.seed, CR_STREAM_INIT);
-    float *h_params = malloc(p->num_params * sizeof(float));
+    float *h_params = init_job_take(p);
     if (!h_params) return cr_fail(CUDARL_ERR_OUT_OF_MEMORY, "out of host memory for parameters");
-    /* on all of the host's cores: a Nature-CNN's orthogonal init takes most of a second on one,
-     * and its bits do not depend on the count */
-    const int threads = cr_cpu_threads();
-    cr_cpu_set_threads(0);
-    if (p->conv) cr_ppo_conv_init_params(p, h_params, &init);
-    else cr_ac_init_params(&p->layout, h_params, &init);
-    cr_cpu_set_threads(threads);
     ctx->ops->copy_from_host(ctx, p->params, h_params, p->num_params * sizeof(float));
     free(h_params);
     cr_rng_stream sampler, shuffler;
@@ -398,6 +445,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
     p->twin_envs = p->conv && !cr_ppo_pool_wanted(p); /* validated: --env-device cuda, a twin */
     if (p->conv) {
         CR_TRY(cr_ppo_conv_plan(p)); /* the network's spec and size; its engines below */
+        init_job_start(p);           /* its weights on a host thread meanwhile */
     } else {
         if (p->K > 0) cr_ac_layout_init_gaussian(&p->layout, p->D, cfg->hidden, p->K);
         else cr_ac_layout_init(&p->layout, p->D, cfg->hidden, p->A);
@@ -408,6 +456,7 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
     /* the conv network for this rank's batch sizes (the CUDA engines plan per size) */
     if (ds == CUDARL_OK && p->conv) ds = cr_ppo_conv_init(p);
     if (ds != CUDARL_OK) {
+        init_job_drop(p); /* joined before p goes */
         cr_ppo_dist_free(p);
         cr_ppo_conv_free(p);
         return ds;
@@ -439,20 +488,24 @@ cudarl_status cr_ppo_init(cr_ppo *p, cudarl_ctx *ctx, const cudarl_ppo_config *g
         return s;
     }
     cr_ppo_start_part(p, "precision, the env pool, the optimizer's parts, communicators");
+    if (p->conv) { /* on zeroed weights, while the init thread computes the real ones */
+        ctx->ops->zero(ctx, p->params, p->num_params * sizeof(float));
+        cr_ppo_conv_warm_up(p);
+        cr_ppo_start_part(p, "a conv policy's warm-up calls (the libraries' first calls)");
+    }
     s = seed_state(p);
     if (s != CUDARL_OK) {
         cr_ppo_free(p);
         return s;
     }
-    cr_ppo_start_part(p, "the first state: seeds, the envs' reset");
-    if (p->conv) {
-        cr_ppo_conv_warm_up(p);
-        cr_ppo_start_part(p, "a conv policy's warm-up calls (the libraries' first calls)");
-    }
+    cr_ppo_start_part(p, p->conv ? "the first state: the rest of the weights' thread, seeds, "
+                                   "the envs' reset"
+                                 : "the first state: the weights, seeds, the envs' reset");
     return CUDARL_OK;
 }
 
 void cr_ppo_free(cr_ppo *p) {
+    init_job_drop(p);
     cr_ppo_dist_free(p);
     cr_ppo_pool_free(p);
     cr_ppo_parts_free(p);
@@ -644,13 +697,19 @@ static float lr_of(const cr_ppo *p, int64_t it) {
 
 static float current_lr(const cr_ppo *p) { return lr_of(p, p->iteration); }
 
+/* One epoch of the update: a permutation of the batch (its stream advanced on the device) and
+ * its minibatches. */
+static void update_epoch(cr_ppo *p) {
+    p->ctx->ops->permutation(p->ctx, p->shuffler, p->mb_idx, p->batch);
+    for (int start = 0; start < p->batch; start += p->mb)
+        cr_ppo_update_minibatch(p, p->mb_idx + start);
+}
+
 void cr_ppo_update(cr_ppo *p) {
     cudarl_ctx *ctx = p->ctx;
     ctx->ops->zero(ctx, p->acc, sizeof *p->acc);
     for (int epoch = 0; epoch < p->cfg.update_epochs; epoch++) {
-        ctx->ops->permutation(ctx, p->shuffler, p->mb_idx, p->batch);
-        for (int start = 0; start < p->batch; start += p->mb)
-            cr_ppo_update_minibatch(p, p->mb_idx + start);
+        update_epoch(p);
         if (p->cfg.target_kl > 0) {
             cr_ppo_stats_acc acc;
             ctx->ops->copy_to_host(ctx, &acc, p->acc, sizeof acc);
@@ -862,6 +921,15 @@ static cudarl_status report_slot(void *arg, const void *slot, const cr_pipe_tag 
     return CUDARL_OK;
 }
 
+/* The update as graphs: the statistics zeroed, then one epoch's graph launched once per epoch.
+ * Everything an epoch reads that changes between epochs lives on the device (the shuffle's
+ * stream, Adam's step count, the loss scale), so each launch is the next epoch, the same work
+ * as cr_ppo_update's; the first iteration captures one epoch instead of all of them. */
+static void update_captured(cr_ppo *p, void **g_epoch) {
+    p->ctx->ops->zero(p->ctx, p->acc, sizeof *p->acc);
+    for (int epoch = 0; epoch < p->cfg.update_epochs; epoch++) run_phase(p, update_epoch, g_epoch);
+}
+
 /* One iteration's device work: learning rate in, rollout, update. */
 static void iterate(cr_ppo *p, cr_metrics_pipe *m, float lr, void **g_rollout, void **g_update) {
     cudarl_ctx *ctx = p->ctx;
@@ -886,7 +954,10 @@ static void iterate(cr_ppo *p, cr_metrics_pipe *m, float lr, void **g_rollout, v
     p->global_step += p->world_batch;
     cr_ppo_phase_end(p, CR_PHASE_ROLLOUT);
     CR_RANGE_PUSH("update");
-    if (capture_update) run_phase(p, cr_ppo_update, g_update);
+    /* a conv policy's update graph is tens of thousands of nodes, whose capture the first
+     * iteration pays: one epoch's instead; an MLP's is small, and one launch an update less */
+    if (capture_update && p->conv) update_captured(p, g_update);
+    else if (capture_update) run_phase(p, cr_ppo_update, g_update);
     else cr_ppo_update(p);
     cr_ppo_phase_end(p, CR_PHASE_UPDATE);
 }

@@ -2,6 +2,7 @@
 #ifndef CUDARL_PPO_INTERNAL_H
 #define CUDARL_PPO_INTERNAL_H
 
+#include <pthread.h>
 #include <stdio.h>
 
 #include "algo/amp.h"
@@ -213,6 +214,13 @@ typedef struct cr_ppo {
             double secs;
         } part[CR_PPO_START_PARTS];
     } start;
+    /* a conv policy's initial weights (host), computed on a thread of their own from the
+     * network's plan on, while the GPU's setup runs (cr_ppo_init; seed_state joins it) */
+    struct {
+        pthread_t thread;
+        int running;       /* started and not yet joined */
+        float *params;     /* (num_params) */
+    } init_job;
     cr_ppo_parts parts;    /* --profile, a conv policy: its rollout's marks */
 
     /* envs on CPU threads (env_pool mode, ppo_pool.c); NULL otherwise */
