@@ -510,6 +510,15 @@ static int train_ppo(int argc, char **argv, const toml_doc *doc, const char *doc
         if (rc) cudarl_ctx_free(ctx);
         if (rc == -1) return EXIT_USAGE;
         if (rc) return EXIT_FAILURE;
+        if (o.cfg.precision != CUDARL_PRECISION_FP32 &&
+            cudarl_ctx_kind(ctx) == CUDARL_DEVICE_CPU) { /* --precision cannot change here */
+            fprintf(stderr, "cudarl train: cannot resume '%s': it was trained in precision %s, "
+                    "which needs a GPU, and this run is on the CPU; resume it with --device "
+                    "cuda on a machine with a GPU (a resumed run keeps its checkpoint's "
+                    "precision)\n", o.resume, cudarl_precision_name(o.cfg.precision));
+            cudarl_ctx_free(ctx);
+            return EXIT_USAGE;
+        }
     }
     if (cudarl_ppo_config_validate(&o.cfg) != CUDARL_OK) {
         fprintf(stderr, "cudarl train: %s\n", cudarl_last_error());

@@ -538,11 +538,13 @@ def interrupted_run(work, name, args, delay, twice=False, marker="training PPO o
 def resume_keeps_precision(work):
     """--resume takes the checkpoint's --precision (a bf16 run must not go on in fp32; it did,
     silently, until 2026-12-02): a file that says bf16 is refused on the CPU, which cannot run
-    it, naming the GPU; a format this build does not know is refused naming it."""
+    it, naming the GPU (not --precision, which a resume cannot change); a format this build does
+    not know is refused naming it."""
     run_dir = train_small(work, "prec")
     ckpt = os.path.join(run_dir, "model.safetensors")
     tensors, meta = load_file(ckpt), checkpoint_metadata(ckpt)
-    for prec, rc, needles in (("bf16", 2, ["--precision bf16 needs the GPU"]),
+    for prec, rc, needles in (("bf16", 2, ["trained in precision bf16, which needs a GPU",
+                                           "--device cuda", "keeps its checkpoint's precision"]),
                               ("fp99", 1, ["precision 'fp99'", "does not know"])):
         folder = os.path.join(work, "runs", f"prec_{prec}")
         os.makedirs(folder, exist_ok=True)
