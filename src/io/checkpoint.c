@@ -21,6 +21,26 @@ cudarl_status cr_checkpoint_meta_ll(const cr_st_file *f, const char *path, const
     return CUDARL_OK;
 }
 
+cudarl_status cr_checkpoint_meta_precision(const cr_st_file *f, const char *path,
+                                           cudarl_precision *out) {
+    const char *v = cr_st_meta(f, "precision");
+    if (v && cudarl_precision_parse(v, out) != CUDARL_OK)
+        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' has precision '%s', which this build "
+                       "does not know", path, v);
+    return CUDARL_OK;
+}
+
+cudarl_status cr_checkpoint_check_precision(const cr_st_file *f, const char *path,
+                                            cudarl_precision run, int absent) {
+    const char *v = cr_st_meta(f, "precision"), *mine = cudarl_precision_name(run);
+    if (!v && absent >= 0) v = cudarl_precision_name((cudarl_precision)absent);
+    if (!v || strcmp(v, mine))
+        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained in precision %s but this "
+                       "run's is %s; resume with --precision %s", path, v ? v : "?", mine,
+                       v ? v : "?");
+    return CUDARL_OK;
+}
+
 cudarl_status cr_checkpoint_meta_double(const cr_st_file *f, const char *path, const char *key,
                                        double *out) {
     const char *v = cr_st_meta(f, key);

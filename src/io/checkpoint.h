@@ -33,6 +33,16 @@ cudarl_status cr_checkpoint_meta_double(const cr_st_file *f, const char *path, c
 cudarl_status cr_checkpoint_meta_int(const cr_st_file *f, const char *path, const char *key,
                                      int *out);
 
+/* The precision a checkpoint was trained in (metadata "precision") into *out, which keeps its
+ * value where the key is absent (a file from before --precision: the caller's default); a name
+ * this build does not know is CUDARL_ERR_FORMAT naming it. */
+cudarl_status cr_checkpoint_meta_precision(const cr_st_file *f, const char *path,
+                                           cudarl_precision *out);
+/* Refuses a resume in another precision than the file's (CUDARL_ERR_MISMATCH, naming the fix); a
+ * file without the key counts as precision `absent`, or is refused where `absent` is -1. */
+cudarl_status cr_checkpoint_check_precision(const cr_st_file *f, const char *path,
+                                            cudarl_precision run, int absent);
+
 /* "[d0, d1, ...]" of a tensor shape into b (cap bytes), for messages; returns b. */
 const char *cr_checkpoint_shape_text(char *b, size_t cap, int ndim, const int64_t *shape);
 

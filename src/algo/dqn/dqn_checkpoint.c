@@ -422,11 +422,7 @@ static cudarl_status check_shape(const cr_dqn *d, const cr_st_file *f, const cha
                            "run (--policy %s on %s) builds %s; resume it with the env and policy "
                            "it was trained on", path, net, c->policy, c->env_id, want);
     }
-    const char *prec = cr_st_meta(f, "precision");
-    if (!prec || strcmp(prec, cudarl_precision_name(c->precision)))
-        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained in precision %s but this "
-                       "run's is %s; resume with --precision %s", path, prec ? prec : "?",
-                       cudarl_precision_name(c->precision), prec ? prec : "?");
+    CR_TRY(cr_checkpoint_check_precision(f, path, c->precision, -1));
     struct { const char *key; long long want; const char *flag; } k[] = {
         {"obs_dim", d->D, "--env-id"}, {"num_actions", d->A, "--env-id"},
         {"hidden1", c->hidden1, "--hidden1"}, {"hidden2", c->hidden2, "--hidden2"},
@@ -861,12 +857,10 @@ static cudarl_status config_load(const char *path, cudarl_dqn_config *c) {
     if (s == CUDARL_OK) {
         cudarl_dqn_config_default(c, env);
         const char *run = cr_st_meta(f, "run_name"), *pol = cr_st_meta(f, "policy");
-        const char *prec = cr_st_meta(f, "precision"), *where = cr_st_meta(f, "env_device");
+        const char *where = cr_st_meta(f, "env_device");
         if (run) snprintf(c->run_name, sizeof c->run_name, "%s", run);
         if (pol && strcmp(pol, "qnet")) snprintf(c->policy, sizeof c->policy, "%s", pol);
-        if (prec && cudarl_precision_parse(prec, &c->precision) != CUDARL_OK)
-            s = cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' has precision '%s', which this build "
-                        "does not know", path, prec);
+        s = cr_checkpoint_meta_precision(f, path, &c->precision);
         if (where && !strcmp(where, "cpu")) c->env_device = CUDARL_DEVICE_CPU;
         if (where && !strcmp(where, "cuda-twin")) c->env_device = CUDARL_DEVICE_CUDA;
     }

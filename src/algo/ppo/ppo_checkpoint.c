@@ -993,10 +993,8 @@ static cudarl_status check_shape(const cr_ppo *p, const cr_st_file *f, const cha
     if (!env || strcmp(env, p->cfg.env_id))
         return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' is for env '%s' but this run is %s; "
                        "pass --env-id %s", path, env ? env : "?", p->cfg.env_id, env ? env : "?");
-    const char *prec = cr_st_meta(f, "precision"), *mine = cudarl_precision_name(p->cfg.precision);
-    if (strcmp(prec ? prec : "fp32", mine)) /* absent before --precision existed: fp32 */
-        return cr_fail(CUDARL_ERR_MISMATCH, "checkpoint '%s' was trained in precision %s but this "
-                       "run's is %s; resume with --precision %s", path, prec, mine, prec);
+    /* absent before --precision existed: fp32 */
+    CR_TRY(cr_checkpoint_check_precision(f, path, p->cfg.precision, CUDARL_PRECISION_FP32));
     struct { const char *key; long long want; const char *flag; } k[] = {
         {"obs_dim", p->D, "--env-id"}, {"num_actions", p->A, "--env-id"},
         {"hidden", p->cfg.hidden, "--hidden"}, {"num_envs", p->cfg.num_envs, "--num-envs"},

@@ -317,10 +317,7 @@ static cudarl_status config_from_file(const cr_st_file *f, const char *path,
     }
     /* the products' format: a resumed bf16 run must not go on in fp32 (absent before
      * --precision existed: fp32) */
-    const char *prec = cr_st_meta(f, "precision");
-    if (prec && cudarl_precision_parse(prec, &c->precision) != CUDARL_OK)
-        return cr_fail(CUDARL_ERR_FORMAT, "checkpoint '%s' has precision '%s', which this build "
-                       "does not know", path, prec);
+    CR_TRY(cr_checkpoint_meta_precision(f, path, &c->precision));
     const char *sc = cr_st_meta(f, "separate_critic"); /* absent before it existed: shared */
     if (sc) {
         long long v = 0;
