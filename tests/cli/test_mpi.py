@@ -252,24 +252,30 @@ def group_learn(work):
           f"(one process {t1 - t0:.1f} s, 2 ranks {t2 - t1:.1f} s)")
 
 
+def resumed_on_two(work, trainer, extra, total, what, prefix=""):
+    """`trainer` (train, conv, dqn, dqn_conv) on 2 ranks: <prefix>full to `total` steps and
+    <prefix>part to half of it, a copy of the part (<prefix>part_copy) for other resumes, then
+    the part resumed on 2 ranks to `total`, which must equal the full run bit for bit."""
+    full, part = prefix + "full", prefix + "part"
+    trainer(work, full, extra + ["--total-timesteps", str(total)], ranks=2)
+    trainer(work, part, extra + ["--total-timesteps", str(total // 2)], ranks=2)
+    shutil.copytree(os.path.join(work, "runs", part), os.path.join(work, "runs", part + "_copy"))
+    run_ok(["train", "--resume", f"runs/{part}/model.safetensors", "--total-timesteps",
+            str(total), "--quiet"], work, ranks=2)
+    same_run(work, full, part, what)
+
+
 def group_resume(work):
     extra = ["--seed", "5", "--anneal-lr", "false"]  # the schedule does not depend on the total
-    train(work, "full", extra + ["--total-timesteps", "20480"], ranks=2)
-    train(work, "part", extra + ["--total-timesteps", "10240"], ranks=2)
-    shutil.copytree(os.path.join(work, "runs", "part"), os.path.join(work, "runs", "part_copy"))
-    run_ok(["train", "--resume", "runs/part/model.safetensors", "--total-timesteps", "20480",
-            "--quiet"], work, ranks=2)
-    same_run(work, "full", "part", "a 2-rank run resumed on 2 ranks against an uninterrupted one")
+    resumed_on_two(work, train, extra, 20480,
+                   "a 2-rank run resumed on 2 ranks against an uninterrupted one")
     run_ok(["train", "--resume", "runs/part_copy/model.safetensors", "--total-timesteps",
             "20480", "--quiet"], work)
     # Pendulum-v1: the env batch's block gathered per env, a Gaussian policy, the running
     # normalizations (its preset)
     pend = extra + ["--env-id", "Pendulum-v1"]
-    train(work, "pend_full", pend + ["--total-timesteps", "20480"], ranks=2)
-    train(work, "pend_part", pend + ["--total-timesteps", "10240"], ranks=2)
-    run_ok(["train", "--resume", "runs/pend_part/model.safetensors", "--total-timesteps",
-            "20480", "--quiet"], work, ranks=2)
-    same_run(work, "pend_full", "pend_part", "Pendulum-v1 on 2 ranks resumed against uninterrupted")
+    resumed_on_two(work, train, pend, 20480,
+                   "Pendulum-v1 on 2 ranks resumed against uninterrupted", prefix="pend_")
     print("resume: 2 ranks stopped at 10 iterations and resumed to 20 equal 20 uninterrupted, "
           "bit for bit (CartPole-v1, Pendulum-v1); the file resumes on 1 process too")
 
@@ -392,12 +398,8 @@ def group_conv_np2(work):
 
 def group_conv_resume(work):
     extra = ["--seed", "5", "--anneal-lr", "false", "--separate-critic", "true"]
-    conv(work, "full", extra + ["--total-timesteps", "512"], ranks=2)
-    conv(work, "part", extra + ["--total-timesteps", "256"], ranks=2)
-    shutil.copytree(os.path.join(work, "runs", "part"), os.path.join(work, "runs", "part_copy"))
-    run_ok(["train", "--resume", "runs/part/model.safetensors", "--total-timesteps", "512",
-            "--quiet"], work, ranks=2)
-    same_run(work, "full", "part", "a 2-rank conv run resumed on 2 ranks against uninterrupted")
+    resumed_on_two(work, conv, extra, 512,
+                   "a 2-rank conv run resumed on 2 ranks against uninterrupted")
     run_ok(["train", "--resume", "runs/part_copy/model.safetensors", "--total-timesteps", "512",
             "--quiet"], work)
     steps = column(work, "part_copy", "global_step")
@@ -493,12 +495,8 @@ def group_dqn_resume(work):
     extra = ["--seed", "5", "--learning-starts", "200", "--start-e", "0.3", "--end-e", "0.3",
              "--batch-size", "32", "--buffer-size", "1000", "--train-frequency", "2",
              "--target-network-frequency", "64"]
-    dqn(work, "full", extra + ["--total-timesteps", "1600"], ranks=2)
-    dqn(work, "part", extra + ["--total-timesteps", "800"], ranks=2)
-    shutil.copytree(os.path.join(work, "runs", "part"), os.path.join(work, "runs", "part_copy"))
-    run_ok(["train", "--resume", "runs/part/model.safetensors", "--total-timesteps", "1600",
-            "--quiet"], work, ranks=2)
-    same_run(work, "full", "part", "a 2-rank DQN run resumed on 2 ranks against uninterrupted")
+    resumed_on_two(work, dqn, extra, 1600,
+                   "a 2-rank DQN run resumed on 2 ranks against uninterrupted")
     refused(work, ["train", "--resume", "runs/part_copy/model.safetensors", "--total-timesteps",
                    "1600", "--quiet"], None,
             ["written by a DQN job of 2 rank(s)", "this run is 1", "resume it on 2 rank(s)"],
@@ -617,12 +615,8 @@ def group_dqn_conv_resume(work):
     # a constant epsilon and log rows every iteration (total / 200 < 8 envs), as dqn_resume
     extra = ["--seed", "5", "--learning-starts", "96", "--start-e", "0.3", "--end-e", "0.3",
              "--buffer-size", "384", "--train-frequency", "2", "--target-network-frequency", "32"]
-    dqn_conv(work, "full", extra + ["--total-timesteps", "512"], ranks=2)
-    dqn_conv(work, "part", extra + ["--total-timesteps", "256"], ranks=2)
-    shutil.copytree(os.path.join(work, "runs", "part"), os.path.join(work, "runs", "part_copy"))
-    run_ok(["train", "--resume", "runs/part/model.safetensors", "--total-timesteps", "512",
-            "--quiet"], work, ranks=2)
-    same_run(work, "full", "part", "a 2-rank DQN conv run resumed on 2 ranks against uninterrupted")
+    resumed_on_two(work, dqn_conv, extra, 512,
+                   "a 2-rank DQN conv run resumed on 2 ranks against uninterrupted")
     refused(work, ["train", "--resume", "runs/part_copy/model.safetensors", "--total-timesteps",
                    "512", "--quiet"], None,
             ["written by a DQN job of 2 rank(s)", "this run is 1", "resume it on 2 rank(s)"],
